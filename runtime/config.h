@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Configuration of one rank: PP_<KEY> environment variables, overridden by
+ * the "key=value,key=value" string given to pp_init. Unknown keys and bad
+ * values are errors that name the key. Cold path.
+ */
+#ifndef PP_CONFIG_H
+#define PP_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum pp_mode {
+	PP_MODE_PUSH_PULL = 0, /* BTP(1) + BTP(2) pushed, the rest pulled */
+	PP_MODE_PUSH_ALL,      /* whole message pushed (eager) */
+	PP_MODE_PUSH_ZERO,     /* header pushed, everything pulled (rendezvous) */
+};
+
+#define PP_CFG_STR 256
+
+struct pp_config {
+	int rank;                      /* this rank, 0..size-1 (-1: unset) */
+	int size;                      /* ranks in the job (-1: unset) */
+	uint32_t job;                  /* job key on the wire */
+	char job_name[PP_CFG_STR];     /* job key as given (names shm segments) */
+	char node[PP_CFG_STR];         /* node name; same node = shared memory */
+	char dev[PP_CFG_STR];          /* port: EAL device args or pcap:IFACE */
+	enum pp_mode mode;             /* push-pull, push-all or push-zero */
+	uint32_t btp1;                 /* bytes in the first push */
+	uint32_t btp2;                 /* bytes in the second, overlapped push */
+	bool btp_set;                  /* btp1 or btp2 given explicitly */
+	char pull_cores[PP_CFG_STR];   /* core list for pull handlers ("" none) */
+	char daemon[PP_CFG_STR];       /* ppd socket path ("" embedded engine) */
+	char predict[PP_CFG_STR];      /* predictor name or "off" */
+	char pcap_dump[PP_CFG_STR];    /* capture file ("" none) */
+	char cluster[PP_CFG_STR];      /* rank -> MAC file ("" discover) */
+	uint32_t timeout_ms;           /* discovery and peer-loss timeout */
+};
+
+/* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
+#define PP_BTP1_ETH_DEFAULT 80
+#define PP_BTP2_ETH_DEFAULT 680
+#define PP_TIMEOUT_MS_DEFAULT 10000
+
+/*
+ * Fill *cfg from defaults, then the environment (PP_RANK, PP_SIZE, ...), then
+ * the config string (may be NULL). On error *cfg is unspecified.
+ * Errors: -EINVAL (unknown key, malformed pair or bad value; logged with the
+ * key's name).
+ */
+int pp_config_load(struct pp_config *cfg, const char *config);
+
+/* "push-pull", "push-all" or "push-zero". */
+const char *pp_mode_name(enum pp_mode mode);
+
+#endif

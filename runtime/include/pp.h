@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * librt-pp: Push-Pull Messaging for clusters of multi-core nodes.
+ *
+ * MPI-style tagged point-to-point messages between ranks, over raw Ethernet
+ * between nodes and through shared memory inside a node. The first bytes of a
+ * message are pushed to the receiver before it asks (BTP(1), then BTP(2)
+ * overlapping the acknowledgement); the rest is pulled straight into the
+ * receiver's buffer.
+ *
+ * Conventions, for every function below:
+ *  - 0 (or a count) on success, a negative errno value on failure; the text
+ *    of an error is pp_strerror(err).
+ *  - Nothing is printed to stdout. Diagnostics go to stderr, quiet by default;
+ *    set PP_LOG=debug|info|warn for more.
+ *  - Output parameters are written only on success.
+ *  - A pp_ctx is used by one application thread at a time.
+ *
+ * Semantics are MPI's: matching on (source, tag) with PP_ANY_SOURCE and
+ * PP_ANY_TAG; messages between one pair of ranks that match the same receive
+ * are not overtaking; a receive buffer shorter than the message completes
+ * with -EMSGSIZE and st->len set to the full message length; a send buffer may
+ * be reused once its send completes. Messages of 0 bytes to at least 1 GiB.
+ *
+ * Implementation status: functions marked "not yet implemented" return
+ * -ENOSYS in this release.
+ */
+#ifndef PP_H
+#define PP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(PP_BUILDING_LIBRARY)
+#define PP_API __attribute__((visibility("default")))
+#else
+#define PP_API
+#endif
+
+#define PP_ANY_SOURCE (-1)
+#define PP_ANY_TAG    (-1)
+
+typedef struct pp_ctx pp_ctx;
+typedef struct pp_req pp_req;
+
+/* Completion status of a receive (and, with fewer fields, of a send). */
+typedef struct pp_status {
+	int source;   /* rank the message came from */
+	int tag;      /* tag it was sent with */
+	size_t len;   /* full message length, even when truncated */
+	int error;    /* 0, or the negative errno the operation ended with */
+} pp_status;
+
+/* Reasons a received frame is rejected; indexes pp_stats.drops[]. */
+enum pp_drop_reason {
+	PP_DROP_SHORT = 0, /* shorter than Ethernet + protocol header */
+	PP_DROP_VERSION,   /* protocol version is not 1 */
+	PP_DROP_TYPE,      /* unknown frame type */
+	PP_DROP_LENGTH,    /* payload_len disagrees with the frame length */
+	PP_DROP_CRC,       /* crc32c mismatch */
+	PP_DROP_JOB,       /* frame of another job */
+	PP_DROP_RANK,      /* source or destination rank out of range or not us */
+	PP_DROP_RANGE,     /* offset/length outside the message */
+	PP_DROP_DUP,       /* duplicate or out-of-window sequence number */
+	PP_DROP_STATE,     /* valid frame that fits no known message or peer */
+	PP_DROP_NOBUF,     /* no pushed-buffer space (only with credits off) */
+	PP_DROP_MAX
+};
+
+/* Counters of one context since pp_init. */
+struct pp_stats {
+	uint64_t frames_tx;        /* frames handed to the port */
+	uint64_t frames_rx;        /* frames received from the port */
+	uint64_t bytes_tx;         /* payload bytes sent, retransmissions included */
+	uint64_t bytes_rx;         /* payload bytes received and accepted */
+	uint64_t msgs_tx;          /* sends completed */
+	uint64_t msgs_rx;          /* receives completed */
+	uint64_t retransmits;      /* frames sent again by go-back-N */
+	uint64_t nacks_tx;         /* NACKs sent on a sequence gap */
+	uint64_t acks_tx;          /* standalone ACK frames sent */
+	uint64_t pulls_tx;         /* PULL requests sent */
+	uint64_t pulls_served;     /* PULL requests answered with DATA */
+	uint64_t early_matches;    /* FIRST frames that found their receive posted */
+	uint64_t late_matches;     /* receives that found their message pushed */
+	uint64_t pushed_buf_bytes; /* bytes held in the pushed buffer right now */
+	uint64_t pushed_buf_peak;  /* most bytes ever held in the pushed buffer */
+	uint64_t push_degraded;    /* pushes reduced to Push-Zero for lack of credit */
+	uint64_t copies_avoided;   /* bytes placed straight into user buffers */
+	uint64_t drops[PP_DROP_MAX]; /* rejected received frames, by reason */
+	uint64_t pred_predictions; /* predictor: messages predicted */
+	uint64_t pred_hits;        /* predictor: predicted messages that came */
+	uint64_t pred_misses;      /* predictor: predicted messages that did not */
+	uint64_t spec_pulls;       /* pulls sent before the receive was posted */
+	uint64_t bytes_staged;     /* bytes placed in prediction staging */
+	uint64_t pages_remapped;   /* pages moved by remap instead of copy */
+	uint64_t evictions;        /* pushed-buffer messages that gave up their space */
+};
+
+/*
+ * Create a context and join the job. config is "key=value,key=value"
+ * overriding the PP_<KEY> environment variables, or NULL. Keys: rank, size,
+ * job, node, dev, mode (push-pull|push-all|push-zero), btp1, btp2,
+ * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log.
+ * Returns only when every rank of the job is known.
+ * Errors: -EINVAL (unknown key or bad value; the key is named on stderr),
+ * -ENOMEM, -ENODEV (the port cannot be opened), -ETIMEDOUT (ranks missing
+ * after timeout_ms; they are named on stderr), -ENOSYS (not yet implemented).
+ */
+PP_API int pp_init(pp_ctx **ctx, const char *config);
+
+/*
+ * Drain what is in flight, say goodbye to the peers and free the context.
+ * Errors: -EINVAL (ctx is NULL), -ETIMEDOUT (in-flight operations could not
+ * be drained; the context is freed anyway), -ENOSYS (not yet implemented).
+ */
+PP_API int pp_finalize(pp_ctx *ctx);
+
+/* This process's rank (0..size-1), or -EINVAL for a NULL ctx. */
+PP_API int pp_rank(const pp_ctx *ctx);
+
+/* Number of ranks in the job, or -EINVAL for a NULL ctx. */
+PP_API int pp_size(const pp_ctx *ctx);
+
+/*
+ * Blocking send of len bytes to rank dest with tag (>= 0). Returns when buf
+ * may be reused (every byte acknowledged).
+ * Errors: -EINVAL (bad rank, negative tag, NULL buf with len > 0),
+ * -ECONNRESET (peer lost), -ENOSYS (not yet implemented).
+ */
+PP_API int pp_send(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag);
+
+/*
+ * Blocking receive into buf (len bytes) from source (or PP_ANY_SOURCE) with
+ * tag (or PP_ANY_TAG). st may be NULL.
+ * Errors: -EINVAL, -EMSGSIZE (message longer than len: len bytes are
+ * delivered and st->len is the full length), -ECONNRESET (peer lost),
+ * -ENOSYS (not yet implemented).
+ */
+PP_API int pp_recv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_status *st);
+
+/*
+ * Start a send; *req is set to a request to pass to pp_test or pp_wait. buf
+ * must not be changed until the request completes.
+ * Errors: -EINVAL, -ENOMEM (no free request), -ECONNRESET, -ENOSYS.
+ */
+PP_API int pp_isend(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag, pp_req **req);
+
+/*
+ * Start a receive; *req is set to a request to pass to pp_test or pp_wait.
+ * Errors: -EINVAL, -ENOMEM (no free request), -ENOSYS.
+ */
+PP_API int pp_irecv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_req **req);
+
+/*
+ * Make progress and report whether *req has completed. On completion *done
+ * is 1, st (may be NULL) is filled, the request is freed and *req set NULL;
+ * the return value is then the operation's own result (0, -EMSGSIZE,
+ * -ECONNRESET, ...). Otherwise *done is 0 and 0 is returned.
+ * Errors: -EINVAL (NULL or unknown request), -ENOSYS.
+ */
+PP_API int pp_test(pp_req **req, int *done, pp_status *st);
+
+/*
+ * Block until *req completes; then as pp_test with done = 1.
+ * Errors: -EINVAL, -ETIMEDOUT (no progress within timeout_ms while the peer
+ * was silent), the operation's own error, -ENOSYS.
+ */
+PP_API int pp_wait(pp_req **req, pp_status *st);
+
+/*
+ * Block until every rank has entered the barrier (dissemination algorithm
+ * over ordinary messages).
+ * Errors: -ECONNRESET (a rank was lost), -ENOSYS (not yet implemented).
+ */
+PP_API int pp_barrier(pp_ctx *ctx);
+
+/*
+ * Poll the port and the shared-memory rings once; returns the number of
+ * events handled (0 when idle).
+ * Errors: -EINVAL, -ENOSYS (not yet implemented).
+ */
+PP_API int pp_progress(pp_ctx *ctx);
+
+/*
+ * Allocate len bytes of registered memory: the fastest path for sends and
+ * receives, and shareable with the other ranks of the node. NULL on failure
+ * (errno set to ENOMEM or ENOSYS).
+ */
+PP_API void *pp_malloc(pp_ctx *ctx, size_t len);
+
+/* Free memory from pp_malloc; NULL is ignored. */
+PP_API void pp_free(pp_ctx *ctx, void *p);
+
+/*
+ * Hint from the call site `site` that a receive will follow: the papers'
+ * pre-receive(tag) for tag-based predictors. A no-op when prediction is off.
+ * Errors: -EINVAL, -ENOSYS (not yet implemented).
+ */
+PP_API int pp_prerecv(pp_ctx *ctx, unsigned site);
+
+/*
+ * Copy the context's counters into *out.
+ * Errors: -EINVAL (NULL argument), -ENOSYS (not yet implemented).
+ */
+PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out);
+
+/*
+ * Text for an error returned by this library (negative errno value). Never
+ * NULL; unknown values give "unknown error".
+ */
+PP_API const char *pp_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PP_H */

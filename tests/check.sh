@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The test command: install dependencies, build with warnings as errors, run
+# every suite (unit, integration, slow), then the unit suite again under
+# AddressSanitizer and UBSan. Fails if anything fails or if no test ran.
+# Run as root on Debian 12 (integration tests build network namespaces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tests/deps.sh
+
+setup() { # DIR ARGS...: configure once, reconfigure afterwards
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
+  else meson setup "$dir" "$@" >/dev/null; fi
+}
+
+count() { # DIR: "passed failed" from meson's JSON log
+  python3 - "$1/meson-logs/testlog.json" <<'PY'
+import json, sys
+p = f = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"): p += 1
+    elif r != "SKIP": f += 1
+print(p, f)
+PY
+}
+
+total_p=0 total_f=0
+run() { # DIR MESON-TEST-ARGS...
+  local dir=$1 rc=0; shift
+  meson test -C "$dir" --print-errorlogs --num-processes 2 "$@" || rc=$?
+  read -r p f < <(count "$dir")
+  total_p=$((total_p + p)) total_f=$((total_f + f))
+  if [ "$p" -eq 0 ]; then echo "check.sh: no test ran in $dir" >&2; return 1; fi
+  return $rc
+}
+
+status=0
+setup build -Dwerror=true
+ninja -C build
+run build || status=1
+
+setup build-san -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
+ninja -C build-san
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run build-san --suite unit || status=1
+
+echo "$total_p passed, $total_f failed"
+exit $status

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "cu_main.h"
+
+#include <CUnit/Basic.h>
+#include <stdio.h>
+
+int pp_cu_main(CU_SuiteInfo *suites)
+{
+	if (CU_initialize_registry() != CUE_SUCCESS || CU_register_suites(suites) != CUE_SUCCESS) {
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+		return 2;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned ran = CU_get_number_of_tests_run();
+	unsigned failed = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
+	CU_cleanup_registry();
+	if (ran == 0) {
+		fprintf(stderr, "no test ran: failing\n");
+		return 1;
+	}
+	return failed ? 1 : 0;
+}
