@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Frame I/O: one small interface, several peer backends.
+ *
+ * A port is opened from a device string; the prefix chooses the backend once,
+ * and from then on every call goes through that backend's ops table:
+ *   "sim:LINK/INDEX"          the in-memory lossy link (driver/sim)
+ *   "pcap:IFACE"              libpcap live capture + inject (driver/pcap)
+ *   anything else             DPDK EAL device arguments, e.g.
+ *                             "--vdev=net_af_xdp0,iface=pp0" (driver/dpdk)
+ *
+ * Frames travel in buffers the port owns (struct pp_buf): rx_burst hands the
+ * caller buffers that the backend filled, tx_burst takes buffers the caller
+ * filled (allocated from the same port), so no byte is copied between the
+ * driver and the engine. Burst calls return how many buffers they moved;
+ * buffers tx_burst did not take stay the caller's.
+ *
+ * The hot-path calls (alloc, free, rx_burst, tx_burst) are inline dispatches
+ * through the ops table; they never allocate, lock or log.
+ */
+#ifndef PP_PORT_H
+#define PP_PORT_H
+
+#include <stdint.h>
+
+#define PP_ETHERTYPE      0x88B5 /* IEEE local experimental */
+#define PP_ETH_HDR_LEN    14
+#define PP_PORT_MAX_QUEUES 16
+
+/* One frame buffer. The backend keeps it inside its own buffer (an mbuf's
+ * private area, a slot of a preallocated pool), so handing it around costs
+ * nothing. */
+struct pp_buf {
+	uint8_t *data;  /* first byte of the Ethernet frame */
+	uint32_t len;   /* bytes of frame in data */
+	uint32_t cap;   /* bytes data can hold */
+	uint64_t ts_ns; /* receive time where the backend knows it, else 0 */
+	void *priv;     /* the backend's own handle for this buffer */
+};
+
+struct pp_port_conf {
+	uint16_t nb_queues;    /* RX/TX queue pairs wanted (>= 1) */
+	uint16_t rx_depth;     /* descriptors per RX queue (0: default) */
+	uint16_t tx_depth;     /* descriptors per TX queue (0: default) */
+	const char *pcap_dump; /* capture every frame to this file, or NULL */
+};
+
+struct pp_port_info {
+	uint8_t mac[6];       /* the port's own MAC address */
+	uint16_t mtu;         /* largest payload after the Ethernet header */
+	uint16_t nb_queues;   /* queue pairs actually configured */
+	uint32_t buf_cap;     /* bytes a pp_buf can hold (>= mtu + 14) */
+	int link_up;          /* 1 link up, 0 down, -1 unknown */
+	uint32_t speed_mbps;  /* link speed, 0 if unknown */
+	char driver[32];      /* backend or PMD name */
+};
+
+struct pp_port_stats {
+	uint64_t rx_frames;    /* frames received */
+	uint64_t rx_bytes;     /* bytes received */
+	uint64_t tx_frames;    /* frames sent */
+	uint64_t tx_bytes;     /* bytes sent */
+	uint64_t rx_dropped;   /* frames the port dropped (ring full, filter) */
+	uint64_t tx_failed;    /* frames the port refused to send */
+	uint64_t alloc_failed; /* buffer allocations that found the pool empty */
+};
+
+struct pp_port;
+
+struct pp_port_ops {
+	const char *name;
+	/* Open the port named by dev (the prefix already stripped for sim: and
+	 * pcap:). Errors: -EINVAL bad string, -ENODEV no such device,
+	 * -EPERM missing privilege, -ENOMEM. */
+	int (*open)(struct pp_port **port, const char *dev, const struct pp_port_conf *conf);
+	void (*close)(struct pp_port *port);
+	int (*info)(struct pp_port *port, struct pp_port_info *info);
+	int (*stats)(struct pp_port *port, struct pp_port_stats *stats);
+	/* Fill bufs[0..n) with fresh buffers; returns how many (0 when empty). */
+	unsigned (*alloc)(struct pp_port *port, struct pp_buf **bufs, unsigned n);
+	void (*free)(struct pp_port *port, struct pp_buf **bufs, unsigned n);
+	unsigned (*rx_burst)(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n);
+	unsigned (*tx_burst)(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n);
+};
+
+/* Every backend's port begins with this. */
+struct pp_port {
+	const struct pp_port_ops *ops; /* chosen once, at open */
+	struct pp_capture *capture;    /* pcap_dump writer, or NULL */
+};
+
+/*
+ * Open a port from a device string (see the top of this file).
+ * Errors: -EINVAL (NULL or malformed dev, bad conf), -ENODEV (unknown
+ * backend or device; the reason is logged), -EPERM, -ENOMEM, -ENOTSUP
+ * (backend not built in).
+ */
+int pp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf);
+void pp_port_close(struct pp_port *port);
+int pp_port_info(struct pp_port *port, struct pp_port_info *info);
+int pp_port_stats(struct pp_port *port, struct pp_port_stats *stats);
+
+/* Capture hooks, called by the inline burst wrappers when capture is on. */
+void pp_capture_frames(struct pp_capture *cap, struct pp_buf *const *bufs, unsigned n);
+
+static inline unsigned pp_port_alloc(struct pp_port *p, struct pp_buf **bufs, unsigned n)
+{
+	return p->ops->alloc(p, bufs, n);
+}
+
+static inline void pp_port_free(struct pp_port *p, struct pp_buf **bufs, unsigned n)
+{
+	p->ops->free(p, bufs, n);
+}
+
+static inline unsigned pp_port_rx_burst(struct pp_port *p, uint16_t q, struct pp_buf **bufs,
+					unsigned n)
+{
+	unsigned got = p->ops->rx_burst(p, q, bufs, n);
+	if (p->capture && got)
+		pp_capture_frames(p->capture, bufs, got);
+	return got;
+}
+
+static inline unsigned pp_port_tx_burst(struct pp_port *p, uint16_t q, struct pp_buf **bufs,
+					unsigned n)
+{
+	/* Capture before sending: after tx the buffers belong to the NIC. */
+	if (p->capture && n)
+		pp_capture_frames(p->capture, bufs, n);
+	return p->ops->tx_burst(p, q, bufs, n);
+}
+
+#endif
