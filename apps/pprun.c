@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pprun: start a librt-pp job on the local test bed, like mpirun for it.
+ *
+ * Ranks are placed in blocks on --nodes namespaces (ppn0, ppn1, ...); in the
+ * embedded mode every rank owns a port of its own (rank i of a node gets port
+ * pp<i>). Each rank gets its PP_* settings in the environment, is pinned to a
+ * core (round robin, so busy-polling ranks do not starve each other), and has
+ * its output prefixed with "[rank] ". pprun exits with the first non-zero
+ * status of a rank, killing the others, or 124 on --timeout.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_RANKS    256
+#define LINE_MAX_LEN 4096
+
+struct opts {
+	int nranks;	      /* -n */
+	int nodes;	      /* --nodes */
+	const char *dev_kind; /* af_xdp | af_packet | pcap */
+	const char *mode;     /* passed through as PP_MODE */
+	const char *btp1, *btp2;
+	int daemon;	     /* --daemon */
+	int timeout_s;	     /* --timeout, 0 = none */
+	const char *testbed; /* path of testbed.sh */
+	int no_pin;	     /* --no-pin */
+	char **argv;	     /* program and its arguments */
+};
+
+/* One rank's output stream being cut into prefixed lines. */
+struct stream {
+	int fd;			/* read end of the rank's pipe, -1 when closed */
+	int rank;		/* whose output */
+	FILE *out;		/* stdout or stderr */
+	size_t used;		/* bytes pending in buf */
+	char buf[LINE_MAX_LEN]; /* an incomplete line */
+};
+
+static void usage(FILE *f)
+{
+	fputs(
+	    "usage: pprun -n NRANKS [options] [--] PROGRAM [ARGS...]\n"
+	    "Start NRANKS processes of PROGRAM as one librt-pp job on the local test bed.\n\n"
+	    "  -n, --np N            number of ranks (required, 1..256)\n"
+	    "      --nodes N         namespaces to spread the ranks over in blocks (default: one\n"
+	    "                        rank per node)\n"
+	    "      --dev-kind KIND   af_xdp | af_packet | pcap (default af_packet)\n"
+	    "      --mode MODE       push-pull | push-all | push-zero\n"
+	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
+	    "      --daemon          ranks attach to the node daemon ppd instead of owning ports\n"
+	    "      --timeout SEC     kill the job after SEC seconds (exit 124)\n"
+	    "      --testbed PATH    testbed.sh to bring the test bed up with\n"
+	    "      --no-pin          do not pin ranks to cores\n"
+	    "  -h, --help            this text\n\n"
+	    "Each rank gets PP_RANK, PP_SIZE, PP_JOB, PP_NODE, PP_DEV (and PP_MODE, PP_BTP1,\n"
+	    "PP_BTP2, PP_DAEMON when given). Output lines are prefixed with [rank]. The exit\n"
+	    "status is the first non-zero status of a rank; the others are then killed.\n",
+	    f);
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || !*s || v < lo || v > hi)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum { O_NODES = 256, O_DEV, O_MODE, O_BTP1, O_BTP2, O_DAEMON, O_TIMEOUT, O_TB, O_NOPIN };
+	static const struct option lo[] = {
+	    {"np", required_argument, NULL, 'n'},
+	    {"nodes", required_argument, NULL, O_NODES},
+	    {"dev-kind", required_argument, NULL, O_DEV},
+	    {"mode", required_argument, NULL, O_MODE},
+	    {"btp1", required_argument, NULL, O_BTP1},
+	    {"btp2", required_argument, NULL, O_BTP2},
+	    {"daemon", no_argument, NULL, O_DAEMON},
+	    {"timeout", required_argument, NULL, O_TIMEOUT},
+	    {"testbed", required_argument, NULL, O_TB},
+	    {"no-pin", no_argument, NULL, O_NOPIN},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c, bad = 0;
+	*o = (struct opts){.nranks = 0, .nodes = 0, .dev_kind = "af_packet"};
+	/* "+": stop at the first non-option, which is the program. */
+	while ((c = getopt_long(argc, argv, "+n:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			bad |= parse_int(optarg, 1, MAX_RANKS, &o->nranks);
+			break;
+		case O_NODES:
+			bad |= parse_int(optarg, 1, 64, &o->nodes);
+			break;
+		case O_DEV:
+			o->dev_kind = optarg;
+			break;
+		case O_MODE:
+			o->mode = optarg;
+			break;
+		case O_BTP1:
+			o->btp1 = optarg;
+			break;
+		case O_BTP2:
+			o->btp2 = optarg;
+			break;
+		case O_DAEMON:
+			o->daemon = 1;
+			break;
+		case O_TIMEOUT:
+			bad |= parse_int(optarg, 1, 86400, &o->timeout_s);
+			break;
+		case O_TB:
+			o->testbed = optarg;
+			break;
+		case O_NOPIN:
+			o->no_pin = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+		if (bad) {
+			fprintf(stderr, "pprun: bad option value '%s' (see --help)\n", optarg);
+			exit(2);
+		}
+	}
+	if (o->nranks == 0 || optind >= argc) {
+		fprintf(stderr, "pprun: %s\n",
+			o->nranks ? "no program given" : "-n NRANKS is required");
+		usage(stderr);
+		exit(2);
+	}
+	if (o->nodes == 0)
+		o->nodes = o->nranks;
+	if (o->nodes > o->nranks) {
+		fprintf(stderr, "pprun: --nodes %d is more than -n %d ranks\n", o->nodes,
+			o->nranks);
+		exit(2);
+	}
+	if (strcmp(o->dev_kind, "af_xdp") && strcmp(o->dev_kind, "af_packet") &&
+	    strcmp(o->dev_kind, "pcap")) {
+		fprintf(stderr, "pprun: --dev-kind must be af_xdp, af_packet or pcap (got '%s')\n",
+			o->dev_kind);
+		exit(2);
+	}
+	o->argv = argv + optind;
+	return 0;
+}
+
+/* Ranks per node, in blocks: the first (nranks % nodes) nodes get one more. */
+static void place(const struct opts *o, int rank, int *node, int *port)
+{
+	int base = o->nranks / o->nodes, extra = o->nranks % o->nodes;
+	int first_small = extra * (base + 1);
+	if (rank < first_small) {
+		*node = rank / (base + 1);
+		*port = rank % (base + 1);
+	} else {
+		*node = extra + (rank - first_small) / base;
+		*port = (rank - first_small) % base;
+	}
+}
+
+/* testbed.sh: --testbed, $PP_TESTBED, next to the source tree this binary was
+ * built from (build/apps/../../tests), or on PATH. */
+static const char *find_testbed(const struct opts *o, char *buf, size_t len)
+{
+	if (o->testbed)
+		return o->testbed;
+	const char *env = getenv("PP_TESTBED");
+	if (env && *env)
+		return env;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(buf, len, "%s/../../tests/testbed.sh", self);
+			if (access(buf, X_OK) == 0)
+				return buf;
+		}
+	}
+	return "testbed.sh";
+}
+
+static int testbed_up(const struct opts *o)
+{
+	char path[PATH_MAX + 32], nodes[16], ports[16];
+	const char *tb = find_testbed(o, path, sizeof(path));
+	snprintf(nodes, sizeof(nodes), "%d", o->nodes);
+	snprintf(ports, sizeof(ports), "%d", (o->nranks + o->nodes - 1) / o->nodes);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0)
+			dup2(devnull, STDOUT_FILENO);
+		execlp(tb, tb, "up", nodes, ports, (char *)NULL);
+		fprintf(stderr, "pprun: cannot run %s: %s (use --testbed PATH)\n", tb,
+			strerror(errno));
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+static void set_env(const char *key, const char *val)
+{
+	if (val && setenv(key, val, 1) != 0) {
+		perror("pprun: setenv");
+		_exit(127);
+	}
+}
+
+/* In the child: enter the node's namespace, pin, set PP_*, exec. */
+static void child(const struct opts *o, int rank, unsigned job, int out_fd, int err_fd)
+{
+	int node, port;
+	char buf[256], ns[64];
+	place(o, rank, &node, &port);
+	snprintf(ns, sizeof(ns), "ppn%d", node);
+	setpgid(0, 0); /* its own group, so stopping a rank stops its children */
+
+	dup2(out_fd, STDOUT_FILENO);
+	dup2(err_fd, STDERR_FILENO);
+
+	snprintf(buf, sizeof(buf), "/var/run/netns/%s", ns);
+	int fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "pprun: cannot enter namespace %s: %s\n", ns, strerror(errno));
+		_exit(127);
+	}
+	close(fd);
+
+	if (!o->no_pin) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(ncpu > 0 ? rank % ncpu : 0, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+
+	snprintf(buf, sizeof(buf), "%d", rank);
+	set_env("PP_RANK", buf);
+	snprintf(buf, sizeof(buf), "%d", o->nranks);
+	set_env("PP_SIZE", buf);
+	snprintf(buf, sizeof(buf), "%u", job);
+	set_env("PP_JOB", buf);
+	set_env("PP_NODE", ns);
+	if (o->daemon) {
+		snprintf(buf, sizeof(buf), "/run/ppd-%s.sock", ns);
+		set_env("PP_DAEMON", buf);
+	} else if (strcmp(o->dev_kind, "pcap") == 0) {
+		snprintf(buf, sizeof(buf), "pcap:pp%d", port);
+		set_env("PP_DEV", buf);
+	} else {
+		snprintf(buf, sizeof(buf), "--vdev=net_%s0,iface=pp%d", o->dev_kind, port);
+		set_env("PP_DEV", buf);
+	}
+	set_env("PP_MODE", o->mode);
+	set_env("PP_BTP1", o->btp1);
+	set_env("PP_BTP2", o->btp2);
+
+	execvp(o->argv[0], o->argv);
+	fprintf(stderr, "pprun: cannot run %s: %s\n", o->argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Print every complete line of s->buf with the rank prefix; keep the rest. */
+static void flush_lines(struct stream *s, int all)
+{
+	size_t start = 0;
+	for (size_t i = 0; i < s->used; i++) {
+		if (s->buf[i] == '\n') {
+			fprintf(s->out, "[%d] %.*s\n", s->rank, (int)(i - start), s->buf + start);
+			start = i + 1;
+		}
+	}
+	if (all && start < s->used) {
+		fprintf(s->out, "[%d] %.*s\n", s->rank, (int)(s->used - start), s->buf + start);
+		start = s->used;
+	}
+	if (start == 0 && s->used == sizeof(s->buf)) { /* a line longer than the buffer */
+		fprintf(s->out, "[%d] %.*s\n", s->rank, (int)s->used, s->buf);
+		start = s->used;
+	}
+	memmove(s->buf, s->buf + start, s->used - start);
+	s->used -= start;
+	fflush(s->out);
+}
+
+static void read_stream(struct stream *s)
+{
+	ssize_t n = read(s->fd, s->buf + s->used, sizeof(s->buf) - s->used);
+	if (n > 0) {
+		s->used += (size_t)n;
+		flush_lines(s, 0);
+	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+		flush_lines(s, 1);
+		close(s->fd);
+		s->fd = -1;
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void kill_all(const pid_t *pids, int n, int sig)
+{
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+			kill(-pids[i], sig);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	parse_opts(argc, argv, &o);
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "pprun: must run as root (it enters network namespaces)\n");
+		return 2;
+	}
+	if (testbed_up(&o) != 0) {
+		fprintf(stderr, "pprun: could not bring up the test bed (%d nodes)\n", o.nodes);
+		return 2;
+	}
+
+	static pid_t pids[MAX_RANKS];
+	static struct stream streams[2 * MAX_RANKS];
+	unsigned job = (unsigned)getpid() ^ (unsigned)time(NULL) << 8;
+	int nstreams = 2 * o.nranks;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (int r = 0; r < o.nranks; r++) {
+		int po[2], pe[2];
+		if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC)) {
+			perror("pprun: pipe");
+			kill_all(pids, r, SIGKILL);
+			return 2;
+		}
+		pids[r] = fork();
+		if (pids[r] < 0) {
+			perror("pprun: fork");
+			kill_all(pids, r, SIGKILL);
+			return 2;
+		}
+		if (pids[r] == 0)
+			child(&o, r, job, po[1], pe[1]);
+		setpgid(pids[r], pids[r]); /* also here: no race with kill_all */
+		close(po[1]);
+		close(pe[1]);
+		streams[2 * r] = (struct stream){.fd = po[0], .rank = r, .out = stdout};
+		streams[2 * r + 1] = (struct stream){.fd = pe[0], .rank = r, .out = stderr};
+	}
+
+	int status = 0, alive = o.nranks, open_streams = nstreams;
+	double deadline = o.timeout_s ? now_s() + o.timeout_s : 0;
+	struct pollfd pfd[2 * MAX_RANKS];
+	double drain_until = 0;
+	while (alive > 0 || open_streams > 0) {
+		if (alive == 0) { /* output a left-behind child still holds open */
+			if (!drain_until)
+				drain_until = now_s() + 1;
+			else if (now_s() > drain_until)
+				break;
+		}
+		int np = 0;
+		for (int i = 0; i < nstreams; i++)
+			if (streams[i].fd >= 0)
+				pfd[np++] = (struct pollfd){.fd = streams[i].fd, .events = POLLIN};
+		if (np)
+			poll(pfd, (nfds_t)np, 100);
+		else
+			usleep(10000);
+		for (int i = 0, k = 0; i < nstreams; i++)
+			if (streams[i].fd >= 0 && pfd[k++].revents)
+				read_stream(&streams[i]);
+		open_streams = 0;
+		for (int i = 0; i < nstreams; i++)
+			open_streams += streams[i].fd >= 0;
+
+		int st;
+		pid_t pid;
+		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			int r = 0;
+			while (r < o.nranks && pids[r] != pid)
+				r++;
+			if (r == o.nranks)
+				continue;
+			pids[r] = -1;
+			alive--;
+			int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			if (code != 0 && status == 0) {
+				status = code;
+				fprintf(stderr,
+					"pprun: rank %d exited with status %d; stopping the job\n",
+					r, code);
+				kill_all(pids, o.nranks, SIGTERM);
+				/* Ranks stuck in a busy poll get 3 s before SIGKILL. */
+				double soon = now_s() + 3;
+				if (!deadline || deadline > soon)
+					deadline = soon;
+			}
+		}
+		if (deadline && alive > 0 && now_s() > deadline) {
+			if (status == 0) {
+				fprintf(stderr, "pprun: timeout after %d s; killing %d rank(s)\n",
+					o.timeout_s, alive);
+				status = 124;
+			}
+			kill_all(pids, o.nranks, SIGKILL);
+			deadline = 0;
+		}
+	}
+	return status;
+}

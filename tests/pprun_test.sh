@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# pprun: placement in blocks, PP_* settings, output prefixes, exit status of
+# the first failing rank, timeout. usage: pprun_test.sh PPRUN TESTBED_SH
+set -euo pipefail
+pprun=$1 tb=$2
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+out=$(mktemp); trap 'rm -f "$out"' EXIT
+
+# 5 ranks on 2 nodes: ranks 0-2 on ppn0 (ports pp0-pp2), 3-4 on ppn1.
+"$pprun" -n 5 --nodes 2 --testbed "$tb" --mode push-all --btp1 16 -- \
+  sh -c 'echo "r=$PP_RANK s=$PP_SIZE n=$PP_NODE d=$PP_DEV m=$PP_MODE b=$PP_BTP1 j=$PP_JOB"; \
+         ip -o link show "${PP_DEV##*=}" >/dev/null && echo port-ok' > "$out"
+for want in "[0] r=0 s=5 n=ppn0 d=--vdev=net_af_packet0,iface=pp0 m=push-all b=16" \
+            "[2] r=2 s=5 n=ppn0 d=--vdev=net_af_packet0,iface=pp2" \
+            "[3] r=3 s=5 n=ppn1 d=--vdev=net_af_packet0,iface=pp0" \
+            "[4] r=4 s=5 n=ppn1 d=--vdev=net_af_packet0,iface=pp1"; do
+  grep -qF -- "$want" "$out" || { cat "$out"; fail "missing line: $want"; }
+done
+[ "$(grep -c port-ok "$out")" -eq 5 ] || fail "a rank does not see its port"
+[ "$(grep -o 'j=[0-9]*' "$out" | sort -u | wc -l)" -eq 1 ] || fail "ranks got different job keys"
+
+"$pprun" -n 2 --dev-kind pcap --testbed "$tb" -- sh -c 'echo "$PP_DEV"' | grep -qx '\[1\] pcap:pp0' ||
+  fail "pcap device string"
+
+# The first failure is the job's status, and the others are stopped.
+set +e
+"$pprun" -n 2 --testbed "$tb" -- sh -c '[ "$PP_RANK" = 1 ] && exit 7; sleep 30' 2>/dev/null
+rc=$?
+[ $rc -eq 7 ] || fail "exit status $rc, want 7"
+start=$SECONDS
+"$pprun" -n 2 --timeout 1 --testbed "$tb" -- sleep 30 2>/dev/null
+rc=$?
+[ $rc -eq 124 ] || fail "timeout status $rc, want 124"
+[ $((SECONDS - start)) -lt 10 ] || fail "timeout did not stop the job"
+"$pprun" --nodes 2 -- true 2>/dev/null; [ $? -eq 2 ] || fail "missing -n accepted"
+"$pprun" -n 2 --dev-kind tap -- true 2>/dev/null; [ $? -eq 2 ] || fail "bad --dev-kind accepted"
+set -e
+echo "PASS: pprun"
