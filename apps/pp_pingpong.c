@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pp_pingpong: the Push-Pull paper's benchmark (section 5) over librt-pp.
+ *
+ * Two ranks: rank 0 pings, rank 1 pongs. Tests:
+ *   latency    ping-pong; one-way latency = round trip / 2
+ *   bandwidth  send SIZE bytes, get a 4-byte reply; bandwidth = SIZE / (time -
+ *              one-way latency of a 4-byte message measured in the same run)
+ *   early      the paper's Figure 5 with compute x=500000, y=100000 NOPs: the
+ *              receive is posted before the send starts
+ *   late       the same with x=100000, y=300000: the message arrives first and
+ *              waits in the pushed buffer
+ * For early/late the reported one-way latency is (iteration time - the
+ * compute on the critical path, max(x, y) + x NOPs, timed beforehand) / 2.
+ * Every measurement starts with a barrier; for early/late every iteration
+ * does, as in the paper. Statistics: mean of the middle 80 %, median, p99.
+ * The table goes to stdout (rank 0 only), --csv FILE gets one row per
+ * measurement.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pp.h>
+
+#include "perf.h"
+
+enum test { T_LATENCY, T_BANDWIDTH, T_EARLY, T_LATE, T_COUNT };
+static const char *const test_names[T_COUNT] = {"latency", "bandwidth", "early", "late"};
+static const char *const mode_names[] = {"push-pull", "push-all", "push-zero"};
+
+struct opts {
+	int tests[T_COUNT]; /* which tests to run */
+	int modes[3];	    /* which modes to run */
+	uint64_t sizes[PP_PERF_MAX_VALUES];
+	int nsizes;
+	uint64_t btp1[PP_PERF_MAX_VALUES], btp2[PP_PERF_MAX_VALUES];
+	int nbtp1, nbtp2;	   /* 0: library default */
+	unsigned iters, warmup;	   /* measured and discarded iterations */
+	long compute_x, compute_y; /* -1: the paper's value for the test */
+	const char *predict;	   /* predictor name or NULL */
+	const char *csv;	   /* CSV file or NULL */
+	const char *config;	   /* extra pp_init settings */
+	enum pp_perf_clock clock;
+	int check; /* verify every received byte */
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: pp_pingpong [options]   (run 2 ranks, e.g. pprun -n 2 pp_pingpong ...)\n"
+	      "  --test LIST        latency,bandwidth,early,late (default latency)\n"
+	      "  --mode LIST        push-pull,push-all,push-zero or all (default push-pull)\n"
+	      "  --sizes SPEC       message sizes: V | V,V,... | A:B[:xF|:+S] with k/m/g\n"
+	      "                     suffixes (default 0:1m:x4)\n"
+	      "  --btp1 SPEC        BTP(1) values to sweep, same syntax (default: library's)\n"
+	      "  --btp2 SPEC        BTP(2) values to sweep\n"
+	      "  --iters N          measured iterations per point (default 1000)\n"
+	      "  --warmup N         discarded iterations first (default 10)\n"
+	      "  --compute-x N      NOPs for x (default: early 500000, late 100000)\n"
+	      "  --compute-y N      NOPs for y (default: early 100000, late 300000)\n"
+	      "  --predict NAME     receive predictor (or off)\n"
+	      "  --config STR       more pp_init settings, key=value,...\n"
+	      "  --clock KIND       auto | tsc | mono (default auto)\n"
+	      "  --check            verify every byte received\n"
+	      "  --csv FILE         also write CSV rows to FILE\n"
+	      "  -h, --help         this text\n"
+	      "Latencies are one-way, in microseconds; bandwidth in MB/s (10^6 B/s).\n",
+	      f);
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "pp_pingpong: %s: %s\n", what, pp_strerror(err));
+	exit(1);
+}
+
+static int pick(const char *list, const char *const *names, int n, int *chosen)
+{
+	char *copy = strdup(list), *save = NULL;
+	int any = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int k;
+		if (strcmp(t, "all") == 0) {
+			for (k = 0; k < n; k++)
+				chosen[k] = 1;
+			any = 1;
+			continue;
+		}
+		for (k = 0; k < n && strcmp(t, names[k]) != 0; k++)
+			;
+		if (k == n) {
+			fprintf(stderr, "pp_pingpong: unknown name '%s'\n", t);
+			free(copy);
+			return -EINVAL;
+		}
+		chosen[k] = any = 1;
+	}
+	free(copy);
+	return any ? 0 : -EINVAL;
+}
+
+static int list_opt(const char *name, const char *spec, uint64_t *out)
+{
+	int n = pp_perf_parse_list(spec, out, PP_PERF_MAX_VALUES);
+	if (n <= 0) {
+		fprintf(stderr, "pp_pingpong: bad %s '%s' (see --help)\n", name, spec);
+		exit(2);
+	}
+	return n;
+}
+
+static long num_opt(const char *name, const char *v, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || *end || !*v || x < lo || x > hi) {
+		fprintf(stderr, "pp_pingpong: bad %s '%s' (want %ld..%ld)\n", name, v, lo, hi);
+		exit(2);
+	}
+	return x;
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+	    {"test", required_argument, NULL, 't'},
+	    {"mode", required_argument, NULL, 'm'},
+	    {"sizes", required_argument, NULL, 's'},
+	    {"btp1", required_argument, NULL, '1'},
+	    {"btp2", required_argument, NULL, '2'},
+	    {"iters", required_argument, NULL, 'i'},
+	    {"warmup", required_argument, NULL, 'w'},
+	    {"compute-x", required_argument, NULL, 'x'},
+	    {"compute-y", required_argument, NULL, 'y'},
+	    {"predict", required_argument, NULL, 'p'},
+	    {"config", required_argument, NULL, 'c'},
+	    {"clock", required_argument, NULL, 'k'},
+	    {"check", no_argument, NULL, 'C'},
+	    {"csv", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	static const char *const clocks[] = {"auto", "tsc", "mono"};
+	const char *tests = "latency", *modes = "push-pull", *sizes = "0:1m:x4";
+	int c, k[3] = {0};
+
+	memset(o, 0, sizeof(*o));
+	o->iters = 1000;
+	o->warmup = 10;
+	o->compute_x = o->compute_y = -1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			tests = optarg;
+			break;
+		case 'm':
+			modes = optarg;
+			break;
+		case 's':
+			sizes = optarg;
+			break;
+		case '1':
+			o->nbtp1 = list_opt("--btp1", optarg, o->btp1);
+			break;
+		case '2':
+			o->nbtp2 = list_opt("--btp2", optarg, o->btp2);
+			break;
+		case 'i':
+			o->iters = (unsigned)num_opt("--iters", optarg, 1, 10000000);
+			break;
+		case 'w':
+			o->warmup = (unsigned)num_opt("--warmup", optarg, 0, 1000000);
+			break;
+		case 'x':
+			o->compute_x = num_opt("--compute-x", optarg, 0, 1000000000);
+			break;
+		case 'y':
+			o->compute_y = num_opt("--compute-y", optarg, 0, 1000000000);
+			break;
+		case 'p':
+			o->predict = optarg;
+			break;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'C':
+			o->check = 1;
+			break;
+		case 'o':
+			o->csv = optarg;
+			break;
+		case 'k':
+			if (pick(optarg, clocks, 3, k))
+				exit(2);
+			o->clock = k[1]	  ? PP_PERF_CLOCK_TSC
+				   : k[2] ? PP_PERF_CLOCK_MONO
+					  : PP_PERF_CLOCK_AUTO;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pp_pingpong: unexpected argument '%s'\n", argv[optind]);
+		exit(2);
+	}
+	if (pick(tests, test_names, T_COUNT, o->tests) || pick(modes, mode_names, 3, o->modes)) {
+		fprintf(stderr, "pp_pingpong: bad --test or --mode (see --help)\n");
+		exit(2);
+	}
+	o->nsizes = list_opt("--sizes", sizes, o->sizes);
+	for (int i = 0; i < o->nsizes; i++)
+		if (o->sizes[i] > (1ull << 30)) {
+			fprintf(stderr, "pp_pingpong: sizes above 1 GiB are not supported\n");
+			exit(2);
+		}
+}
+
+/* --- one measurement ---------------------------------------------------- */
+
+struct run {
+	pp_ctx *ctx;
+	int rank;
+	const struct opts *o;
+	uint8_t *sbuf, *rbuf; /* page-aligned, as in the paper */
+	double *samples;      /* o->iters of them, microseconds */
+};
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 131u + seed);
+}
+
+static void xsend(struct run *r, size_t len, int tag)
+{
+	int rc = pp_send(r->ctx, r->sbuf, len, !r->rank, tag);
+	if (rc)
+		die("pp_send", rc);
+}
+
+static void xrecv(struct run *r, size_t len, int tag, unsigned seed)
+{
+	pp_status st;
+	int rc = pp_recv(r->ctx, r->rbuf, len, !r->rank, tag, &st);
+	if (rc)
+		die("pp_recv", rc);
+	if (st.len != len) {
+		fprintf(stderr, "pp_pingpong: got %zu bytes, want %zu\n", st.len, len);
+		exit(1);
+	}
+	if (r->o->check) {
+		for (size_t i = 0; i < len; i++)
+			if (r->rbuf[i] != (uint8_t)(i * 131u + seed)) {
+				fprintf(stderr, "pp_pingpong: byte %zu of %zu corrupt\n", i, len);
+				exit(1);
+			}
+	}
+}
+
+static void xbarrier(struct run *r)
+{
+	int rc = pp_barrier(r->ctx);
+	if (rc)
+		die("pp_barrier", rc);
+}
+
+/* Median time of compute(n) over a few runs, in microseconds. */
+static double time_compute(uint64_t n)
+{
+	double t[9];
+	for (int i = 0; i < 9; i++) {
+		uint64_t t0 = pp_perf_now();
+		pp_perf_compute(n);
+		t[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
+	}
+	struct pp_perf_summary s;
+	pp_perf_summarise(t, 9, &s);
+	return s.median;
+}
+
+/* Ping-pong of len bytes, iters times; samples are one-way latencies. */
+static void latency(struct run *r, size_t len, unsigned iters, int keep)
+{
+	xbarrier(r);
+	for (unsigned i = 0; i < iters; i++) {
+		uint64_t t0 = pp_perf_now();
+		if (r->rank == 0) {
+			xsend(r, len, 1);
+			xrecv(r, len, 2, 1);
+		} else {
+			xrecv(r, len, 1, 0);
+			xsend(r, len, 2);
+		}
+		if (keep)
+			r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0) / 2;
+	}
+}
+
+/* Send len bytes, get 4 back; samples are the transfer times. */
+static void bandwidth(struct run *r, size_t len, unsigned iters, int keep)
+{
+	xbarrier(r);
+	for (unsigned i = 0; i < iters; i++) {
+		uint64_t t0 = pp_perf_now();
+		if (r->rank == 0) {
+			xsend(r, len, 3);
+			xrecv(r, 4, 4, 1);
+		} else {
+			xrecv(r, len, 3, 0);
+			xsend(r, 4, 4);
+		}
+		if (keep)
+			r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
+	}
+}
+
+/* The paper's Figure 5; samples are one-way latencies with compute removed. */
+static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint64_t x, uint64_t y,
+		       double critical_us)
+{
+	for (unsigned i = 0; i < iters; i++) {
+		xbarrier(r);
+		uint64_t t0 = pp_perf_now();
+		if (r->rank == 0) {
+			pp_perf_compute(x);
+			xsend(r, len, 5);
+			pp_perf_compute(y);
+			xrecv(r, len, 6, 1);
+		} else {
+			pp_perf_compute(y);
+			xrecv(r, len, 5, 0);
+			pp_perf_compute(x);
+			xsend(r, len, 6);
+		}
+		if (keep)
+			r->samples[i] = (pp_perf_ticks_to_us(pp_perf_now() - t0) - critical_us) / 2;
+	}
+}
+
+/* --- one configuration: a mode and a BTP pair ------------------------- */
+
+struct point {
+	const char *mode; /* mode name */
+	long btp1, btp2;  /* -1: the library's default */
+	FILE *csv;	  /* CSV output or NULL */
+};
+
+static void emit(const struct run *r, const struct point *p, const char *test, uint64_t size,
+		 const struct pp_perf_summary *s, double bw)
+{
+	char b1[24] = "-", b2[24] = "-", bws[24] = "-";
+	const char *predict = r->o->predict ? r->o->predict : "off";
+	if (p->btp1 >= 0)
+		snprintf(b1, sizeof(b1), "%ld", p->btp1);
+	if (p->btp2 >= 0)
+		snprintf(b2, sizeof(b2), "%ld", p->btp2);
+	if (bw > 0)
+		snprintf(bws, sizeof(bws), "%.1f", bw);
+	printf("%-9s %-9s %6s %6s %10" PRIu64 " %12.2f %10.2f %10.2f %10s\n", test, p->mode, b1, b2,
+	       size, s->mid80, s->median, s->p99, bws);
+	fflush(stdout);
+	if (p->csv)
+		fprintf(p->csv, "%s,%s,%s,%s,%s,%" PRIu64 ",%u,%.3f,%.3f,%.3f,%s\n", test, p->mode,
+			b1, b2, predict, size, r->o->iters, s->mid80, s->median, s->p99,
+			bw > 0 ? bws : "");
+}
+
+/* Run one test over every size. lat4 is the one-way 4-byte latency. */
+static void run_test(struct run *r, const struct point *p, enum test t, double lat4)
+{
+	const struct opts *o = r->o;
+	uint64_t x = 0, y = 0;
+	double critical = 0;
+
+	if (t == T_EARLY || t == T_LATE) {
+		x = o->compute_x >= 0 ? (uint64_t)o->compute_x : t == T_EARLY ? 500000 : 100000;
+		y = o->compute_y >= 0 ? (uint64_t)o->compute_y : t == T_EARLY ? 100000 : 300000;
+		critical = time_compute(x > y ? x : y) + time_compute(x);
+		if (r->rank == 0)
+			printf("# %s: x=%" PRIu64 " y=%" PRIu64 " NOPs, critical compute %.1f us\n",
+			       test_names[t], x, y, critical);
+	}
+	for (int si = 0; si < o->nsizes; si++) {
+		size_t len = o->sizes[si];
+		struct pp_perf_summary s;
+		double bw = 0;
+
+		fill(r->sbuf, len, (unsigned)r->rank);
+		for (int pass = 0; pass < 2; pass++) { /* warm-up, then measured */
+			unsigned n = pass ? o->iters : o->warmup;
+			if (t == T_LATENCY)
+				latency(r, len, n, pass);
+			else if (t == T_BANDWIDTH)
+				bandwidth(r, len, n, pass);
+			else
+				early_late(r, len, n, pass, x, y, critical);
+		}
+		pp_perf_summarise(r->samples, o->iters, &s);
+		if (t == T_BANDWIDTH && s.mid80 > lat4)
+			bw = (double)len / (s.mid80 - lat4);
+		if (r->rank == 0)
+			emit(r, p, test_names[t], len, &s, bw);
+	}
+}
+
+static void run_point(struct run *r, const struct point *p)
+{
+	const struct opts *o = r->o;
+	char cfg[512];
+	int n = snprintf(cfg, sizeof(cfg), "mode=%s", p->mode), rc;
+
+	if (p->btp1 >= 0)
+		n += snprintf(cfg + n, sizeof(cfg) - n, ",btp1=%ld", p->btp1);
+	if (p->btp2 >= 0)
+		n += snprintf(cfg + n, sizeof(cfg) - n, ",btp2=%ld", p->btp2);
+	if (o->predict)
+		n += snprintf(cfg + n, sizeof(cfg) - n, ",predict=%s", o->predict);
+	if (o->config)
+		snprintf(cfg + n, sizeof(cfg) - n, ",%s", o->config);
+	if ((rc = pp_init(&r->ctx, cfg)))
+		die("pp_init", rc);
+	r->rank = pp_rank(r->ctx);
+	if (pp_size(r->ctx) != 2) {
+		fprintf(stderr, "pp_pingpong: needs exactly 2 ranks, the job has %d\n",
+			pp_size(r->ctx));
+		exit(2);
+	}
+	double lat4 = 0; /* the bandwidth test's correction, measured now */
+	if (o->tests[T_BANDWIDTH]) {
+		struct pp_perf_summary s;
+		latency(r, 4, o->warmup, 0);
+		latency(r, 4, o->iters, 1);
+		pp_perf_summarise(r->samples, o->iters, &s);
+		lat4 = s.mid80;
+	}
+	for (int t = 0; t < T_COUNT; t++)
+		if (o->tests[t])
+			run_test(r, p, (enum test)t, lat4);
+	if ((rc = pp_finalize(r->ctx)))
+		die("pp_finalize", rc);
+}
+
+/* --- main ---------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	parse(argc, argv, &o);
+	if (pp_perf_clock_init(o.clock)) {
+		fprintf(stderr, "pp_pingpong: --clock tsc: no invariant TSC on this CPU\n");
+		return 2;
+	}
+
+	size_t maxlen = 4;
+	for (int i = 0; i < o.nsizes; i++)
+		if (o.sizes[i] > maxlen)
+			maxlen = o.sizes[i];
+	size_t alloc = (maxlen + 4095) & ~(size_t)4095;
+	struct run r = {.o = &o};
+	r.sbuf = aligned_alloc(4096, alloc);
+	r.rbuf = aligned_alloc(4096, alloc);
+	r.samples = calloc(o.iters, sizeof(double));
+	if (!r.sbuf || !r.rbuf || !r.samples)
+		die("allocating buffers", -ENOMEM);
+
+	/* Only rank 0 writes; PP_RANK says which we are before pp_init. */
+	const char *env_rank = getenv("PP_RANK");
+	int writer = !env_rank || strcmp(env_rank, "0") == 0;
+	struct point p = {0};
+	if (writer && o.csv) {
+		if (!(p.csv = fopen(o.csv, "w"))) {
+			perror(o.csv);
+			return 2;
+		}
+		fputs("test,mode,btp1,btp2,predict,size,iters,lat_us_mid80,lat_us_median,"
+		      "lat_us_p99,bw_MBps\n",
+		      p.csv);
+	}
+	if (writer) {
+		printf("# clock %s, %.1f ticks/us; latencies one-way in us (bandwidth rows: "
+		       "transfer time)\n",
+		       pp_perf_clock_name(), pp_perf_ticks_per_us());
+		printf("%-9s %-9s %6s %6s %10s %12s %10s %10s %10s\n", "test", "mode", "btp1",
+		       "btp2", "size", "lat_mid80", "median", "p99", "bw_MBps");
+	}
+	for (int m = 0; m < 3; m++) {
+		if (!o.modes[m])
+			continue;
+		p.mode = mode_names[m];
+		for (int i1 = 0; i1 < (o.nbtp1 ? o.nbtp1 : 1); i1++) {
+			p.btp1 = o.nbtp1 ? (long)o.btp1[i1] : -1;
+			for (int i2 = 0; i2 < (o.nbtp2 ? o.nbtp2 : 1); i2++) {
+				p.btp2 = o.nbtp2 ? (long)o.btp2[i2] : -1;
+				run_point(&r, &p);
+			}
+		}
+	}
+	if (p.csv && fclose(p.csv)) {
+		perror(o.csv);
+		return 1;
+	}
+	free(r.sbuf);
+	free(r.rbuf);
+	free(r.samples);
+	return 0;
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# pp_pingpong: --help works and bad arguments are refused with status 2.
+set -uo pipefail
+pp=$1
+fail() { echo "FAIL: $*"; exit 1; }
+"$pp" --help | grep -q -- "--compute-x" || fail "--help"
+for args in "--test nosuch" "--mode push-some" "--sizes 8:4" "--iters 0" "--btp1 x" \
+            "--clock sundial" "stray"; do
+  # shellcheck disable=SC2086
+  "$pp" $args >/dev/null 2>&1; rc=$?
+  [ $rc -eq 2 ] || fail "'$args' gave status $rc, want 2"
+done
+echo "PASS"
