@@ -1,105 +1,327 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Public entry points. The engine arrives with the runtime issue; until then
- * pp_init validates its configuration and the rest report -ENOSYS.
+ * Public entry points over an embedded engine: the rank owns its port
+ * (DPDK or libpcap), and progress happens inside pp_* calls and, with
+ * pull_cores, in pull-handler threads.
  */
 #include <errno.h>
-#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "config.h"
-#include "pp.h"
+#include "ctx.h"
+#include "pp_log.h"
 
-PP_API int pp_init(pp_ctx **ctx, const char *config)
+#define PP_MAX_MSGS 1024     /* sends, and receives, outstanding at most */
+#define PP_RTO_MAX_NS 50000000u
+
+static int check_config(const struct pp_config *c)
 {
-	struct pp_config cfg;
-	if (!ctx)
+	if (c->rank < 0 || c->size < 1) {
+		pp_err("pp_init: rank and size must be set (rank=, size= or PP_RANK, PP_SIZE; "
+		       "pprun sets them)");
 		return -EINVAL;
-	int rc = pp_config_load(&cfg, config);
+	}
+	if (c->daemon[0]) {
+		pp_err("pp_init: daemon mode (ppd) is not available in this release");
+		return -ENOSYS;
+	}
+	if (!c->dev[0] && c->size > 1) {
+		pp_err("pp_init: no port: set dev= (e.g. dev=pcap:eth1 or "
+		       "dev=--vdev=net_af_packet0,iface=eth1)");
+		return -EINVAL;
+	}
+	if (strcmp(c->predict, "off") != 0) {
+		pp_err("pp_init: predict=%s: the runtime predictor is not available in this "
+		       "release; use predict=off",
+		       c->predict);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
+{
+	const struct pp_config *c = &ctx->cfg;
+	pp_proto_conf_default(pc);
+	pc->rank = (uint32_t)c->rank;
+	pc->nranks = (uint32_t)c->size;
+	pc->job = c->job;
+	memcpy(pc->mac, ctx->port_info.mac, 6);
+	pc->mode = (enum pp_proto_mode)c->mode;
+	pc->btp1 = c->btp1;
+	pc->btp2 = c->btp2;
+	pc->mtu = ctx->port_info.mtu;
+	pc->max_msgs = PP_MAX_MSGS;
+	/* A peer is lost after timeout_ms of silence, not after a fixed number
+	 * of tries: back-off reaches rto_max quickly, then it keeps trying. */
+	pc->rto_max_ns = PP_RTO_MAX_NS;
+	pc->rto_tries = (uint32_t)((uint64_t)c->timeout_ms * 1000000u / PP_RTO_MAX_NS) + 8;
+}
+
+static void ctx_free(pp_ctx *ctx)
+{
+	pp_handlers_stop(ctx);
+	if (ctx->port) {
+		if (ctx->nspare)
+			pp_port_free(ctx->port, ctx->spare, ctx->nspare);
+		if (ctx->ntxq)
+			pp_port_free(ctx->port, ctx->txq, ctx->ntxq);
+		pp_port_close(ctx->port);
+	}
+	pp_proto_destroy(ctx->eng);
+	pp_req_pool_fini(ctx);
+	free(ctx->peers);
+	free(ctx);
+}
+
+PP_API int pp_init(pp_ctx **out, const char *config)
+{
+	if (!out)
+		return -EINVAL;
+	pp_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	atomic_flag_clear(&ctx->lock);
+	int rc = pp_config_load(&ctx->cfg, config);
+	if (rc == 0)
+		rc = check_config(&ctx->cfg);
 	if (rc)
-		return rc;
-	return -ENOSYS;
+		goto fail;
+	ctx->rank = ctx->cfg.rank;
+	ctx->size = ctx->cfg.size;
+	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
+	rc = ctx->peers ? pp_req_pool_init(ctx, 2 * PP_MAX_MSGS) : -ENOMEM;
+	if (rc)
+		goto fail;
+
+	struct pp_port_conf pconf = {.nb_queues = 1,
+				     .pcap_dump = ctx->cfg.pcap_dump[0] ? ctx->cfg.pcap_dump : NULL};
+	rc = pp_port_open(&ctx->port, ctx->cfg.dev, &pconf);
+	if (rc) {
+		pp_err("pp_init: cannot open port '%s': %s", ctx->cfg.dev, pp_strerror(rc));
+		rc = rc == -EINVAL || rc == -ENOMEM ? rc : -ENODEV;
+		goto fail;
+	}
+	if ((rc = pp_port_info(ctx->port, &ctx->port_info)))
+		goto fail;
+
+	struct pp_proto_conf pc;
+	proto_conf(ctx, &pc);
+	if ((rc = pp_proto_create(&ctx->eng, &pc))) {
+		pp_err("pp_init: protocol engine: %s", pp_strerror(rc));
+		goto fail;
+	}
+	if ((rc = pp_discovery_run(ctx)))
+		goto fail;
+	for (int r = 0; r < ctx->size; r++)
+		if (r != ctx->rank && (rc = pp_proto_peer_add(ctx->eng, (uint32_t)r,
+							      ctx->peers[r].mac)))
+			goto fail;
+	if ((rc = pp_handlers_start(ctx)))
+		goto fail;
+	*out = ctx;
+	return 0;
+fail:
+	ctx_free(ctx);
+	return rc;
 }
 
 PP_API int pp_finalize(pp_ctx *ctx)
 {
-	return ctx ? -ENOSYS : -EINVAL;
+	if (!ctx)
+		return -EINVAL;
+	/* Drain: everything sent acknowledged, every owed ack out. */
+	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+	int rc = 0;
+	for (;;) {
+		pp_ctx_enter(ctx);
+		int idle = pp_proto_idle(ctx->eng) && !ctx->ntxq;
+		pp_ctx_leave(ctx);
+		if (idle)
+			break;
+		if (pp_now_ns() > deadline) {
+			pp_warn("pp_finalize: in-flight operations not drained in %u ms",
+				ctx->cfg.timeout_ms);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		pp_ctx_progress(ctx);
+	}
+	ctx_free(ctx);
+	return rc;
 }
 
 PP_API int pp_rank(const pp_ctx *ctx)
 {
-	return ctx ? -ENOSYS : -EINVAL;
+	return ctx ? ctx->rank : -EINVAL;
 }
 
 PP_API int pp_size(const pp_ctx *ctx)
 {
-	return ctx ? -ENOSYS : -EINVAL;
+	return ctx ? ctx->size : -EINVAL;
 }
 
-PP_API int pp_send(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag)
+int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag,
+		 pp_req **out)
 {
-	(void)buf, (void)len, (void)dest, (void)tag;
-	return ctx ? -ENOSYS : -EINVAL;
-}
-
-PP_API int pp_recv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_status *st)
-{
-	(void)buf, (void)len, (void)source, (void)tag, (void)st;
-	return ctx ? -ENOSYS : -EINVAL;
+	pp_ctx_enter(ctx);
+	struct pp_req *r = pp_req_get(ctx);
+	int rc = -ENOMEM;
+	if (r) {
+		r->is_send = is_send;
+		r->peer = peer;
+		uint64_t cookie = (uint64_t)(uintptr_t)r;
+		rc = is_send ? pp_proto_send(ctx->eng, (uint32_t)peer, tag, buf, len, cookie)
+			     : pp_proto_recv(ctx->eng, peer, tag, buf, len, cookie);
+		if (rc)
+			pp_req_put(r);
+		else
+			ctx->active++;
+	}
+	pp_ctx_leave(ctx);
+	if (rc)
+		return rc;
+	*out = r;
+	/* The first push goes out now, before any other work. */
+	if (is_send)
+		pp_ctx_progress(ctx);
+	return 0;
 }
 
 PP_API int pp_isend(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag, pp_req **req)
 {
-	(void)buf, (void)len, (void)dest, (void)tag;
-	return ctx && req ? -ENOSYS : -EINVAL;
+	if (!ctx || !req || (!buf && len) || tag < 0 || dest < 0 || dest >= ctx->size)
+		return -EINVAL;
+	return pp_ctx_start(ctx, 1, (void *)(uintptr_t)buf, len, dest, tag, req);
 }
 
 PP_API int pp_irecv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_req **req)
 {
-	(void)buf, (void)len, (void)source, (void)tag;
-	return ctx && req ? -ENOSYS : -EINVAL;
+	if (!ctx || !req || (!buf && len) || tag < PP_ANY_TAG || source < PP_ANY_SOURCE ||
+	    source >= ctx->size)
+		return -EINVAL;
+	return pp_ctx_start(ctx, 0, buf, len, source, tag, req);
+}
+
+/* Hand a finished request's result to the user and free it. */
+static int finish(pp_req **req, pp_status *st)
+{
+	struct pp_req *r = *req;
+	pp_ctx *ctx = r->ctx;
+	int rc = r->st.error;
+	if (st)
+		*st = r->st;
+	pp_ctx_enter(ctx);
+	pp_req_put(r);
+	pp_ctx_leave(ctx);
+	*req = NULL;
+	return rc;
+}
+
+static int valid(pp_req **req)
+{
+	return req && *req && (*req)->state != PP_REQ_FREE;
 }
 
 PP_API int pp_test(pp_req **req, int *done, pp_status *st)
 {
-	(void)st;
-	return req && *req && done ? -ENOSYS : -EINVAL;
+	if (!valid(req) || !done)
+		return -EINVAL;
+	if ((*req)->state != PP_REQ_DONE)
+		pp_ctx_progress((*req)->ctx);
+	if ((*req)->state != PP_REQ_DONE) {
+		*done = 0;
+		return 0;
+	}
+	*done = 1;
+	return finish(req, st);
 }
 
 PP_API int pp_wait(pp_req **req, pp_status *st)
 {
-	(void)st;
-	return req && *req ? -ENOSYS : -EINVAL;
+	if (!valid(req))
+		return -EINVAL;
+	struct pp_req *r = *req;
+	pp_ctx *ctx = r->ctx;
+	const uint64_t silence = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+	uint64_t since = pp_now_ns();
+	unsigned spins = 0;
+
+	while (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != PP_REQ_DONE) {
+		if (pp_ctx_progress(ctx) > 0) {
+			spins = 0;
+			continue;
+		}
+		/* Look at the clock only now and then while nothing happens. */
+		if (++spins < 1024)
+			continue;
+		spins = 0;
+		uint64_t now = pp_now_ns(), last = ctx->last_rx > since ? ctx->last_rx : since;
+		if (now - last > silence) {
+			pp_warn("pp_wait: no frame for %u ms; giving up (the request stays posted)",
+				ctx->cfg.timeout_ms);
+			return -ETIMEDOUT;
+		}
+	}
+	return finish(req, st);
 }
 
-PP_API int pp_barrier(pp_ctx *ctx)
+PP_API int pp_send(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag)
 {
-	return ctx ? -ENOSYS : -EINVAL;
+	pp_req *r;
+	int rc = pp_isend(ctx, buf, len, dest, tag, &r);
+	return rc ? rc : pp_wait(&r, NULL);
+}
+
+PP_API int pp_recv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_status *st)
+{
+	pp_req *r;
+	int rc = pp_irecv(ctx, buf, len, source, tag, &r);
+	return rc ? rc : pp_wait(&r, st);
 }
 
 PP_API int pp_progress(pp_ctx *ctx)
 {
-	return ctx ? -ENOSYS : -EINVAL;
+	return ctx ? pp_ctx_progress(ctx) : -EINVAL;
 }
 
 PP_API void *pp_malloc(pp_ctx *ctx, size_t len)
 {
-	(void)len;
-	errno = ctx ? ENOSYS : EINVAL;
-	return NULL;
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* Registered shared memory comes with the shm transport; until then,
+	 * cache-line-aligned memory of the process. */
+	void *p = aligned_alloc(64, (len + 63) & ~(size_t)63);
+	if (!p)
+		errno = ENOMEM;
+	return p;
 }
 
 PP_API void pp_free(pp_ctx *ctx, void *p)
 {
-	(void)ctx, (void)p;
+	(void)ctx;
+	free(p);
 }
 
 PP_API int pp_prerecv(pp_ctx *ctx, unsigned site)
 {
 	(void)site;
-	return ctx ? -ENOSYS : -EINVAL;
+	return ctx ? 0 : -EINVAL; /* prediction is off: nothing to hint */
 }
 
 PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out)
 {
-	return ctx && out ? -ENOSYS : -EINVAL;
+	if (!ctx || !out)
+		return -EINVAL;
+	struct pp_stats s;
+	memset(&s, 0, sizeof(s));
+	pp_ctx_enter(ctx);
+	pp_proto_stats(ctx->eng, &s);
+	s.frames_rx = ctx->frames_rx;
+	s.frames_tx = ctx->frames_tx;
+	pp_ctx_leave(ctx);
+	*out = s;
+	return 0;
 }

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Discovery: ranks find each other with HELLO frames on the link.
+ *
+ * Every rank broadcasts a HELLO (job key, rank, job size, node name, and
+ * whether it already knows every rank; its MAC is the frame's source) every
+ * PP_HELLO_INTERVAL until it knows every rank and every rank has said it
+ * knows every rank; then it broadcasts once more and returns. A rank that
+ * hears a HELLO from a rank still looking answers it directly, during
+ * discovery and afterwards (from pp_progress), so a rank that finished first
+ * never leaves a slower one waiting. With cluster=FILE the table comes from
+ * the file instead ("RANK MAC [NODE]" per line, # comments).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "pp_log.h"
+#include "wire.h"
+
+#define PP_HELLO_INTERVAL_NS 10000000u /* 10 ms */
+
+static const uint8_t broadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+/* HELLO payload, after the protocol header. */
+struct hello {
+	char node[PP_NODE_NAME]; /* sender's node name, NUL-terminated */
+	uint8_t knows_all;       /* 1: the sender knows every rank */
+};
+
+static int all_known(const pp_ctx *ctx)
+{
+	return ctx->nknown == (uint32_t)ctx->size;
+}
+
+static void send_hello(pp_ctx *ctx, const uint8_t dst_mac[6], uint32_t dst_rank)
+{
+	struct pp_buf *b;
+	struct hello p = {.knows_all = (uint8_t)all_known(ctx)};
+	struct pp_wire_hdr h = {
+		.type = PP_WIRE_HELLO,
+		.payload_len = sizeof(p),
+		.job = ctx->cfg.job,
+		.src_rank = (uint32_t)ctx->rank,
+		.dst_rank = dst_rank,
+		.msg_len = sizeof(p),
+		.tag = (uint32_t)ctx->size,
+	};
+	snprintf(p.node, sizeof(p.node), "%s", ctx->peers[ctx->rank].node);
+	if (pp_port_alloc(ctx->port, &b, 1) != 1)
+		return; /* no buffer now; the next interval tries again */
+	int len = pp_wire_encode(b->data, b->cap, dst_mac, ctx->port_info.mac, &h, &p);
+	if (len > 0) {
+		b->len = (uint32_t)len;
+		if (pp_port_tx_burst(ctx->port, 0, &b, 1) == 1)
+			return;
+	}
+	pp_port_free(ctx->port, &b, 1);
+}
+
+void pp_discovery_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now)
+{
+	(void)now;
+	struct pp_wire_check chk = {ctx->cfg.job, (uint32_t)ctx->rank, (uint32_t)ctx->size,
+				    ctx->port_info.mtu};
+	struct pp_wire_hdr h;
+	const uint8_t *payload;
+	enum pp_drop_reason why;
+	struct hello p;
+
+	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) != 0 ||
+	    h.payload_len < sizeof(p)) {
+		pp_debug("discovery: HELLO dropped (%s)", pp_wire_drop_name(why));
+		return;
+	}
+	memcpy(&p, payload, sizeof(p));
+	p.node[sizeof(p.node) - 1] = '\0';
+	if (h.tag != (uint32_t)ctx->size) {
+		pp_warn("discovery: rank %u says the job has %u ranks, we have %d; ignored",
+			h.src_rank, h.tag, ctx->size);
+		return;
+	}
+	struct pp_peer_info *pi = &ctx->peers[h.src_rank];
+	const uint8_t *src_mac = frame + 6;
+	if (h.src_rank == (uint32_t)ctx->rank)
+		return; /* our own broadcast, looped back by a bridge */
+	if (pi->known && memcmp(pi->mac, src_mac, 6) != 0) {
+		pp_warn("discovery: rank %u claimed by two ports; keeping the first", h.src_rank);
+		return;
+	}
+	if (!pi->known) {
+		memcpy(pi->mac, src_mac, 6);
+		snprintf(pi->node, sizeof(pi->node), "%s", p.node);
+		pi->known = 1;
+		ctx->nknown++;
+	}
+	pi->knows_all = p.knows_all;
+	if (!p.knows_all)
+		send_hello(ctx, pi->mac, h.src_rank);
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char tail;
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) !=
+	    6)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++) {
+		if (v[i] > 255)
+			return -EINVAL;
+		mac[i] = (uint8_t)v[i];
+	}
+	return 0;
+}
+
+static int load_cluster(pp_ctx *ctx)
+{
+	FILE *f = fopen(ctx->cfg.cluster, "r");
+	char line[256], mac[64], node[PP_NODE_NAME];
+	int lineno = 0, rc = 0;
+
+	if (!f) {
+		pp_err("cluster file %s: cannot open", ctx->cfg.cluster);
+		return -EINVAL;
+	}
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		int rank, n;
+		lineno++;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		node[0] = '\0';
+		n = sscanf(line, "%d %63s %63s", &rank, mac, node);
+		if (n <= 0)
+			continue; /* blank or comment */
+		struct pp_peer_info *pi = rank >= 0 && rank < ctx->size ? &ctx->peers[rank] : NULL;
+		uint8_t m[6];
+		if (n < 2 || !pi || parse_mac(mac, m)) {
+			pp_err("cluster file %s:%d: want 'RANK MAC [NODE]' with RANK < %d",
+			       ctx->cfg.cluster, lineno, ctx->size);
+			rc = -EINVAL;
+			break;
+		}
+		if (rank == ctx->rank)
+			continue; /* our MAC is the port's */
+		if (!pi->known)
+			ctx->nknown++;
+		memcpy(pi->mac, m, 6);
+		snprintf(pi->node, sizeof(pi->node), "%s", node);
+		pi->known = pi->knows_all = 1;
+	}
+	fclose(f);
+	if (rc == 0 && !all_known(ctx)) {
+		pp_err("cluster file %s: lists %u of %d ranks", ctx->cfg.cluster, ctx->nknown,
+		       ctx->size);
+		rc = -EINVAL;
+	}
+	return rc;
+}
+
+static int everyone_knows_all(const pp_ctx *ctx)
+{
+	for (int r = 0; r < ctx->size; r++)
+		if (r != ctx->rank && !ctx->peers[r].knows_all)
+			return 0;
+	return 1;
+}
+
+static void log_missing(const pp_ctx *ctx)
+{
+	char list[512];
+	size_t n = 0;
+	for (int r = 0; r < ctx->size && n + 12 < sizeof(list); r++)
+		if (r != ctx->rank && !ctx->peers[r].known)
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", n ? "," : "", r);
+	list[n] = '\0';
+	if (n)
+		pp_err("discovery: no HELLO from rank(s) %s within %u ms (job %s, dev %s)", list,
+		       ctx->cfg.timeout_ms, ctx->cfg.job_name, ctx->cfg.dev);
+	else
+		pp_err("discovery: every rank seen, but not every rank saw us within %u ms",
+		       ctx->cfg.timeout_ms);
+}
+
+int pp_discovery_run(pp_ctx *ctx)
+{
+	struct pp_peer_info *self = &ctx->peers[ctx->rank];
+	memcpy(self->mac, ctx->port_info.mac, 6);
+	if (ctx->cfg.node[0])
+		snprintf(self->node, sizeof(self->node), "%s", ctx->cfg.node);
+	else if (gethostname(self->node, sizeof(self->node)) != 0)
+		strcpy(self->node, "?");
+	self->node[sizeof(self->node) - 1] = '\0';
+	self->known = self->knows_all = 1;
+	ctx->nknown = 1;
+
+	if (ctx->cfg.cluster[0])
+		return load_cluster(ctx);
+
+	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+	ctx->next_hello = 0;
+	for (;;) {
+		uint64_t now = pp_now_ns();
+		if (all_known(ctx) && everyone_knows_all(ctx)) {
+			send_hello(ctx, broadcast, PP_WIRE_RANK_ALL);
+			return 0;
+		}
+		if (now >= deadline) {
+			log_missing(ctx);
+			return -ETIMEDOUT;
+		}
+		if (now >= ctx->next_hello) {
+			send_hello(ctx, broadcast, PP_WIRE_RANK_ALL);
+			ctx->next_hello = now + PP_HELLO_INTERVAL_NS;
+		}
+		pp_ctx_progress(ctx);
+	}
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The whole pp.h API over the in-memory link: one thread per rank, each with
+ * its own context and "sim:" port, exactly as ranks with their own NICs.
+ * Threads record failures; the main thread asserts (CUnit is not
+ * thread-safe).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "pp.h"
+#include "pp_log.h"
+#include "pp_sim.h"
+
+#define MAXR 4
+
+struct rank_run {
+	int rank, size;             /* who */
+	const char *extra;          /* more pp_init settings */
+	int (*body)(pp_ctx *, int); /* the scenario; returns failures */
+	int failures;               /* counted by the thread */
+	char first[256];            /* the first failure, for the report */
+};
+
+#define EXPECT(run, cond)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			if (!(run)->failures++)                                                   \
+				snprintf((run)->first, sizeof((run)->first), "rank %d line %d: %s", \
+					 (run)->rank, __LINE__, #cond);                            \
+		}                                                                                  \
+	} while (0)
+
+static struct pp_sim_link *link_;
+static int link_gen;
+static char link_name[32];
+
+static void *rank_main(void *arg)
+{
+	struct rank_run *run = arg;
+	char cfg[512];
+	pp_ctx *ctx;
+	snprintf(cfg, sizeof(cfg), "rank=%d,size=%d,job=%s,dev=sim:%s/%d,timeout_ms=5000%s%s",
+		 run->rank, run->size, link_name, link_name, run->rank, run->extra ? "," : "",
+		 run->extra ? run->extra : "");
+	int rc = pp_init(&ctx, cfg);
+	EXPECT(run, rc == 0);
+	if (rc)
+		return NULL;
+	EXPECT(run, pp_rank(ctx) == run->rank);
+	EXPECT(run, pp_size(ctx) == run->size);
+	run->failures += run->body(ctx, run->rank);
+	if (run->failures && !run->first[0])
+		snprintf(run->first, sizeof(run->first), "rank %d: scenario failed", run->rank);
+	EXPECT(run, pp_finalize(ctx) == 0);
+	return NULL;
+}
+
+/* Run body on size ranks over a fresh lossless link (or lossy with loss). */
+static void run_ranks(int size, int (*body)(pp_ctx *, int), const char *extra, double loss)
+{
+	struct pp_sim_conf sc = {.seed = 42, .loss = loss, .mtu = 1500};
+	snprintf(link_name, sizeof(link_name), "rt%d", link_gen++);
+	CU_ASSERT_EQUAL_FATAL(pp_sim_link_create(&link_, link_name, (unsigned)size, &sc), 0);
+	struct rank_run runs[MAXR];
+	pthread_t th[MAXR];
+	for (int r = 0; r < size; r++) {
+		runs[r] = (struct rank_run){.rank = r, .size = size, .extra = extra, .body = body};
+		pthread_create(&th[r], NULL, rank_main, &runs[r]);
+	}
+	for (int r = 0; r < size; r++) {
+		pthread_join(th[r], NULL);
+		if (runs[r].failures)
+			fprintf(stderr, "\n  %s (%d failures)\n", runs[r].first, runs[r].failures);
+		CU_ASSERT_EQUAL(runs[r].failures, 0);
+	}
+	pp_sim_link_destroy(link_);
+}
+
+static uint8_t pattern(size_t i, int seed)
+{
+	return (uint8_t)(i * 7u + (unsigned)seed * 31u + (i >> 9));
+}
+
+static int check(const uint8_t *b, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pattern(i, seed))
+			return 1;
+	return 0;
+}
+
+static void fill(uint8_t *b, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pattern(i, seed);
+}
+
+/* --- scenarios ---------------------------------------------------------- */
+
+static const size_t sizes[] = {0,    1,    79,    80,    81,    759,      760,
+			       761,  1500, 4096,  65536, 65539, 1 << 20, (16 << 20) + 3};
+
+/* Every size both ways, every byte checked. */
+static int sc_sizes(pp_ctx *ctx, int rank)
+{
+	int bad = 0;
+	size_t max = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
+	uint8_t *s = malloc(max), *r = malloc(max);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		pp_status st;
+		fill(s, n, (int)k + rank);
+		memset(r, 0xEE, n);
+		if (rank == 0) {
+			bad += pp_send(ctx, s, n, 1, (int)k) != 0;
+			bad += pp_recv(ctx, r, n, 1, (int)k, &st) != 0;
+		} else {
+			bad += pp_recv(ctx, r, n, 0, (int)k, &st) != 0;
+			bad += pp_send(ctx, s, n, 0, (int)k) != 0;
+		}
+		bad += st.len != n || st.source != !rank || st.tag != (int)k || st.error != 0;
+		bad += check(r, n, (int)k + !rank);
+	}
+	free(s);
+	free(r);
+	return bad;
+}
+
+/* Wildcards and non-overtaking order; truncation. */
+static int sc_match(pp_ctx *ctx, int rank)
+{
+	int bad = 0;
+	uint8_t buf[1000];
+	pp_status st;
+	if (rank == 0) {
+		for (int t = 1; t <= 50; t++) {
+			fill(buf, 100, t);
+			bad += pp_send(ctx, buf, 100, 1, t) != 0;
+		}
+		fill(buf, 1000, 99);
+		bad += pp_send(ctx, buf, 1000, 1, 99) != 0;
+		return bad;
+	}
+	/* tag 7 first: it must be found among the others, then the rest in order */
+	bad += pp_recv(ctx, buf, 100, 0, 7, &st) != 0;
+	bad += st.tag != 7 || check(buf, 100, 7);
+	for (int t = 1; t <= 50; t++) {
+		if (t == 7)
+			continue;
+		bad += pp_recv(ctx, buf, 100, PP_ANY_SOURCE, PP_ANY_TAG, &st) != 0;
+		bad += st.tag != t || st.source != 0 || check(buf, 100, t);
+	}
+	memset(buf, 0, sizeof(buf));
+	bad += pp_recv(ctx, buf, 100, 0, 99, &st) != -EMSGSIZE;
+	bad += st.len != 1000 || st.error != -EMSGSIZE || check(buf, 100, 99);
+	return bad;
+}
+
+/* Many outstanding non-blocking operations both ways, and pp_test. */
+static int sc_many(pp_ctx *ctx, int rank)
+{
+	enum { N = 64, LEN = 3000 };
+	static uint8_t sbuf[2][N][LEN], rbuf[2][N][LEN];
+	pp_req *s[N], *r[N];
+	int bad = 0, peer = !rank;
+	for (int i = 0; i < N; i++) {
+		fill(sbuf[rank][i], LEN, i + 100 * rank);
+		bad += pp_irecv(ctx, rbuf[rank][i], LEN, peer, i, &r[i]) != 0;
+	}
+	for (int i = 0; i < N; i++)
+		bad += pp_isend(ctx, sbuf[rank][i], LEN, peer, i, &s[i]) != 0;
+	int left = 2 * N;
+	while (left > 0) {
+		for (int i = 0; i < N; i++) {
+			int done;
+			pp_status st;
+			if (s[i] && pp_test(&s[i], &done, NULL) == 0 && done)
+				left--;
+			if (r[i] && pp_test(&r[i], &done, &st) == 0 && done) {
+				left--;
+				bad += st.len != LEN || check(rbuf[rank][i], LEN, i + 100 * peer);
+			}
+		}
+	}
+	return bad;
+}
+
+/* Barrier and stats with 4 ranks; a ring exchange between barriers. */
+static int sc_barrier(pp_ctx *ctx, int rank)
+{
+	int bad = 0, size = pp_size(ctx);
+	uint32_t v = (uint32_t)rank, got;
+	for (int round = 0; round < 5; round++) {
+		bad += pp_barrier(ctx) != 0;
+		pp_req *r;
+		bad += pp_irecv(ctx, &got, 4, (rank + size - 1) % size, round, &r) != 0;
+		bad += pp_send(ctx, &v, 4, (rank + 1) % size, round) != 0;
+		bad += pp_wait(&r, NULL) != 0;
+		bad += got != (uint32_t)((rank + size - 1) % size);
+	}
+	struct pp_stats st;
+	bad += pp_get_stats(ctx, &st) != 0;
+	bad += st.frames_tx == 0 || st.frames_rx == 0 || st.msgs_tx < 5;
+	return bad;
+}
+
+static void test_sizes_push_pull(void)
+{
+	run_ranks(2, sc_sizes, "mode=push-pull", 0);
+}
+
+static void test_sizes_push_all(void)
+{
+	run_ranks(2, sc_sizes, "mode=push-all", 0);
+}
+
+static void test_sizes_push_zero(void)
+{
+	run_ranks(2, sc_sizes, "mode=push-zero", 0);
+}
+
+static void test_sizes_lossy(void)
+{
+	run_ranks(2, sc_sizes, NULL, 0.02);
+}
+
+static void test_match(void)
+{
+	run_ranks(2, sc_match, NULL, 0);
+}
+
+static void test_many(void)
+{
+	run_ranks(2, sc_many, NULL, 0);
+}
+
+static void test_barrier(void)
+{
+	run_ranks(4, sc_barrier, NULL, 0);
+}
+
+static void test_init_errors(void)
+{
+	pp_ctx *ctx;
+	CU_ASSERT_EQUAL(pp_init(&ctx, "size=2,dev=sim:x/0"), -EINVAL);        /* no rank */
+	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2"), -EINVAL);             /* no dev */
+	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2,dev=sim:nolink/0"), -ENODEV);
+	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2,dev=sim:x/0,predict=dpd"), -EINVAL);
+
+	/* Discovery gives up and says so when a rank never comes. */
+	struct pp_sim_conf sc = {.seed = 1, .mtu = 1500};
+	CU_ASSERT_EQUAL_FATAL(pp_sim_link_create(&link_, "lonely", 2, &sc), 0);
+	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2,dev=sim:lonely/0,timeout_ms=200"),
+			-ETIMEDOUT);
+	pp_sim_link_destroy(link_);
+}
+
+static int setup(void)
+{
+	pp_log_set_level("off");
+	return 0;
+}
+
+static CU_TestInfo tests[] = {
+	{"init errors", test_init_errors},
+	{"sizes push-pull", test_sizes_push_pull},
+	{"sizes push-all", test_sizes_push_all},
+	{"sizes push-zero", test_sizes_push_zero},
+	{"sizes at 2% loss", test_sizes_lossy},
+	{"wildcards, order, truncation", test_match},
+	{"many outstanding", test_many},
+	{"barrier, 4 ranks", test_barrier},
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{"runtime over sim", setup, NULL, NULL, NULL, tests},
+	CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)
