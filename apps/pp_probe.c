@@ -60,6 +60,21 @@ struct opts {
 };
 
 static volatile sig_atomic_t stop;
+static uint64_t frames_tx, frames_rx; /* frames through the burst calls */
+
+static unsigned probe_rx(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	unsigned got = pp_port_rx_burst(port, 0, bufs, n);
+	frames_rx += got;
+	return got;
+}
+
+static unsigned probe_tx(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	unsigned sent = pp_port_tx_burst(port, 0, bufs, n);
+	frames_tx += sent;
+	return sent;
+}
 
 static void on_signal(int sig)
 {
@@ -242,7 +257,7 @@ static int payload_ok(const struct pp_buf *b)
  * Returns 0 when sent; frees it and returns -ETIMEDOUT otherwise. */
 static int send_one(struct pp_port *port, struct pp_buf *b, uint64_t deadline)
 {
-	while (pp_port_tx_burst(port, 0, &b, 1) == 0) {
+	while (probe_tx(port, &b, 1) == 0) {
 		if (now_ns() > deadline || stop) {
 			pp_port_free(port, &b, 1);
 			return -ETIMEDOUT;
@@ -287,7 +302,7 @@ static int listen_loop(struct pp_port *port, const struct pp_port_info *in, cons
 			break;
 		if (last && o->timeout_ms && t - last > (uint64_t)o->timeout_ms * 1000000u)
 			break;
-		unsigned n = pp_port_rx_burst(port, 0, bufs, BURST);
+		unsigned n = probe_rx(port, bufs, BURST);
 		for (unsigned i = 0; i < n; i++) {
 			struct pp_buf *b = bufs[i];
 			int kind = probe_kind(b);
@@ -339,7 +354,7 @@ static int wait_for_peer(struct pp_port *port, const struct pp_port_info *in, co
 		}
 		uint64_t next = now_ns() + 100000000u;
 		while (!stop && now_ns() < next) {
-			unsigned n = pp_port_rx_burst(port, 0, bufs, BURST);
+			unsigned n = probe_rx(port, bufs, BURST);
 			int found = 0;
 			for (unsigned i = 0; i < n; i++)
 				if (probe_kind(bufs[i]) == KIND_HELLO_REP &&
@@ -391,7 +406,7 @@ static int probe_loop(struct pp_port *port, const struct pp_port_info *in, const
 		sent++;
 		int done = 0;
 		while (!done && !stop && now_ns() < deadline) {
-			unsigned n = pp_port_rx_burst(port, 0, bufs, BURST);
+			unsigned n = probe_rx(port, bufs, BURST);
 			uint64_t t1 = now_ns();
 			for (unsigned k = 0; k < n; k++) {
 				struct pp_buf *r = bufs[k];
@@ -596,6 +611,8 @@ int main(int argc, char **argv)
 		status = listen_loop(port, &in, &o);
 	else if (!status && o.have_peer)
 		status = probe_loop(port, &in, &o);
+	if (o.listen || o.have_peer)
+		printf("frames   sent %" PRIu64 ", received %" PRIu64 "\n", frames_tx, frames_rx);
 	struct pp_port_stats st;
 	if (!pp_port_stats(port, &st) && (o.listen || o.have_peer))
 		printf("port     rx %" PRIu64 " frames, tx %" PRIu64 " frames, rx dropped %" PRIu64

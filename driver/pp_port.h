@@ -110,8 +110,11 @@ void pp_port_close(struct pp_port *port);
 int pp_port_info(struct pp_port *port, struct pp_port_info *info);
 int pp_port_stats(struct pp_port *port, struct pp_port_stats *stats);
 
-/* Capture hooks, called by the inline burst wrappers when capture is on. */
+/* Capture hooks, called by the inline burst wrappers when capture is on
+ * (capture.c): record received frames; record and send a TX burst, keeping
+ * in the file exactly the frames the backend took. */
 void pp_capture_frames(struct pp_capture *cap, struct pp_buf *const *bufs, unsigned n);
+unsigned pp_capture_tx_burst(struct pp_port *p, uint16_t q, struct pp_buf **bufs, unsigned n);
 
 static inline unsigned pp_port_alloc(struct pp_port *p, struct pp_buf **bufs, unsigned n)
 {
@@ -135,9 +138,8 @@ static inline unsigned pp_port_rx_burst(struct pp_port *p, uint16_t q, struct pp
 static inline unsigned pp_port_tx_burst(struct pp_port *p, uint16_t q, struct pp_buf **bufs,
 					unsigned n)
 {
-	/* Capture before sending: after tx the buffers belong to the NIC. */
-	if (p->capture && n)
-		pp_capture_frames(p->capture, bufs, n);
+	if (p->capture)
+		return pp_capture_tx_burst(p, q, bufs, n);
 	return p->ops->tx_burst(p, q, bufs, n);
 }
 

@@ -60,11 +60,11 @@ echo "--- listener ($dev_l)"; cat "$tmp/listen.out"
 grep -q "answered $count, lost 0, bad payload 0" "$tmp/send.out" || { echo "FAIL: loss"; exit 1; }
 
 # The capture holds every frame the sender's port sent and received.
-read -r rx tx < <(sed -n 's/^port *rx \([0-9]*\) frames, tx \([0-9]*\) frames.*/\1 \2/p' "$tmp/send.out")
+read -r tx rx < <(sed -n 's/^frames *sent \([0-9]*\), received \([0-9]*\)$/\1 \2/p' "$tmp/send.out")
 if command -v tshark >/dev/null; then
   n=$(tshark -r "$tmp/sent.pcap" -T fields -e frame.number 2>/dev/null | wc -l)
   probes=$(tshark -r "$tmp/sent.pcap" -Y 'eth.type == 0x88b5' -T fields -e frame.len 2>/dev/null | wc -l)
-  echo "capture: $n frames read back by tshark ($probes EtherType 0x88B5), port rx $rx + tx $tx"
+  echo "capture: $n frames read back by tshark ($probes EtherType 0x88B5), pp_probe sent $tx + received $rx"
   [ "$n" -eq $((rx + tx)) ] && [ "$probes" -eq "$n" ] || { echo "FAIL: capture"; exit 1; }
 else
   echo "capture: tshark missing, not checked"
