@@ -6,7 +6,8 @@
  * are checked against the list below before EAL sees them, because EAL exits
  * the process on some (--help) and cannot be initialised twice; anything
  * else is refused with -EINVAL. Defaults added unless the string sets them:
- * a unique --file-prefix per process, --in-memory, --no-telemetry, -l with
+ * a unique --file-prefix per process, --in-memory (--no-shconf with
+ * --no-huge, which --in-memory does not accept), --no-telemetry, -l with
  * the first CPU the calling thread may run on, --no-huge (with a notice)
  * when no hugetlbfs is mounted or no hugepage is free, and for a PCI device
  * "-a ADDR" (EAL probes that NIC the standard way) or else --no-pci. So a
@@ -277,8 +278,6 @@ int pp_dpdk_eal_init(const struct pp_dpdk_args *a)
 		ARG("%s", a->opts[i]);
 	if (!has_opt(a, "--file-prefix"))
 		ARG("--file-prefix=pp-%ld", (long)getpid());
-	if (!has_opt(a, "--in-memory"))
-		ARG("--in-memory");
 	if (!has_opt(a, "--no-telemetry"))
 		ARG("--no-telemetry");
 	if (!has_opt(a, "-l") && !has_opt(a, "-c") && !has_opt(a, "--lcores"))
@@ -293,13 +292,19 @@ int pp_dpdk_eal_init(const struct pp_dpdk_args *a)
 	}
 	if (!has_opt(a, "--log-level"))
 		ARG("--log-level=%d", eal_log_level());
-	if (!has_opt(a, "--no-huge") && !has_opt(a, "--huge-dir") && !hugepages_usable()) {
+	int no_huge = has_opt(a, "--no-huge");
+	if (!no_huge && !has_opt(a, "--huge-dir") && !hugepages_usable()) {
 		pp_warn("dpdk: no hugepages mounted or free: running with --no-huge (slower; "
 			"mount hugetlbfs and reserve pages for speed)");
 		ARG("--no-huge");
 		if (!has_opt(a, "-m"))
 			ARG("-m512");
+		no_huge = 1;
 	}
+	/* --no-huge implies legacy memory, which --in-memory refuses; without
+	 * hugepages there are no page files anyway, only the shared config. */
+	if (!has_opt(a, "--in-memory") && !has_opt(a, "--no-shconf"))
+		ARG(no_huge ? "--no-shconf" : "--in-memory");
 #undef ARG
 	argv[argc] = NULL;
 	char cmd[1024] = "";

@@ -225,8 +225,12 @@ static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 
 	struct rte_eth_conf ec;
 	memset(&ec, 0, sizeof(ec));
-	p->multi_seg = (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
-	if (p->multi_seg)
+	/* net_pcap linearises chained mbufs itself without saying so. */
+	p->multi_seg = (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0 ||
+		       strcmp(di.driver_name, "net_pcap") == 0;
+	pp_debug("dpdk: %s: %u/%u queues, TX offloads 0x%llx, MTU %u", di.driver_name,
+		 di.max_rx_queues, di.max_tx_queues, (unsigned long long)di.tx_offload_capa, mtu);
+	if (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		ec.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	rc = rte_eth_dev_configure(pid, nq, nq, &ec);
 	if (rc < 0) {
