@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pp_log.h"
 #include "pp_port.h"
 
 #define PROBE_HDR_LEN  16
@@ -576,6 +577,8 @@ int main(int argc, char **argv)
 	if (o.wait_ms < 0)
 		o.wait_ms = 10000;
 
+	if (!getenv("PP_LOG"))
+		pp_log_set_level("warn"); /* a diagnostic tool: show notices */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 

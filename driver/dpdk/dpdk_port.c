@@ -144,6 +144,13 @@ static int find_port(const char *devargs, uint16_t *port_id, int *hotplugged)
 	*hotplugged = 0;
 	if (rte_eth_dev_get_port_by_name(name, &pid) != 0) {
 		rc = rte_dev_probe(devargs);
+		if (rc < 0 && rc != -EEXIST && geteuid() != 0) {
+			pp_err("dpdk: cannot start device '%s': %s; not running as root, so most "
+			       "likely missing privileges (CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF, "
+			       "CAP_IPC_LOCK)",
+			       devargs, rte_strerror(-rc));
+			return -EPERM;
+		}
 		if (rc < 0 && rc != -EEXIST) {
 			pp_err("dpdk: cannot start device '%s': %s (a missing interface, a bad "
 			       "argument, or missing privileges; the PMD log above says which)",
