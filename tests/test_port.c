@@ -205,6 +205,21 @@ static void test_capture_roundtrip(void)
 	unlink(path);
 }
 
+/* A backend without the optional external-buffer ops says so. */
+static void test_optional_ops_absent(void)
+{
+	struct fake_port f;
+	memset(&f, 0, sizeof(f));
+	f.base.ops = &fake_ops;
+	static uint8_t mem[128], user[4096];
+	struct pp_buf b;
+	fill(&b, mem, 60, 1);
+	CU_ASSERT_EQUAL(pp_port_mem_register(&f.base, user, sizeof(user)), -ENOTSUP);
+	CU_ASSERT_EQUAL(pp_port_mem_unregister(&f.base, user, sizeof(user)), -ENOTSUP);
+	CU_ASSERT_EQUAL(pp_port_mem_register(NULL, user, sizeof(user)), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_attach_ext(&f.base, &b, user, 100, NULL, NULL), -ENOTSUP);
+}
+
 static void test_capture_open_bad(void)
 {
 	struct pp_capture *c = (struct pp_capture *)0x1;
@@ -217,6 +232,7 @@ static CU_TestInfo open_tests[] = {
     {"bad arguments", test_open_bad_args},
     {"pcap: bad interfaces", test_open_pcap_bad},
     {"dpdk: malformed strings", test_open_dpdk_bad_syntax},
+    {"optional ops absent: -ENOTSUP", test_optional_ops_absent},
     CU_TEST_INFO_NULL,
 };
 

@@ -143,6 +143,32 @@ static void test_pool_exhaustion(void)
 	free(all);
 }
 
+/* One queue pair per engine core: frames sent on queue q come back on q. */
+static void test_ring_queues(void)
+{
+	struct pp_port_conf conf = {.nb_queues = 4};
+	struct pp_port *p;
+	CU_ASSERT_EQUAL_FATAL(pp_port_open(&p, "--vdev=net_ring1", &conf), 0);
+	struct pp_port_info in;
+	CU_ASSERT_EQUAL(pp_port_info(p, &in), 0);
+	CU_ASSERT_EQUAL(in.nb_queues, 4);
+	for (uint16_t q = 0; q < 4; q++) {
+		struct pp_buf *b[2], *r[4];
+		CU_ASSERT_EQUAL_FATAL(pp_port_alloc(p, b, 2), 2);
+		fill(b[0], 60, 20u + q);
+		fill(b[1], 200, 30u + q);
+		CU_ASSERT_EQUAL(pp_port_tx_burst(p, q, b, 2), 2);
+		for (uint16_t o = 0; o < 4; o++)
+			if (o != q)
+				CU_ASSERT_EQUAL(pp_port_rx_burst(p, o, r, 4), 0);
+		CU_ASSERT_EQUAL_FATAL(pp_port_rx_burst(p, q, r, 4), 2);
+		CU_ASSERT(r[0]->len == 60 && check(r[0]->data, 60, 20u + q));
+		CU_ASSERT(r[1]->len == 200 && check(r[1]->data, 200, 30u + q));
+		pp_port_free(p, r, 2);
+	}
+	pp_port_close(p);
+}
+
 static unsigned ext_done_calls;
 static void *ext_done_arg;
 
@@ -271,6 +297,7 @@ static CU_TestInfo tests[] = {
     {"bad devices fail cleanly after EAL is up", test_bad_devices},
     {"loopback: 60..MTU+14 bytes intact, in order", test_ring_loopback},
     {"pool runs dry, reports it, refills", test_pool_exhaustion},
+    {"four queue pairs, each its own path", test_ring_queues},
     {"net_pcap file in/out, external-buffer TX", test_pcap_files_and_ext},
     {"external buffer freed unsent calls done", test_ext_free_unsent},
     CU_TEST_INFO_NULL,
