@@ -180,6 +180,11 @@ static size_t dpd_mem(const struct pp_pred *p)
 	       (d->M + 1) * sizeof(*d->cnt);
 }
 
+unsigned pp_pred_dpd_period(const struct pp_pred *p)
+{
+	return p->ops == &pp_pred_dpd_ops ? ((const struct dpd_pred *)p)->period : 0;
+}
+
 const struct pp_pred_ops pp_pred_dpd_ops = {
 	.name = "dpd",
 	.create = dpd_create,

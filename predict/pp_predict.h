@@ -68,13 +68,13 @@ enum pp_pred_field {
 /* Capacities fixed at create. Zero fields take the defaults in brackets. */
 struct pp_pred_params {
 	unsigned max_ahead;     /* largest k passed to predict [16], <= PP_PRED_MAX_AHEAD */
-	unsigned max_cycle;     /* longest cycle single-cycle learns [1024] */
+	unsigned max_cycle;     /* longest cycle single-cycle learns [1024], >= 12 */
 	unsigned max_sites;     /* call sites the tag predictors track [256] */
-	unsigned max_tag_cycle; /* longest cycle per site for tag-cycle predictors [128] */
+	unsigned max_tag_cycle; /* longest cycle per site, tag-cycle predictors [128], >= 12 */
 	unsigned max_stored;    /* ids kept in stored cycles by tag-bettercycle [16384] */
 	unsigned max_states;    /* states of the graph predictor [4096] */
 	unsigned window;        /* DPD window N [256] */
-	unsigned max_period;    /* DPD longest period M [256] */
+	unsigned max_period;    /* DPD longest period M [256], <= window */
 };
 
 struct pp_pred;

@@ -37,9 +37,9 @@ int pp_pred_params_resolve(struct pp_pred_params *prm)
 {
 	int rc = 0;
 	rc |= param(&prm->max_ahead, 16, 1, PP_PRED_MAX_AHEAD);
-	rc |= param(&prm->max_cycle, 1024, 1, 1u << 20);
+	rc |= param(&prm->max_cycle, 1024, 2 * PP_PRED_MIN_FIRST_CYCLE, 1u << 20);
 	rc |= param(&prm->max_sites, 256, 1, 1u << 20);
-	rc |= param(&prm->max_tag_cycle, 128, 1, 1u << 16);
+	rc |= param(&prm->max_tag_cycle, 128, 2 * PP_PRED_MIN_FIRST_CYCLE, 1u << 16);
 	rc |= param(&prm->max_stored, 16384, 1, 1u << 24);
 	rc |= param(&prm->max_states, 4096, 1, 1u << 24);
 	rc |= param(&prm->window, 256, 1, 1u << 16);

@@ -17,4 +17,7 @@ extern const struct pp_pred_ops pp_pred_graph_ops;
 extern const struct pp_pred_ops pp_pred_dpd_ops;
 extern const struct pp_pred_ops pp_pred_hybrid_ops;
 
+/* The period the DPD predictor p currently detects, 0 for none (tests). */
+unsigned pp_pred_dpd_period(const struct pp_pred *p);
+
 #endif
