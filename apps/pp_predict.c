@@ -165,8 +165,8 @@ static int do_synth(const char *pattern, uint64_t reps, uint64_t seed, const cha
 		pp_trace_free(&t);
 		return 1;
 	}
-	fprintf(f, "# pp_predict --synth %s --reps %" PRIu64 " --seed %" PRIu64 "\n", pattern,
-		reps, seed);
+	fprintf(f, "# pp_predict --synth %s --reps %" PRIu64 " --seed %" PRIu64 "\n", pattern, reps,
+		seed);
 	rc = pp_trace_write(f, &t);
 	if (out && fclose(f) != 0)
 		rc = -EIO;
@@ -181,12 +181,12 @@ static int do_synth(const char *pattern, uint64_t reps, uint64_t seed, const cha
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"trace", required_argument, NULL, 't'}, {"pred", required_argument, NULL, 'p'},
-		{"ahead", required_argument, NULL, 'a'}, {"min-bytes", required_argument, NULL, 'm'},
-		{"key", required_argument, NULL, 'k'},   {"csv", no_argument, NULL, 'c'},
-		{"synth", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},
-		{"seed", required_argument, NULL, 'S'},  {"out", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+	    {"trace", required_argument, NULL, 't'}, {"pred", required_argument, NULL, 'p'},
+	    {"ahead", required_argument, NULL, 'a'}, {"min-bytes", required_argument, NULL, 'm'},
+	    {"key", required_argument, NULL, 'k'},   {"csv", no_argument, NULL, 'c'},
+	    {"synth", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},
+	    {"seed", required_argument, NULL, 'S'},  {"out", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
 	};
 	const char *trace = NULL, *preds = "all", *synth = NULL, *out = NULL, *key = "envelope";
 	const char *ahead = "1,10";
@@ -194,13 +194,27 @@ int main(int argc, char **argv)
 	int csv = 0, c;
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (c) {
-		case 't': trace = optarg; break;
-		case 'p': preds = optarg; break;
-		case 'a': ahead = optarg; break;
-		case 'k': key = optarg; break;
-		case 'c': csv = 1; break;
-		case 's': synth = optarg; break;
-		case 'o': out = optarg; break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'p':
+			preds = optarg;
+			break;
+		case 'a':
+			ahead = optarg;
+			break;
+		case 'k':
+			key = optarg;
+			break;
+		case 'c':
+			csv = 1;
+			break;
+		case 's':
+			synth = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
 		case 'm':
 			if (parse_u64(optarg, &min_bytes) < 0) {
 				fprintf(stderr, "pp_predict: bad --min-bytes '%s'\n", optarg);
@@ -209,7 +223,8 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			if (parse_u64(optarg, &reps) < 0 || reps > 1000000) {
-				fprintf(stderr, "pp_predict: bad --reps '%s' (1..1000000)\n", optarg);
+				fprintf(stderr, "pp_predict: bad --reps '%s' (1..1000000)\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -219,8 +234,12 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind < argc) {
@@ -242,8 +261,9 @@ int main(int argc, char **argv)
 
 	struct pp_replay_cfg cfg = {.min_bytes = min_bytes};
 	if (parse_aheads(ahead, &cfg) < 0) {
-		fprintf(stderr, "pp_predict: bad --ahead '%s' (comma-separated 1..%d, at most %d)\n",
-			ahead, PP_PRED_MAX_AHEAD, PP_REPLAY_MAX_AHEADS);
+		fprintf(stderr,
+			"pp_predict: bad --ahead '%s' (comma-separated 1..%d, at most %d)\n", ahead,
+			PP_PRED_MAX_AHEAD, PP_REPLAY_MAX_AHEADS);
 		return 2;
 	}
 	if (pp_pred_key_parse(key, &cfg.fields) < 0) {
@@ -287,8 +307,8 @@ int main(int argc, char **argv)
 	else
 		printf("trace %s: %zu receives, key %s, min-bytes %" PRIu64 "\n"
 		       "%-16s %5s %9s %9s %9s %8s %8s %8s %9s\n",
-		       trace, t.n, key, min_bytes, "predictor", "ahead", "receives",
-		       "predicted", "hits", "hit/pred", "hit/all", "ns/op", "bytes");
+		       trace, t.n, key, min_bytes, "predictor", "ahead", "receives", "predicted",
+		       "hits", "hit/pred", "hit/all", "ns/op", "bytes");
 	for (int s = 0; s < nsel; s++) {
 		struct pp_pred *p;
 		struct pp_replay_res res;
@@ -303,18 +323,20 @@ int main(int argc, char **argv)
 			for (unsigned a = 0; rc == 0 && a < cfg.n_ahead; a++) {
 				const struct pp_replay_row *r = &res.row[a];
 				if (csv) {
-					printf("%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f,%zu\n",
+					printf("%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+					       ",%.1f,%zu\n",
 					       sel[s]->name, cfg.ahead[a], res.receives,
 					       r->predictions, r->hits, ns, mem);
 					continue;
 				}
 				printf("%-16s %4s%u %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 				       " %8.3f %8.3f %8.1f %9zu\n",
-				       sel[s]->name, "+", cfg.ahead[a], res.receives, r->predictions,
-				       r->hits,
-				       r->predictions ? (double)r->hits / (double)r->predictions : 0.0,
-				       res.receives ? (double)r->hits / (double)res.receives : 0.0, ns,
-				       mem);
+				       sel[s]->name, "+", cfg.ahead[a], res.receives,
+				       r->predictions, r->hits,
+				       r->predictions ? (double)r->hits / (double)r->predictions
+						      : 0.0,
+				       res.receives ? (double)r->hits / (double)res.receives : 0.0,
+				       ns, mem);
 			}
 		}
 		if (rc < 0) {

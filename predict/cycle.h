@@ -29,26 +29,26 @@
 
 enum pp_cyc_phase {
 	PP_CYC_INIT = 0,   /* initialisation phase: searching from every id */
-	PP_CYC_FORMING,    /* logging from a cycle head until it comes again */
+	PP_CYC_FORMING,	   /* logging from a cycle head until it comes again */
 	PP_CYC_PREDICTING, /* following the cycle */
 };
 
 /* What one observation did. */
 enum pp_cyc_event {
 	PP_CYC_LEARNING = 0, /* no cycle yet */
-	PP_CYC_HIT,          /* the id was the predicted one */
-	PP_CYC_MISS,         /* the cycle broke; forming a new one from this id */
-	PP_CYC_FORMED,       /* a cycle formed; it is log[0..len), head log[0] */
+	PP_CYC_HIT,	     /* the id was the predicted one */
+	PP_CYC_MISS,	     /* the cycle broke; forming a new one from this id */
+	PP_CYC_FORMED,	     /* a cycle formed; it is log[0..len), head log[0] */
 };
 
 struct pp_cyc {
-	uint64_t *log;  /* cap ids: initial history, formation log, then the cycle */
-	uint32_t cap;   /* capacity of log */
-	uint32_t n;     /* ids in log during INIT and FORMING */
-	uint32_t len;   /* cycle length while PREDICTING */
-	uint32_t pos;   /* index in the cycle of the next expected id */
+	uint64_t *log;	   /* cap ids: initial history, formation log, then the cycle */
+	uint32_t cap;	   /* capacity of log */
+	uint32_t n;	   /* ids in log during INIT and FORMING */
+	uint32_t len;	   /* cycle length while PREDICTING */
+	uint32_t pos;	   /* index in the cycle of the next expected id */
 	uint32_t patience; /* FORMING ids after which any id may end the search */
-	uint8_t phase;  /* enum pp_cyc_phase */
+	uint8_t phase;	   /* enum pp_cyc_phase */
 };
 
 /* Start in the initialisation phase over a caller's log of cap >= 1 ids. */

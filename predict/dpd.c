@@ -27,14 +27,14 @@
 
 struct dpd_pred {
 	struct pp_pred base; /* common head */
-	uint32_t N;          /* window */
-	uint32_t M;          /* longest period, <= N */
-	uint32_t R;          /* ring size, a power of two */
+	uint32_t N;	     /* window */
+	uint32_t M;	     /* longest period, <= N */
+	uint32_t R;	     /* ring size, a power of two */
 	uint32_t period;     /* detected period, 0 none */
-	uint64_t t;          /* ids observed */
-	uint64_t *ids;       /* R ids, x[s] at s mod R (what predict returns) */
-	uint32_t *fold;      /* 2R folded ids, newest first: the ring and its mirror */
-	uint32_t *cnt;       /* M + 1 mismatch counts, cnt[m] for delay m */
+	uint64_t t;	     /* ids observed */
+	uint64_t *ids;	     /* R ids, x[s] at s mod R (what predict returns) */
+	uint32_t *fold;	     /* 2R folded ids, newest first: the ring and its mirror */
+	uint32_t *cnt;	     /* M + 1 mismatch counts, cnt[m] for delay m */
 };
 
 static void dpd_destroy(struct pp_pred *p)
@@ -81,8 +81,7 @@ typedef uint32_t v4u __attribute__((vector_size(16))); /* four counts at once */
  * cnt[m] += sign * (f != past[m]) for m in 1..top, four at a time (the
  * compilers' cheap vectoriser leaves loops with a variable count scalar).
  */
-static void update_pairs(uint32_t *cnt, const uint32_t *past, uint32_t f, uint32_t top,
-			 int add)
+static void update_pairs(uint32_t *cnt, const uint32_t *past, uint32_t f, uint32_t top, int add)
 {
 	uint32_t m = 1;
 	for (; m + 3 <= top; m += 4) {
@@ -186,10 +185,10 @@ unsigned pp_pred_dpd_period(const struct pp_pred *p)
 }
 
 const struct pp_pred_ops pp_pred_dpd_ops = {
-	.name = "dpd",
-	.create = dpd_create,
-	.observe = dpd_observe,
-	.predict = dpd_predict,
-	.destroy = dpd_destroy,
-	.mem = dpd_mem,
+    .name = "dpd",
+    .create = dpd_create,
+    .observe = dpd_observe,
+    .predict = dpd_predict,
+    .destroy = dpd_destroy,
+    .mem = dpd_mem,
 };

@@ -25,13 +25,13 @@ struct graph_state {
 };
 
 struct graph_pred {
-	struct pp_pred base;       /* common head */
-	struct pp_pred_map map;    /* state key -> slot */
+	struct pp_pred base;	   /* common head */
+	struct pp_pred_map map;	   /* state key -> slot */
 	struct graph_state *state; /* per slot */
-	uint64_t h[3];             /* the last three ids, oldest first */
-	uint32_t seen;             /* ids observed, saturating at 3 */
-	uint32_t clock;            /* observations, for recency */
-	int64_t cur;               /* slot of the current state, -1 none */
+	uint64_t h[3];		   /* the last three ids, oldest first */
+	uint32_t seen;		   /* ids observed, saturating at 3 */
+	uint32_t clock;		   /* observations, for recency */
+	int64_t cur;		   /* slot of the current state, -1 none */
 };
 
 static uint64_t state_key(uint64_t a, uint64_t b, uint64_t c)
@@ -149,10 +149,10 @@ static size_t graph_mem(const struct pp_pred *p)
 }
 
 const struct pp_pred_ops pp_pred_graph_ops = {
-	.name = "graph",
-	.create = graph_create,
-	.observe = graph_observe,
-	.predict = graph_predict,
-	.destroy = graph_destroy,
-	.mem = graph_mem,
+    .name = "graph",
+    .create = graph_create,
+    .observe = graph_observe,
+    .predict = graph_predict,
+    .destroy = graph_destroy,
+    .mem = graph_mem,
 };

@@ -20,25 +20,21 @@
 
 /* The components, most general first (ties go to the earlier one). */
 static const struct pp_pred_ops *const components[] = {
-	&pp_pred_single_cycle_ops,
-	&pp_pred_dpd_ops,
-	&pp_pred_graph_ops,
-	&pp_pred_tag_bettercycle_ops,
-	&pp_pred_tag_cycle_ops,
-	&pp_pred_tag_ops,
+    &pp_pred_single_cycle_ops,	  &pp_pred_dpd_ops,	  &pp_pred_graph_ops,
+    &pp_pred_tag_bettercycle_ops, &pp_pred_tag_cycle_ops, &pp_pred_tag_ops,
 };
 #define NCOMP PP_ARRAY_SIZE(components)
 
 struct hybrid_pred {
-	struct pp_pred base;           /* common head */
-	struct pp_pred *comp[NCOMP];   /* the component predictors */
-	uint32_t K;                    /* look-aheads tracked */
-	uint64_t t;                    /* receives observed */
-	int recorded;                  /* slot t mod K holds this step's predictions */
-	uint64_t *pred;                /* [NCOMP][K slots][K] predicted ids */
-	uint64_t *valid;               /* [NCOMP][K slots] bit j: pred +j+1 made */
-	uint64_t *outcome;             /* [NCOMP][K] last 64 outcomes, bit 0 newest */
-	uint8_t *choice;               /* [K] chosen component per look-ahead */
+	struct pp_pred base;	     /* common head */
+	struct pp_pred *comp[NCOMP]; /* the component predictors */
+	uint32_t K;		     /* look-aheads tracked */
+	uint64_t t;		     /* receives observed */
+	int recorded;		     /* slot t mod K holds this step's predictions */
+	uint64_t *pred;		     /* [NCOMP][K slots][K] predicted ids */
+	uint64_t *valid;	     /* [NCOMP][K slots] bit j: pred +j+1 made */
+	uint64_t *outcome;	     /* [NCOMP][K] last 64 outcomes, bit 0 newest */
+	uint8_t *choice;	     /* [K] chosen component per look-ahead */
 };
 
 static void hy_destroy(struct pp_pred *p)
@@ -153,10 +149,10 @@ static size_t hy_mem(const struct pp_pred *p)
 }
 
 const struct pp_pred_ops pp_pred_hybrid_ops = {
-	.name = "hybrid",
-	.create = hy_create,
-	.observe = hy_observe,
-	.predict = hy_predict,
-	.destroy = hy_destroy,
-	.mem = hy_mem,
+    .name = "hybrid",
+    .create = hy_create,
+    .observe = hy_observe,
+    .predict = hy_predict,
+    .destroy = hy_destroy,
+    .mem = hy_mem,
 };

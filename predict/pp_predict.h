@@ -43,12 +43,12 @@
 
 /* One receive call. */
 struct pp_pred_obs {
-	int32_t src;   /* source rank */
-	int32_t tag;   /* message tag */
-	int32_t comm;  /* communicator id, 0 when unknown */
-	uint32_t site; /* call-site id from pp_prerecv, PP_PRED_NO_SITE if none */
+	int32_t src;	/* source rank */
+	int32_t tag;	/* message tag */
+	int32_t comm;	/* communicator id, 0 when unknown */
+	uint32_t site;	/* call-site id from pp_prerecv, PP_PRED_NO_SITE if none */
 	uint64_t bytes; /* message size */
-	uint64_t buf;   /* receive buffer address, 0 when unknown */
+	uint64_t buf;	/* receive buffer address, 0 when unknown */
 };
 
 /* Fields that can make up a message id (bit mask). */
@@ -62,19 +62,19 @@ enum pp_pred_field {
 };
 
 /* The papers' two message ids. */
-#define PP_PRED_KEY_ENVELOPE     (PP_PRED_F_SRC | PP_PRED_F_TAG | PP_PRED_F_COMM)
+#define PP_PRED_KEY_ENVELOPE	 (PP_PRED_F_SRC | PP_PRED_F_TAG | PP_PRED_F_COMM)
 #define PP_PRED_KEY_BUF_SIZE_SRC (PP_PRED_F_BUF | PP_PRED_F_BYTES | PP_PRED_F_SRC)
 
 /* Capacities fixed at create. Zero fields take the defaults in brackets. */
 struct pp_pred_params {
-	unsigned max_ahead;     /* largest k passed to predict [16], <= PP_PRED_MAX_AHEAD */
-	unsigned max_cycle;     /* longest cycle single-cycle learns [1024], >= 12 */
-	unsigned max_sites;     /* call sites the tag predictors track [256] */
+	unsigned max_ahead;	/* largest k passed to predict [16], <= PP_PRED_MAX_AHEAD */
+	unsigned max_cycle;	/* longest cycle single-cycle learns [1024], >= 12 */
+	unsigned max_sites;	/* call sites the tag predictors track [256] */
 	unsigned max_tag_cycle; /* longest cycle per site, tag-cycle predictors [128], >= 12 */
-	unsigned max_stored;    /* ids kept in stored cycles by tag-bettercycle [16384] */
-	unsigned max_states;    /* states of the graph predictor [4096] */
-	unsigned window;        /* DPD window N [256] */
-	unsigned max_period;    /* DPD longest period M [256], <= window */
+	unsigned max_stored;	/* ids kept in stored cycles by tag-bettercycle [16384] */
+	unsigned max_states;	/* states of the graph predictor [4096] */
+	unsigned window;	/* DPD window N [256] */
+	unsigned max_period;	/* DPD longest period M [256], <= window */
 };
 
 struct pp_pred;
@@ -97,7 +97,7 @@ struct pp_pred_ops {
 /* Common head of every predictor object. */
 struct pp_pred {
 	const struct pp_pred_ops *ops; /* the algorithm */
-	unsigned max_ahead;            /* k is clamped to this in pp_pred_predict */
+	unsigned max_ahead;	       /* k is clamped to this in pp_pred_predict */
 };
 
 /* All predictors, in the order pp_predict lists them; NULL-terminated. */

@@ -7,14 +7,10 @@
 #include "pred_map.h"
 
 const struct pp_pred_ops *const pp_pred_all[] = {
-	&pp_pred_single_cycle_ops,
-	&pp_pred_tag_ops,
-	&pp_pred_tag_cycle_ops,
-	&pp_pred_tag_bettercycle_ops,
-	&pp_pred_graph_ops,
-	&pp_pred_dpd_ops,
-	&pp_pred_hybrid_ops,
-	NULL,
+    &pp_pred_single_cycle_ops, &pp_pred_tag_ops,
+    &pp_pred_tag_cycle_ops,    &pp_pred_tag_bettercycle_ops,
+    &pp_pred_graph_ops,	       &pp_pred_dpd_ops,
+    &pp_pred_hybrid_ops,       NULL,
 };
 
 const struct pp_pred_ops *pp_pred_find(const char *name)
@@ -90,10 +86,10 @@ int pp_pred_key_parse(const char *s, unsigned *fields)
 {
 	static const struct {
 		const char *name; /* field name in a key setting */
-		unsigned bit;     /* its enum pp_pred_field bit */
+		unsigned bit;	  /* its enum pp_pred_field bit */
 	} names[] = {
-		{"src", PP_PRED_F_SRC},     {"tag", PP_PRED_F_TAG}, {"comm", PP_PRED_F_COMM},
-		{"bytes", PP_PRED_F_BYTES}, {"buf", PP_PRED_F_BUF}, {"site", PP_PRED_F_SITE},
+	    {"src", PP_PRED_F_SRC},	{"tag", PP_PRED_F_TAG}, {"comm", PP_PRED_F_COMM},
+	    {"bytes", PP_PRED_F_BYTES}, {"buf", PP_PRED_F_BUF}, {"site", PP_PRED_F_SITE},
 	};
 	if (strcmp(s, "envelope") == 0) {
 		*fields = PP_PRED_KEY_ENVELOPE;

@@ -13,11 +13,11 @@
 #include <stdint.h>
 
 struct pp_pred_map {
-	uint64_t *keys;  /* key per bucket */
+	uint64_t *keys;	 /* key per bucket */
 	uint32_t *slots; /* slot + 1 per bucket, 0 = empty */
-	uint32_t mask;   /* buckets - 1 */
-	uint32_t cap;    /* most entries held */
-	uint32_t n;      /* entries held */
+	uint32_t mask;	 /* buckets - 1 */
+	uint32_t cap;	 /* most entries held */
+	uint32_t n;	 /* entries held */
 };
 
 /* Allocate for cap entries. Errors: -EINVAL (cap 0), -ENOMEM. */

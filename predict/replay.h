@@ -19,20 +19,20 @@
 #define PP_REPLAY_MAX_AHEADS 16 /* look-aheads one replay can score */
 
 struct pp_replay_cfg {
-	unsigned fields;                        /* message id fields (enum pp_pred_field) */
-	uint64_t min_bytes;                     /* score only receives this large */
-	unsigned n_ahead;                       /* look-aheads to score */
-	unsigned ahead[PP_REPLAY_MAX_AHEADS];   /* each in 1..PP_PRED_MAX_AHEAD */
+	unsigned fields;		      /* message id fields (enum pp_pred_field) */
+	uint64_t min_bytes;		      /* score only receives this large */
+	unsigned n_ahead;		      /* look-aheads to score */
+	unsigned ahead[PP_REPLAY_MAX_AHEADS]; /* each in 1..PP_PRED_MAX_AHEAD */
 };
 
 /* Counts for one look-ahead. */
 struct pp_replay_row {
 	uint64_t predictions; /* scored receives a prediction was made for */
-	uint64_t hits;        /* of those, predicted right */
+	uint64_t hits;	      /* of those, predicted right */
 };
 
 struct pp_replay_res {
-	uint64_t receives;                            /* receives scored */
+	uint64_t receives;				/* receives scored */
 	struct pp_replay_row row[PP_REPLAY_MAX_AHEADS]; /* per cfg.ahead[i] */
 };
 

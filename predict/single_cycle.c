@@ -12,7 +12,7 @@
 struct single_cycle {
 	struct pp_pred base; /* common head */
 	struct pp_cyc cyc;   /* the engine */
-	uint64_t log[];      /* its log, max_cycle ids */
+	uint64_t log[];	     /* its log, max_cycle ids */
 };
 
 static int sc_create(const struct pp_pred_params *prm, struct pp_pred **out)
@@ -49,10 +49,10 @@ static size_t sc_mem(const struct pp_pred *p)
 }
 
 const struct pp_pred_ops pp_pred_single_cycle_ops = {
-	.name = "single-cycle",
-	.create = sc_create,
-	.observe = sc_observe,
-	.predict = sc_predict,
-	.destroy = sc_destroy,
-	.mem = sc_mem,
+    .name = "single-cycle",
+    .create = sc_create,
+    .observe = sc_observe,
+    .predict = sc_predict,
+    .destroy = sc_destroy,
+    .mem = sc_mem,
 };

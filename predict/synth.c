@@ -21,12 +21,12 @@ static int push(struct pp_trace *t, int32_t src, int32_t tag, uint64_t bytes, un
 		uint32_t site)
 {
 	struct pp_pred_obs o = {
-		.src = src,
-		.tag = tag,
-		.comm = 0,
-		.site = site,
-		.bytes = bytes,
-		.buf = BUF_BASE + (uint64_t)buf * 0x10000,
+	    .src = src,
+	    .tag = tag,
+	    .comm = 0,
+	    .site = site,
+	    .bytes = bytes,
+	    .buf = BUF_BASE + (uint64_t)buf * 0x10000,
 	};
 	return pp_trace_push(t, &o);
 }
@@ -47,16 +47,16 @@ static int noise(struct pp_trace *t, unsigned n, uint64_t *rng)
 
 /* One receive of the "cycle" pattern. */
 struct cyc_recv {
-	int32_t src;    /* neighbour */
-	int32_t tag;    /* tag */
+	int32_t src;	/* neighbour */
+	int32_t tag;	/* tag */
 	uint32_t bytes; /* size */
-	unsigned buf;   /* buffer number */
-	uint32_t site;  /* call site */
+	unsigned buf;	/* buffer number */
+	uint32_t site;	/* call site */
 };
 
 static const struct cyc_recv cycle7[] = {
-	{1, 10, 8192, 0, 1}, {2, 10, 8192, 1, 1}, {3, 10, 8192, 2, 1}, {4, 10, 8192, 3, 1},
-	{1, 20, 64, 4, 2},   {3, 20, 64, 4, 2},   {0, 30, 16, 5, 3},
+    {1, 10, 8192, 0, 1}, {2, 10, 8192, 1, 1}, {3, 10, 8192, 2, 1}, {4, 10, 8192, 3, 1},
+    {1, 20, 64, 4, 2},	 {3, 20, 64, 4, 2},   {0, 30, 16, 5, 3},
 };
 
 static int synth_cycle(unsigned reps, unsigned noise_pct, uint64_t *rng, struct pp_trace *t)

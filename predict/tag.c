@@ -12,9 +12,9 @@
 #include "pred_map.h"
 
 struct tag_pred {
-	struct pp_pred base;     /* common head */
-	struct pp_pred_map map;  /* site -> slot */
-	uint64_t *last;          /* per slot: the id last received there */
+	struct pp_pred base;	/* common head */
+	struct pp_pred_map map; /* site -> slot */
+	uint64_t *last;		/* per slot: the id last received there */
 };
 
 static void tag_destroy(struct pp_pred *p)
@@ -70,10 +70,10 @@ static size_t tag_mem(const struct pp_pred *p)
 }
 
 const struct pp_pred_ops pp_pred_tag_ops = {
-	.name = "tag",
-	.create = tag_create,
-	.observe = tag_observe,
-	.predict = tag_predict,
-	.destroy = tag_destroy,
-	.mem = tag_mem,
+    .name = "tag",
+    .create = tag_create,
+    .observe = tag_observe,
+    .predict = tag_predict,
+    .destroy = tag_destroy,
+    .mem = tag_mem,
 };

@@ -21,18 +21,18 @@
 #include "pred_map.h"
 
 struct tag_cycle {
-	struct pp_pred base;    /* common head */
-	struct pp_pred_map map; /* site -> slot */
-	struct pp_cyc *cyc;     /* per slot: its engine */
-	uint64_t *logs;         /* per slot: max_tag_cycle ids of log */
-	uint32_t max_cycle;     /* log length per slot */
-	int better;             /* keep and reuse broken cycles */
+	struct pp_pred base;	   /* common head */
+	struct pp_pred_map map;	   /* site -> slot */
+	struct pp_cyc *cyc;	   /* per slot: its engine */
+	uint64_t *logs;		   /* per slot: max_tag_cycle ids of log */
+	uint32_t max_cycle;	   /* log length per slot */
+	int better;		   /* keep and reuse broken cycles */
 	struct pp_pred_map stored; /* (site, head) -> stored cycle (better only) */
-	uint32_t *st_off;       /* per stored cycle: offset in arena */
-	uint32_t *st_len;       /* per stored cycle: length */
-	uint64_t *arena;        /* stored cycles back to back */
-	uint32_t arena_cap;     /* ids in arena */
-	uint32_t arena_used;    /* ids used */
+	uint32_t *st_off;	   /* per stored cycle: offset in arena */
+	uint32_t *st_len;	   /* per stored cycle: length */
+	uint64_t *arena;	   /* stored cycles back to back */
+	uint32_t arena_cap;	   /* ids in arena */
+	uint32_t arena_used;	   /* ids used */
 };
 
 static void tc_destroy(struct pp_pred *p)
@@ -164,19 +164,19 @@ static size_t tc_mem(const struct pp_pred *p)
 }
 
 const struct pp_pred_ops pp_pred_tag_cycle_ops = {
-	.name = "tag-cycle",
-	.create = tc_create,
-	.observe = tc_observe,
-	.predict = tc_predict,
-	.destroy = tc_destroy,
-	.mem = tc_mem,
+    .name = "tag-cycle",
+    .create = tc_create,
+    .observe = tc_observe,
+    .predict = tc_predict,
+    .destroy = tc_destroy,
+    .mem = tc_mem,
 };
 
 const struct pp_pred_ops pp_pred_tag_bettercycle_ops = {
-	.name = "tag-bettercycle",
-	.create = tbc_create,
-	.observe = tc_observe,
-	.predict = tc_predict,
-	.destroy = tc_destroy,
-	.mem = tc_mem,
+    .name = "tag-bettercycle",
+    .create = tbc_create,
+    .observe = tc_observe,
+    .predict = tc_predict,
+    .destroy = tc_destroy,
+    .mem = tc_mem,
 };

@@ -25,9 +25,9 @@ static const char *const col_names[COL_N] = {"src", "tag", "bytes", "buf", "site
 /* Reading state for one file. */
 struct reader {
 	const char *name; /* file name for messages */
-	unsigned line;    /* current line number, from 1 */
-	char *err;        /* message buffer */
-	size_t errlen;    /* its size */
+	unsigned line;	  /* current line number, from 1 */
+	char *err;	  /* message buffer */
+	size_t errlen;	  /* its size */
 };
 
 static int fail(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

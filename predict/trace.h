@@ -15,8 +15,8 @@
 
 struct pp_trace {
 	struct pp_pred_obs *obs; /* the receives in order */
-	size_t n;                /* receives held */
-	size_t cap;              /* receives allocated */
+	size_t n;		 /* receives held */
+	size_t cap;		 /* receives allocated */
 };
 
 /*

@@ -30,8 +30,8 @@ static void trace_of(const char *seq, struct pp_trace *t)
 
 /* Expected counts for one predictor on one sequence. */
 struct expect {
-	const char *pred;    /* predictor name */
-	uint64_t pred1, hit1;   /* predictions and hits at +1 */
+	const char *pred;	/* predictor name */
+	uint64_t pred1, hit1;	/* predictions and hits at +1 */
 	uint64_t pred10, hit10; /* predictions and hits at +10 */
 };
 
@@ -41,7 +41,7 @@ static void replay(const char *name, const struct pp_trace *t, unsigned fields, 
 	struct pp_pred_params prm = {.max_ahead = 10};
 	struct pp_pred *p;
 	struct pp_replay_cfg cfg = {
-		.fields = fields, .min_bytes = min_bytes, .n_ahead = 2, .ahead = {1, 10}};
+	    .fields = fields, .min_bytes = min_bytes, .n_ahead = 2, .ahead = {1, 10}};
 	CU_ASSERT_EQUAL_FATAL(pp_pred_create(name, &prm, &p), 0);
 	CU_ASSERT_EQUAL(pp_replay_run(p, t, &cfg, res), 0);
 	pp_pred_destroy(p);
@@ -136,9 +136,9 @@ static void test_cyclic(void)
 	static const char seq[] = "ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG "
 				  "ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG";
 	static const struct expect e[] = {
-		{"single-cycle", 62, 62, 53, 53}, {"tag", 69, 0, 0, 0},
-		{"tag-cycle", 62, 62, 0, 0},      {"tag-bettercycle", 62, 62, 0, 0},
-		{"graph", 60, 60, 51, 51},        {"dpd", 56, 56, 47, 47},
+	    {"single-cycle", 62, 62, 53, 53}, {"tag", 69, 0, 0, 0},
+	    {"tag-cycle", 62, 62, 0, 0},      {"tag-bettercycle", 62, 62, 0, 0},
+	    {"graph", 60, 60, 51, 51},	      {"dpd", 56, 56, 47, 47},
 	};
 	check(seq, e, PP_ARRAY_SIZE(e));
 }
@@ -167,9 +167,8 @@ static void test_nested(void)
 	static const char seq[] = "AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC "
 				  "AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC";
 	static const struct expect e[] = {
-		{"single-cycle", 68, 68, 59, 59}, {"tag", 79, 40, 0, 0},
-		{"tag-cycle", 68, 68, 0, 0},      {"tag-bettercycle", 68, 68, 0, 0},
-		{"dpd", 66, 65, 57, 56},
+	    {"single-cycle", 68, 68, 59, 59},  {"tag", 79, 40, 0, 0},	{"tag-cycle", 68, 68, 0, 0},
+	    {"tag-bettercycle", 68, 68, 0, 0}, {"dpd", 66, 65, 57, 56},
 	};
 	check(seq, e, PP_ARRAY_SIZE(e));
 
@@ -200,9 +199,8 @@ static void test_noisy(void)
 {
 	static const char seq[] = "ABCDEF ABCDEF ABCXEF ABCDEF";
 	static const struct expect e[] = {
-		{"single-cycle", 9, 8, 8, 8}, {"tag", 23, 0, 0, 0},
-		{"tag-cycle", 9, 8, 0, 0},    {"tag-bettercycle", 9, 8, 0, 0},
-		{"graph", 12, 11, 6, 6},      {"dpd", 4, 3, 3, 3},
+	    {"single-cycle", 9, 8, 8, 8},    {"tag", 23, 0, 0, 0},    {"tag-cycle", 9, 8, 0, 0},
+	    {"tag-bettercycle", 9, 8, 0, 0}, {"graph", 12, 11, 6, 6}, {"dpd", 4, 3, 3, 3},
 	};
 	check(seq, e, PP_ARRAY_SIZE(e));
 }
@@ -221,9 +219,9 @@ static void test_phases(void)
 	static const char seq[] = "ABCDEF ABCDEF ABCDEF GHIJKL GHIJKL GHIJKL "
 				  "ABCDEF ABCDEF ABCDEF GHIJKL GHIJKL GHIJKL";
 	static const struct expect e[] = {
-		{"single-cycle", 47, 44, 0, 0},
-		{"tag-cycle", 47, 44, 0, 0},
-		{"tag-bettercycle", 59, 56, 0, 0},
+	    {"single-cycle", 47, 44, 0, 0},
+	    {"tag-cycle", 47, 44, 0, 0},
+	    {"tag-bettercycle", 59, 56, 0, 0},
 	};
 	/* +10 is not the point here: count it out by checking +1 only. */
 	struct pp_trace t;
@@ -324,11 +322,11 @@ static void hybrid_vs_best(const struct pp_trace *t, unsigned fields, uint64_t m
 static void test_hybrid(void)
 {
 	static const char *const seqs[] = {
-		"ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG",
-		"AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC",
-		"ABCDEF ABCDEF ABCXEF ABCDEF",
-		"ABCDEF ABCDEF ABCDEF GHIJKL GHIJKL GHIJKL ABCDEF ABCDEF ABCDEF GHIJKL",
-		"ACEDFGHIJDFGHIJDFGH",
+	    "ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG ABCDEFG",
+	    "AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC AAABAAAC",
+	    "ABCDEF ABCDEF ABCXEF ABCDEF",
+	    "ABCDEF ABCDEF ABCDEF GHIJKL GHIJKL GHIJKL ABCDEF ABCDEF ABCDEF GHIJKL",
+	    "ACEDFGHIJDFGHIJDFGH",
 	};
 	struct pp_trace t;
 	for (size_t i = 0; i < PP_ARRAY_SIZE(seqs); i++) {
@@ -384,7 +382,7 @@ static void test_api(void)
 	CU_ASSERT_EQUAL(f, 99);
 
 	struct pp_pred_obs a = {
-		.src = 1, .tag = 2, .bytes = 64, .buf = 0x1000, .site = PP_PRED_NO_SITE};
+	    .src = 1, .tag = 2, .bytes = 64, .buf = 0x1000, .site = PP_PRED_NO_SITE};
 	struct pp_pred_obs b = a;
 	b.buf = 0x2000;
 	CU_ASSERT_EQUAL(pp_pred_id(&a, PP_PRED_KEY_ENVELOPE), pp_pred_id(&b, PP_PRED_KEY_ENVELOPE));
@@ -392,7 +390,8 @@ static void test_api(void)
 			    pp_pred_id(&b, PP_PRED_KEY_BUF_SIZE_SRC));
 	b = a;
 	b.tag = 3;
-	CU_ASSERT_NOT_EQUAL(pp_pred_id(&a, PP_PRED_KEY_ENVELOPE), pp_pred_id(&b, PP_PRED_KEY_ENVELOPE));
+	CU_ASSERT_NOT_EQUAL(pp_pred_id(&a, PP_PRED_KEY_ENVELOPE),
+			    pp_pred_id(&b, PP_PRED_KEY_ENVELOPE));
 	CU_ASSERT_EQUAL(pp_pred_id(&a, PP_PRED_KEY_BUF_SIZE_SRC),
 			pp_pred_id(&b, PP_PRED_KEY_BUF_SIZE_SRC));
 	CU_ASSERT_EQUAL(pp_pred_site(&a), 2); /* no site: the tag stands in */
@@ -406,8 +405,12 @@ static void test_api(void)
  */
 static void test_capacity(void)
 {
-	struct pp_pred_params prm = {.max_states = 8, .max_sites = 2, .max_cycle = 12,
-				     .max_tag_cycle = 12, .max_stored = 4, .window = 16,
+	struct pp_pred_params prm = {.max_states = 8,
+				     .max_sites = 2,
+				     .max_cycle = 12,
+				     .max_tag_cycle = 12,
+				     .max_stored = 4,
+				     .window = 16,
 				     .max_period = 16};
 	for (size_t i = 0; pp_pred_all[i]; i++) {
 		struct pp_pred *p;
@@ -423,8 +426,8 @@ static void test_capacity(void)
 			pp_pred_observe(p, 1000 + x % 3, 0);
 		unsigned n = pp_pred_predict(p, 0, ids, 1);
 		if (n != 1 || ids[0] != (strcmp(pp_pred_all[i]->name, "tag") ? 1000u : 1002u))
-			fprintf(stderr, "\n%s: %u predictions, first %llu\n", pp_pred_all[i]->name, n,
-				(unsigned long long)ids[0]);
+			fprintf(stderr, "\n%s: %u predictions, first %llu\n", pp_pred_all[i]->name,
+				n, (unsigned long long)ids[0]);
 		CU_ASSERT_EQUAL(n, 1);
 		/* tag repeats the site's last id */
 		CU_ASSERT_EQUAL(ids[0], strcmp(pp_pred_all[i]->name, "tag") ? 1000 : 1002);
@@ -434,23 +437,23 @@ static void test_capacity(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"figure 3 initialisation phase", test_figure3},
-	{"short first cycle", test_short_first_cycle},
-	{"cyclic sequence", test_cyclic},
-	{"nested sequence", test_nested},
-	{"noisy sequence", test_noisy},
-	{"phases and stored cycles", test_phases},
-	{"tag predictors per site", test_tag_sites},
-	{"dpd finds 126 where graph fails at +10", test_dpd_lu},
-	{"hybrid >= best", test_hybrid},
-	{"api", test_api},
-	{"full tables", test_capacity},
-	CU_TEST_INFO_NULL,
+    {"figure 3 initialisation phase", test_figure3},
+    {"short first cycle", test_short_first_cycle},
+    {"cyclic sequence", test_cyclic},
+    {"nested sequence", test_nested},
+    {"noisy sequence", test_noisy},
+    {"phases and stored cycles", test_phases},
+    {"tag predictors per site", test_tag_sites},
+    {"dpd finds 126 where graph fails at +10", test_dpd_lu},
+    {"hybrid >= best", test_hybrid},
+    {"api", test_api},
+    {"full tables", test_capacity},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"predict", NULL, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"predict", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

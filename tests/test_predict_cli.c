@@ -18,13 +18,13 @@
 
 /* One CSV row. */
 struct row {
-	char pred[32];                    /* predictor */
-	unsigned ahead;                   /* look-ahead */
-	unsigned long long receives;      /* receives scored */
-	unsigned long long predictions;   /* predictions made */
-	unsigned long long hits;          /* right ones */
-	double ns;                        /* ns per observe+predict */
-	unsigned long long bytes;         /* memory */
+	char pred[32];			/* predictor */
+	unsigned ahead;			/* look-ahead */
+	unsigned long long receives;	/* receives scored */
+	unsigned long long predictions; /* predictions made */
+	unsigned long long hits;	/* right ones */
+	double ns;			/* ns per observe+predict */
+	unsigned long long bytes;	/* memory */
 };
 
 static char dir[] = "/tmp/pp_predict_cli.XXXXXX";
@@ -175,16 +175,16 @@ static void test_lu(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"help and usage errors", test_help},
-	{"malformed trace line", test_malformed},
-	{"short cycles", test_short_cycles},
-	{"lu-like period 126", test_lu},
-	CU_TEST_INFO_NULL,
+    {"help and usage errors", test_help},
+    {"malformed trace line", test_malformed},
+    {"short cycles", test_short_cycles},
+    {"lu-like period 126", test_lu},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"predict_cli", setup, teardown, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"predict_cli", setup, teardown, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

@@ -66,18 +66,18 @@ static void test_errors(void)
 		const char *where; /* expected start of the message */
 		const char *what;  /* expected part of the message */
 	} cases[] = {
-		{"src,tag,bytes\n1,2,3\n1,x,3\n", "t.csv:3: ", "tag 'x'"},
-		{"# c\nsrc,tag,bytes\n\n1,2,-3\n", "t.csv:4: ", "bytes '-3'"},
-		{"src,tag\n1,2\n", "t.csv:1: ", "'bytes'"},
-		{"src,tag,bytes\n1,2,3\n1,2\n", "t.csv:3: ", "2 fields"},
-		{"src,tag,bytes\n1,2,3,4\n", "t.csv:2: ", "4 fields"},
-		{"src,tag,bytes,buf\n1,2,3,0xzz\n", "t.csv:2: ", "buf '0xzz'"},
-		{"src,tag,bytes,site\n1,2,3,4294967295\n", "t.csv:2: ", "site"},
-		{"src,tag,bytes\n99999999999,2,3\n", "t.csv:2: ", "src"},
-		{"src,tag,bytes\n1,,3\n", "t.csv:2: ", "tag ''"},
-		{"src,src,tag,bytes\n", "t.csv:1: ", "twice"},
-		{"# only a comment\n", "t.csv:2: ", "no header"},
-		{"", "t.csv:1: ", "no header"},
+	    {"src,tag,bytes\n1,2,3\n1,x,3\n", "t.csv:3: ", "tag 'x'"},
+	    {"# c\nsrc,tag,bytes\n\n1,2,-3\n", "t.csv:4: ", "bytes '-3'"},
+	    {"src,tag\n1,2\n", "t.csv:1: ", "'bytes'"},
+	    {"src,tag,bytes\n1,2,3\n1,2\n", "t.csv:3: ", "2 fields"},
+	    {"src,tag,bytes\n1,2,3,4\n", "t.csv:2: ", "4 fields"},
+	    {"src,tag,bytes,buf\n1,2,3,0xzz\n", "t.csv:2: ", "buf '0xzz'"},
+	    {"src,tag,bytes,site\n1,2,3,4294967295\n", "t.csv:2: ", "site"},
+	    {"src,tag,bytes\n99999999999,2,3\n", "t.csv:2: ", "src"},
+	    {"src,tag,bytes\n1,,3\n", "t.csv:2: ", "tag ''"},
+	    {"src,src,tag,bytes\n", "t.csv:1: ", "twice"},
+	    {"# only a comment\n", "t.csv:2: ", "no header"},
+	    {"", "t.csv:1: ", "no header"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct pp_trace t;
@@ -147,17 +147,14 @@ static void test_synth_shapes(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"columns by name", test_columns},
-	{"malformed lines", test_errors},
-	{"missing file", test_missing_file},
-	{"write and read back", test_round_trip},
-	{"synthetic shapes", test_synth_shapes},
-	CU_TEST_INFO_NULL,
+    {"columns by name", test_columns},	     {"malformed lines", test_errors},
+    {"missing file", test_missing_file},     {"write and read back", test_round_trip},
+    {"synthetic shapes", test_synth_shapes}, CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"predict_trace", NULL, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"predict_trace", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)
