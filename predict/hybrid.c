@@ -30,10 +30,12 @@ struct hybrid_pred {
 	struct pp_pred *comp[NCOMP]; /* the component predictors */
 	uint32_t K;		     /* look-aheads tracked */
 	uint64_t t;		     /* receives observed */
+	size_t slot;		     /* t mod K */
 	int recorded;		     /* slot t mod K holds this step's predictions */
 	uint64_t *pred;		     /* [NCOMP][K slots][K] predicted ids */
 	uint64_t *valid;	     /* [NCOMP][K slots] bit j: pred +j+1 made */
 	uint64_t *outcome;	     /* [NCOMP][K] last 64 outcomes, bit 0 newest */
+	uint8_t *hits;		     /* [NCOMP][K] ones in outcome */
 	uint8_t *choice;	     /* [K] chosen component per look-ahead */
 };
 
@@ -45,6 +47,7 @@ static void hy_destroy(struct pp_pred *p)
 	free(h->pred);
 	free(h->valid);
 	free(h->outcome);
+	free(h->hits);
 	free(h->choice);
 	free(h);
 }
@@ -59,9 +62,10 @@ static int hy_create(const struct pp_pred_params *prm, struct pp_pred **out)
 	h->pred = calloc(NCOMP * K * K, sizeof(*h->pred));
 	h->valid = calloc(NCOMP * K, sizeof(*h->valid));
 	h->outcome = calloc(NCOMP * K, sizeof(*h->outcome));
+	h->hits = calloc(NCOMP * K, sizeof(*h->hits));
 	h->choice = calloc(K, sizeof(*h->choice));
 	int rc = -ENOMEM;
-	if (!h->pred || !h->valid || !h->outcome || !h->choice)
+	if (!h->pred || !h->valid || !h->outcome || !h->hits || !h->choice)
 		goto fail;
 	for (size_t c = 0; c < NCOMP; c++) {
 		rc = pp_pred_create(components[c]->name, prm, &h->comp[c]);
@@ -77,19 +81,20 @@ fail:
 
 static unsigned score(const struct hybrid_pred *h, size_t c, size_t j)
 {
-	return (unsigned)__builtin_popcountll(h->outcome[c * h->K + j]);
+	return h->hits[c * h->K + j];
 }
 
 static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 {
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
 	size_t K = h->K;
-	for (size_t j = 0; j < K && j <= h->t; j++) {
-		size_t slot = (size_t)((h->t - j) % K);
+	size_t slot = h->slot; /* predictions made before this receive */
+	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
 		for (size_t c = 0; c < NCOMP; c++) {
 			uint64_t *o = &h->outcome[c * K + j];
 			int hit = (h->valid[c * K + slot] >> j & 1) &&
 				  h->pred[(c * K + slot) * K + j] == id;
+			h->hits[c * K + j] += (uint8_t)hit - (uint8_t)(*o >> 63);
 			*o = *o << 1 | (uint64_t)hit;
 		}
 		size_t best = 0;
@@ -101,16 +106,16 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	for (size_t c = 0; c < NCOMP; c++)
 		pp_pred_observe(h->comp[c], id, site);
 	h->t++;
-	size_t next = (size_t)(h->t % K);
+	h->slot = h->slot + 1 == K ? 0 : h->slot + 1;
 	for (size_t c = 0; c < NCOMP; c++)
-		h->valid[c * K + next] = 0;
+		h->valid[c * K + h->slot] = 0;
 	h->recorded = 0;
 }
 
 static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids, unsigned k)
 {
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
-	size_t K = h->K, slot = (size_t)(h->t % K);
+	size_t K = h->K, slot = h->slot;
 	if (!h->recorded) {
 		for (size_t c = 0; c < NCOMP; c++) {
 			unsigned n = pp_pred_predict(h->comp[c], next_site,
@@ -142,7 +147,7 @@ static size_t hy_mem(const struct pp_pred *p)
 	const struct hybrid_pred *h = (const struct hybrid_pred *)p;
 	size_t K = h->K, m = sizeof(*h);
 	m += NCOMP * K * K * sizeof(*h->pred) + NCOMP * K * sizeof(*h->valid) +
-	     NCOMP * K * sizeof(*h->outcome) + K * sizeof(*h->choice);
+	     NCOMP * K * (sizeof(*h->outcome) + sizeof(*h->hits)) + K * sizeof(*h->choice);
 	for (size_t c = 0; c < NCOMP; c++)
 		m += pp_pred_mem(h->comp[c]);
 	return m;
