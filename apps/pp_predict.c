@@ -123,7 +123,7 @@ static int time_pred(const char *name, const struct pp_pred_params *prm, const u
 	double total = 0;
 	size_t ops = 0;
 	volatile uint64_t sink = 0;
-	for (int pass = 0; pass < 1000 && total < 50e6; pass++) {
+	for (int pass = 0; n > 0 && pass < 1000 && total < 50e6; pass++) {
 		struct pp_pred *p;
 		int rc = pp_pred_create(name, prm, &p);
 		if (rc < 0)

@@ -28,15 +28,21 @@ struct graph_pred {
 	struct pp_pred base;	   /* common head */
 	struct pp_pred_map map;	   /* state key -> slot */
 	struct graph_state *state; /* per slot */
-	uint64_t h[3];		   /* the last three ids, oldest first */
+	uint64_t h[3];		   /* the last three ids mixed (pp_pred_mix), oldest first */
 	uint32_t seen;		   /* ids observed, saturating at 3 */
 	uint32_t clock;		   /* observations, for recency */
 	int64_t cur;		   /* slot of the current state, -1 none */
 };
 
-static uint64_t state_key(uint64_t a, uint64_t b, uint64_t c)
+static uint64_t rotl(uint64_t x, unsigned r)
 {
-	return pp_pred_mix(pp_pred_mix(pp_pred_mix(a) ^ b) ^ c);
+	return x << r | x >> (64 - r);
+}
+
+/* The key of the state (a, b, c) from the mixed ids ma, mb, mc. */
+static uint64_t state_key(uint64_t ma, uint64_t mb, uint64_t mc)
+{
+	return ma ^ rotl(mb, 21) ^ rotl(mc, 42);
 }
 
 static void graph_destroy(struct pp_pred *p)
@@ -96,7 +102,7 @@ static void graph_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		count(&g->state[g->cur], id, g->clock);
 	g->h[0] = g->h[1];
 	g->h[1] = g->h[2];
-	g->h[2] = id;
+	g->h[2] = pp_pred_mix(id);
 	if (g->seen < 3 && ++g->seen < 3)
 		return;
 	int added;
@@ -135,7 +141,7 @@ static unsigned graph_predict(struct pp_pred *p, uint32_t next_site, uint64_t *i
 	while (j < k && s >= 0 && best_succ(&g->state[s], &ids[j])) {
 		a = b;
 		b = c;
-		c = ids[j++];
+		c = pp_pred_mix(ids[j++]);
 		if (j < k)
 			s = pp_pred_map_find(&g->map, state_key(a, b, c));
 	}
