@@ -329,9 +329,11 @@ int main(int argc, char **argv)
 					       r->predictions, r->hits, ns, mem);
 					continue;
 				}
-				printf("%-16s %4s%u %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+				char ahead[16];
+				snprintf(ahead, sizeof(ahead), "+%u", cfg.ahead[a]);
+				printf("%-16s %5s %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 				       " %8.3f %8.3f %8.1f %9zu\n",
-				       sel[s]->name, "+", cfg.ahead[a], res.receives,
+				       sel[s]->name, ahead, res.receives,
 				       r->predictions, r->hits,
 				       r->predictions ? (double)r->hits / (double)r->predictions
 						      : 0.0,
