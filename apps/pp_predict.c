@@ -329,11 +329,11 @@ int main(int argc, char **argv)
 					       r->predictions, r->hits, ns, mem);
 					continue;
 				}
-				char ahead[16];
-				snprintf(ahead, sizeof(ahead), "+%u", cfg.ahead[a]);
+				char plus[16];
+				snprintf(plus, sizeof(plus), "+%u", cfg.ahead[a]);
 				printf("%-16s %5s %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 				       " %8.3f %8.3f %8.1f %9zu\n",
-				       sel[s]->name, ahead, res.receives,
+				       sel[s]->name, plus, res.receives,
 				       r->predictions, r->hits,
 				       r->predictions ? (double)r->hits / (double)r->predictions
 						      : 0.0,
