@@ -23,27 +23,27 @@ static const struct {
 	const struct pp_port_ops *ops;
 	const char *missing; /* why it is absent, when it is */
 } backends[] = {
-	{"sim:",
+    {"sim:",
 #ifdef PP_HAVE_SIM
-	 &pp_port_ops_sim,
+     &pp_port_ops_sim,
 #else
-	 NULL,
+     NULL,
 #endif
-	 "the in-memory link is not built in"},
-	{"pcap:",
+     "the in-memory link is not built in"},
+    {"pcap:",
 #ifdef PP_HAVE_PCAP
-	 &pp_port_ops_pcap,
+     &pp_port_ops_pcap,
 #else
-	 NULL,
+     NULL,
 #endif
-	 "built without libpcap (install libpcap-dev and reconfigure)"},
-	{"",
+     "built without libpcap (install libpcap-dev and reconfigure)"},
+    {"",
 #ifdef PP_HAVE_DPDK
-	 &pp_port_ops_dpdk,
+     &pp_port_ops_dpdk,
 #else
-	 NULL,
+     NULL,
 #endif
-	 "built without DPDK (install libdpdk-dev and reconfigure)"},
+     "built without DPDK (install libdpdk-dev and reconfigure)"},
 };
 
 int pp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
@@ -108,4 +108,22 @@ int pp_port_stats(struct pp_port *port, struct pp_port_stats *stats)
 	if (!port || !stats)
 		return -EINVAL;
 	return port->ops->stats(port, stats);
+}
+
+int pp_port_mem_register(struct pp_port *port, void *addr, size_t len)
+{
+	if (!port || !addr || !len)
+		return -EINVAL;
+	if (!port->ops->mem_register)
+		return -ENOTSUP;
+	return port->ops->mem_register(port, addr, len);
+}
+
+int pp_port_mem_unregister(struct pp_port *port, void *addr, size_t len)
+{
+	if (!port || !addr || !len)
+		return -EINVAL;
+	if (!port->ops->mem_unregister)
+		return -ENOTSUP;
+	return port->ops->mem_unregister(port, addr, len);
 }

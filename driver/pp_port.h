@@ -21,21 +21,23 @@
 #ifndef PP_PORT_H
 #define PP_PORT_H
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define PP_ETHERTYPE      0x88B5 /* IEEE local experimental */
-#define PP_ETH_HDR_LEN    14
+#define PP_ETHERTYPE	   0x88B5 /* IEEE local experimental */
+#define PP_ETH_HDR_LEN	   14
 #define PP_PORT_MAX_QUEUES 16
 
 /* One frame buffer. The backend keeps it inside its own buffer (an mbuf's
  * private area, a slot of a preallocated pool), so handing it around costs
  * nothing. */
 struct pp_buf {
-	uint8_t *data;  /* first byte of the Ethernet frame */
-	uint32_t len;   /* bytes of frame in data */
-	uint32_t cap;   /* bytes data can hold */
+	uint8_t *data;	/* first byte of the Ethernet frame */
+	uint32_t len;	/* bytes of frame in data */
+	uint32_t cap;	/* bytes data can hold */
 	uint64_t ts_ns; /* receive time where the backend knows it, else 0 */
-	void *priv;     /* the backend's own handle for this buffer */
+	void *priv;	/* the backend's own handle for this buffer */
 };
 
 struct pp_port_conf {
@@ -46,13 +48,13 @@ struct pp_port_conf {
 };
 
 struct pp_port_info {
-	uint8_t mac[6];       /* the port's own MAC address */
-	uint16_t mtu;         /* largest payload after the Ethernet header */
-	uint16_t nb_queues;   /* queue pairs actually configured */
-	uint32_t buf_cap;     /* bytes a pp_buf can hold (>= mtu + 14) */
-	int link_up;          /* 1 link up, 0 down, -1 unknown */
-	uint32_t speed_mbps;  /* link speed, 0 if unknown */
-	char driver[32];      /* backend or PMD name */
+	uint8_t mac[6];	     /* the port's own MAC address */
+	uint16_t mtu;	     /* largest payload after the Ethernet header */
+	uint16_t nb_queues;  /* queue pairs actually configured */
+	uint32_t buf_cap;    /* bytes a pp_buf can hold (>= mtu + 14) */
+	int link_up;	     /* 1 link up, 0 down, -1 unknown */
+	uint32_t speed_mbps; /* link speed, 0 if unknown */
+	char driver[32];     /* backend or PMD name */
 };
 
 struct pp_port_stats {
@@ -79,8 +81,16 @@ struct pp_port_ops {
 	/* Fill bufs[0..n) with fresh buffers; returns how many (0 when empty). */
 	unsigned (*alloc)(struct pp_port *port, struct pp_buf **bufs, unsigned n);
 	void (*free)(struct pp_port *port, struct pp_buf **bufs, unsigned n);
-	unsigned (*rx_burst)(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n);
-	unsigned (*tx_burst)(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n);
+	unsigned (*rx_burst)(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
+			     unsigned n);
+	unsigned (*tx_burst)(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
+			     unsigned n);
+	/* Optional (NULL when the backend cannot): see pp_port_attach_ext. */
+	int (*attach_ext)(struct pp_port *port, struct pp_buf *buf, void *addr, uint32_t len,
+			  void (*done)(void *arg), void *arg);
+	/* Optional: see pp_port_mem_register / pp_port_mem_unregister. */
+	int (*mem_register)(struct pp_port *port, void *addr, size_t len);
+	int (*mem_unregister)(struct pp_port *port, void *addr, size_t len);
 };
 
 /* Every backend's port begins with this. */
@@ -100,8 +110,11 @@ void pp_port_close(struct pp_port *port);
 int pp_port_info(struct pp_port *port, struct pp_port_info *info);
 int pp_port_stats(struct pp_port *port, struct pp_port_stats *stats);
 
-/* Capture hooks, called by the inline burst wrappers when capture is on. */
+/* Capture hooks, called by the inline burst wrappers when capture is on
+ * (capture.c): record received frames; record and send a TX burst, keeping
+ * in the file exactly the frames the backend took. */
 void pp_capture_frames(struct pp_capture *cap, struct pp_buf *const *bufs, unsigned n);
+unsigned pp_capture_tx_burst(struct pp_port *p, uint16_t q, struct pp_buf **bufs, unsigned n);
 
 static inline unsigned pp_port_alloc(struct pp_port *p, struct pp_buf **bufs, unsigned n)
 {
@@ -125,10 +138,39 @@ static inline unsigned pp_port_rx_burst(struct pp_port *p, uint16_t q, struct pp
 static inline unsigned pp_port_tx_burst(struct pp_port *p, uint16_t q, struct pp_buf **bufs,
 					unsigned n)
 {
-	/* Capture before sending: after tx the buffers belong to the NIC. */
-	if (p->capture && n)
-		pp_capture_frames(p->capture, bufs, n);
+	if (p->capture)
+		return pp_capture_tx_burst(p, q, bufs, n);
 	return p->ops->tx_burst(p, q, bufs, n);
 }
+
+/*
+ * Zero-copy TX of large payloads. Register user memory once
+ * (pp_port_mem_register), then make len bytes at addr, inside a registered
+ * region, the tail of buf's frame: the frame sent is buf's own buf->len bytes
+ * (the headers) followed by those bytes, which the NIC reads where they are.
+ * done(arg) runs once the port no longer needs them (after transmission, or
+ * when buf is freed unsent), on whichever thread frees the buffer: usually
+ * inside a later tx_burst on the same queue. Capture records only the
+ * headers of such frames. At most one region per buffer.
+ * Errors: -ENOTSUP the backend or its NIC cannot (copy instead), -EINVAL,
+ * -EBUSY buf already has one, -EMSGSIZE the frame would exceed the MTU,
+ * -ENOMEM no descriptor left.
+ */
+static inline int pp_port_attach_ext(struct pp_port *p, struct pp_buf *buf, void *addr,
+				     uint32_t len, void (*done)(void *arg), void *arg)
+{
+	if (!p->ops->attach_ext)
+		return -ENOTSUP;
+	return p->ops->attach_ext(p, buf, addr, len, done, arg);
+}
+
+/* Register [addr, addr+len) for pp_port_attach_ext (pinned and mapped for
+ * the NIC where it needs that). Cold path.
+ * Errors: -ENOTSUP, -EINVAL, -ENOMEM, -EEXIST overlaps a registered region. */
+int pp_port_mem_register(struct pp_port *port, void *addr, size_t len);
+
+/* Undo pp_port_mem_register with the same addr and len.
+ * Errors: -ENOTSUP, -EINVAL, -ENOENT not registered. */
+int pp_port_mem_unregister(struct pp_port *port, void *addr, size_t len);
 
 #endif

@@ -77,6 +77,8 @@ up() {
     done
   done
   hugepages_up
+  # af_xdp's libxdp keeps its programs in bpffs; without it, it complains.
+  mountpoint -q /sys/fs/bpf 2>/dev/null || mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
   echo "$nodes $ports" > "$STATE"
   echo "testbed: $nodes node(s) x $ports port(s) on bridge $BR"
 }

@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pp_probe: the first thing to run on a new cluster. Opens a port from a
+ * device string, prints what it found (MAC, MTU, queues, driver, link), and
+ * with --peer (or --listen on the other side) exchanges frames and prints the
+ * round-trip min/median/p99 and the loss.
+ *
+ * Probe frames are Ethernet II, EtherType 0x88B5, then this 16-byte header
+ * (network byte order), then a payload whose bytes are a function of the
+ * sequence number and their offset, so every byte can be checked:
+ *
+ *   off len field
+ *    0  1   ver (high 4 bits) = 0 | kind (low 4 bits): 1 request, 2 reply,
+ *           3 hello, 4 hello reply
+ *    1  1   reserved, zero
+ *    2  2   payload_len: bytes after this header
+ *    4  4   magic "PPRB"
+ *    8  4   seq
+ *   12  4   reserved, zero
+ *   16      payload
+ *
+ * Version 0 is not a protocol version, so a librt-pp engine that sees a probe
+ * frame rejects and counts it as a bad version; probing never disturbs a job.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pp_log.h"
+#include "pp_port.h"
+
+#define PROBE_HDR_LEN  16
+#define PROBE_MIN      (PP_ETH_HDR_LEN + PROBE_HDR_LEN)
+#define PROBE_MAGIC    0x50505242u /* "PPRB" */
+#define KIND_REQ       1
+#define KIND_REPLY     2
+#define KIND_HELLO     3
+#define KIND_HELLO_REP 4
+#define MAX_SIZES      64
+#define BURST	       32
+
+struct opts {
+	const char *dev;	   /* --dev */
+	const char *pcap_dump;	   /* --pcap-dump */
+	uint8_t peer[6];	   /* --peer */
+	int have_peer;		   /* --peer given */
+	int listen;		   /* --listen */
+	int check;		   /* --check: exit non-zero on loss or bad bytes */
+	long count;		   /* --count */
+	unsigned sizes[MAX_SIZES]; /* --size list, frame bytes without FCS */
+	unsigned nb_sizes;	   /* entries in sizes */
+	int size_mtu;		   /* a "mtu" entry in --size: index+1, 0 if none */
+	long timeout_ms;	   /* --timeout-ms */
+	long wait_ms;		   /* --wait-ms */
+	unsigned queues;	   /* --queues */
+};
+
+static volatile sig_atomic_t stop;
+static uint64_t frames_tx, frames_rx; /* frames through the burst calls */
+
+static unsigned probe_rx(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	unsigned got = pp_port_rx_burst(port, 0, bufs, n);
+	frames_rx += got;
+	return got;
+}
+
+static unsigned probe_tx(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	unsigned sent = pp_port_tx_burst(port, 0, bufs, n);
+	frames_tx += sent;
+	return sent;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pp_probe --dev DEV [--peer MAC | --listen] [options]\n"
+		"\n"
+		"Open a frame I/O port, print its MAC, MTU, queues, driver and link state;\n"
+		"with --peer, exchange probe frames with a pp_probe --listen on that MAC and\n"
+		"print the round-trip min/median/p99 and the loss.\n"
+		"\n"
+		"  --dev DEV         device: pcap:IFACE (libpcap), sim:..., or DPDK EAL\n"
+		"                    arguments, e.g. \"--vdev=net_af_xdp0,iface=pp0\" or\n"
+		"                    \"--vdev=net_af_packet0,iface=pp0\" or \"-a 0000:01:00.0\"\n"
+		"  --peer MAC        send --count requests to MAC, one at a time\n"
+		"  --listen          echo every probe request back to its sender\n"
+		"  --count N         requests to send (default 1000), or with --listen to\n"
+		"                    echo before exiting (default 0: until interrupted)\n"
+		"  --size LIST       frame sizes in bytes without FCS, comma-separated,\n"
+		"                    cycled through; 'mtu' means MTU+14 (default 64; min %d)\n"
+		"  --check           verify every payload byte; exit 1 on any loss or\n"
+		"                    mismatch (with --listen: on mismatch, or fewer than\n"
+		"                    --count requests seen)\n"
+		"  --timeout-ms MS   --peer: wait this long for each reply (default 1000);\n"
+		"                    --listen: exit after this long without a request once\n"
+		"                    the first one came (default 0: never)\n"
+		"  --wait-ms MS      wait this long for the other side to appear\n"
+		"                    (default 10000; 0 with --listen: forever)\n"
+		"  --queues N        queue pairs to configure (default 1; probing uses 0)\n"
+		"  --pcap-dump FILE  write every frame sent and received to FILE\n"
+		"  --help            this text\n"
+		"\n"
+		"Exit status: 0 ok, 1 loss or mismatch under --check, 2 bad usage, 3 the\n"
+		"port could not be opened, 4 the peer never answered.\n",
+		PROBE_MIN);
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char tail;
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++) {
+		if (v[i] > 255)
+			return -EINVAL;
+		mac[i] = (uint8_t)v[i];
+	}
+	return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_sizes(const char *s, struct opts *o)
+{
+	char buf[512];
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	o->nb_sizes = 0;
+	o->size_mtu = 0;
+	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nb_sizes == MAX_SIZES)
+			return -EINVAL;
+		long v;
+		if (strcmp(tok, "mtu") == 0) {
+			o->size_mtu = (int)o->nb_sizes + 1;
+			v = 0; /* filled once the MTU is known */
+		} else if (parse_long(tok, PROBE_MIN, 65535, &v)) {
+			return -EINVAL;
+		}
+		o->sizes[o->nb_sizes++] = (unsigned)v;
+	}
+	return o->nb_sizes ? 0 : -EINVAL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint8_t pattern(uint32_t seq, unsigned off)
+{
+	return (uint8_t)(seq * 7u + off * 13u + 1u);
+}
+
+/* Build a probe frame of size bytes into b. */
+static void build(struct pp_buf *b, const uint8_t dst[6], const uint8_t src[6], int kind,
+		  uint32_t seq, unsigned size)
+{
+	uint8_t *f = b->data;
+	memcpy(f, dst, 6);
+	memcpy(f + 6, src, 6);
+	put16(f + 12, PP_ETHERTYPE);
+	uint8_t *h = f + PP_ETH_HDR_LEN;
+	h[0] = (uint8_t)kind; /* version 0 */
+	h[1] = 0;
+	put16(h + 2, (uint16_t)(size - PROBE_MIN));
+	put32(h + 4, PROBE_MAGIC);
+	put32(h + 8, seq);
+	put32(h + 12, 0);
+	for (unsigned i = PROBE_MIN; i < size; i++)
+		f[i] = pattern(seq, i);
+	b->len = size;
+}
+
+/* The probe kind of frame b, or 0 when it is not a well-formed probe. */
+static int probe_kind(const struct pp_buf *b)
+{
+	const uint8_t *f = b->data;
+	if (b->len < PROBE_MIN || get16(f + 12) != PP_ETHERTYPE)
+		return 0;
+	const uint8_t *h = f + PP_ETH_HDR_LEN;
+	if ((h[0] >> 4) != 0 || get32(h + 4) != PROBE_MAGIC)
+		return 0;
+	if (get16(h + 2) != b->len - PROBE_MIN && b->len > 60)
+		return 0; /* short frames may carry Ethernet padding */
+	return h[0] & 0x0f;
+}
+
+static uint32_t probe_seq(const struct pp_buf *b)
+{
+	return get32(b->data + PP_ETH_HDR_LEN + 8);
+}
+
+/* 1 when every payload byte of b is what seq's pattern says. */
+static int payload_ok(const struct pp_buf *b)
+{
+	uint32_t seq = probe_seq(b);
+	unsigned end = PROBE_MIN + get16(b->data + PP_ETH_HDR_LEN + 2);
+	if (end > b->len)
+		return 0;
+	for (unsigned i = PROBE_MIN; i < end; i++)
+		if (b->data[i] != pattern(seq, i))
+			return 0;
+	return 1;
+}
+
+/* Send one buffer, retrying while the queue is full, until deadline.
+ * Returns 0 when sent; frees it and returns -ETIMEDOUT otherwise. */
+static int send_one(struct pp_port *port, struct pp_buf *b, uint64_t deadline)
+{
+	while (probe_tx(port, &b, 1) == 0) {
+		if (now_ns() > deadline || stop) {
+			pp_port_free(port, &b, 1);
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+static void print_mac(const char *label, const uint8_t m[6])
+{
+	printf("%-8s %02x:%02x:%02x:%02x:%02x:%02x\n", label, m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+static void print_info(const char *dev, const struct pp_port_info *in)
+{
+	printf("%-8s %s\n", "dev", dev);
+	printf("%-8s %s\n", "driver", in->driver);
+	print_mac("mac", in->mac);
+	printf("%-8s %u\n", "mtu", in->mtu);
+	printf("%-8s %u\n", "queues", in->nb_queues);
+	if (in->link_up < 0)
+		printf("%-8s unknown\n", "link");
+	else if (in->speed_mbps)
+		printf("%-8s %s (%" PRIu32 " Mb/s)\n", "link", in->link_up ? "up" : "down",
+		       in->speed_mbps);
+	else
+		printf("%-8s %s\n", "link", in->link_up ? "up" : "down");
+	fflush(stdout);
+}
+
+static int listen_loop(struct pp_port *port, const struct pp_port_info *in, const struct opts *o)
+{
+	uint64_t start = now_ns(), last = 0;
+	long echoed = 0, corrupt = 0, other = 0;
+	struct pp_buf *bufs[BURST];
+	printf("listening for probes on %02x:%02x:%02x:%02x:%02x:%02x\n", in->mac[0], in->mac[1],
+	       in->mac[2], in->mac[3], in->mac[4], in->mac[5]);
+	fflush(stdout);
+	while (!stop && (o->count == 0 || echoed < o->count)) {
+		uint64_t t = now_ns();
+		if (!last && o->wait_ms && t - start > (uint64_t)o->wait_ms * 1000000u)
+			break;
+		if (last && o->timeout_ms && t - last > (uint64_t)o->timeout_ms * 1000000u)
+			break;
+		unsigned n = probe_rx(port, bufs, BURST);
+		for (unsigned i = 0; i < n; i++) {
+			struct pp_buf *b = bufs[i];
+			int kind = probe_kind(b);
+			if ((kind != KIND_REQ && kind != KIND_HELLO) ||
+			    memcmp(b->data, in->mac, 6)) {
+				other++;
+				pp_port_free(port, &b, 1);
+				continue;
+			}
+			if (kind == KIND_REQ) {
+				echoed++;
+				last = now_ns();
+				if (o->check && !payload_ok(b))
+					corrupt++;
+			}
+			/* Echo in place: the received buffer goes straight back out. */
+			memcpy(b->data, b->data + 6, 6);
+			memcpy(b->data + 6, in->mac, 6);
+			b->data[PP_ETH_HDR_LEN] = kind == KIND_REQ ? KIND_REPLY : KIND_HELLO_REP;
+			send_one(port, b, now_ns() + 1000000000u);
+		}
+	}
+	printf("echoed   %ld requests, %ld with bad payload, %ld other frames ignored\n", echoed,
+	       corrupt, other);
+	if (!echoed && !stop)
+		return 4;
+	if (o->check && (corrupt || (o->count && echoed < o->count)))
+		return 1;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Send hellos every 100 ms until one is answered or wait_ms passes. */
+static int wait_for_peer(struct pp_port *port, const struct pp_port_info *in, const struct opts *o)
+{
+	uint64_t deadline = now_ns() + (uint64_t)o->wait_ms * 1000000u;
+	uint32_t hello = 0;
+	struct pp_buf *bufs[BURST];
+	while (!stop && now_ns() < deadline) {
+		struct pp_buf *b;
+		if (pp_port_alloc(port, &b, 1) == 1) {
+			build(b, o->peer, in->mac, KIND_HELLO, hello++, PROBE_MIN + 30);
+			send_one(port, b, deadline);
+		}
+		uint64_t next = now_ns() + 100000000u;
+		while (!stop && now_ns() < next) {
+			unsigned n = probe_rx(port, bufs, BURST);
+			int found = 0;
+			for (unsigned i = 0; i < n; i++)
+				if (probe_kind(bufs[i]) == KIND_HELLO_REP &&
+				    !memcmp(bufs[i]->data + 6, o->peer, 6))
+					found = 1;
+			pp_port_free(port, bufs, n);
+			if (found)
+				return 0;
+		}
+	}
+	return -ETIMEDOUT;
+}
+
+static int probe_loop(struct pp_port *port, const struct pp_port_info *in, const struct opts *o)
+{
+	if (wait_for_peer(port, in, o)) {
+		fprintf(stderr,
+			"pp_probe: no answer from %02x:%02x:%02x:%02x:%02x:%02x within %ld ms "
+			"(is pp_probe --listen running there, on the same segment?)\n",
+			o->peer[0], o->peer[1], o->peer[2], o->peer[3], o->peer[4], o->peer[5],
+			o->wait_ms);
+		return 4;
+	}
+	uint64_t *rtt = malloc((size_t)o->count * sizeof(*rtt));
+	if (!rtt) {
+		fprintf(stderr, "pp_probe: out of memory\n");
+		return 1;
+	}
+	long got = 0, lost = 0, corrupt = 0, late = 0, sent = 0;
+	struct pp_buf *bufs[BURST];
+	for (long i = 0; i < o->count && !stop; i++) {
+		unsigned size = o->sizes[i % o->nb_sizes];
+		uint32_t seq = (uint32_t)i;
+		struct pp_buf *b;
+		uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)o->timeout_ms * 1000000u;
+		while (pp_port_alloc(port, &b, 1) != 1) {
+			if (now_ns() > deadline) {
+				fprintf(stderr, "pp_probe: buffer pool empty\n");
+				free(rtt);
+				return 1;
+			}
+		}
+		build(b, o->peer, in->mac, KIND_REQ, seq, size);
+		t0 = now_ns();
+		if (send_one(port, b, deadline)) {
+			lost++;
+			continue;
+		}
+		sent++;
+		int done = 0;
+		while (!done && !stop && now_ns() < deadline) {
+			unsigned n = probe_rx(port, bufs, BURST);
+			uint64_t t1 = now_ns();
+			for (unsigned k = 0; k < n; k++) {
+				struct pp_buf *r = bufs[k];
+				if (probe_kind(r) != KIND_REPLY || memcmp(r->data + 6, o->peer, 6))
+					continue;
+				if (probe_seq(r) != seq) {
+					late++;
+					continue;
+				}
+				if (done)
+					continue; /* a duplicate */
+				done = 1;
+				int ok = r->len == size || (size < 60 && r->len == 60);
+				if (o->check && (!ok || !payload_ok(r)))
+					corrupt++;
+				rtt[got++] = t1 - t0;
+			}
+			pp_port_free(port, bufs, n);
+		}
+		if (!done)
+			lost++;
+	}
+	printf("probe    %ld requests to %02x:%02x:%02x:%02x:%02x:%02x: sent %ld, answered %ld, "
+	       "lost %ld, bad payload %ld, late %ld\n",
+	       o->count, o->peer[0], o->peer[1], o->peer[2], o->peer[3], o->peer[4], o->peer[5],
+	       sent, got, lost, corrupt, late);
+	if (got) {
+		qsort(rtt, (size_t)got, sizeof(*rtt), cmp_u64);
+		size_t p99 = ((size_t)got * 99 + 99) / 100 - 1;
+		printf("rtt_us   min %.1f median %.1f p99 %.1f max %.1f (%ld samples)\n",
+		       rtt[0] / 1e3, rtt[got / 2] / 1e3, rtt[p99] / 1e3, rtt[got - 1] / 1e3, got);
+	}
+	free(rtt);
+	if (stop)
+		return 1;
+	if (o->check && (lost || corrupt))
+		return 1;
+	return 0;
+}
+
+static const char *open_hint(int rc)
+{
+	switch (rc) {
+	case -ENODEV:
+		return "no such interface or device (check `ip link`, the vdev name, or run "
+		       "inside the namespace with `ip netns exec NS pp_probe ...`)";
+	case -EPERM:
+	case -EACCES:
+		return "missing privileges (run as root, or grant CAP_NET_RAW, CAP_NET_ADMIN "
+		       "and CAP_IPC_LOCK)";
+	case -ENOMEM:
+		return "out of memory (for DPDK: too few free hugepages; reserve more in "
+		       "/sys/kernel/mm/hugepages or pass --no-huge in --dev)";
+	case -EINVAL:
+		return "malformed device string (see --help for examples)";
+	case -ENOTSUP:
+		return "backend not built in";
+	case -ENETDOWN:
+		return "interface is down";
+	default:
+		return strerror(-rc);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.count = -1, .timeout_ms = -1, .wait_ms = -1, .queues = 1};
+	o.sizes[0] = 64;
+	o.nb_sizes = 1;
+	static const struct option longopts[] = {
+	    {"dev", required_argument, NULL, 'd'},
+	    {"peer", required_argument, NULL, 'p'},
+	    {"listen", no_argument, NULL, 'l'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"size", required_argument, NULL, 's'},
+	    {"check", no_argument, NULL, 'c'},
+	    {"timeout-ms", required_argument, NULL, 't'},
+	    {"wait-ms", required_argument, NULL, 'w'},
+	    {"queues", required_argument, NULL, 'q'},
+	    {"pcap-dump", required_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	long v;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			o.dev = optarg;
+			break;
+		case 'p':
+			if (parse_mac(optarg, o.peer)) {
+				fprintf(stderr,
+					"pp_probe: --peer: '%s' is not a MAC address "
+					"(like 02:50:50:01:00:01)\n",
+					optarg);
+				return 2;
+			}
+			o.have_peer = 1;
+			break;
+		case 'l':
+			o.listen = 1;
+			break;
+		case 'n':
+			if (parse_long(optarg, 0, 100000000, &o.count)) {
+				fprintf(stderr, "pp_probe: --count: '%s' is not 0..100000000\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 's':
+			if (parse_sizes(optarg, &o)) {
+				fprintf(stderr,
+					"pp_probe: --size: '%s' is not a list of sizes %d..65535 "
+					"or 'mtu' (at most %d)\n",
+					optarg, PROBE_MIN, MAX_SIZES);
+				return 2;
+			}
+			break;
+		case 'c':
+			o.check = 1;
+			break;
+		case 't':
+		case 'w':
+			if (parse_long(optarg, 0, 86400000,
+				       c == 't' ? &o.timeout_ms : &o.wait_ms)) {
+				fprintf(stderr, "pp_probe: --%s: '%s' is not 0..86400000\n",
+					c == 't' ? "timeout-ms" : "wait-ms", optarg);
+				return 2;
+			}
+			break;
+		case 'q':
+			if (parse_long(optarg, 1, PP_PORT_MAX_QUEUES, &v)) {
+				fprintf(stderr, "pp_probe: --queues: '%s' is not 1..%d\n", optarg,
+					PP_PORT_MAX_QUEUES);
+				return 2;
+			}
+			o.queues = (unsigned)v;
+			break;
+		case 'P':
+			o.pcap_dump = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pp_probe: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return 2;
+	}
+	if (!o.dev) {
+		fprintf(stderr, "pp_probe: --dev is required (see --help)\n");
+		return 2;
+	}
+	if (o.have_peer && o.listen) {
+		fprintf(stderr, "pp_probe: --peer and --listen exclude each other\n");
+		return 2;
+	}
+	if (o.count < 0)
+		o.count = o.listen ? 0 : 1000;
+	if (o.timeout_ms < 0)
+		o.timeout_ms = o.listen ? 0 : 1000;
+	if (o.wait_ms < 0)
+		o.wait_ms = 10000;
+
+	if (!getenv("PP_LOG"))
+		pp_log_set_level("warn"); /* a diagnostic tool: show notices */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	struct pp_port_conf conf = {.nb_queues = (uint16_t)o.queues, .pcap_dump = o.pcap_dump};
+	struct pp_port *port;
+	int rc = pp_port_open(&port, o.dev, &conf);
+	if (rc) {
+		fprintf(stderr, "pp_probe: cannot open port '%s': %s\n", o.dev, open_hint(rc));
+		return 3;
+	}
+	struct pp_port_info in;
+	rc = pp_port_info(port, &in);
+	if (rc) {
+		fprintf(stderr, "pp_probe: cannot query port '%s': %s\n", o.dev, strerror(-rc));
+		pp_port_close(port);
+		return 3;
+	}
+	print_info(o.dev, &in);
+	int status = 0;
+	unsigned max = (unsigned)in.mtu + PP_ETH_HDR_LEN;
+	if (max > in.buf_cap)
+		max = in.buf_cap;
+	if (o.size_mtu)
+		o.sizes[o.size_mtu - 1] = max;
+	for (unsigned i = 0; i < o.nb_sizes; i++) {
+		if (o.sizes[i] > max) {
+			fprintf(stderr, "pp_probe: --size %u is larger than the port allows (%u)\n",
+				o.sizes[i], max);
+			status = 2;
+		}
+	}
+	if (!status && o.listen)
+		status = listen_loop(port, &in, &o);
+	else if (!status && o.have_peer)
+		status = probe_loop(port, &in, &o);
+	if (o.listen || o.have_peer)
+		printf("frames   sent %" PRIu64 ", received %" PRIu64 "\n", frames_tx, frames_rx);
+	struct pp_port_stats st;
+	if (!pp_port_stats(port, &st) && (o.listen || o.have_peer))
+		printf("port     rx %" PRIu64 " frames, tx %" PRIu64 " frames, rx dropped %" PRIu64
+		       ", tx failed %" PRIu64 "\n",
+		       st.rx_frames, st.tx_frames, st.rx_dropped, st.tx_failed);
+	pp_port_close(port);
+	return status;
+}

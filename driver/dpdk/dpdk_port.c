@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The DPDK backend: any ethdev (net_af_xdp, net_af_packet, net_memif,
+ * net_pcap, net_ring, PCI NICs) behind the port ops table.
+ *
+ * EAL starts once per process (dpdk_eal.c); each port's device is then
+ * hot-plugged with rte_dev_probe, so a bad device string fails that one open
+ * and the process carries on. One RX/TX queue pair per engine core, as many
+ * as the PMD allows; the mempool is sized from the queue depths.
+ *
+ * struct pp_buf lives in the mbuf's private area, so a burst converts
+ * pointers and nothing is allocated per frame. Large payloads can go out
+ * without a copy: pp_port_attach_ext chains a second mbuf whose data is the
+ * caller's registered memory (rte_pktmbuf_attach_extbuf), with its shared
+ * info in that mbuf's own private area.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_memory.h>
+#include <rte_mempool.h>
+
+#include "dpdk_eal.h"
+#include "pp_log.h"
+#include "pp_port.h"
+
+#define CHUNK	       64   /* mbuf pointers converted per step */
+#define RX_DEPTH       1024 /* default descriptors per RX queue */
+#define TX_DEPTH       1024 /* default descriptors per TX queue */
+#define POOL_CACHE     256  /* per-lcore mempool cache */
+#define POOL_SLACK     4096 /* buffers the engine may hold beyond the rings */
+#define LINK_WAIT_MS   3000 /* how long start waits for the link */
+#define MAX_DPDK_PORTS 64   /* ports open at once */
+
+/* What each mbuf's private area holds. */
+struct dpdk_buf {
+	struct pp_buf pb;			/* what the engine sees */
+	struct rte_mbuf_ext_shared_info shinfo; /* for an attached external buffer */
+	void (*done)(void *arg);		/* called when the NIC is done with it */
+	void *done_arg;				/* argument of done */
+};
+
+struct dpdk_port {
+	struct pp_port base;		   /* must be first */
+	uint16_t port_id;		   /* ethdev port */
+	int hotplugged;			   /* we probed the device, so we remove it */
+	struct rte_device *device;	   /* the device behind port_id */
+	struct rte_mempool *pool;	   /* frame buffers */
+	struct rte_mempool *ext_pool;	   /* data-less mbufs for external buffers */
+	int multi_seg;			   /* TX takes chained mbufs */
+	struct pp_port_info info;	   /* filled at open */
+	atomic_uint_fast64_t alloc_failed; /* allocations that found the pool empty */
+};
+
+static struct dpdk_port *open_ports[MAX_DPDK_PORTS];
+
+static inline struct dpdk_buf *to_dbuf(struct rte_mbuf *m)
+{
+	return (struct dpdk_buf *)((char *)m + sizeof(struct rte_mbuf));
+}
+
+static inline struct rte_mbuf *to_mbuf(struct pp_buf *b)
+{
+	return (struct rte_mbuf *)((char *)b - sizeof(struct rte_mbuf));
+}
+
+static inline struct pp_buf *to_pp(struct rte_mbuf *m)
+{
+	struct pp_buf *b = &to_dbuf(m)->pb;
+	b->data = rte_pktmbuf_mtod(m, uint8_t *);
+	b->len = m->data_len;
+	return b;
+}
+
+/* Mempool object constructor helper: set the parts of pp_buf that never change. */
+static void init_priv(struct rte_mempool *mp, void *arg, void *obj, unsigned idx)
+{
+	(void)mp;
+	(void)arg;
+	(void)idx;
+	struct rte_mbuf *m = obj;
+	struct dpdk_buf *d = to_dbuf(m);
+	memset(d, 0, sizeof(*d));
+	d->pb.priv = m;
+	d->pb.cap = (uint32_t)(m->buf_len - RTE_PKTMBUF_HEADROOM);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&t, NULL);
+}
+
+static void dpdk_port_close(struct pp_port *port)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	if (p->device) {
+		rte_eth_dev_stop(p->port_id);
+		if (p->hotplugged) {
+			if (rte_dev_remove(p->device) < 0)
+				rte_eth_dev_close(p->port_id);
+		} else {
+			rte_eth_dev_close(p->port_id);
+		}
+		if (p->port_id < MAX_DPDK_PORTS)
+			open_ports[p->port_id] = NULL;
+	}
+	rte_mempool_free(p->pool);
+	rte_mempool_free(p->ext_pool);
+	free(p);
+}
+
+/* Probe the device of devargs (or find it probed already) and return its port.
+ * Errors: -ENODEV unknown driver or device, -EBUSY already open here. */
+static int find_port(const char *devargs, uint16_t *port_id, int *hotplugged)
+{
+	struct rte_devargs da;
+	memset(&da, 0, sizeof(da));
+	if (rte_devargs_parse(&da, devargs) < 0) {
+		pp_err("dpdk: no driver or bus takes device '%s' (known vdevs: net_af_xdp, "
+		       "net_af_packet, net_memif, net_pcap, net_ring; PCI as 0000:01:00.0)",
+		       devargs);
+		return -ENODEV;
+	}
+	char name[RTE_DEV_NAME_MAX_LEN];
+	snprintf(name, sizeof(name), "%s", da.name);
+	rte_devargs_reset(&da);
+
+	uint16_t pid;
+	int rc = 0;
+	*hotplugged = 0;
+	if (rte_eth_dev_get_port_by_name(name, &pid) != 0) {
+		rc = rte_dev_probe(devargs);
+		if (rc < 0 && rc != -EEXIST && geteuid() != 0) {
+			pp_err("dpdk: cannot start device '%s': %s; not running as root, so most "
+			       "likely missing privileges (CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF, "
+			       "CAP_IPC_LOCK)",
+			       devargs, rte_strerror(-rc));
+			return -EPERM;
+		}
+		if (rc < 0 && rc != -EEXIST) {
+			pp_err("dpdk: cannot start device '%s': %s (a missing interface, a bad "
+			       "argument, or missing privileges; the PMD log above says which)",
+			       devargs, rte_strerror(-rc));
+			return -ENODEV;
+		}
+		*hotplugged = rc == 0;
+		if (rte_eth_dev_get_port_by_name(name, &pid) != 0) {
+			pp_err("dpdk: device '%s' started but has no ethdev port", name);
+			return -ENODEV;
+		}
+	}
+	if (pid < MAX_DPDK_PORTS && open_ports[pid]) {
+		pp_err("dpdk: port '%s' is already open in this process", name);
+		return -EBUSY;
+	}
+	*port_id = pid;
+	return 0;
+}
+
+/* Configure queues, mempools and start the port.
+ * Errors: -ENOMEM, -EIO (the PMD refused; logged). */
+static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
+{
+	uint16_t pid = p->port_id;
+	struct rte_eth_dev_info di;
+	int rc = rte_eth_dev_info_get(pid, &di);
+	if (rc)
+		return rc < 0 ? rc : -EIO;
+	p->device = di.device;
+	uint16_t nq = conf->nb_queues;
+	if (nq > di.max_rx_queues)
+		nq = di.max_rx_queues;
+	if (nq > di.max_tx_queues)
+		nq = di.max_tx_queues;
+	if (nq < conf->nb_queues)
+		pp_info("dpdk: %s allows %u queue pairs, %u asked", di.driver_name, nq,
+			conf->nb_queues);
+	if (nq == 0)
+		return -EIO;
+	uint16_t nrx = conf->rx_depth ? conf->rx_depth : RX_DEPTH;
+	uint16_t ntx = conf->tx_depth ? conf->tx_depth : TX_DEPTH;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
+	if (rc < 0)
+		return -EIO;
+
+	uint16_t mtu = RTE_ETHER_MTU;
+	rte_eth_dev_get_mtu(pid, &mtu);
+	int socket = rte_eth_dev_socket_id(pid);
+	if (socket < 0)
+		socket = SOCKET_ID_ANY;
+	unsigned n = (unsigned)nq * (nrx + ntx) + (unsigned)nq * POOL_CACHE + POOL_SLACK;
+	unsigned pool_n = 1;
+	while (pool_n < n)
+		pool_n <<= 1;
+	pool_n -= 1; /* a power of two minus one suits the ring underneath */
+	uint32_t room = (uint32_t)mtu + PP_ETH_HDR_LEN + 4;
+	if (room < RTE_MBUF_DEFAULT_DATAROOM)
+		room = RTE_MBUF_DEFAULT_DATAROOM;
+	uint16_t priv = (uint16_t)RTE_ALIGN(sizeof(struct dpdk_buf), RTE_MBUF_PRIV_ALIGN);
+	char name[RTE_MEMPOOL_NAMESIZE];
+	snprintf(name, sizeof(name), "pp_mp%u", pid);
+	p->pool = rte_pktmbuf_pool_create(name, pool_n, POOL_CACHE, priv,
+					  (uint16_t)(room + RTE_PKTMBUF_HEADROOM), socket);
+	if (!p->pool) {
+		pp_err("dpdk: cannot create a pool of %u buffers: %s", pool_n,
+		       rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	rte_mempool_obj_iter(p->pool, init_priv, NULL);
+	snprintf(name, sizeof(name), "pp_ext%u", pid);
+	p->ext_pool = rte_pktmbuf_pool_create(name, (unsigned)nq * ntx + POOL_SLACK - 1, POOL_CACHE,
+					      priv, 0, socket);
+	if (!p->ext_pool) {
+		pp_err("dpdk: cannot create the external-buffer pool: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	rte_mempool_obj_iter(p->ext_pool, init_priv, NULL);
+
+	struct rte_eth_conf ec;
+	memset(&ec, 0, sizeof(ec));
+	/* net_pcap linearises chained mbufs itself without saying so. */
+	p->multi_seg = (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0 ||
+		       strcmp(di.driver_name, "net_pcap") == 0;
+	pp_debug("dpdk: %s: %u/%u queues, TX offloads 0x%llx, MTU %u", di.driver_name,
+		 di.max_rx_queues, di.max_tx_queues, (unsigned long long)di.tx_offload_capa, mtu);
+	if (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		ec.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	rc = rte_eth_dev_configure(pid, nq, nq, &ec);
+	if (rc < 0) {
+		pp_err("dpdk: %s: configure with %u queues failed: %s", di.driver_name, nq,
+		       rte_strerror(-rc));
+		return -EIO;
+	}
+	struct rte_eth_txconf txc = di.default_txconf;
+	txc.offloads = ec.txmode.offloads;
+	for (uint16_t q = 0; q < nq; q++) {
+		rc = rte_eth_rx_queue_setup(pid, q, nrx, (unsigned)socket, NULL, p->pool);
+		if (rc >= 0)
+			rc = rte_eth_tx_queue_setup(pid, q, ntx, (unsigned)socket, &txc);
+		if (rc < 0) {
+			pp_err("dpdk: %s: queue %u setup failed: %s", di.driver_name, q,
+			       rte_strerror(-rc));
+			return rc == -ENOMEM ? -ENOMEM : -EIO;
+		}
+	}
+	rc = rte_eth_dev_start(pid);
+	if (rc < 0) {
+		pp_err("dpdk: %s: start failed: %s", di.driver_name, rte_strerror(-rc));
+		return -EIO;
+	}
+
+	struct rte_eth_link link;
+	memset(&link, 0, sizeof(link));
+	for (int waited = 0;; waited += 100) {
+		if (rte_eth_link_get_nowait(pid, &link) < 0 || link.link_status ||
+		    waited >= LINK_WAIT_MS)
+			break;
+		sleep_ms(100);
+	}
+	if (!link.link_status)
+		pp_warn("dpdk: %s: link is down", di.driver_name);
+
+	struct rte_ether_addr mac;
+	rte_eth_macaddr_get(pid, &mac);
+	memcpy(p->info.mac, mac.addr_bytes, 6);
+	p->info.mtu = mtu;
+	p->info.nb_queues = nq;
+	p->info.buf_cap = room;
+	p->info.link_up = link.link_status ? 1 : 0;
+	p->info.speed_mbps =
+	    link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : (uint32_t)link.link_speed;
+	snprintf(p->info.driver, sizeof(p->info.driver), "%s", di.driver_name);
+	return 0;
+}
+
+/* Errors: -EINVAL bad string, -ENODEV, -EBUSY, -EPERM, -ENOMEM, -EIO. */
+static int dpdk_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
+{
+	struct pp_dpdk_args *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	int rc = pp_dpdk_args_parse(dev, a);
+	if (!rc)
+		rc = pp_dpdk_eal_init(a);
+	struct dpdk_port *p = NULL;
+	if (rc)
+		goto out;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = find_port(a->devargs, &p->port_id, &p->hotplugged);
+	if (rc) {
+		free(p);
+		p = NULL;
+		goto out;
+	}
+	rc = setup(p, conf);
+	if (rc) {
+		if (!p->device) { /* info failed: nothing to stop */
+			struct rte_eth_dev_info di;
+			if (rte_eth_dev_info_get(p->port_id, &di) == 0)
+				p->device = di.device;
+		}
+		dpdk_port_close(&p->base);
+		p = NULL;
+		goto out;
+	}
+	if (p->port_id < MAX_DPDK_PORTS)
+		open_ports[p->port_id] = p;
+	*port = &p->base;
+out:
+	free(a);
+	return rc;
+}
+
+static int dpdk_port_info(struct pp_port *port, struct pp_port_info *info)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	struct rte_eth_link link;
+	*info = p->info;
+	if (rte_eth_link_get_nowait(p->port_id, &link) == 0)
+		info->link_up = link.link_status ? 1 : 0;
+	return 0;
+}
+
+static int dpdk_port_stats(struct pp_port *port, struct pp_port_stats *stats)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	struct rte_eth_stats es;
+	int rc = rte_eth_stats_get(p->port_id, &es);
+	if (rc)
+		return rc < 0 ? rc : -EIO;
+	memset(stats, 0, sizeof(*stats));
+	stats->rx_frames = es.ipackets;
+	stats->rx_bytes = es.ibytes;
+	stats->tx_frames = es.opackets;
+	stats->tx_bytes = es.obytes;
+	stats->rx_dropped = es.imissed + es.ierrors + es.rx_nombuf;
+	stats->tx_failed = es.oerrors;
+	stats->alloc_failed = atomic_load_explicit(&p->alloc_failed, memory_order_relaxed);
+	return 0;
+}
+
+static unsigned dpdk_port_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	struct rte_mbuf *m[CHUNK];
+	unsigned got = 0;
+	while (got < n) {
+		unsigned k = n - got < CHUNK ? n - got : CHUNK;
+		if (rte_pktmbuf_alloc_bulk(p->pool, m, k) != 0) {
+			/* less than k left: take them one by one */
+			k = 0;
+			while (got + k < n && k < CHUNK && (m[k] = rte_pktmbuf_alloc(p->pool)))
+				k++;
+			if (!k) {
+				atomic_fetch_add_explicit(&p->alloc_failed, 1,
+							  memory_order_relaxed);
+				break;
+			}
+		}
+		for (unsigned i = 0; i < k; i++) {
+			struct pp_buf *b = to_pp(m[i]);
+			b->ts_ns = 0;
+			bufs[got + i] = b;
+		}
+		got += k;
+	}
+	return got;
+}
+
+static void dpdk_port_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	(void)port;
+	struct rte_mbuf *m[CHUNK];
+	for (unsigned done = 0; done < n;) {
+		unsigned k = n - done < CHUNK ? n - done : CHUNK;
+		for (unsigned i = 0; i < k; i++)
+			m[i] = to_mbuf(bufs[done + i]);
+		rte_pktmbuf_free_bulk(m, k);
+		done += k;
+	}
+}
+
+static unsigned dpdk_port_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
+				   unsigned n)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	struct rte_mbuf *m[CHUNK];
+	unsigned got = 0;
+	while (got < n) {
+		uint16_t k = (uint16_t)(n - got < CHUNK ? n - got : CHUNK);
+		uint16_t r = rte_eth_rx_burst(p->port_id, queue, m, k);
+		for (uint16_t i = 0; i < r; i++) {
+			if (unlikely(m[i]->nb_segs > 1)) {
+				rte_pktmbuf_free(m[i]); /* larger than the MTU: never ours */
+				continue;
+			}
+			struct pp_buf *b = to_pp(m[i]);
+			b->ts_ns = 0;
+			bufs[got++] = b;
+		}
+		if (r < k)
+			break;
+	}
+	return got;
+}
+
+static unsigned dpdk_port_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
+				   unsigned n)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	struct rte_mbuf *m[CHUNK];
+	unsigned sent = 0;
+	while (sent < n) {
+		uint16_t k = (uint16_t)(n - sent < CHUNK ? n - sent : CHUNK);
+		for (uint16_t i = 0; i < k; i++) {
+			struct pp_buf *b = bufs[sent + i];
+			struct rte_mbuf *mb = to_mbuf(b);
+			mb->data_off = (uint16_t)(b->data - (uint8_t *)mb->buf_addr);
+			mb->data_len = (uint16_t)b->len;
+			mb->pkt_len = b->len + (mb->next ? mb->next->data_len : 0);
+			m[i] = mb;
+		}
+		uint16_t s = rte_eth_tx_burst(p->port_id, queue, m, k);
+		sent += s;
+		if (s < k)
+			break;
+	}
+	return sent;
+}
+
+static void ext_free_cb(void *addr, void *opaque)
+{
+	(void)addr;
+	struct dpdk_buf *d = opaque;
+	void (*done)(void *) = d->done;
+	d->done = NULL;
+	if (done)
+		done(d->done_arg);
+}
+
+/* Errors: -ENOTSUP the PMD cannot send chained mbufs, -EINVAL, -EBUSY one
+ * already attached, -EMSGSIZE over the MTU, -ENOMEM no data-less mbuf left. */
+static int dpdk_port_attach_ext(struct pp_port *port, struct pp_buf *buf, void *addr, uint32_t len,
+				void (*done)(void *arg), void *arg)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	if (!p->multi_seg)
+		return -ENOTSUP;
+	if (!addr || !len || len > UINT16_MAX)
+		return -EINVAL;
+	struct rte_mbuf *head = to_mbuf(buf);
+	if (head->next)
+		return -EBUSY;
+	if (buf->len + len > (uint32_t)p->info.mtu + PP_ETH_HDR_LEN)
+		return -EMSGSIZE;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->ext_pool);
+	if (!m) {
+		atomic_fetch_add_explicit(&p->alloc_failed, 1, memory_order_relaxed);
+		return -ENOMEM;
+	}
+	struct dpdk_buf *d = to_dbuf(m);
+	d->done = done;
+	d->done_arg = arg;
+	d->shinfo.free_cb = ext_free_cb;
+	d->shinfo.fcb_opaque = d;
+	rte_mbuf_ext_refcnt_set(&d->shinfo, 1);
+	rte_iova_t iova = rte_mem_virt2iova(addr);
+	if (iova == RTE_BAD_IOVA)
+		iova = (rte_iova_t)(uintptr_t)addr;
+	rte_pktmbuf_attach_extbuf(m, addr, iova, (uint16_t)len, &d->shinfo);
+	m->data_len = (uint16_t)len;
+	m->pkt_len = len;
+	head->next = m;
+	head->nb_segs = 2;
+	return 0;
+}
+
+/* Errors: -EINVAL, -ENOMEM, -EEXIST overlapping a registered region. */
+static int dpdk_port_mem_register(struct pp_port *port, void *addr, size_t len)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	if (!addr || !len)
+		return -EINVAL;
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)addr & ~((uintptr_t)pg - 1);
+	size_t l = RTE_ALIGN_CEIL((uintptr_t)addr + len - a, (size_t)pg);
+	if (rte_extmem_register((void *)a, l, NULL, 0, (size_t)pg) < 0)
+		return -rte_errno;
+	/* Software PMDs have nothing to map; PCI ones need the IOMMU entry. */
+	int rc = rte_dev_dma_map(p->device, (void *)a, rte_mem_virt2iova((void *)a), l);
+	if (rc < 0 && rte_errno != ENOTSUP)
+		pp_info("dpdk: DMA map of registered memory: %s", rte_strerror(rte_errno));
+	return 0;
+}
+
+static int dpdk_port_mem_unregister(struct pp_port *port, void *addr, size_t len)
+{
+	struct dpdk_port *p = (struct dpdk_port *)port;
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)addr & ~((uintptr_t)pg - 1);
+	size_t l = RTE_ALIGN_CEIL((uintptr_t)addr + len - a, (size_t)pg);
+	rte_dev_dma_unmap(p->device, (void *)a, rte_mem_virt2iova((void *)a), l);
+	return rte_extmem_unregister((void *)a, l) < 0 ? -rte_errno : 0;
+}
+
+const struct pp_port_ops pp_port_ops_dpdk = {
+    .name = "dpdk",
+    .open = dpdk_port_open,
+    .close = dpdk_port_close,
+    .info = dpdk_port_info,
+    .stats = dpdk_port_stats,
+    .alloc = dpdk_port_alloc,
+    .free = dpdk_port_free,
+    .rx_burst = dpdk_port_rx_burst,
+    .tx_burst = dpdk_port_tx_burst,
+    .attach_ext = dpdk_port_attach_ext,
+    .mem_register = dpdk_port_mem_register,
+    .mem_unregister = dpdk_port_mem_unregister,
+};

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Graph-based predictor (long-term prediction paper, section 3.2). A state is
+ * the last three ids; each state counts the ids that followed it (up to
+ * GRAPH_SUCC successors; a new one replaces the least counted, the oldest on
+ * a tie). The next id is the most counted successor of the current state (the
+ * most recent on a tie); k steps ahead are predicted by walking: append the
+ * predicted id, move to the state it leads to, repeat. When max_states states
+ * exist the graph is cleared and learnt again.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pred_impl.h"
+#include "pred_map.h"
+
+#define GRAPH_SUCC 4 /* successors kept per state */
+
+/* Successors of one state. */
+struct graph_state {
+	uint64_t id[GRAPH_SUCC];   /* successor id */
+	uint32_t cnt[GRAPH_SUCC];  /* times it followed, 0 = unused */
+	uint32_t last[GRAPH_SUCC]; /* observation clock when it last followed */
+};
+
+struct graph_pred {
+	struct pp_pred base;	   /* common head */
+	struct pp_pred_map map;	   /* state key -> slot */
+	struct graph_state *state; /* per slot */
+	uint64_t h[3];		   /* the last three ids mixed (pp_pred_mix), oldest first */
+	uint32_t seen;		   /* ids observed, saturating at 3 */
+	uint32_t clock;		   /* observations, for recency */
+	int64_t cur;		   /* slot of the current state, -1 none */
+};
+
+static uint64_t rotl(uint64_t x, unsigned r)
+{
+	return x << r | x >> (64 - r);
+}
+
+/* The key of the state (a, b, c) from the mixed ids ma, mb, mc. */
+static uint64_t state_key(uint64_t ma, uint64_t mb, uint64_t mc)
+{
+	return ma ^ rotl(mb, 21) ^ rotl(mc, 42);
+}
+
+static void graph_destroy(struct pp_pred *p)
+{
+	struct graph_pred *g = (struct graph_pred *)p;
+	pp_pred_map_fini(&g->map);
+	free(g->state);
+	free(g);
+}
+
+static int graph_create(const struct pp_pred_params *prm, struct pp_pred **out)
+{
+	struct graph_pred *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	int rc = pp_pred_map_init(&g->map, prm->max_states);
+	if (rc < 0) {
+		free(g);
+		return rc;
+	}
+	g->state = calloc(prm->max_states, sizeof(*g->state));
+	if (!g->state) {
+		graph_destroy(&g->base);
+		return -ENOMEM;
+	}
+	g->cur = -1;
+	*out = &g->base;
+	return 0;
+}
+
+static void count(struct graph_state *s, uint64_t x, uint32_t now)
+{
+	int victim = 0;
+	for (int i = 0; i < GRAPH_SUCC; i++) {
+		if (s->cnt[i] && s->id[i] == x) {
+			if (++s->cnt[i] >= (1u << 30))
+				for (int j = 0; j < GRAPH_SUCC; j++)
+					s->cnt[j] = (s->cnt[j] + 1) / 2;
+			s->last[i] = now;
+			return;
+		}
+		if (s->cnt[i] < s->cnt[victim] ||
+		    (s->cnt[i] == s->cnt[victim] && s->last[i] < s->last[victim]))
+			victim = i;
+	}
+	s->id[victim] = x;
+	s->cnt[victim] = 1;
+	s->last[victim] = now;
+}
+
+static void graph_observe(struct pp_pred *p, uint64_t id, uint32_t site)
+{
+	struct graph_pred *g = (struct graph_pred *)p;
+	(void)site;
+	g->clock++;
+	if (g->cur >= 0)
+		count(&g->state[g->cur], id, g->clock);
+	g->h[0] = g->h[1];
+	g->h[1] = g->h[2];
+	g->h[2] = pp_pred_mix(id);
+	if (g->seen < 3 && ++g->seen < 3)
+		return;
+	int added;
+	uint64_t key = state_key(g->h[0], g->h[1], g->h[2]);
+	int64_t s = pp_pred_map_get(&g->map, key, &added);
+	if (s < 0) { /* full: start over */
+		pp_pred_map_reset(&g->map);
+		s = pp_pred_map_get(&g->map, key, &added);
+	}
+	if (added)
+		memset(&g->state[s], 0, sizeof(g->state[s]));
+	g->cur = s;
+}
+
+/* The most likely successor of a state, or 0 when it has none. */
+static int best_succ(const struct graph_state *s, uint64_t *id)
+{
+	int b = -1;
+	for (int i = 0; i < GRAPH_SUCC; i++)
+		if (s->cnt[i] && (b < 0 || s->cnt[i] > s->cnt[b] ||
+				  (s->cnt[i] == s->cnt[b] && s->last[i] > s->last[b])))
+			b = i;
+	if (b < 0)
+		return 0;
+	*id = s->id[b];
+	return 1;
+}
+
+static unsigned graph_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids, unsigned k)
+{
+	struct graph_pred *g = (struct graph_pred *)p;
+	(void)next_site;
+	uint64_t a = g->h[0], b = g->h[1], c = g->h[2];
+	int64_t s = g->cur;
+	unsigned j = 0;
+	while (j < k && s >= 0 && best_succ(&g->state[s], &ids[j])) {
+		a = b;
+		b = c;
+		c = pp_pred_mix(ids[j++]);
+		if (j < k)
+			s = pp_pred_map_find(&g->map, state_key(a, b, c));
+	}
+	return j;
+}
+
+static size_t graph_mem(const struct pp_pred *p)
+{
+	const struct graph_pred *g = (const struct graph_pred *)p;
+	return sizeof(*g) + pp_pred_map_mem(&g->map) + g->map.cap * sizeof(*g->state);
+}
+
+const struct pp_pred_ops pp_pred_graph_ops = {
+    .name = "graph",
+    .create = graph_create,
+    .observe = graph_observe,
+    .predict = graph_predict,
+    .destroy = graph_destroy,
+    .mem = graph_mem,
+};
