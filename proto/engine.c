@@ -474,6 +474,22 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 	return 0;
 }
 
+int pp_proto_probe(const struct pp_proto *e, int src, int tag, struct pp_proto_cpl *cpl)
+{
+	for (const struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
+		const struct rx *r = container_of(l, struct rx, q);
+		if ((src != PP_PROTO_ANY && (uint32_t)src != r->peer) ||
+		    (tag != PP_PROTO_ANY && (uint32_t)tag != r->tag))
+			continue;
+		memset(cpl, 0, sizeof(*cpl));
+		cpl->source = (int)r->peer;
+		cpl->tag = (int)r->tag;
+		cpl->len = r->msg_len;
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- receive path ---- */
 
 static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64_t now)

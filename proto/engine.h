@@ -119,6 +119,11 @@ int pp_proto_send(struct pp_proto *eng, uint32_t dst, int tag, const void *buf, 
 int pp_proto_recv(struct pp_proto *eng, int src, int tag, void *buf, uint64_t len,
 		  uint64_t cookie);
 
+/* Look for an arrived, unmatched message from src (or PP_PROTO_ANY) with tag
+ * (or PP_PROTO_ANY), the first in matching order. Returns 1 and fills
+ * cpl->source, tag and len (cookie 0, error 0) when there is one, else 0. */
+int pp_proto_probe(const struct pp_proto *eng, int src, int tag, struct pp_proto_cpl *cpl);
+
 /* Hand in one received Ethernet frame. Returns 0 when accepted, -EPROTO when
  * dropped (counted in stats.drops by reason). */
 int pp_proto_input(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
