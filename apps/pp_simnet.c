@@ -19,40 +19,40 @@
 #include "sim/pp_sim.h"
 #include "wire.h"
 
-#define MAX_RANKS  16
-#define INFLIGHT   16 /* messages outstanding at once */
-#define BURST      32
-#define VTIME_MAX  3600000000000ull /* an hour of virtual time is a hang */
+#define MAX_RANKS 16
+#define INFLIGHT  16 /* messages outstanding at once */
+#define BURST	  32
+#define VTIME_MAX 3600000000000ull /* an hour of virtual time is a hang */
 
 struct opts {
-	uint64_t seed;           /* everything random follows from it */
-	uint64_t messages;       /* messages to deliver */
-	uint64_t min_size;       /* smallest message */
-	uint64_t max_size;       /* largest message */
-	int log_sizes;           /* sizes log-uniform (1) or uniform (0) */
-	enum pp_proto_mode mode; /* push-pull, push-all, push-zero */
+	uint64_t seed;			    /* everything random follows from it */
+	uint64_t messages;		    /* messages to deliver */
+	uint64_t min_size;		    /* smallest message */
+	uint64_t max_size;		    /* largest message */
+	int log_sizes;			    /* sizes log-uniform (1) or uniform (0) */
+	enum pp_proto_mode mode;	    /* push-pull, push-all, push-zero */
 	double loss, dup, reorder, corrupt; /* link behaviour */
-	uint64_t delay_ns;       /* one-way delay */
-	uint64_t rate_bps;       /* per-port rate, 0 unlimited */
-	unsigned ranks;          /* engines */
-	double late;             /* fraction of late receivers */
-	struct pp_proto_conf pc; /* engine settings */
-	int bench;               /* measure CPU cost instead */
-	int quiet;               /* summary only */
+	uint64_t delay_ns;		    /* one-way delay */
+	uint64_t rate_bps;		    /* per-port rate, 0 unlimited */
+	unsigned ranks;			    /* engines */
+	double late;			    /* fraction of late receivers */
+	struct pp_proto_conf pc;	    /* engine settings */
+	int bench;			    /* measure CPU cost instead */
+	int quiet;			    /* summary only */
 };
 
 /* One message in flight. */
 struct msg {
-	int used;          /* slot in use */
-	uint64_t id;       /* message number (the pattern seed) */
+	int used;	   /* slot in use */
+	uint64_t id;	   /* message number (the pattern seed) */
 	uint32_t src, dst; /* ranks */
-	uint64_t len;      /* length */
-	int late;          /* receive posted after the push arrived */
-	int posted;        /* receive posted */
-	int sent_done;     /* send completed */
-	int recv_done;     /* receive completed */
-	uint8_t *sbuf;     /* send buffer (max_size) */
-	uint8_t *rbuf;     /* receive buffer (max_size) */
+	uint64_t len;	   /* length */
+	int late;	   /* receive posted after the push arrived */
+	int posted;	   /* receive posted */
+	int sent_done;	   /* send completed */
+	int recv_done;	   /* receive completed */
+	uint8_t *sbuf;	   /* send buffer (max_size) */
+	uint8_t *rbuf;	   /* receive buffer (max_size) */
 };
 
 static uint64_t rng_state;
@@ -131,14 +131,14 @@ static int parse_prob(const char *s, double *v)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"seed", 1, 0, 's'},	 {"messages", 1, 0, 'n'}, {"sizes", 1, 0, 'z'},
-		{"dist", 1, 0, 'D'},	 {"mode", 1, 0, 'm'},	  {"loss", 1, 0, 'l'},
-		{"dup", 1, 0, 'd'},	 {"reorder", 1, 0, 'r'},  {"corrupt", 1, 0, 'c'},
-		{"delay", 1, 0, 'y'},	 {"rate", 1, 0, 'R'},	  {"ranks", 1, 0, 'k'},
-		{"late", 1, 0, 'L'},	 {"btp1", 1, 0, '1'},	  {"btp2", 1, 0, '2'},
-		{"window", 1, 0, 'w'},	 {"pushbuf", 1, 0, 'p'},  {"no-credits", 0, 0, 'C'},
-		{"bench", 0, 0, 'b'},	 {"quiet", 0, 0, 'q'},	  {"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
+	    {"seed", 1, 0, 's'},   {"messages", 1, 0, 'n'}, {"sizes", 1, 0, 'z'},
+	    {"dist", 1, 0, 'D'},   {"mode", 1, 0, 'm'},	    {"loss", 1, 0, 'l'},
+	    {"dup", 1, 0, 'd'},	   {"reorder", 1, 0, 'r'},  {"corrupt", 1, 0, 'c'},
+	    {"delay", 1, 0, 'y'},  {"rate", 1, 0, 'R'},	    {"ranks", 1, 0, 'k'},
+	    {"late", 1, 0, 'L'},   {"btp1", 1, 0, '1'},	    {"btp2", 1, 0, '2'},
+	    {"window", 1, 0, 'w'}, {"pushbuf", 1, 0, 'p'},  {"no-credits", 0, 0, 'C'},
+	    {"bench", 0, 0, 'b'},  {"quiet", 0, 0, 'q'},    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof(*o));
 	o->seed = 1;
@@ -169,8 +169,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				break;
 			}
 			*colon = 0;
-			bad = parse_u64(optarg, &o->min_size) || parse_u64(colon + 1, &o->max_size) ||
-			      o->min_size > o->max_size || o->max_size > (1ull << 32);
+			bad = parse_u64(optarg, &o->min_size) ||
+			      parse_u64(colon + 1, &o->max_size) || o->min_size > o->max_size ||
+			      o->max_size > (1ull << 32);
 			break;
 		}
 		case 'D':
@@ -283,29 +284,29 @@ static double now_s(void)
 /* ---- the lossy run ---- */
 
 struct run {
-	struct opts *o;                      /* options */
-	struct pp_sim_link *link;            /* the link */
-	struct pp_port *port[MAX_RANKS];     /* one port per rank */
-	struct pp_proto *eng[MAX_RANKS];     /* one engine per rank */
-	struct msg m[INFLIGHT];              /* messages in flight */
-	uint64_t started, delivered, sends_ok; /* progress */
+	struct opts *o;				     /* options */
+	struct pp_sim_link *link;		     /* the link */
+	struct pp_port *port[MAX_RANKS];	     /* one port per rank */
+	struct pp_proto *eng[MAX_RANKS];	     /* one engine per rank */
+	struct msg m[INFLIGHT];			     /* messages in flight */
+	uint64_t started, delivered, sends_ok;	     /* progress */
 	uint64_t bad_bytes, dup_msgs, errors, wrong; /* failures seen */
-	uint64_t bytes;                      /* payload bytes delivered */
-	uint64_t now;                        /* virtual time */
+	uint64_t bytes;				     /* payload bytes delivered */
+	uint64_t now;				     /* virtual time */
 };
 
 static int setup(struct run *r)
 {
 	struct opts *o = r->o;
 	struct pp_sim_conf sc = {
-		.seed = o->seed,
-		.loss = o->loss,
-		.dup = o->dup,
-		.reorder = o->reorder,
-		.corrupt = o->corrupt,
-		.delay_ns = o->delay_ns,
-		.rate_bps = o->rate_bps,
-		.mtu = o->pc.mtu,
+	    .seed = o->seed,
+	    .loss = o->loss,
+	    .dup = o->dup,
+	    .reorder = o->reorder,
+	    .corrupt = o->corrupt,
+	    .delay_ns = o->delay_ns,
+	    .rate_bps = o->rate_bps,
+	    .mtu = o->pc.mtu,
 	};
 	int rc = pp_sim_link_create(&r->link, "simnet", o->ranks, &sc);
 	if (rc)
@@ -448,8 +449,8 @@ static int pump(struct run *r)
 		for (;;) {
 			unsigned have = pp_port_alloc(r->port[i], bufs, BURST), k = 0;
 			while (k < have) {
-				int len = pp_proto_output(r->eng[i], bufs[k]->data, bufs[k]->cap,
-							  r->now);
+				int len =
+				    pp_proto_output(r->eng[i], bufs[k]->data, bufs[k]->cap, r->now);
 				if (len <= 0)
 					break;
 				bufs[k++]->len = (uint32_t)len;
@@ -573,8 +574,8 @@ static int lossy_run(struct opts *o)
 	printf("payload %.1f MB in %.3f s virtual, %.2f s wall\n", r.bytes / 1e6, r.now / 1e9,
 	       wall);
 	printf("frames sent %" PRIu64 ", received %" PRIu64 ", retransmissions %" PRIu64
-	       ", nacks %" PRIu64 ", acks %" PRIu64 ", pulls %" PRIu64
-	       ", pushes degraded %" PRIu64 ", pushed-buffer peak %" PRIu64 " B\n",
+	       ", nacks %" PRIu64 ", acks %" PRIu64 ", pulls %" PRIu64 ", pushes degraded %" PRIu64
+	       ", pushed-buffer peak %" PRIu64 " B\n",
 	       tot.frames_tx, tot.frames_rx, tot.retransmits, tot.nacks_tx, tot.acks_tx,
 	       tot.pulls_tx, tot.push_degraded, tot.pushed_buf_peak);
 	printf("link: sent %" PRIu64 ", lost %" PRIu64 ", duplicated %" PRIu64
@@ -590,7 +591,8 @@ static int lossy_run(struct opts *o)
 		fail = 1;
 	}
 	if (r.delivered != o->messages || r.sends_ok != o->messages) {
-		printf("FAIL: %" PRIu64 " messages not delivered, %" PRIu64 " sends not completed\n",
+		printf("FAIL: %" PRIu64 " messages not delivered, %" PRIu64
+		       " sends not completed\n",
 		       o->messages - r.delivered, o->messages - r.sends_ok);
 		fail = 1;
 	}
@@ -674,9 +676,10 @@ static int bench(const struct opts *o)
 		return 1;
 	}
 	static const char *const modes[] = {"push-pull", "push-all", "push-zero"};
-	printf("pp_simnet --bench: mode %s, two engines joined directly, lossless, CLOCK_MONOTONIC,\n"
-	       "sender + receiver engine CPU (codec, CRC32C, copies, acks) per message:\n",
-	       modes[o->pc.mode]);
+	printf(
+	    "pp_simnet --bench: mode %s, two engines joined directly, lossless, CLOCK_MONOTONIC,\n"
+	    "sender + receiver engine CPU (codec, CRC32C, copies, acks) per message:\n",
+	    modes[o->pc.mode]);
 	printf("  %.0f ns per 64-byte message\n", small);
 	printf("  %.0f ns per MiB (%.2f GB/s)\n", big, (1 << 20) / big);
 	return 0;

@@ -50,10 +50,51 @@ uint32_t pp_crc32c_sw(uint32_t crc, const void *p, size_t n)
 }
 
 #if defined(__x86_64__)
+#define STRIDE 128 /* bytes per stream in the three-stream hardware loop */
+
+/* shift[k][b]: the CRC register with byte k = b (others zero) after STRIDE
+ * zero bytes. The map is linear, so four lookups shift any register. */
+static uint32_t shift_tab[4][256];
+
+static uint32_t shift_stride(uint32_t c)
+{
+	return shift_tab[0][c & 0xff] ^ shift_tab[1][(c >> 8) & 0xff] ^
+	       shift_tab[2][(c >> 16) & 0xff] ^ shift_tab[3][c >> 24];
+}
+
+static void shift_init(void)
+{
+	static const uint8_t zeros[STRIDE];
+	for (int k = 0; k < 4; k++)
+		for (uint32_t b = 0; b < 256; b++) {
+			uint32_t reg = b << (8 * k);
+			/* The raw register update is sw's with the inversions undone. */
+			shift_tab[k][b] = ~pp_crc32c_sw(~reg, zeros, STRIDE);
+		}
+}
+
+/* Three independent streams hide the crc32 instruction's latency; the
+ * registers of the second and third are folded in with shift_stride(). */
 __attribute__((target("sse4.2"))) uint32_t pp_crc32c_hw(uint32_t crc, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 	uint64_t c = ~crc;
+	while (n >= 3 * STRIDE) {
+		uint64_t c1 = 0, c2 = 0;
+		for (size_t i = 0; i < STRIDE; i += 8) {
+			uint64_t v0, v1, v2;
+			memcpy(&v0, b + i, 8);
+			memcpy(&v1, b + STRIDE + i, 8);
+			memcpy(&v2, b + 2 * STRIDE + i, 8);
+			c = __builtin_ia32_crc32di(c, v0);
+			c1 = __builtin_ia32_crc32di(c1, v1);
+			c2 = __builtin_ia32_crc32di(c2, v2);
+		}
+		c = shift_stride((uint32_t)c) ^ (uint32_t)c1;
+		c = shift_stride((uint32_t)c) ^ (uint32_t)c2;
+		b += 3 * STRIDE;
+		n -= 3 * STRIDE;
+	}
 	while (n >= 8) {
 		uint64_t v;
 		memcpy(&v, b, 8);
@@ -92,6 +133,9 @@ static crc_fn crc_impl = pp_crc32c_sw;
 __attribute__((constructor)) static void crc_select(void)
 {
 	table_init();
+#if defined(__x86_64__)
+	shift_init();
+#endif
 	crc_impl = pp_crc32c_hw_available() ? pp_crc32c_hw : pp_crc32c_sw;
 }
 

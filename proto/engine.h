@@ -56,39 +56,39 @@
 
 enum pp_proto_mode {
 	PP_PROTO_PUSH_PULL = 0, /* BTP1 + BTP2 pushed, the rest pulled */
-	PP_PROTO_PUSH_ALL,      /* everything pushed */
-	PP_PROTO_PUSH_ZERO,     /* header pushed, everything pulled */
+	PP_PROTO_PUSH_ALL,	/* everything pushed */
+	PP_PROTO_PUSH_ZERO,	/* header pushed, everything pulled */
 };
 
 struct pp_proto_conf {
-	uint32_t rank;          /* own rank */
-	uint32_t nranks;        /* ranks in the job */
-	uint32_t job;           /* job key carried by every frame */
-	uint8_t mac[6];         /* own MAC, source of every frame */
-	uint16_t stream;        /* own TX stream id */
+	uint32_t rank;		 /* own rank */
+	uint32_t nranks;	 /* ranks in the job */
+	uint32_t job;		 /* job key carried by every frame */
+	uint8_t mac[6];		 /* own MAC, source of every frame */
+	uint16_t stream;	 /* own TX stream id */
 	enum pp_proto_mode mode; /* how much of a message is pushed */
-	uint32_t btp1;          /* bytes of the first push */
-	uint32_t btp2;          /* bytes of the second push */
-	uint32_t window;        /* go-back-N window, frames, power of two */
-	uint64_t rto_ns;        /* initial retransmission timeout */
-	uint64_t rto_max_ns;    /* largest timeout after back-off */
-	uint32_t rto_tries;     /* expiries without progress before the peer is lost */
-	uint64_t ack_delay_ns;  /* longest a cumulative ack waits for a ride */
-	uint32_t ack_every;     /* frames after which an ack is sent at once */
-	uint32_t pushbuf_bytes; /* pushed-buffer size */
-	int credits;            /* 1: credits on; 0: off (Push-All overflow) */
-	uint16_t mtu;           /* largest frame after the Ethernet header */
-	uint32_t max_msgs;      /* sends, and receives, outstanding at most */
+	uint32_t btp1;		 /* bytes of the first push */
+	uint32_t btp2;		 /* bytes of the second push */
+	uint32_t window;	 /* go-back-N window, frames, power of two */
+	uint64_t rto_ns;	 /* initial retransmission timeout */
+	uint64_t rto_max_ns;	 /* largest timeout after back-off */
+	uint32_t rto_tries;	 /* expiries without progress before the peer is lost */
+	uint64_t ack_delay_ns;	 /* longest a cumulative ack waits for a ride */
+	uint32_t ack_every;	 /* frames after which an ack is sent at once */
+	uint32_t pushbuf_bytes;	 /* pushed-buffer size */
+	int credits;		 /* 1: credits on; 0: off (Push-All overflow) */
+	uint16_t mtu;		 /* largest frame after the Ethernet header */
+	uint32_t max_msgs;	 /* sends, and receives, outstanding at most */
 };
 
 /* One finished operation. */
 struct pp_proto_cpl {
 	uint64_t cookie; /* the caller's value given with the operation */
-	int is_send;     /* 1 for a send, 0 for a receive */
-	int source;      /* sending rank (receives), destination (sends) */
-	int tag;         /* message tag */
-	uint64_t len;    /* full message length */
-	int error;       /* 0, -EMSGSIZE (truncated), -ECONNRESET (peer lost) */
+	int is_send;	 /* 1 for a send, 0 for a receive */
+	int source;	 /* sending rank (receives), destination (sends) */
+	int tag;	 /* message tag */
+	uint64_t len;	 /* full message length */
+	int error;	 /* 0, -EMSGSIZE (truncated), -ECONNRESET (peer lost) */
 };
 
 struct pp_proto;
@@ -116,8 +116,7 @@ int pp_proto_send(struct pp_proto *eng, uint32_t dst, int tag, const void *buf, 
 /* Post a receive from src (or PP_PROTO_ANY) with tag (or PP_PROTO_ANY).
  * Errors: -EINVAL, -ENOMEM (max_msgs receives outstanding), -ECONNRESET
  * (src is lost). */
-int pp_proto_recv(struct pp_proto *eng, int src, int tag, void *buf, uint64_t len,
-		  uint64_t cookie);
+int pp_proto_recv(struct pp_proto *eng, int src, int tag, void *buf, uint64_t len, uint64_t cookie);
 
 /* Look for an arrived, unmatched message from src (or PP_PROTO_ANY) with tag
  * (or PP_PROTO_ANY), the first in matching order. Returns 1 and fills

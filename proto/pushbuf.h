@@ -17,20 +17,20 @@
 #define PP_PUSHBUF_NONE UINT32_MAX
 
 struct pp_pushbuf {
-	uint8_t *data;      /* ncells * PP_PUSHBUF_CELL bytes */
-	uint16_t *fill;     /* bytes used in each cell */
-	uint32_t *next;     /* next cell in a chain, or PP_PUSHBUF_NONE */
-	uint32_t *stack;    /* free cell indices */
-	uint32_t nfree;     /* entries in stack */
-	uint32_t ncells;    /* cells in total */
-	uint64_t bytes;     /* payload bytes held now */
-	uint64_t peak;      /* most payload bytes ever held */
+	uint8_t *data;	 /* ncells * PP_PUSHBUF_CELL bytes */
+	uint16_t *fill;	 /* bytes used in each cell */
+	uint32_t *next;	 /* next cell in a chain, or PP_PUSHBUF_NONE */
+	uint32_t *stack; /* free cell indices */
+	uint32_t nfree;	 /* entries in stack */
+	uint32_t ncells; /* cells in total */
+	uint64_t bytes;	 /* payload bytes held now */
+	uint64_t peak;	 /* most payload bytes ever held */
 };
 
 /* A message's chain of cells. */
 struct pp_pushbuf_chain {
-	uint32_t head;  /* first cell, or PP_PUSHBUF_NONE */
-	uint32_t tail;  /* last cell, or PP_PUSHBUF_NONE */
+	uint32_t head;	/* first cell, or PP_PUSHBUF_NONE */
+	uint32_t tail;	/* last cell, or PP_PUSHBUF_NONE */
 	uint32_t cells; /* cells in the chain */
 	uint64_t bytes; /* payload bytes in the chain */
 };

@@ -109,8 +109,8 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 	}
 	x.flags = p[1];
 	x.payload_len = get16(p + 2);
-	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len ||
-	    len - PP_WIRE_ETH_LEN > chk->mtu || (x.payload_len && !type_has_payload(x.type))) {
+	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_WIRE_ETH_LEN > chk->mtu ||
+	    (x.payload_len && !type_has_payload(x.type))) {
 		r = PP_DROP_LENGTH;
 		goto drop;
 	}
@@ -167,10 +167,10 @@ drop:
 const char *pp_wire_drop_name(enum pp_drop_reason r)
 {
 	static const char *const names[PP_DROP_MAX] = {
-		[PP_DROP_SHORT] = "short", [PP_DROP_VERSION] = "version", [PP_DROP_TYPE] = "type",
-		[PP_DROP_LENGTH] = "length", [PP_DROP_CRC] = "crc",	  [PP_DROP_JOB] = "job",
-		[PP_DROP_RANK] = "rank",   [PP_DROP_RANGE] = "range",	  [PP_DROP_DUP] = "dup",
-		[PP_DROP_STATE] = "state", [PP_DROP_NOBUF] = "nobuf",
+	    [PP_DROP_SHORT] = "short",	 [PP_DROP_VERSION] = "version", [PP_DROP_TYPE] = "type",
+	    [PP_DROP_LENGTH] = "length", [PP_DROP_CRC] = "crc",		[PP_DROP_JOB] = "job",
+	    [PP_DROP_RANK] = "rank",	 [PP_DROP_RANGE] = "range",	[PP_DROP_DUP] = "dup",
+	    [PP_DROP_STATE] = "state",	 [PP_DROP_NOBUF] = "nobuf",
 	};
 	return (unsigned)r < PP_DROP_MAX ? names[r] : "?";
 }

@@ -25,10 +25,10 @@
 #include "pp.h"
 
 #define PP_WIRE_ETHERTYPE 0x88B5
-#define PP_WIRE_ETH_LEN   14
-#define PP_WIRE_HDR_LEN   60
+#define PP_WIRE_ETH_LEN	  14
+#define PP_WIRE_HDR_LEN	  60
 #define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
-#define PP_WIRE_VERSION   1
+#define PP_WIRE_VERSION	  1
 #define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO to every rank */
 
 enum pp_wire_type {
@@ -43,36 +43,36 @@ enum pp_wire_type {
 
 enum pp_wire_flag {
 	PP_WIRE_F_FIRST = 0x01, /* first frame of a message (offset 0) */
-	PP_WIRE_F_LAST = 0x02,  /* last frame of a message */
-	PP_WIRE_F_RETX = 0x04,  /* sent again by go-back-N */
-	PP_WIRE_F_PULL = 0x08,  /* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_LAST = 0x02,	/* last frame of a message */
+	PP_WIRE_F_RETX = 0x04,	/* sent again by go-back-N */
+	PP_WIRE_F_PULL = 0x08,	/* on FIRST: the rest waits for a PULL */
 };
 
 /* The protocol header in host byte order. */
 struct pp_wire_hdr {
-	uint8_t type;         /* enum pp_wire_type */
-	uint8_t flags;        /* enum pp_wire_flag bits */
+	uint8_t type;	      /* enum pp_wire_type */
+	uint8_t flags;	      /* enum pp_wire_flag bits */
 	uint16_t payload_len; /* payload bytes after the header */
-	uint32_t job;         /* job key */
+	uint32_t job;	      /* job key */
 	uint16_t stream;      /* sender's TX stream */
 	uint16_t ack_stream;  /* stream the ack refers to */
-	uint32_t seq;         /* go-back-N sequence (sequenced types) */
-	uint32_t ack;         /* next seq expected on ack_stream */
+	uint32_t seq;	      /* go-back-N sequence (sequenced types) */
+	uint32_t ack;	      /* next seq expected on ack_stream */
 	uint16_t credit;      /* pushed-buffer credit limit, 256-byte units */
 	uint32_t src_rank;    /* sending rank */
 	uint32_t dst_rank;    /* receiving rank */
 	uint32_t msg_id;      /* per (src, dst) message counter */
-	uint32_t tag;         /* message tag */
+	uint32_t tag;	      /* message tag */
 	uint64_t msg_len;     /* whole message length */
 	uint64_t offset;      /* position of the payload in the message */
 };
 
 /* What a received frame is checked against. */
 struct pp_wire_check {
-	uint32_t job;    /* our job key */
-	uint32_t rank;   /* our rank */
+	uint32_t job;	 /* our job key */
+	uint32_t rank;	 /* our rank */
 	uint32_t nranks; /* ranks in the job */
-	uint16_t mtu;    /* largest frame after the Ethernet header */
+	uint16_t mtu;	 /* largest frame after the Ethernet header */
 };
 
 /* 1 when frames of this type carry a sequence number. */

@@ -109,7 +109,7 @@ static void one_message(enum pp_proto_mode mode, int late, uint64_t len)
 static void test_modes_sizes(void)
 {
 	static const uint64_t sizes[] = {
-		0, 1, 79, 80, 81, 759, 760, 761, 1440, 1441, 65536, 16u << 20,
+	    0, 1, 79, 80, 81, 759, 760, 761, 1440, 1441, 65536, 16u << 20,
 	};
 	for (int mode = PP_PROTO_PUSH_PULL; mode <= PP_PROTO_PUSH_ZERO; mode++)
 		for (int late = 0; late < 2; late++)
@@ -318,17 +318,17 @@ static void test_errors(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"modes x early/late x sizes", test_modes_sizes},
-	{"wildcards and order", test_wildcards_order},
-	{"truncation", test_truncation},
-	{"credits on and off", test_credits},
-	{"argument errors", test_errors},
-	CU_TEST_INFO_NULL,
+    {"modes x early/late x sizes", test_modes_sizes},
+    {"wildcards and order", test_wildcards_order},
+    {"truncation", test_truncation},
+    {"credits on and off", test_credits},
+    {"argument errors", test_errors},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"proto_engine", NULL, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"proto_engine", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

@@ -13,14 +13,14 @@
 #include "test_proto_harness.h"
 
 struct drop_ctl {
-	int from;            /* drop frames from this rank (-1: none) */
-	int seq;             /* ... only this sequenced seq, once (-1: all) */
-	int done;            /* the single drop happened */
-	uint64_t *now;       /* virtual clock */
+	int from;	      /* drop frames from this rank (-1: none) */
+	int seq;	      /* ... only this sequenced seq, once (-1: all) */
+	int done;	      /* the single drop happened */
+	uint64_t *now;	      /* virtual clock */
 	uint64_t retx_at[16]; /* times of retransmitted frames seen */
-	unsigned nretx;      /* entries in retx_at */
-	uint64_t rng;        /* random drops: xorshift state */
-	double loss;         /* random drop probability */
+	unsigned nretx;	      /* entries in retx_at */
+	uint64_t rng;	      /* random drops: xorshift state */
+	double loss;	      /* random drop probability */
 };
 
 static int drop_filter(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h)
@@ -271,15 +271,16 @@ static void soak(enum pp_proto_mode mode, double loss, uint64_t seed)
 				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m,
 							      rb + (size_t)i * MAXLEN, len[i], m),
 						0);
-			CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, (int)m, sb + (size_t)i * MAXLEN,
-						      len[i], m),
-					0);
+			CU_ASSERT_EQUAL(
+			    pp_proto_send(net.e[0], 1, (int)m, sb + (size_t)i * MAXLEN, len[i], m),
+			    0);
 		}
 		net_run(&net, 50000);
 		for (uint32_t i = 0; i < B; i++)
 			if (late[i])
 				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)(m0 + i),
-							      rb + (size_t)i * MAXLEN, len[i], m0 + i),
+							      rb + (size_t)i * MAXLEN, len[i],
+							      m0 + i),
 						0);
 		net_run(&net, 10000000000ull);
 		struct pp_proto_cpl c;
@@ -293,7 +294,8 @@ static void soak(enum pp_proto_mode mode, double loss, uint64_t seed)
 			CU_ASSERT_FATAL(i < B);
 			CU_ASSERT_EQUAL(c.error, 0);
 			CU_ASSERT_EQUAL(c.len, len[i]);
-			CU_ASSERT_TRUE(pat_check(rb + (size_t)i * MAXLEN, len[i], (uint32_t)c.cookie));
+			CU_ASSERT_TRUE(
+			    pat_check(rb + (size_t)i * MAXLEN, len[i], (uint32_t)c.cookie));
 			recvs++;
 		}
 		CU_ASSERT_EQUAL(sends, B);
@@ -320,18 +322,18 @@ static void test_soak(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"NACK on a gap", test_nack_on_gap},
-	{"window and retransmission timeout", test_window_and_rto},
-	{"delayed, cumulative, every-N acks", test_acks},
-	{"duplicate dropped and re-acked", test_duplicate},
-	{"RTO back-off and peer loss", test_backoff_and_loss},
-	{"lossy soak, every mode, 0/1/30 %", test_soak},
-	CU_TEST_INFO_NULL,
+    {"NACK on a gap", test_nack_on_gap},
+    {"window and retransmission timeout", test_window_and_rto},
+    {"delayed, cumulative, every-N acks", test_acks},
+    {"duplicate dropped and re-acked", test_duplicate},
+    {"RTO back-off and peer loss", test_backoff_and_loss},
+    {"lossy soak, every mode, 0/1/30 %", test_soak},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"proto_gbn", NULL, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"proto_gbn", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

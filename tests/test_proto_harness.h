@@ -15,7 +15,7 @@
 #include "engine.h"
 #include "wire.h"
 
-#define NET_MAX   4
+#define NET_MAX	  4
 #define FRAME_CAP 9216
 
 /* Decides the fate of one frame: return 1 to drop it. */
@@ -23,12 +23,12 @@ typedef int (*net_filter)(void *arg, unsigned src, unsigned dst, const struct pp
 
 struct net {
 	struct pp_proto *e[NET_MAX]; /* engines, rank = index */
-	unsigned n;                  /* engines in use */
-	uint64_t now;                /* virtual time, ns */
-	net_filter filter;           /* drop hook, or NULL */
-	void *arg;                   /* its argument */
-	uint64_t frames;             /* frames delivered */
-	uint64_t dropped;            /* frames the hook dropped */
+	unsigned n;		     /* engines in use */
+	uint64_t now;		     /* virtual time, ns */
+	net_filter filter;	     /* drop hook, or NULL */
+	void *arg;		     /* its argument */
+	uint64_t frames;	     /* frames delivered */
+	uint64_t dropped;	     /* frames the hook dropped */
 	uint8_t frame[FRAME_CAP];    /* scratch frame */
 };
 
@@ -89,15 +89,17 @@ static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
 				const uint8_t *pl;
 				enum pp_drop_reason why;
 				struct pp_wire_check chk = {0x5eed, dst, net->n, 9000};
-				if (net->filter && pp_wire_decode(net->frame, (size_t)len, &chk, &h, &pl,
-								  &why) == 0 &&
+				if (net->filter &&
+				    pp_wire_decode(net->frame, (size_t)len, &chk, &h, &pl, &why) ==
+					0 &&
 				    net->filter(net->arg, i, dst, &h)) {
 					net->dropped++;
 					continue;
 				}
 				if (dst < net->n) {
 					net->frames++;
-					pp_proto_input(net->e[dst], net->frame, (size_t)len, net->now);
+					pp_proto_input(net->e[dst], net->frame, (size_t)len,
+						       net->now);
 				}
 			}
 		}

@@ -206,8 +206,12 @@ static void lossy(const struct pp_sim_conf *sc, unsigned n, struct pp_sim_stats 
 
 static void test_lossy_stats(void)
 {
-	struct pp_sim_conf sc = {.seed = 42, .loss = 0.05, .dup = 0.02, .corrupt = 0.01,
-				 .reorder = 0.03, .delay_ns = 500000};
+	struct pp_sim_conf sc = {.seed = 42,
+				 .loss = 0.05,
+				 .dup = 0.02,
+				 .corrupt = 0.01,
+				 .reorder = 0.03,
+				 .delay_ns = 500000};
 	struct pp_sim_stats st, st2;
 	unsigned changed, changed2;
 	lossy(&sc, 20000, &st, &changed);
@@ -229,16 +233,16 @@ static void test_lossy_stats(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"open strings and errors", test_open_strings},
-	{"unicast and broadcast", test_unicast_broadcast},
-	{"virtual time, delay and rate", test_time_rate},
-	{"loss, dup, corrupt, reorder statistics", test_lossy_stats},
-	CU_TEST_INFO_NULL,
+    {"open strings and errors", test_open_strings},
+    {"unicast and broadcast", test_unicast_broadcast},
+    {"virtual time, delay and rate", test_time_rate},
+    {"loss, dup, corrupt, reorder statistics", test_lossy_stats},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"sim", setup, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"sim", setup, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

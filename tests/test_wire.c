@@ -12,21 +12,21 @@ static const struct pp_wire_check chk = {0x5eed, 1, 4, 1500};
 static struct pp_wire_hdr sample(void)
 {
 	struct pp_wire_hdr h = {
-		.type = PP_WIRE_PUSH,
-		.flags = PP_WIRE_F_FIRST | PP_WIRE_F_PULL,
-		.payload_len = 100,
-		.job = 0x5eed,
-		.stream = 0x1234,
-		.ack_stream = 0xbeef,
-		.seq = 0xdeadbeef,
-		.ack = 0x01020304,
-		.credit = 0x8001,
-		.src_rank = 2,
-		.dst_rank = 1,
-		.msg_id = 0xfffffffe,
-		.tag = 77,
-		.msg_len = 0x123456789ull,
-		.offset = 0,
+	    .type = PP_WIRE_PUSH,
+	    .flags = PP_WIRE_F_FIRST | PP_WIRE_F_PULL,
+	    .payload_len = 100,
+	    .job = 0x5eed,
+	    .stream = 0x1234,
+	    .ack_stream = 0xbeef,
+	    .seq = 0xdeadbeef,
+	    .ack = 0x01020304,
+	    .credit = 0x8001,
+	    .src_rank = 2,
+	    .dst_rank = 1,
+	    .msg_id = 0xfffffffe,
+	    .tag = 77,
+	    .msg_len = 0x123456789ull,
+	    .offset = 0,
 	};
 	return h;
 }
@@ -36,9 +36,8 @@ static int hdr_eq(const struct pp_wire_hdr *a, const struct pp_wire_hdr *b)
 	return a->type == b->type && a->flags == b->flags && a->payload_len == b->payload_len &&
 	       a->job == b->job && a->stream == b->stream && a->ack_stream == b->ack_stream &&
 	       a->seq == b->seq && a->ack == b->ack && a->credit == b->credit &&
-	       a->src_rank == b->src_rank && a->dst_rank == b->dst_rank &&
-	       a->msg_id == b->msg_id && a->tag == b->tag && a->msg_len == b->msg_len &&
-	       a->offset == b->offset;
+	       a->src_rank == b->src_rank && a->dst_rank == b->dst_rank && a->msg_id == b->msg_id &&
+	       a->tag == b->tag && a->msg_len == b->msg_len && a->offset == b->offset;
 }
 
 static void test_crc_known(void)
@@ -53,10 +52,13 @@ static void test_crc_known(void)
 	for (size_t cut = 0; cut < 20; cut++)
 		CU_ASSERT_EQUAL(pp_crc32c(pp_crc32c(0, buf, cut), buf + cut, sizeof(buf) - cut),
 				whole);
-	if (pp_crc32c_hw_available())
+	if (pp_crc32c_hw_available()) {
 		for (size_t n = 0; n < 64; n++)
 			CU_ASSERT_EQUAL(pp_crc32c_hw(7, buf + n, 1000 + n),
 					pp_crc32c_sw(7, buf + n, 1000 + n));
+		for (size_t n = 0; n < 4000; n += 37)
+			CU_ASSERT_EQUAL(pp_crc32c_hw(0, buf + 3, n), pp_crc32c_sw(0, buf + 3, n));
+	}
 }
 
 static void test_roundtrip(void)
@@ -119,7 +121,8 @@ static void expect(enum pp_drop_reason r, void (*mutate)(struct pp_wire_hdr *h),
 	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
 	CU_ASSERT_EQUAL(why, r);
 	if (why != r)
-		fprintf(stderr, "expected %s got %s\n", pp_wire_drop_name(r), pp_wire_drop_name(why));
+		fprintf(stderr, "expected %s got %s\n", pp_wire_drop_name(r),
+			pp_wire_drop_name(why));
 }
 
 static void m_job(struct pp_wire_hdr *h)
@@ -231,16 +234,16 @@ static void test_hello_broadcast(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"crc32c known values and chaining", test_crc_known},
-	{"encode/decode round trip", test_roundtrip},
-	{"every rejection reason", test_reject},
-	{"hello to all ranks", test_hello_broadcast},
-	CU_TEST_INFO_NULL,
+    {"crc32c known values and chaining", test_crc_known},
+    {"encode/decode round trip", test_roundtrip},
+    {"every rejection reason", test_reject},
+    {"hello to all ranks", test_hello_broadcast},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"wire", NULL, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"wire", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

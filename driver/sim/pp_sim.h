@@ -22,20 +22,20 @@
 #include <stdint.h>
 
 struct pp_sim_conf {
-	uint64_t seed;     /* generator seed */
-	double loss;       /* probability a frame is lost */
-	double dup;        /* probability a frame arrives twice */
-	double reorder;    /* probability a frame is held back */
-	double corrupt;    /* probability one bit of a frame is flipped */
+	uint64_t seed;	   /* generator seed */
+	double loss;	   /* probability a frame is lost */
+	double dup;	   /* probability a frame arrives twice */
+	double reorder;	   /* probability a frame is held back */
+	double corrupt;	   /* probability one bit of a frame is flipped */
 	uint64_t delay_ns; /* one-way delay */
 	uint64_t rate_bps; /* per-port sending rate, 0 = unlimited */
-	uint16_t mtu;      /* largest frame after the Ethernet header (0: 1500) */
+	uint16_t mtu;	   /* largest frame after the Ethernet header (0: 1500) */
 };
 
 /* What the link did to the frames it carried. */
 struct pp_sim_stats {
-	uint64_t sent;       /* frames handed to tx_burst (per destination copy) */
-	uint64_t lost;       /* frames dropped by the loss draw */
+	uint64_t sent;	     /* frames handed to tx_burst (per destination copy) */
+	uint64_t lost;	     /* frames dropped by the loss draw */
 	uint64_t duplicated; /* extra copies made */
 	uint64_t reordered;  /* frames held back */
 	uint64_t corrupted;  /* frames with a flipped bit */

@@ -15,41 +15,41 @@
 #define SIM_RX_DEPTH   4096u /* receive ring per port (power of two) */
 
 struct sim_slot {
-	struct pp_buf b;  /* what the caller sees */
-	uint64_t arrive;  /* arrival time while in flight */
-	uint64_t order;   /* tie-break: send order */
-	uint32_t dst;     /* destination port while in flight */
+	struct pp_buf b; /* what the caller sees */
+	uint64_t arrive; /* arrival time while in flight */
+	uint64_t order;	 /* tie-break: send order */
+	uint32_t dst;	 /* destination port while in flight */
 };
 
 struct sim_port {
-	struct pp_port base;        /* must be first: the port handle */
-	struct pp_sim_link *link;   /* the link it is on */
-	unsigned index;             /* its index, the last MAC byte */
-	int open;                   /* opened and not closed */
-	uint64_t busy_until;        /* when its sender is free (rate limit) */
-	uint32_t *ring;             /* received slots waiting for rx_burst */
-	uint32_t head;              /* next to take */
-	uint32_t tail;              /* next to fill */
-	struct pp_port_stats st;    /* counters */
+	struct pp_port base;	  /* must be first: the port handle */
+	struct pp_sim_link *link; /* the link it is on */
+	unsigned index;		  /* its index, the last MAC byte */
+	int open;		  /* opened and not closed */
+	uint64_t busy_until;	  /* when its sender is free (rate limit) */
+	uint32_t *ring;		  /* received slots waiting for rx_burst */
+	uint32_t head;		  /* next to take */
+	uint32_t tail;		  /* next to fill */
+	struct pp_port_stats st;  /* counters */
 };
 
 struct pp_sim_link {
-	char name[SIM_NAME_MAX];  /* the NAME of "sim:NAME/INDEX" */
-	struct pp_sim_conf conf;  /* behaviour */
-	unsigned nb_ports;        /* ports */
-	struct sim_port *ports;   /* nb_ports ports */
-	struct sim_slot *slots;   /* buffer pool */
-	uint8_t *mem;             /* bytes behind the pool */
-	uint32_t nslots;          /* pool size */
-	uint32_t buf_cap;         /* bytes per buffer */
-	uint32_t *free;           /* free slot stack */
-	uint32_t nfree;           /* entries in free */
-	uint32_t *heap;           /* in-flight slots, earliest arrival first */
-	uint32_t nheap;           /* entries in heap */
-	uint64_t order;           /* frames sent so far */
-	uint64_t now;             /* virtual time */
-	uint64_t rng;             /* generator state */
-	struct pp_sim_stats st;   /* counters */
+	char name[SIM_NAME_MAX]; /* the NAME of "sim:NAME/INDEX" */
+	struct pp_sim_conf conf; /* behaviour */
+	unsigned nb_ports;	 /* ports */
+	struct sim_port *ports;	 /* nb_ports ports */
+	struct sim_slot *slots;	 /* buffer pool */
+	uint8_t *mem;		 /* bytes behind the pool */
+	uint32_t nslots;	 /* pool size */
+	uint32_t buf_cap;	 /* bytes per buffer */
+	uint32_t *free;		 /* free slot stack */
+	uint32_t nfree;		 /* entries in free */
+	uint32_t *heap;		 /* in-flight slots, earliest arrival first */
+	uint32_t nheap;		 /* entries in heap */
+	uint64_t order;		 /* frames sent so far */
+	uint64_t now;		 /* virtual time */
+	uint64_t rng;		 /* generator state */
+	struct pp_sim_stats st;	 /* counters */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -392,8 +392,7 @@ static void sim_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 		slot_free(l, slot_of(l, bufs[i]));
 }
 
-static unsigned sim_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
-			     unsigned n)
+static unsigned sim_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
 {
 	struct sim_port *p = (struct sim_port *)port;
 	struct pp_sim_link *l = p->link;
@@ -411,8 +410,7 @@ static unsigned sim_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 	return i;
 }
 
-static unsigned sim_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
-			     unsigned n)
+static unsigned sim_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
 {
 	struct sim_port *p = (struct sim_port *)port;
 	struct pp_sim_link *l = p->link;
@@ -457,13 +455,13 @@ static unsigned sim_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 }
 
 const struct pp_port_ops pp_port_ops_sim = {
-	.name = "sim",
-	.open = sim_open,
-	.close = sim_close,
-	.info = sim_info,
-	.stats = sim_stats,
-	.alloc = sim_alloc,
-	.free = sim_free,
-	.rx_burst = sim_rx_burst,
-	.tx_burst = sim_tx_burst,
+    .name = "sim",
+    .open = sim_open,
+    .close = sim_close,
+    .info = sim_info,
+    .stats = sim_stats,
+    .alloc = sim_alloc,
+    .free = sim_free,
+    .rx_burst = sim_rx_burst,
+    .tx_burst = sim_tx_burst,
 };

@@ -84,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct pp_proto_cpl cp;
 		while (pp_proto_poll(e, &cp))
 			if (!cp.is_send && cp.cookie == 1)
-				pp_proto_recv(e, PP_PROTO_ANY, PP_PROTO_ANY, rb[0], sizeof(rb[0]), 1);
+				pp_proto_recv(e, PP_PROTO_ANY, PP_PROTO_ANY, rb[0], sizeof(rb[0]),
+					      1);
 	}
 	pp_proto_destroy(e);
 	return 0;
