@@ -248,15 +248,15 @@ static void launch(struct pp_sim_link *l, struct sim_port *src, uint32_t s, unsi
 {
 	struct sim_slot *x = &l->slots[s];
 	l->st.sent++;
-	if (chance(l, l->conf.loss)) {
-		l->st.lost++;
-		slot_free(l, s);
-		return;
-	}
 	uint64_t depart = l->now > src->busy_until ? l->now : src->busy_until;
 	if (l->conf.rate_bps)
 		depart += (uint64_t)x->b.len * 8 * 1000000000ull / l->conf.rate_bps;
 	src->busy_until = depart;
+	if (chance(l, l->conf.loss)) { /* lost on the wire: the sender's time is spent */
+		l->st.lost++;
+		slot_free(l, s);
+		return;
+	}
 	x->dst = dst;
 	x->arrive = depart + l->conf.delay_ns;
 	x->order = l->order++;
