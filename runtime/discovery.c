@@ -190,7 +190,7 @@ int pp_discovery_run(pp_ctx *ctx)
 	struct pp_peer_info *self = &ctx->peers[ctx->rank];
 	memcpy(self->mac, ctx->port_info.mac, 6);
 	if (ctx->cfg.node[0])
-		snprintf(self->node, sizeof(self->node), "%s", ctx->cfg.node);
+		snprintf(self->node, sizeof(self->node), "%.*s", PP_NODE_NAME - 1, ctx->cfg.node);
 	else if (gethostname(self->node, sizeof(self->node)) != 0)
 		strcpy(self->node, "?");
 	self->node[sizeof(self->node) - 1] = '\0';

@@ -14,7 +14,7 @@
 #include "cu_main.h"
 #include "pp.h"
 #include "pp_log.h"
-#include "pp_sim.h"
+#include "sim/pp_sim.h"
 
 #define MAXR 4
 
