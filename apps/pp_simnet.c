@@ -404,16 +404,16 @@ static void complete(struct run *r, unsigned rank, const struct pp_proto_cpl *c)
 		m->sent_done = 1;
 		r->sends_ok += !c->error;
 	} else {
-		if (rank != m->dst || c->source != (int)m->src || c->len != m->len)
+		if (rank != m->dst || (!c->error && (c->source != (int)m->src || c->len != m->len)))
 			r->wrong++;
 		if (m->recv_done) {
 			r->dup_msgs++;
-		} else {
+		} else if (!c->error) {
 			uint64_t bad = 0;
 			for (uint64_t i = 0; i < m->len; i++)
 				bad += m->rbuf[i] != pat(m->id, i);
 			r->bad_bytes += bad;
-			if (!bad && !c->error)
+			if (!bad)
 				r->delivered++;
 			r->bytes += m->len;
 		}
@@ -438,12 +438,12 @@ static int pump(struct run *r)
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct pp_proto_cpl c;
+		if (pp_proto_expiry(r->eng[i]) <= r->now)
+			pp_proto_handle_expiry(r->eng[i], r->now);
 		while (pp_proto_poll(r->eng[i], &c)) {
 			complete(r, i, &c);
 			activity++;
 		}
-		if (pp_proto_expiry(r->eng[i]) <= r->now)
-			pp_proto_handle_expiry(r->eng[i], r->now);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		for (;;) {
