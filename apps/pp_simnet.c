@@ -306,12 +306,13 @@ static double now_s(void)
 /* ---- the lossy run ---- */
 
 struct run {
-	struct opts *o;				     /* options */
-	struct pp_sim_link *link;		     /* the link */
-	struct pp_port *port[MAX_RANKS];	     /* one port per rank */
-	struct pp_proto *eng[MAX_RANKS];	     /* one engine per rank */
-	struct msg m[INFLIGHT];			     /* messages in flight */
-	uint64_t started, delivered, sends_ok;	     /* progress */
+	struct opts *o;			       /* options */
+	struct pp_sim_link *link;	       /* the link */
+	struct pp_port *port[MAX_RANKS];       /* one port per rank */
+	struct pp_proto *eng[MAX_RANKS];       /* one engine per rank */
+	struct msg m[INFLIGHT];		       /* messages in flight */
+	unsigned slots;			       /* entries of m in use: min(INFLIGHT, messages) */
+	uint64_t started, delivered, sends_ok; /* progress */
 	uint64_t bad_bytes, dup_msgs, errors, wrong; /* failures seen */
 	uint64_t bytes;				     /* payload bytes delivered */
 	uint64_t now;				     /* virtual time */
@@ -355,7 +356,7 @@ static int setup(struct run *r)
 				if ((rc = pp_proto_peer_add(r->eng[i], j, mac)))
 					return rc;
 			}
-	for (unsigned k = 0; k < INFLIGHT; k++) {
+	for (unsigned k = 0; k < r->slots; k++) {
 		r->m[k].sbuf = malloc(o->max_size ? o->max_size : 1);
 		r->m[k].rbuf = malloc(o->max_size ? o->max_size : 1);
 		if (!r->m[k].sbuf || !r->m[k].rbuf)
@@ -411,7 +412,7 @@ static int start(struct run *r, unsigned k)
 
 static void complete(struct run *r, unsigned rank, const struct pp_proto_cpl *c)
 {
-	if (c->cookie >= INFLIGHT || !r->m[c->cookie].used) {
+	if (c->cookie >= r->slots || !r->m[c->cookie].used) {
 		r->wrong++;
 		return;
 	}
@@ -495,6 +496,7 @@ static int lossy_run(struct opts *o)
 	struct run r;
 	memset(&r, 0, sizeof(r));
 	r.o = o;
+	r.slots = o->messages < INFLIGHT ? (unsigned)o->messages : INFLIGHT;
 	rng_state = o->seed * 0x9E3779B97F4A7C15ull + 77;
 	int rc = setup(&r), hang = 0;
 	if (rc) {
@@ -505,7 +507,7 @@ static int lossy_run(struct opts *o)
 	double t0 = now_s();
 	while (r.delivered + r.errors + r.bad_bytes < o->messages || r.started < o->messages) {
 		int act = 0;
-		for (unsigned k = 0; k < INFLIGHT && r.started < o->messages; k++)
+		for (unsigned k = 0; k < r.slots && r.started < o->messages; k++)
 			if (!r.m[k].used) {
 				if ((rc = start(&r, k))) {
 					fprintf(stderr, "pp_simnet: start: %s\n", strerror(-rc));
