@@ -650,6 +650,10 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 		ack_release(e, p, h.ack, now);
 	switch (h.type) {
 	case PP_WIRE_ACK:
+		/* A standalone ack shows the peer alive even without progress
+		 * (it refused a frame for lack of room): it is not lost. */
+		if (h.ack_stream == e->c.stream)
+			p->tries = 0;
 		return 0;
 	case PP_WIRE_NACK:
 		if (h.ack_stream == e->c.stream && !seq_lt(h.seq, p->snd_una) &&
@@ -676,7 +680,10 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 	else
 		rc = rx_push(e, p, h.src_rank, &h, pl);
 	if (rc) {
+		/* No room now: the frame comes again; say we are alive. */
 		e->st.drops[rc - 1]++;
+		p->rx_stream = h.stream;
+		p->owe |= OWE_ACK | OWE_ACK_NOW;
 		return -EPROTO;
 	}
 	p->rx_stream = h.stream;
