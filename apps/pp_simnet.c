@@ -36,6 +36,7 @@ struct opts {
 	uint64_t rate_bps;		    /* per-port rate, 0 unlimited */
 	unsigned ranks;			    /* engines */
 	double late;			    /* fraction of late receivers */
+	uint64_t late_delay;		    /* a late receive waits this long after the send */
 	struct pp_proto_conf pc;	    /* engine settings */
 	int bench;			    /* measure CPU cost instead */
 	int quiet;			    /* summary only */
@@ -49,6 +50,7 @@ struct msg {
 	uint64_t len;	   /* length */
 	int late;	   /* receive posted after the push arrived */
 	int posted;	   /* receive posted */
+	uint64_t post_at;  /* a late receive is not posted before this time */
 	int sent_done;	   /* send completed */
 	int recv_done;	   /* receive completed */
 	uint8_t *sbuf;	   /* send buffer (max_size) */
@@ -94,6 +96,8 @@ static void usage(FILE *f)
 		"  --rate BPS          per-port bit rate, 0 = unlimited (10000000000)\n"
 		"  --ranks N           engines, 2..%d (2)\n"
 		"  --late P            fraction of late receivers (0.5)\n"
+		"  --late-delay NS     a late receive is posted this long after its send\n"
+		"                      at the earliest, letting the pushed buffer fill (0)\n"
 		"  --btp1 N --btp2 N   bytes pushed (80, 680)\n"
 		"  --window N          go-back-N window, power of two (64)\n"
 		"  --pushbuf BYTES     pushed-buffer size (1048576)\n"
@@ -131,13 +135,28 @@ static int parse_prob(const char *s, double *v)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-	    {"seed", 1, 0, 's'},   {"messages", 1, 0, 'n'}, {"sizes", 1, 0, 'z'},
-	    {"dist", 1, 0, 'D'},   {"mode", 1, 0, 'm'},	    {"loss", 1, 0, 'l'},
-	    {"dup", 1, 0, 'd'},	   {"reorder", 1, 0, 'r'},  {"corrupt", 1, 0, 'c'},
-	    {"delay", 1, 0, 'y'},  {"rate", 1, 0, 'R'},	    {"ranks", 1, 0, 'k'},
-	    {"late", 1, 0, 'L'},   {"btp1", 1, 0, '1'},	    {"btp2", 1, 0, '2'},
-	    {"window", 1, 0, 'w'}, {"pushbuf", 1, 0, 'p'},  {"no-credits", 0, 0, 'C'},
-	    {"bench", 0, 0, 'b'},  {"quiet", 0, 0, 'q'},    {"help", 0, 0, 'h'},
+	    {"seed", 1, 0, 's'},
+	    {"messages", 1, 0, 'n'},
+	    {"sizes", 1, 0, 'z'},
+	    {"dist", 1, 0, 'D'},
+	    {"mode", 1, 0, 'm'},
+	    {"loss", 1, 0, 'l'},
+	    {"dup", 1, 0, 'd'},
+	    {"reorder", 1, 0, 'r'},
+	    {"corrupt", 1, 0, 'c'},
+	    {"delay", 1, 0, 'y'},
+	    {"rate", 1, 0, 'R'},
+	    {"ranks", 1, 0, 'k'},
+	    {"late", 1, 0, 'L'},
+	    {"late-delay", 1, 0, 'G'},
+	    {"btp1", 1, 0, '1'},
+	    {"btp2", 1, 0, '2'},
+	    {"window", 1, 0, 'w'},
+	    {"pushbuf", 1, 0, 'p'},
+	    {"no-credits", 0, 0, 'C'},
+	    {"bench", 0, 0, 'b'},
+	    {"quiet", 0, 0, 'q'},
+	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof(*o));
@@ -209,6 +228,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'y':
 			bad = parse_u64(optarg, &o->delay_ns);
+			break;
+		case 'G':
+			bad = parse_u64(optarg, &o->late_delay) || o->late_delay > VTIME_MAX / 2;
 			break;
 		case 'R':
 			bad = parse_u64(optarg, &o->rate_bps);
@@ -284,12 +306,13 @@ static double now_s(void)
 /* ---- the lossy run ---- */
 
 struct run {
-	struct opts *o;				     /* options */
-	struct pp_sim_link *link;		     /* the link */
-	struct pp_port *port[MAX_RANKS];	     /* one port per rank */
-	struct pp_proto *eng[MAX_RANKS];	     /* one engine per rank */
-	struct msg m[INFLIGHT];			     /* messages in flight */
-	uint64_t started, delivered, sends_ok;	     /* progress */
+	struct opts *o;			       /* options */
+	struct pp_sim_link *link;	       /* the link */
+	struct pp_port *port[MAX_RANKS];       /* one port per rank */
+	struct pp_proto *eng[MAX_RANKS];       /* one engine per rank */
+	struct msg m[INFLIGHT];		       /* messages in flight */
+	unsigned slots;			       /* entries of m in use: min(INFLIGHT, messages) */
+	uint64_t started, delivered, sends_ok; /* progress */
 	uint64_t bad_bytes, dup_msgs, errors, wrong; /* failures seen */
 	uint64_t bytes;				     /* payload bytes delivered */
 	uint64_t now;				     /* virtual time */
@@ -333,7 +356,7 @@ static int setup(struct run *r)
 				if ((rc = pp_proto_peer_add(r->eng[i], j, mac)))
 					return rc;
 			}
-	for (unsigned k = 0; k < INFLIGHT; k++) {
+	for (unsigned k = 0; k < r->slots; k++) {
 		r->m[k].sbuf = malloc(o->max_size ? o->max_size : 1);
 		r->m[k].rbuf = malloc(o->max_size ? o->max_size : 1);
 		if (!r->m[k].sbuf || !r->m[k].rbuf)
@@ -375,6 +398,7 @@ static int start(struct run *r, unsigned k)
 	m->len = pick_size(o);
 	m->late = rnd01() < o->late;
 	m->posted = m->sent_done = m->recv_done = 0;
+	m->post_at = r->now + o->late_delay;
 	for (uint64_t i = 0; i < m->len; i++)
 		m->sbuf[i] = pat(m->id, i);
 	int rc = 0;
@@ -388,7 +412,7 @@ static int start(struct run *r, unsigned k)
 
 static void complete(struct run *r, unsigned rank, const struct pp_proto_cpl *c)
 {
-	if (c->cookie >= INFLIGHT || !r->m[c->cookie].used) {
+	if (c->cookie >= r->slots || !r->m[c->cookie].used) {
 		r->wrong++;
 		return;
 	}
@@ -404,16 +428,16 @@ static void complete(struct run *r, unsigned rank, const struct pp_proto_cpl *c)
 		m->sent_done = 1;
 		r->sends_ok += !c->error;
 	} else {
-		if (rank != m->dst || c->source != (int)m->src || c->len != m->len)
+		if (rank != m->dst || (!c->error && (c->source != (int)m->src || c->len != m->len)))
 			r->wrong++;
 		if (m->recv_done) {
 			r->dup_msgs++;
-		} else {
+		} else if (!c->error) {
 			uint64_t bad = 0;
 			for (uint64_t i = 0; i < m->len; i++)
 				bad += m->rbuf[i] != pat(m->id, i);
 			r->bad_bytes += bad;
-			if (!bad && !c->error)
+			if (!bad)
 				r->delivered++;
 			r->bytes += m->len;
 		}
@@ -438,12 +462,12 @@ static int pump(struct run *r)
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct pp_proto_cpl c;
+		if (pp_proto_expiry(r->eng[i]) <= r->now)
+			pp_proto_handle_expiry(r->eng[i], r->now);
 		while (pp_proto_poll(r->eng[i], &c)) {
 			complete(r, i, &c);
 			activity++;
 		}
-		if (pp_proto_expiry(r->eng[i]) <= r->now)
-			pp_proto_handle_expiry(r->eng[i], r->now);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		for (;;) {
@@ -472,6 +496,7 @@ static int lossy_run(struct opts *o)
 	struct run r;
 	memset(&r, 0, sizeof(r));
 	r.o = o;
+	r.slots = o->messages < INFLIGHT ? (unsigned)o->messages : INFLIGHT;
 	rng_state = o->seed * 0x9E3779B97F4A7C15ull + 77;
 	int rc = setup(&r), hang = 0;
 	if (rc) {
@@ -482,7 +507,7 @@ static int lossy_run(struct opts *o)
 	double t0 = now_s();
 	while (r.delivered + r.errors + r.bad_bytes < o->messages || r.started < o->messages) {
 		int act = 0;
-		for (unsigned k = 0; k < INFLIGHT && r.started < o->messages; k++)
+		for (unsigned k = 0; k < r.slots && r.started < o->messages; k++)
 			if (!r.m[k].used) {
 				if ((rc = start(&r, k))) {
 					fprintf(stderr, "pp_simnet: start: %s\n", strerror(-rc));
@@ -491,10 +516,17 @@ static int lossy_run(struct opts *o)
 				}
 				act++;
 			}
-		/* A late receive is posted once its message has arrived. */
+		/* A late receive is posted once its message has arrived (and
+		 * --late-delay has passed). */
+		uint64_t next_post = UINT64_MAX;
 		for (unsigned k = 0; k < INFLIGHT; k++) {
 			struct msg *m = &r.m[k];
 			struct pp_proto_cpl pc;
+			if (m->used && !m->posted && m->post_at > r.now) {
+				if (m->post_at < next_post)
+					next_post = m->post_at;
+				continue;
+			}
 			if (!m->used || m->posted ||
 			    !pp_proto_probe(r.eng[m->dst], (int)m->src, (int)(m->id & 0x7fffffff),
 					    &pc))
@@ -511,6 +543,8 @@ static int lossy_run(struct opts *o)
 		if (act)
 			continue;
 		uint64_t t = pp_sim_link_next_event(r.link);
+		if (next_post < t)
+			t = next_post;
 		for (unsigned i = 0; i < o->ranks; i++) {
 			uint64_t x = pp_proto_expiry(r.eng[i]);
 			if (x < t)

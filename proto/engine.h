@@ -31,7 +31,10 @@
  * once; a frame past a gap is dropped and answered by one NACK per gap. A
  * NACK, or the retransmission timer (RTO, doubling up to rto_max) rolls the
  * sender back to the oldest unacked seq. After rto_tries expiries without
- * progress the peer is lost: its operations fail with -ECONNRESET.
+ * progress the peer is lost: its operations fail with -ECONNRESET. A
+ * receiver that must refuse the next frame (no receive record or pushed-
+ * buffer room) answers with an ACK at once; a standalone ACK clears the
+ * expiry count, so a live but slow receiver is not declared lost.
  *
  * Credits (5.5): each peer owns an equal share of the pushed buffer. The
  * receiver advertises, in every frame, the cumulative number of cells it has

@@ -240,6 +240,48 @@ static void test_backoff_and_loss(void)
 	net_fini(&net);
 }
 
+/* A receiver that refuses pushes for far longer than the retransmission
+ * budget (credits off, pushed buffer full, no receive posted) is alive, not
+ * lost: once receives are posted every message arrives. */
+static void test_slow_receiver_not_lost(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	conf.credits = 0;
+	conf.pushbuf_bytes = 4096;
+	conf.rto_tries = 4;
+	conf.rto_max_ns = 1000000;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	enum { N = 12, LEN = 1000 };
+	static uint8_t sb[N][LEN], rb[N][LEN];
+	for (uint32_t m = 0; m < N; m++) {
+		pat_fill(sb[m], LEN, m);
+		CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, (int)m, sb[m], LEN, m), 0);
+	}
+	net_run(&net, 100000000); /* 100 ms: many times the 4-try budget */
+	struct pp_stats sr;
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT(sr.drops[PP_DROP_NOBUF] > 4);
+	struct pp_proto_cpl c;
+	unsigned ok = 0;
+	while (pp_proto_poll(net.e[0], &c)) {
+		CU_ASSERT_EQUAL(c.error, 0); /* the sends that fit; none failed */
+		ok += c.error == 0;
+	}
+	CU_ASSERT(ok < N);
+	for (uint32_t m = 0; m < N; m++)
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+	net_run(&net, 1000000000);
+	while (pp_proto_poll(net.e[0], &c))
+		ok += c.error == 0;
+	while (pp_proto_poll(net.e[1], &c))
+		ok += c.error == 0 && pat_check(rb[c.cookie], LEN, (uint32_t)c.cookie);
+	CU_ASSERT_EQUAL(ok, 2 * N);
+	net_fini(&net);
+}
+
 /* Seeded random loss in both directions, random sizes, early and late. */
 static void soak(enum pp_proto_mode mode, double loss, uint64_t seed)
 {
@@ -327,6 +369,7 @@ static CU_TestInfo tests[] = {
     {"delayed, cumulative, every-N acks", test_acks},
     {"duplicate dropped and re-acked", test_duplicate},
     {"RTO back-off and peer loss", test_backoff_and_loss},
+    {"slow receiver is not lost", test_slow_receiver_not_lost},
     {"lossy soak, every mode, 0/1/30 %", test_soak},
     CU_TEST_INFO_NULL,
 };

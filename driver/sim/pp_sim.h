@@ -14,7 +14,8 @@
  * same run. Frames become receivable when the link's time reaches their
  * arrival (pp_sim_link_set_time); with delay 0 and no rate limit that is at
  * once. Every buffer comes from a pool allocated at create; nothing is
- * allocated per frame. One thread drives a link.
+ * allocated per frame. Calls on a link are serialised by one lock, so its
+ * ports may be driven from different threads.
  */
 #ifndef PP_SIM_H
 #define PP_SIM_H

@@ -50,6 +50,7 @@ struct pp_sim_link {
 	uint64_t now;		 /* virtual time */
 	uint64_t rng;		 /* generator state */
 	struct pp_sim_stats st;	 /* counters */
+	pthread_mutex_t lock;	 /* serialises the calls on the link */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -88,6 +89,7 @@ int pp_sim_link_create(struct pp_sim_link **lp, const char *name, unsigned nb_po
 	struct pp_sim_link *l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
+	pthread_mutex_init(&l->lock, NULL);
 	strcpy(l->name, name);
 	l->conf = *conf;
 	if (!l->conf.mtu)
@@ -161,6 +163,7 @@ void pp_sim_link_destroy(struct pp_sim_link *l)
 	free(l->mem);
 	free(l->free);
 	free(l->heap);
+	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
@@ -225,21 +228,38 @@ static void deliver_due(struct pp_sim_link *l)
 	}
 }
 
+static void lock(const struct pp_sim_link *l)
+{
+	pthread_mutex_lock((pthread_mutex_t *)&l->lock);
+}
+
+static void unlock(const struct pp_sim_link *l)
+{
+	pthread_mutex_unlock((pthread_mutex_t *)&l->lock);
+}
+
 void pp_sim_link_set_time(struct pp_sim_link *l, uint64_t now_ns)
 {
+	lock(l);
 	if (now_ns > l->now)
 		l->now = now_ns;
 	deliver_due(l);
+	unlock(l);
 }
 
 uint64_t pp_sim_link_next_event(const struct pp_sim_link *l)
 {
-	return l->nheap ? l->slots[l->heap[0]].arrive : UINT64_MAX;
+	lock(l);
+	uint64_t t = l->nheap ? l->slots[l->heap[0]].arrive : UINT64_MAX;
+	unlock(l);
+	return t;
 }
 
 void pp_sim_link_stats(const struct pp_sim_link *l, struct pp_sim_stats *st)
 {
+	lock(l);
 	*st = l->st;
+	unlock(l);
 }
 
 /* ---- sending: the fate of one copy of a frame ---- */
@@ -337,9 +357,11 @@ static void sim_close(struct pp_port *port)
 {
 	struct sim_port *p = (struct sim_port *)port;
 	pthread_mutex_lock(&reg_lock);
+	lock(p->link);
 	while (p->head != p->tail)
 		slot_free(p->link, p->ring[p->head++ & (SIM_RX_DEPTH - 1)]);
 	p->open = 0;
+	unlock(p->link);
 	pthread_mutex_unlock(&reg_lock);
 }
 
@@ -369,6 +391,7 @@ static unsigned sim_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n
 	struct sim_port *p = (struct sim_port *)port;
 	struct pp_sim_link *l = p->link;
 	unsigned i;
+	lock(l);
 	for (i = 0; i < n && l->nfree; i++) {
 		struct sim_slot *s = &l->slots[l->free[--l->nfree]];
 		s->b.len = 0;
@@ -377,6 +400,7 @@ static unsigned sim_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n
 	}
 	if (i < n)
 		p->st.alloc_failed++;
+	unlock(l);
 	return i;
 }
 
@@ -388,8 +412,10 @@ static uint32_t slot_of(const struct pp_sim_link *l, const struct pp_buf *b)
 static void sim_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 {
 	struct pp_sim_link *l = ((struct sim_port *)port)->link;
+	lock(l);
 	for (unsigned i = 0; i < n; i++)
 		slot_free(l, slot_of(l, bufs[i]));
+	unlock(l);
 }
 
 static unsigned sim_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
@@ -398,6 +424,7 @@ static unsigned sim_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 	struct pp_sim_link *l = p->link;
 	if (queue != 0)
 		return 0;
+	lock(l);
 	deliver_due(l);
 	unsigned i;
 	for (i = 0; i < n && p->head != p->tail; i++) {
@@ -407,6 +434,7 @@ static unsigned sim_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		p->st.rx_frames++;
 		p->st.rx_bytes += s->b.len;
 	}
+	unlock(l);
 	return i;
 }
 
@@ -416,6 +444,7 @@ static unsigned sim_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 	struct pp_sim_link *l = p->link;
 	if (queue != 0)
 		return 0;
+	lock(l);
 	for (unsigned i = 0; i < n; i++) {
 		struct pp_buf *b = bufs[i];
 		uint32_t s = slot_of(l, b);
@@ -451,6 +480,7 @@ static unsigned sim_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		}
 	}
 	deliver_due(l);
+	unlock(l);
 	return n;
 }
 
