@@ -205,7 +205,8 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, uint64_t len,
 		  uint64_t cookie)
 {
-	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || tag < 0 ||
+	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present ||
+	    tag == PP_PROTO_ANY ||
 	    (!buf && len))
 		return -EINVAL;
 	struct peer *p = &e->peers[dst];
@@ -252,7 +253,7 @@ void pp_proto_queue_pull(struct peer *p, struct rx *r)
 int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len, uint64_t cookie)
 {
 	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) ||
-	    tag < PP_PROTO_ANY || (!buf && len))
+	    (!buf && len))
 		return -EINVAL;
 	if (src >= 0 && e->peers[src].lost)
 		return -ECONNRESET;
@@ -260,8 +261,7 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 		return -ENOMEM;
 	for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
 		struct rx *r = container_of(l, struct rx, q);
-		if ((src != PP_PROTO_ANY && (uint32_t)src != r->peer) ||
-		    (tag != PP_PROTO_ANY && (uint32_t)tag != r->tag))
+		if (!pp_proto_match(src, tag, r->peer, r->tag))
 			continue;
 		/* Late receiver: copy the pushed bytes once, then pull the rest. */
 		struct peer *p = &e->peers[r->peer];
@@ -305,8 +305,7 @@ int pp_proto_probe(const struct pp_proto *e, int src, int tag, struct pp_proto_c
 {
 	for (const struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
 		const struct rx *r = container_of(l, struct rx, q);
-		if ((src != PP_PROTO_ANY && (uint32_t)src != r->peer) ||
-		    (tag != PP_PROTO_ANY && (uint32_t)tag != r->tag))
+		if (!pp_proto_match(src, tag, r->peer, r->tag))
 			continue;
 		memset(cpl, 0, sizeof(*cpl));
 		cpl->source = (int)r->peer;

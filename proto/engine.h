@@ -110,13 +110,16 @@ void pp_proto_destroy(struct pp_proto *eng);
 /* Make rank reachable at mac. Errors: -EINVAL (own rank, out of range). */
 int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6]);
 
-/* Start a send of len bytes to dst with tag (>= 0); buf is read until the
- * send completes. Errors: -EINVAL (bad rank or tag, NULL buf with len),
+/* Start a send of len bytes to dst with tag (any value but PP_PROTO_ANY;
+ * tags below zero are the library's own, see pp_proto_recv); buf is read
+ * until the send completes. Errors: -EINVAL (bad rank or tag, NULL buf with len),
  * -ENOMEM (max_msgs operations outstanding), -ECONNRESET (peer lost). */
 int pp_proto_send(struct pp_proto *eng, uint32_t dst, int tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
-/* Post a receive from src (or PP_PROTO_ANY) with tag (or PP_PROTO_ANY).
+/* Post a receive from src (or PP_PROTO_ANY) with tag (or PP_PROTO_ANY, which
+ * matches tags >= 0 only: the library's own tags, below zero, never match a
+ * wildcard).
  * Errors: -EINVAL, -ENOMEM (max_msgs receives outstanding), -ECONNRESET
  * (src is lost). */
 int pp_proto_recv(struct pp_proto *eng, int src, int tag, void *buf, uint64_t len, uint64_t cookie);

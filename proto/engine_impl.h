@@ -188,4 +188,13 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);
 /* Queue a PULL for r if its sender waits for one and bytes remain. */
 void pp_proto_queue_pull(struct peer *p, struct rx *r);
 
+/* MPI matching: want_src/want_tag may be PP_PROTO_ANY. Tags below zero are
+ * the library's own (the barrier's): only an exact tag matches them, never
+ * the wildcard. */
+static inline int pp_proto_match(int want_src, int want_tag, uint32_t src, uint32_t tag)
+{
+	return (want_src == PP_PROTO_ANY || (uint32_t)want_src == src) &&
+	       (want_tag == PP_PROTO_ANY ? (int32_t)tag >= 0 : (uint32_t)want_tag == tag);
+}
+
 #endif

@@ -10,8 +10,7 @@
 
 static int rx_matches(const struct rx *posted, uint32_t src, uint32_t tag)
 {
-	return (posted->want_src == PP_PROTO_ANY || posted->want_src == (int)src) &&
-	       (posted->want_tag == PP_PROTO_ANY || posted->want_tag == (int)tag);
+	return pp_proto_match(posted->want_src, posted->want_tag, src, tag);
 }
 
 static void owe_ack(struct pp_proto *e, struct peer *p, uint64_t now)
