@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * CRC32C (Castagnoli, reflected polynomial 0x82F63B78), as carried in every
+ * frame's crc32c field. The SSE4.2 crc32 instruction is used where the CPU
+ * has it (decided once, at the first call), a table otherwise. Both give the
+ * same value.
+ *
+ * The running value chains like zlib's crc32(): start with 0, and
+ * pp_crc32c(pp_crc32c(0, a, n), b, m) equals the CRC of a followed by b.
+ */
+#ifndef PP_CRC32C_H
+#define PP_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CRC32C of n bytes at p, continuing from crc (0 to start). */
+uint32_t pp_crc32c(uint32_t crc, const void *p, size_t n);
+
+/* The table version alone (tests compare it with the hardware one). */
+uint32_t pp_crc32c_sw(uint32_t crc, const void *p, size_t n);
+
+/* The SSE4.2 version alone; only call it when pp_crc32c_hw_available(). */
+uint32_t pp_crc32c_hw(uint32_t crc, const void *p, size_t n);
+
+/* 1 when this CPU has the SSE4.2 crc32 instruction, else 0. */
+int pp_crc32c_hw_available(void);
+
+#endif

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine's life cycle, user operations and completions; the rules are in
+ * engine.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+void pp_proto_conf_default(struct pp_proto_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->mode = PP_PROTO_PUSH_PULL;
+	c->btp1 = 80;
+	c->btp2 = 680;
+	c->window = 64;
+	c->rto_ns = 200000;
+	c->rto_max_ns = 50000000;
+	c->rto_tries = 12;
+	c->ack_delay_ns = 20000;
+	c->ack_every = 16;
+	c->pushbuf_bytes = 1u << 20;
+	c->credits = 1;
+	c->mtu = 1500;
+	c->max_msgs = 256;
+}
+
+int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
+{
+	if (!engp || !c || c->nranks == 0 || c->rank >= c->nranks || c->window == 0 ||
+	    (c->window & (c->window - 1)) || c->window > 32768 || c->mtu < PP_WIRE_HDR_LEN + 64 ||
+	    c->max_msgs == 0 || c->max_msgs > (1u << 24) || c->mode > PP_PROTO_PUSH_ZERO ||
+	    c->rto_ns == 0 || c->rto_tries == 0 || c->ack_every == 0)
+		return -EINVAL;
+	struct pp_proto *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->c = *c;
+	if (e->c.rto_max_ns < e->c.rto_ns)
+		e->c.rto_max_ns = e->c.rto_ns;
+	e->maxp = c->mtu - PP_WIRE_HDR_LEN;
+	e->wmask = c->window - 1;
+	uint32_t cpl_n = pow2_at_least(2 * c->max_msgs);
+	e->peers = calloc(c->nranks, sizeof(*e->peers));
+	e->sends = calloc(c->max_msgs, sizeof(*e->sends));
+	e->rxs = calloc(2 * (size_t)c->max_msgs, sizeof(*e->rxs));
+	e->cpl = calloc(cpl_n, sizeof(*e->cpl));
+	if (!e->peers || !e->sends || !e->rxs || !e->cpl ||
+	    pp_pushbuf_init(&e->pb, c->pushbuf_bytes)) {
+		pp_proto_destroy(e);
+		return -ENOMEM;
+	}
+	e->cpl_mask = cpl_n - 1;
+	uint32_t share = c->nranks > 1 ? e->pb.ncells / (c->nranks - 1) : 0;
+	e->credit_share = share > CREDIT_SHARE_MAX ? CREDIT_SHARE_MAX : share;
+	list_init(&e->send_free);
+	list_init(&e->pp_proto_rx_free);
+	list_init(&e->posted);
+	list_init(&e->unexpected);
+	for (uint32_t i = 0; i < c->max_msgs; i++)
+		list_add_tail(&e->send_free, &e->sends[i].q);
+	for (uint32_t i = 0; i < 2 * c->max_msgs; i++)
+		list_add_tail(&e->pp_proto_rx_free, &e->rxs[i].q);
+	for (uint32_t r = 0; r < c->nranks; r++) {
+		struct peer *p = &e->peers[r];
+		list_init(&p->sends);
+		list_init(&p->txq);
+		list_init(&p->pullq);
+		list_init(&p->arrived);
+	}
+	*engp = e;
+	return 0;
+}
+
+void pp_proto_destroy(struct pp_proto *e)
+{
+	if (!e)
+		return;
+	if (e->peers)
+		for (uint32_t r = 0; r < e->c.nranks; r++)
+			free(e->peers[r].ring);
+	free(e->peers);
+	free(e->sends);
+	free(e->rxs);
+	free(e->cpl);
+	pp_pushbuf_fini(&e->pb);
+	free(e);
+}
+
+int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6])
+{
+	if (!e || !mac || rank >= e->c.nranks || rank == e->c.rank)
+		return -EINVAL;
+	struct peer *p = &e->peers[rank];
+	if (!p->ring) {
+		/* Cold path: the window ring is the only per-peer allocation. */
+		p->ring = calloc(e->c.window, sizeof(*p->ring));
+		if (!p->ring)
+			return -ENOMEM;
+	}
+	memcpy(p->mac, mac, 6);
+	p->present = 1;
+	p->rto = e->c.rto_ns;
+	p->credit_limit = (uint16_t)e->credit_share;
+	p->credit_adv = (uint16_t)e->credit_share;
+	return 0;
+}
+
+/* ---- completions ---- */
+
+static void complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer, uint32_t tag,
+		     uint64_t len, int error)
+{
+	struct pp_proto_cpl *x = &e->cpl[e->cpl_tail++ & e->cpl_mask];
+	x->cookie = cookie;
+	x->is_send = is_send;
+	x->source = (int)peer;
+	x->tag = (int)tag;
+	x->len = len;
+	x->error = error;
+}
+
+int pp_proto_poll(struct pp_proto *e, struct pp_proto_cpl *cpl)
+{
+	if (e->cpl_head == e->cpl_tail)
+		return 0;
+	*cpl = e->cpl[e->cpl_head++ & e->cpl_mask];
+	e->user_ops--;
+	return 1;
+}
+
+void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
+{
+	complete(e, s->cookie, 1, s->peer, s->tag, s->len, error);
+	if (!error)
+		e->st.msgs_tx++;
+	list_del(&s->all);
+	if (s->queued)
+		list_del(&s->q);
+	s->state = SEND_FREE;
+	list_add_tail(&e->send_free, &s->q);
+}
+
+void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
+{
+	if (r->state == RX_UNEXPECTED || r->state == RX_POSTED)
+		list_del(&r->q);
+	if (r->state == RX_UNEXPECTED || r->state == RX_ACTIVE)
+		list_del(&r->by_peer);
+	if (r->pull_queued) {
+		list_del(&r->pq);
+		r->pull_queued = 0;
+	}
+	r->state = RX_FREE;
+	list_add_tail(&e->pp_proto_rx_free, &r->q);
+}
+
+void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error)
+{
+	if (!error && r->msg_len > r->cap)
+		error = -EMSGSIZE;
+	complete(e, r->cookie, 0, r->peer, r->tag, r->msg_len, error);
+	if (!error || error == -EMSGSIZE)
+		e->st.msgs_rx++;
+	pp_proto_rx_free(e, r);
+}
+
+/* ---- peer loss ---- */
+
+void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
+{
+	struct peer *p = &e->peers[rank];
+	p->lost = 1;
+	while (!list_empty(&p->sends))
+		pp_proto_send_finish(e, container_of(p->sends.next, struct send, all), -ECONNRESET);
+	while (!list_empty(&p->arrived)) {
+		struct rx *r = container_of(p->arrived.next, struct rx, by_peer);
+		if (r->state == RX_UNEXPECTED) {
+			pp_pushbuf_drain(&e->pb, &r->cells, NULL, 0);
+			pp_proto_rx_free(e, r);
+		} else {
+			pp_proto_rx_finish(e, r, -ECONNRESET);
+		}
+	}
+	for (struct link *l = e->posted.next; l != &e->posted;) {
+		struct rx *r = container_of(l, struct rx, q);
+		l = l->next;
+		if (r->want_src == (int)rank)
+			pp_proto_rx_finish(e, r, -ECONNRESET);
+	}
+	p->snd_una = p->rtx_nxt = p->snd_nxt;
+	p->owe = 0;
+}
+
+/* ---- user operations ---- */
+
+int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, uint64_t len,
+		  uint64_t cookie)
+{
+	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || tag < 0 ||
+	    (!buf && len))
+		return -EINVAL;
+	struct peer *p = &e->peers[dst];
+	if (p->lost)
+		return -ECONNRESET;
+	if (e->user_ops >= 2 * e->c.max_msgs || list_empty(&e->send_free))
+		return -ENOMEM;
+	struct send *s = container_of(e->send_free.next, struct send, q);
+	list_del(&s->q);
+	uint64_t push = len;
+	if (e->c.mode == PP_PROTO_PUSH_PULL && len > (uint64_t)e->c.btp1 + e->c.btp2)
+		push = (uint64_t)e->c.btp1 + e->c.btp2;
+	else if (e->c.mode == PP_PROTO_PUSH_ZERO)
+		push = 0;
+	s->state = SEND_ACTIVE;
+	s->buf = buf;
+	s->len = len;
+	s->push_end = push;
+	s->next_off = 0;
+	s->end_off = push;
+	s->cookie = cookie;
+	s->peer = dst;
+	s->tag = (uint32_t)tag;
+	s->msg_id = p->next_msg_id++;
+	s->unacked = 0;
+	s->first_sent = 0;
+	s->gen_done = 0;
+	s->queued = 1;
+	list_add_tail(&p->sends, &s->all);
+	list_add_tail(&p->txq, &s->q);
+	e->user_ops++;
+	return 0;
+}
+
+void pp_proto_queue_pull(struct peer *p, struct rx *r)
+{
+	if (r->wants_pull && !r->pull_queued && r->got < r->msg_len) {
+		r->pull_queued = 1;
+		r->wants_pull = 0;
+		list_add_tail(&p->pullq, &r->pq);
+	}
+}
+
+int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len, uint64_t cookie)
+{
+	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) ||
+	    tag < PP_PROTO_ANY || (!buf && len))
+		return -EINVAL;
+	if (src >= 0 && e->peers[src].lost)
+		return -ECONNRESET;
+	if (e->user_ops >= 2 * e->c.max_msgs)
+		return -ENOMEM;
+	for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
+		struct rx *r = container_of(l, struct rx, q);
+		if ((src != PP_PROTO_ANY && (uint32_t)src != r->peer) ||
+		    (tag != PP_PROTO_ANY && (uint32_t)tag != r->tag))
+			continue;
+		/* Late receiver: copy the pushed bytes once, then pull the rest. */
+		struct peer *p = &e->peers[r->peer];
+		list_del(&r->q);
+		r->state = RX_ACTIVE;
+		r->buf = buf;
+		r->cap = len;
+		r->cookie = cookie;
+		uint32_t cells = pp_pushbuf_drain(&e->pb, &r->cells, buf, len);
+		p->credit_adv = (uint16_t)(p->credit_adv + cells);
+		if (cells && !(p->owe & OWE_ACK)) {
+			p->owe |= OWE_ACK; /* the credit update goes out soon */
+			p->ack_deadline = 0;
+		}
+		e->st.late_matches++;
+		e->user_ops++;
+		if (r->got == r->msg_len && !r->wants_pull)
+			pp_proto_rx_finish(e, r, 0);
+		else
+			pp_proto_queue_pull(p, r);
+		return 0;
+	}
+	if (list_empty(&e->pp_proto_rx_free))
+		return -ENOMEM;
+	struct rx *r = container_of(e->pp_proto_rx_free.next, struct rx, q);
+	list_del(&r->q);
+	memset(r, 0, sizeof(*r));
+	r->state = RX_POSTED;
+	r->want_src = src;
+	r->want_tag = tag;
+	r->buf = buf;
+	r->cap = len;
+	r->cookie = cookie;
+	pp_pushbuf_chain_init(&r->cells);
+	list_add_tail(&e->posted, &r->q);
+	e->user_ops++;
+	return 0;
+}
+
+int pp_proto_probe(const struct pp_proto *e, int src, int tag, struct pp_proto_cpl *cpl)
+{
+	for (const struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
+		const struct rx *r = container_of(l, struct rx, q);
+		if ((src != PP_PROTO_ANY && (uint32_t)src != r->peer) ||
+		    (tag != PP_PROTO_ANY && (uint32_t)tag != r->tag))
+			continue;
+		memset(cpl, 0, sizeof(*cpl));
+		cpl->source = (int)r->peer;
+		cpl->tag = (int)r->tag;
+		cpl->len = r->msg_len;
+		return 1;
+	}
+	return 0;
+}
+
+void pp_proto_stats(const struct pp_proto *e, struct pp_stats *st)
+{
+	*st = e->st;
+	st->pushed_buf_bytes = e->pb.bytes;
+	st->pushed_buf_peak = e->pb.peak;
+}
+
+int pp_proto_idle(const struct pp_proto *e)
+{
+	if (e->user_ops)
+		return 0;
+	for (uint32_t r = 0; r < e->c.nranks; r++) {
+		const struct peer *p = &e->peers[r];
+		if (p->present && !p->lost && (p->snd_una != p->snd_nxt || (p->owe & OWE_ACK)))
+			return 0;
+	}
+	return 1;
+}

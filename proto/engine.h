@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The Push-Pull protocol engine, sans I/O: one per rank. The caller passes in
+ * received frames, sends and receives to post, the current time and frame
+ * buffers; the engine writes frames to transmit, places bytes straight into
+ * receive buffers and reports completions. It never reads a clock, blocks or
+ * allocates after pp_proto_create.
+ *
+ * Sending (DESIGN.md 5.1): a send of L bytes pushes P bytes at once, the
+ * first frame carrying min(BTP1, P) bytes and FIRST, the next frames the rest
+ * of P (BTP2 overlapping the receiver's PULL); P = min(L, BTP1+BTP2) in
+ * Push-Pull, L in Push-All, 0 in Push-Zero. When P < L the FIRST frame has
+ * the PULL flag and the rest, [P, L), is sent as DATA once a PULL for the
+ * message arrives, produced lazily from the user's buffer as the window
+ * opens. A send completes when every frame it produced is acknowledged.
+ *
+ * Receiving (5.2, 5.3): a FIRST frame is matched against posted receives in
+ * posting order (source and tag, with wildcards). Matched (early receiver):
+ * bytes go straight to the user buffer and a PULL goes out at once if the
+ * sender waits for one. Unmatched (late): the pushed bytes wait in the pushed
+ * buffer until a receive matches them in arrival order; they are copied once
+ * into the user buffer and the PULL then goes out. A receive shorter than the
+ * message takes what fits and completes with -EMSGSIZE and the full length.
+ *
+ * Reliability (5.4): PUSH, PULL and DATA are sequenced per peer on the
+ * engine's stream. The sender keeps a ring of W descriptors (seq -> message,
+ * offset, length), never copies of frames; retransmission regenerates frames
+ * from the user buffer. The receiver accepts only the next expected seq, acks
+ * cumulatively in every frame it sends to the peer, or in a standalone ACK
+ * after ack_delay or ack_every frames; a duplicate is dropped and acked at
+ * once; a frame past a gap is dropped and answered by one NACK per gap. A
+ * NACK, or the retransmission timer (RTO, doubling up to rto_max) rolls the
+ * sender back to the oldest unacked seq. After rto_tries expiries without
+ * progress the peer is lost: its operations fail with -ECONNRESET. A
+ * receiver that must refuse the next frame (no receive record or pushed-
+ * buffer room) answers with an ACK at once; a standalone ACK clears the
+ * expiry count, so a live but slow receiver is not declared lost.
+ *
+ * Credits (5.5): each peer owns an equal share of the pushed buffer. The
+ * receiver advertises, in every frame, the cumulative number of cells it has
+ * ever allowed that peer (a 16-bit counter: share + cells given back); the
+ * sender counts cells it pushed and pushes a message only if its cells fit,
+ * otherwise it degrades the push to Push-Zero. With credits off the sender
+ * pushes regardless; a push finding no cell is dropped (counted NOBUF) and
+ * recovered by go-back-N.
+ *
+ * Limits: each peer engine uses one TX stream; the ack_stream of frames we
+ * send is the stream of the peer's last sequenced frame.
+ */
+#ifndef PP_PROTO_ENGINE_H
+#define PP_PROTO_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp.h"
+
+#define PP_PROTO_ANY (-1) /* wildcard source or tag of pp_proto_recv */
+
+enum pp_proto_mode {
+	PP_PROTO_PUSH_PULL = 0, /* BTP1 + BTP2 pushed, the rest pulled */
+	PP_PROTO_PUSH_ALL,	/* everything pushed */
+	PP_PROTO_PUSH_ZERO,	/* header pushed, everything pulled */
+};
+
+struct pp_proto_conf {
+	uint32_t rank;		 /* own rank */
+	uint32_t nranks;	 /* ranks in the job */
+	uint32_t job;		 /* job key carried by every frame */
+	uint8_t mac[6];		 /* own MAC, source of every frame */
+	uint16_t stream;	 /* own TX stream id */
+	enum pp_proto_mode mode; /* how much of a message is pushed */
+	uint32_t btp1;		 /* bytes of the first push */
+	uint32_t btp2;		 /* bytes of the second push */
+	uint32_t window;	 /* go-back-N window, frames, power of two */
+	uint64_t rto_ns;	 /* initial retransmission timeout */
+	uint64_t rto_max_ns;	 /* largest timeout after back-off */
+	uint32_t rto_tries;	 /* expiries without progress before the peer is lost */
+	uint64_t ack_delay_ns;	 /* longest a cumulative ack waits for a ride */
+	uint32_t ack_every;	 /* frames after which an ack is sent at once */
+	uint32_t pushbuf_bytes;	 /* pushed-buffer size */
+	int credits;		 /* 1: credits on; 0: off (Push-All overflow) */
+	uint16_t mtu;		 /* largest frame after the Ethernet header */
+	uint32_t max_msgs;	 /* sends, and receives, outstanding at most */
+};
+
+/* One finished operation. */
+struct pp_proto_cpl {
+	uint64_t cookie; /* the caller's value given with the operation */
+	int is_send;	 /* 1 for a send, 0 for a receive */
+	int source;	 /* sending rank (receives), destination (sends) */
+	int tag;	 /* message tag */
+	uint64_t len;	 /* full message length */
+	int error;	 /* 0, -EMSGSIZE (truncated), -ECONNRESET (peer lost) */
+};
+
+struct pp_proto;
+
+/* Defaults: Push-Pull, BTP 80/680, W 64, RTO 200 us..50 ms x 12, ack delay
+ * 20 us or every 16 frames, 1 MiB pushed buffer, credits on, MTU 1500,
+ * 256 messages. rank, nranks, job and mac are left zero. */
+void pp_proto_conf_default(struct pp_proto_conf *c);
+
+/* Create an engine; every pool is allocated here.
+ * Errors: -EINVAL (bad conf: rank >= nranks, window not a power of two or
+ * above 32768, mtu too small, zero max_msgs), -ENOMEM. */
+int pp_proto_create(struct pp_proto **eng, const struct pp_proto_conf *c);
+void pp_proto_destroy(struct pp_proto *eng);
+
+/* Make rank reachable at mac. Errors: -EINVAL (own rank, out of range). */
+int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6]);
+
+/* Start a send of len bytes to dst with tag (>= 0); buf is read until the
+ * send completes. Errors: -EINVAL (bad rank or tag, NULL buf with len),
+ * -ENOMEM (max_msgs operations outstanding), -ECONNRESET (peer lost). */
+int pp_proto_send(struct pp_proto *eng, uint32_t dst, int tag, const void *buf, uint64_t len,
+		  uint64_t cookie);
+
+/* Post a receive from src (or PP_PROTO_ANY) with tag (or PP_PROTO_ANY).
+ * Errors: -EINVAL, -ENOMEM (max_msgs receives outstanding), -ECONNRESET
+ * (src is lost). */
+int pp_proto_recv(struct pp_proto *eng, int src, int tag, void *buf, uint64_t len, uint64_t cookie);
+
+/* Look for an arrived, unmatched message from src (or PP_PROTO_ANY) with tag
+ * (or PP_PROTO_ANY), the first in matching order. Returns 1 and fills
+ * cpl->source, tag and len (cookie 0, error 0) when there is one, else 0. */
+int pp_proto_probe(const struct pp_proto *eng, int src, int tag, struct pp_proto_cpl *cpl);
+
+/* Hand in one received Ethernet frame. Returns 0 when accepted, -EPROTO when
+ * dropped (counted in stats.drops by reason). */
+int pp_proto_input(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
+
+/* Write the next frame to transmit into buf. Returns its length, 0 when there
+ * is nothing to send now, -ENOSPC when cap < mtu + 14. */
+int pp_proto_output(struct pp_proto *eng, uint8_t *buf, size_t cap, uint64_t now);
+
+/* Earliest time pp_proto_handle_expiry has work, UINT64_MAX if none. */
+uint64_t pp_proto_expiry(const struct pp_proto *eng);
+
+/* Run the timers due at now (retransmission, delayed acks, peer loss). */
+void pp_proto_handle_expiry(struct pp_proto *eng, uint64_t now);
+
+/* Take one completion. Returns 1 and fills *cpl, or 0 when none. */
+int pp_proto_poll(struct pp_proto *eng, struct pp_proto_cpl *cpl);
+
+/* Copy the counters (the pp_stats fields the engine knows). */
+void pp_proto_stats(const struct pp_proto *eng, struct pp_stats *st);
+
+/* 1 when no operation, unacked frame or owed frame remains. */
+int pp_proto_idle(const struct pp_proto *eng);
+
+#endif

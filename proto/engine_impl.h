@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Inside the engine: the state shared by engine.c (life cycle, user
+ * operations, completions), engine_rx.c (pp_proto_input: acks, sequence
+ * check, matching, placement, pulls) and engine_tx.c (pp_proto_output: frame
+ * production, retransmission, acks and NACKs, timers). Not for other layers.
+ */
+#ifndef PP_PROTO_ENGINE_IMPL_H
+#define PP_PROTO_ENGINE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "pushbuf.h"
+#include "wire.h"
+
+#define CREDIT_SHARE_MAX 32767u /* cells; keeps 16-bit credit arithmetic sound */
+
+/* An intrusive doubly linked list. */
+struct link {
+	struct link *next; /* following element, or the head */
+	struct link *prev; /* preceding element, or the head */
+};
+
+#define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
+
+static inline void list_init(struct link *h)
+{
+	h->next = h->prev = h;
+}
+
+static inline int list_empty(const struct link *h)
+{
+	return h->next == h;
+}
+
+static inline void list_add_tail(struct link *h, struct link *n)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+
+static inline void list_del(struct link *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+
+/* Work a peer owes (bit flags). */
+enum owe {
+	OWE_ACK = 0x01,	    /* a cumulative ack is owed, by ack_deadline */
+	OWE_ACK_NOW = 0x02, /* ... and it is due now */
+	OWE_NACK = 0x04,    /* a NACK for rcv_nxt is owed */
+};
+
+enum send_state {
+	SEND_FREE = 0, /* in the free pool */
+	SEND_ACTIVE,   /* frames being produced or acknowledged */
+};
+
+enum rx_state {
+	RX_FREE = 0,   /* in the free pool */
+	RX_POSTED,     /* receive posted, no message yet */
+	RX_UNEXPECTED, /* message arrived, no receive yet: bytes in the pushed buffer */
+	RX_ACTIVE,     /* matched: bytes go to the user buffer */
+};
+
+struct send {
+	enum send_state state; /* where it is in its life */
+	const uint8_t *buf;    /* the user's bytes */
+	uint64_t len;	       /* message length */
+	uint64_t push_end;     /* bytes pushed unasked (P) */
+	uint64_t next_off;     /* next byte to put in a frame */
+	uint64_t end_off;      /* bytes that may be framed now */
+	uint64_t cookie;       /* caller's value */
+	uint32_t peer;	       /* destination rank */
+	uint32_t tag;	       /* message tag */
+	uint32_t msg_id;       /* per-pair message number */
+	uint32_t unacked;      /* frames sent and not acknowledged */
+	uint8_t first_sent;    /* the FIRST frame is produced */
+	uint8_t gen_done;      /* every frame is produced */
+	uint8_t queued;	       /* on the peer's txq */
+	struct link all;       /* peer's list of active sends */
+	struct link q;	       /* peer's txq, or the free pool */
+};
+
+struct rx {
+	enum rx_state state;	       /* where it is in its life */
+	int want_src;		       /* posted: source or PP_PROTO_ANY */
+	int want_tag;		       /* posted: tag or PP_PROTO_ANY */
+	uint8_t *buf;		       /* user buffer (posted, active) */
+	uint64_t cap;		       /* its length */
+	uint64_t cookie;	       /* caller's value */
+	uint32_t peer;		       /* source rank of the message */
+	uint32_t tag;		       /* tag of the message */
+	uint32_t msg_id;	       /* message number */
+	uint64_t msg_len;	       /* message length */
+	uint64_t got;		       /* bytes received so far */
+	uint8_t wants_pull;	       /* sender waits for a PULL */
+	uint8_t pull_queued;	       /* on the peer's pullq */
+	struct pp_pushbuf_chain cells; /* pushed bytes (unexpected) */
+	struct link q;		       /* posted or unexpected queue, or free pool */
+	struct link by_peer;	       /* peer's list of arrived messages */
+	struct link pq;		       /* peer's pullq */
+};
+
+/* One sequenced frame in the window, enough to regenerate it. */
+struct desc {
+	uint8_t type;	 /* PUSH, DATA or PULL */
+	uint8_t flags;	 /* wire flags as first sent */
+	uint16_t len;	 /* payload bytes */
+	void *obj;	 /* struct send (PUSH, DATA) or struct rx (PULL) */
+	uint64_t offset; /* payload position, or PULL offset */
+};
+
+struct peer {
+	uint8_t mac[6];	 /* where frames to it go */
+	uint8_t present; /* added with pp_proto_peer_add */
+	uint8_t lost;	 /* declared lost: operations fail */
+	/* TX channel (our stream to this peer). */
+	uint32_t snd_una;      /* oldest unacked seq */
+	uint32_t snd_nxt;      /* next new seq */
+	uint32_t rtx_nxt;      /* next seq to send again when < snd_nxt */
+	struct desc *ring;     /* window descriptors, indexed seq & mask */
+	uint64_t rto;	       /* current timeout */
+	uint64_t rto_deadline; /* when the timer fires (if frames unacked) */
+	uint32_t tries;	       /* expiries without progress */
+	uint32_t next_msg_id;  /* next message number to this peer */
+	uint16_t credit_limit; /* cells the peer has allowed us, cumulative */
+	uint16_t credit_used;  /* cells we pushed, cumulative */
+	struct link sends;     /* active sends to it */
+	struct link txq;       /* sends with frames to produce */
+	struct link pullq;     /* receives owing it a PULL */
+	/* RX channel (its stream to us). */
+	uint16_t rx_stream;    /* its stream, from its last sequenced frame */
+	uint32_t rcv_nxt;      /* next seq expected */
+	uint32_t unacked_rx;   /* frames accepted since our last ack */
+	uint32_t nacked;       /* rcv_nxt a NACK was last sent for, + 1 (0: none) */
+	uint64_t ack_deadline; /* when an owed ack must go */
+	uint8_t owe;	       /* enum owe bits */
+	uint16_t credit_adv;   /* cells allowed to it, cumulative (advertised) */
+	struct link arrived;   /* unexpected and active receives from it */
+};
+
+struct pp_proto {
+	struct pp_proto_conf c;	      /* configuration */
+	uint32_t maxp;		      /* payload bytes per frame */
+	uint32_t wmask;		      /* window - 1 */
+	uint32_t credit_share;	      /* cells each peer may hold */
+	struct peer *peers;	      /* indexed by rank */
+	uint32_t rr;		      /* next peer output looks at */
+	struct send *sends;	      /* send pool */
+	struct rx *rxs;		      /* receive pool (posted + unexpected) */
+	struct link send_free;	      /* free sends */
+	struct link pp_proto_rx_free; /* free receives */
+	struct link posted;	      /* posted receives, in order */
+	struct link unexpected;	      /* unexpected messages, in arrival order */
+	uint32_t user_ops;	      /* sends + receives outstanding or unpolled */
+	struct pp_proto_cpl *cpl;     /* completion ring */
+	uint32_t cpl_mask;	      /* ring size - 1 */
+	uint32_t cpl_head;	      /* next to poll */
+	uint32_t cpl_tail;	      /* next to fill */
+	struct pp_pushbuf pb;	      /* the pushed buffer */
+	struct pp_stats st;	      /* counters */
+};
+
+static inline int seq_lt(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+/* Finish a send (error 0, or -ECONNRESET) and return it to the pool. */
+void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error);
+
+/* Return a receive record to the pool, unlinking it from every list. */
+void pp_proto_rx_free(struct pp_proto *e, struct rx *r);
+
+/* Complete a receive (-EMSGSIZE when truncated) and free its record. */
+void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error);
+
+/* Declare a peer lost: its operations fail with -ECONNRESET. */
+void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);
+
+/* Queue a PULL for r if its sender waits for one and bytes remain. */
+void pp_proto_queue_pull(struct peer *p, struct rx *r);
+
+#endif

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine's receive path: pp_proto_input and what a frame does. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+/* ---- receive path ---- */
+
+static int rx_matches(const struct rx *posted, uint32_t src, uint32_t tag)
+{
+	return (posted->want_src == PP_PROTO_ANY || posted->want_src == (int)src) &&
+	       (posted->want_tag == PP_PROTO_ANY || posted->want_tag == (int)tag);
+}
+
+static void owe_ack(struct pp_proto *e, struct peer *p, uint64_t now)
+{
+	if (!(p->owe & OWE_ACK)) {
+		p->owe |= OWE_ACK;
+		p->ack_deadline = now + e->c.ack_delay_ns;
+	}
+}
+
+static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64_t now)
+{
+	if (!seq_lt(p->snd_una, ack) || seq_lt(p->snd_nxt, ack))
+		return;
+	while (p->snd_una != ack) {
+		struct desc *d = &p->ring[p->snd_una & e->wmask];
+		p->snd_una++;
+		if (d->type == PP_WIRE_PULL)
+			continue;
+		struct send *s = d->obj;
+		if (--s->unacked == 0 && s->gen_done)
+			pp_proto_send_finish(e, s, 0);
+	}
+	if (seq_lt(p->rtx_nxt, p->snd_una))
+		p->rtx_nxt = p->snd_una;
+	p->rto = e->c.rto_ns;
+	p->tries = 0;
+	p->rto_deadline = now + p->rto;
+}
+
+static struct rx *find_arrived(struct peer *p, uint32_t msg_id)
+{
+	for (struct link *l = p->arrived.next; l != &p->arrived; l = l->next) {
+		struct rx *r = container_of(l, struct rx, by_peer);
+		if (r->msg_id == msg_id)
+			return r;
+	}
+	return NULL;
+}
+
+static void place(struct pp_proto *e, struct rx *r, uint64_t off, const uint8_t *pl, uint32_t n)
+{
+	if (off < r->cap) {
+		uint64_t k = r->cap - off < n ? r->cap - off : n;
+		memcpy(r->buf + off, pl, (size_t)k);
+		e->st.copies_avoided += k;
+	}
+	r->got += n;
+}
+
+/* A sequenced frame at rcv_nxt. Returns 0 when accepted, or the drop reason
+ * + 1 when it must not be (it will be sent again). */
+static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struct pp_wire_hdr *h,
+		   const uint8_t *pl)
+{
+	struct rx *r;
+	if (h->flags & PP_WIRE_F_FIRST) {
+		r = NULL;
+		for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
+			struct rx *x = container_of(l, struct rx, q);
+			if (rx_matches(x, src, h->tag)) {
+				r = x;
+				break;
+			}
+		}
+		if (r) {
+			list_del(&r->q);
+			r->state = RX_ACTIVE;
+			e->st.early_matches++;
+		} else {
+			if (list_empty(&e->pp_proto_rx_free))
+				return PP_DROP_STATE + 1;
+			if (h->payload_len && e->pb.nfree < pp_pushbuf_cells(h->payload_len))
+				return PP_DROP_NOBUF + 1;
+			r = container_of(e->pp_proto_rx_free.next, struct rx, q);
+			list_del(&r->q);
+			memset(r, 0, sizeof(*r));
+			pp_pushbuf_chain_init(&r->cells);
+			r->state = RX_UNEXPECTED;
+			list_add_tail(&e->unexpected, &r->q);
+		}
+		r->peer = src;
+		r->tag = h->tag;
+		r->msg_id = h->msg_id;
+		r->msg_len = h->msg_len;
+		r->got = 0;
+		r->wants_pull = (h->flags & PP_WIRE_F_PULL) != 0;
+		list_add_tail(&p->arrived, &r->by_peer);
+	} else {
+		r = find_arrived(p, h->msg_id);
+		if (!r || r->msg_len != h->msg_len || h->offset != r->got ||
+		    (h->type == PP_WIRE_DATA && r->state != RX_ACTIVE)) {
+			if (h->type == PP_WIRE_PUSH) /* the sender counted its cells */
+				p->credit_adv =
+				    (uint16_t)(p->credit_adv + pp_pushbuf_cells(h->payload_len));
+			e->st.drops[PP_DROP_STATE]++;
+			return 0; /* accepted in sequence, fits nothing */
+		}
+	}
+	uint32_t cells = pp_pushbuf_cells(h->payload_len);
+	if (r->state == RX_UNEXPECTED) {
+		if (pp_pushbuf_append(&e->pb, &r->cells, pl, h->payload_len)) {
+			if (h->flags & PP_WIRE_F_FIRST)
+				pp_proto_rx_free(e, r);
+			return PP_DROP_NOBUF + 1;
+		}
+		r->got += h->payload_len;
+	} else {
+		place(e, r, h->offset, pl, h->payload_len);
+		if (h->type == PP_WIRE_PUSH)
+			p->credit_adv = (uint16_t)(p->credit_adv + cells);
+	}
+	e->st.bytes_rx += h->payload_len;
+	if (r->state == RX_ACTIVE) {
+		if (r->got == r->msg_len)
+			pp_proto_rx_finish(e, r, 0);
+		else
+			pp_proto_queue_pull(p, r);
+	}
+	return 0;
+}
+
+static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h)
+{
+	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
+		struct send *s = container_of(l, struct send, all);
+		if (s->msg_id != h->msg_id)
+			continue;
+		if (s->len != h->msg_len || s->end_off == s->len) {
+			e->st.drops[PP_DROP_STATE]++;
+			return;
+		}
+		s->end_off = s->len;
+		e->st.pulls_served++;
+		if (!s->queued) {
+			s->queued = 1;
+			list_add_tail(&p->txq, &s->q);
+		}
+		return;
+	}
+	e->st.drops[PP_DROP_STATE]++;
+}
+
+int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
+{
+	struct pp_wire_hdr h;
+	const uint8_t *pl;
+	enum pp_drop_reason why;
+	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu};
+	e->st.frames_rx++;
+	if (pp_wire_decode(frame, len, &chk, &h, &pl, &why)) {
+		e->st.drops[why]++;
+		return -EPROTO;
+	}
+	if (h.type == PP_WIRE_HELLO || h.type == PP_WIRE_BYE)
+		return 0; /* discovery and goodbye belong to the runtime */
+	struct peer *p = &e->peers[h.src_rank];
+	if (!p->present || p->lost) {
+		e->st.drops[PP_DROP_STATE]++;
+		return -EPROTO;
+	}
+	/* Every authentic frame carries the peer's ack and credit. */
+	if ((int16_t)(h.credit - p->credit_limit) > 0)
+		p->credit_limit = h.credit;
+	if (h.ack_stream == e->c.stream)
+		ack_release(e, p, h.ack, now);
+	switch (h.type) {
+	case PP_WIRE_ACK:
+		/* A standalone ack shows the peer alive even without progress
+		 * (it refused a frame for lack of room): it is not lost. */
+		if (h.ack_stream == e->c.stream)
+			p->tries = 0;
+		return 0;
+	case PP_WIRE_NACK:
+		if (h.ack_stream == e->c.stream && !seq_lt(h.seq, p->snd_una) &&
+		    seq_lt(h.seq, p->rtx_nxt))
+			p->rtx_nxt = h.seq; /* go back */
+		return 0;
+	default:
+		break;
+	}
+	/* Sequenced: PUSH, PULL, DATA. */
+	if (h.seq != p->rcv_nxt) {
+		e->st.drops[PP_DROP_DUP]++;
+		if (seq_lt(h.seq, p->rcv_nxt)) {
+			p->owe |= OWE_ACK | OWE_ACK_NOW; /* re-ack a duplicate */
+		} else if (p->nacked != p->rcv_nxt + 1) {
+			p->owe |= OWE_NACK;
+			p->nacked = p->rcv_nxt + 1;
+		}
+		return -EPROTO;
+	}
+	int rc = 0;
+	if (h.type == PP_WIRE_PULL)
+		rx_pull(e, p, &h);
+	else
+		rc = rx_push(e, p, h.src_rank, &h, pl);
+	if (rc) {
+		/* No room now: the frame comes again; say we are alive. */
+		e->st.drops[rc - 1]++;
+		p->rx_stream = h.stream;
+		p->owe |= OWE_ACK | OWE_ACK_NOW;
+		return -EPROTO;
+	}
+	p->rx_stream = h.stream;
+	p->rcv_nxt++;
+	p->nacked = 0;
+	owe_ack(e, p, now);
+	if (++p->unacked_rx >= e->c.ack_every)
+		p->owe |= OWE_ACK_NOW;
+	return 0;
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine's transmit path and timers: pp_proto_output, expiry. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+/* ---- transmit path ---- */
+
+static uint32_t push_cells(const struct pp_proto *e, uint64_t push)
+{
+	uint64_t first = push;
+	if (e->c.mode == PP_PROTO_PUSH_PULL && first > e->c.btp1)
+		first = e->c.btp1;
+	if (first > e->maxp)
+		first = e->maxp;
+	uint64_t rest = push - first;
+	uint64_t cells = pp_pushbuf_cells(first) + (rest / e->maxp) * pp_pushbuf_cells(e->maxp) +
+			 pp_pushbuf_cells(rest % e->maxp);
+	return cells > UINT16_MAX ? UINT16_MAX : (uint32_t)cells;
+}
+
+static void hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t rank,
+		       struct pp_wire_hdr *h)
+{
+	h->job = e->c.job;
+	h->stream = e->c.stream;
+	h->ack_stream = p->rx_stream;
+	h->ack = p->rcv_nxt;
+	h->credit = p->credit_adv;
+	h->src_rank = e->c.rank;
+	h->dst_rank = rank;
+}
+
+/* Encode the frame of descriptor d with sequence seq. */
+static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const struct desc *d,
+		     uint32_t seq, uint8_t extra, uint8_t *buf, size_t cap)
+{
+	struct pp_wire_hdr h;
+	const void *pl = NULL;
+	memset(&h, 0, sizeof(h));
+	hdr_common(e, p, rank, &h);
+	h.type = d->type;
+	h.flags = d->flags | extra;
+	h.seq = seq;
+	h.offset = d->offset;
+	if (d->type == PP_WIRE_PULL) {
+		const struct rx *r = d->obj;
+		h.msg_id = r->msg_id;
+		h.tag = r->tag;
+		h.msg_len = r->msg_len;
+	} else {
+		const struct send *s = d->obj;
+		h.msg_id = s->msg_id;
+		h.tag = s->tag;
+		h.msg_len = s->len;
+		h.payload_len = d->len;
+		pl = s->buf + d->offset;
+		e->st.bytes_tx += d->len;
+	}
+	p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
+	p->unacked_rx = 0;
+	return pp_wire_encode(buf, cap, p->mac, e->c.mac, &h, pl);
+}
+
+static int emit_ctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t type, uint8_t *buf,
+		    size_t cap)
+{
+	struct pp_wire_hdr h;
+	memset(&h, 0, sizeof(h));
+	hdr_common(e, p, rank, &h);
+	h.type = type;
+	h.seq = p->rcv_nxt;
+	p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
+	p->unacked_rx = 0;
+	return pp_wire_encode(buf, cap, p->mac, e->c.mac, &h, NULL);
+}
+
+/* Take the next frame of the send at the head of txq into d. */
+static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d)
+{
+	uint64_t off = s->next_off, n;
+	uint8_t flags = 0;
+	if (!s->first_sent) {
+		if (e->c.credits && s->push_end) {
+			uint32_t need = push_cells(e, s->push_end);
+			uint16_t avail = (uint16_t)(p->credit_limit - p->credit_used);
+			if (need > avail || need > CREDIT_SHARE_MAX) {
+				s->push_end = 0; /* degrade to Push-Zero */
+				s->end_off = 0;
+				e->st.push_degraded++;
+			} else {
+				p->credit_used = (uint16_t)(p->credit_used + need);
+			}
+		}
+		n = s->push_end;
+		if (e->c.mode == PP_PROTO_PUSH_PULL && n > e->c.btp1)
+			n = e->c.btp1;
+		if (n > e->maxp)
+			n = e->maxp;
+		flags = PP_WIRE_F_FIRST;
+		if (s->push_end < s->len)
+			flags |= PP_WIRE_F_PULL;
+		s->first_sent = 1;
+	} else {
+		uint64_t lim = off < s->push_end ? s->push_end : s->end_off;
+		n = lim - off;
+		if (n > e->maxp)
+			n = e->maxp;
+	}
+	if (off + n == s->len)
+		flags |= PP_WIRE_F_LAST;
+	d->type = off < s->push_end || (flags & PP_WIRE_F_FIRST) ? PP_WIRE_PUSH : PP_WIRE_DATA;
+	d->flags = flags;
+	d->len = (uint16_t)n;
+	d->obj = s;
+	d->offset = off;
+	s->next_off = off + n;
+	s->unacked++;
+	if (s->next_off == s->len)
+		s->gen_done = 1;
+	list_del(&s->q);
+	if (s->next_off < s->end_off)
+		list_add_tail(&p->txq, &s->q); /* round robin between messages */
+	else
+		s->queued = 0;
+}
+
+static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
+{
+	struct peer *p = &e->peers[rank];
+	if (seq_lt(p->rtx_nxt, p->snd_nxt)) {
+		uint32_t seq = p->rtx_nxt++;
+		e->st.retransmits++;
+		if (p->rtx_nxt == p->snd_nxt)
+			p->rto_deadline = now + p->rto;
+		return emit_desc(e, p, rank, &p->ring[seq & e->wmask], seq, PP_WIRE_F_RETX, buf,
+				 cap);
+	}
+	if (p->owe & OWE_NACK) {
+		p->owe &= (uint8_t)~OWE_NACK;
+		e->st.nacks_tx++;
+		return emit_ctl(e, p, rank, PP_WIRE_NACK, buf, cap);
+	}
+	int open = p->snd_nxt - p->snd_una < e->c.window;
+	if (open && (!list_empty(&p->pullq) || !list_empty(&p->txq))) {
+		struct desc *d = &p->ring[p->snd_nxt & e->wmask];
+		if (!list_empty(&p->pullq)) {
+			struct rx *r = container_of(p->pullq.next, struct rx, pq);
+			list_del(&r->pq);
+			r->pull_queued = 0;
+			d->type = PP_WIRE_PULL;
+			d->flags = 0;
+			d->len = 0;
+			d->obj = r;
+			d->offset = r->got;
+			e->st.pulls_tx++;
+		} else {
+			next_frame(e, p, container_of(p->txq.next, struct send, q), d);
+		}
+		if (p->snd_una == p->snd_nxt)
+			p->rto_deadline = now + p->rto;
+		uint32_t seq = p->snd_nxt++;
+		p->rtx_nxt = p->snd_nxt;
+		return emit_desc(e, p, rank, d, seq, 0, buf, cap);
+	}
+	if ((p->owe & OWE_ACK) && ((p->owe & OWE_ACK_NOW) || now >= p->ack_deadline)) {
+		e->st.acks_tx++;
+		return emit_ctl(e, p, rank, PP_WIRE_ACK, buf, cap);
+	}
+	return 0;
+}
+
+int pp_proto_output(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now)
+{
+	if (cap < (size_t)e->c.mtu + PP_WIRE_ETH_LEN)
+		return -ENOSPC;
+	uint32_t n = e->c.nranks;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t rank = (e->rr + i) % n;
+		struct peer *p = &e->peers[rank];
+		if (!p->present || p->lost)
+			continue;
+		int len = peer_output(e, rank, buf, cap, now);
+		if (len > 0) {
+			e->rr = (rank + 1) % n;
+			e->st.frames_tx++;
+			return len;
+		}
+	}
+	return 0;
+}
+
+/* ---- timers ---- */
+
+uint64_t pp_proto_expiry(const struct pp_proto *e)
+{
+	uint64_t t = UINT64_MAX;
+	for (uint32_t r = 0; r < e->c.nranks; r++) {
+		const struct peer *p = &e->peers[r];
+		if (!p->present || p->lost)
+			continue;
+		if (p->snd_una != p->snd_nxt && p->rto_deadline < t)
+			t = p->rto_deadline;
+		if ((p->owe & OWE_ACK) && !(p->owe & OWE_ACK_NOW) && p->ack_deadline < t)
+			t = p->ack_deadline;
+	}
+	return t;
+}
+
+void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
+{
+	for (uint32_t r = 0; r < e->c.nranks; r++) {
+		struct peer *p = &e->peers[r];
+		if (!p->present || p->lost)
+			continue;
+		if ((p->owe & OWE_ACK) && now >= p->ack_deadline)
+			p->owe |= OWE_ACK_NOW;
+		if (p->snd_una == p->snd_nxt || now < p->rto_deadline)
+			continue;
+		if (++p->tries > e->c.rto_tries) {
+			pp_proto_peer_lose(e, r);
+			continue;
+		}
+		p->rto = p->rto * 2 > e->c.rto_max_ns ? e->c.rto_max_ns : p->rto * 2;
+		p->rto_deadline = now + p->rto;
+		p->rtx_nxt = p->snd_una; /* go back */
+	}
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Wire codec: byte order, CRC and the validation rules of wire.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "wire.h"
+
+#define OFF_CRC 56
+
+static inline void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static inline uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+	return ((uint64_t)get32(p) << 32) | get32(p + 4);
+}
+
+static int type_valid(uint8_t t)
+{
+	return t >= PP_WIRE_HELLO && t <= PP_WIRE_BYE;
+}
+
+static int type_has_payload(uint8_t t)
+{
+	return t == PP_WIRE_PUSH || t == PP_WIRE_DATA || t == PP_WIRE_HELLO;
+}
+
+int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],
+		   const struct pp_wire_hdr *h, const void *payload)
+{
+	size_t total = PP_WIRE_MIN_FRAME + (size_t)h->payload_len;
+	if (!type_valid(h->type))
+		return -EINVAL;
+	if (cap < total)
+		return -ENOSPC;
+	memcpy(frame, dst, 6);
+	memcpy(frame + 6, src, 6);
+	put16(frame + 12, PP_WIRE_ETHERTYPE);
+	uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	p[0] = (uint8_t)(PP_WIRE_VERSION << 4 | (h->type & 0x0f));
+	p[1] = h->flags;
+	put16(p + 2, h->payload_len);
+	put32(p + 4, h->job);
+	put16(p + 8, h->stream);
+	put16(p + 10, h->ack_stream);
+	put32(p + 12, h->seq);
+	put32(p + 16, h->ack);
+	put16(p + 20, h->credit);
+	put16(p + 22, 0);
+	put32(p + 24, h->src_rank);
+	put32(p + 28, h->dst_rank);
+	put32(p + 32, h->msg_id);
+	put32(p + 36, h->tag);
+	put64(p + 40, h->msg_len);
+	put64(p + 48, h->offset);
+	put32(p + OFF_CRC, 0);
+	if (h->payload_len)
+		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
+	put32(p + OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
+	return (int)total;
+}
+
+int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
+		   struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why)
+{
+	enum pp_drop_reason r;
+	struct pp_wire_hdr x;
+	if (len < PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE) {
+		r = PP_DROP_SHORT;
+		goto drop;
+	}
+	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	if (p[0] >> 4 != PP_WIRE_VERSION) {
+		r = PP_DROP_VERSION;
+		goto drop;
+	}
+	x.type = p[0] & 0x0f;
+	if (!type_valid(x.type)) {
+		r = PP_DROP_TYPE;
+		goto drop;
+	}
+	x.flags = p[1];
+	x.payload_len = get16(p + 2);
+	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_WIRE_ETH_LEN > chk->mtu ||
+	    (x.payload_len && !type_has_payload(x.type))) {
+		r = PP_DROP_LENGTH;
+		goto drop;
+	}
+	/* CRC over the header with its crc field as zero, then the payload. */
+	static const uint8_t zero4[4];
+	uint32_t crc = pp_crc32c(0, p, OFF_CRC);
+	crc = pp_crc32c(crc, zero4, 4);
+	crc = pp_crc32c(crc, p + PP_WIRE_HDR_LEN, x.payload_len);
+	if (crc != get32(p + OFF_CRC)) {
+		r = PP_DROP_CRC;
+		goto drop;
+	}
+	x.job = get32(p + 4);
+	if (x.job != chk->job) {
+		r = PP_DROP_JOB;
+		goto drop;
+	}
+	x.stream = get16(p + 8);
+	x.ack_stream = get16(p + 10);
+	x.seq = get32(p + 12);
+	x.ack = get32(p + 16);
+	x.credit = get16(p + 20);
+	x.src_rank = get32(p + 24);
+	x.dst_rank = get32(p + 28);
+	if (x.src_rank >= chk->nranks || x.src_rank == chk->rank ||
+	    (x.dst_rank != chk->rank &&
+	     !(x.type == PP_WIRE_HELLO && x.dst_rank == PP_WIRE_RANK_ALL))) {
+		r = PP_DROP_RANK;
+		goto drop;
+	}
+	x.msg_id = get32(p + 32);
+	x.tag = get32(p + 36);
+	x.msg_len = get64(p + 40);
+	x.offset = get64(p + 48);
+	if ((x.type == PP_WIRE_PUSH || x.type == PP_WIRE_DATA) &&
+	    (x.offset > x.msg_len || x.msg_len - x.offset < x.payload_len ||
+	     ((x.flags & PP_WIRE_F_FIRST) && x.offset != 0) ||
+	     (x.type == PP_WIRE_DATA && (x.flags & PP_WIRE_F_FIRST)))) {
+		r = PP_DROP_RANGE;
+		goto drop;
+	}
+	if (x.type == PP_WIRE_PULL && x.offset > x.msg_len) {
+		r = PP_DROP_RANGE;
+		goto drop;
+	}
+	*h = x;
+	*payload = p + PP_WIRE_HDR_LEN;
+	return 0;
+drop:
+	*why = r;
+	return -EPROTO;
+}
+
+const char *pp_wire_drop_name(enum pp_drop_reason r)
+{
+	static const char *const names[PP_DROP_MAX] = {
+	    [PP_DROP_SHORT] = "short",	 [PP_DROP_VERSION] = "version", [PP_DROP_TYPE] = "type",
+	    [PP_DROP_LENGTH] = "length", [PP_DROP_CRC] = "crc",		[PP_DROP_JOB] = "job",
+	    [PP_DROP_RANK] = "rank",	 [PP_DROP_RANGE] = "range",	[PP_DROP_DUP] = "dup",
+	    [PP_DROP_STATE] = "state",	 [PP_DROP_NOBUF] = "nobuf",
+	};
+	return (unsigned)r < PP_DROP_MAX ? names[r] : "?";
+}
+
+const char *pp_wire_type_name(uint8_t type)
+{
+	static const char *const names[] = {"?",    "hello", "push", "pull",
+					    "data", "ack",   "nack", "bye"};
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
+}

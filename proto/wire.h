@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The wire format (DESIGN.md section 4): an Ethernet II header with
+ * EtherType 0x88B5, then a 60-byte protocol header in network byte order,
+ * then payload_len bytes of payload. The crc32c field covers the header (with
+ * the field itself taken as zero) followed by the payload.
+ *
+ * Decoding validates in a fixed order and names the first rule broken, as an
+ * enum pp_drop_reason: SHORT (fewer than 74 bytes, or not our EtherType),
+ * VERSION, TYPE, LENGTH (payload_len disagrees with the frame, exceeds the
+ * MTU, or is non-zero on a type that carries none), CRC, JOB, RANK (source
+ * out of range or destination not us; HELLO may be sent to PP_WIRE_RANK_ALL),
+ * RANGE (payload outside [0, msg_len), or a PULL offset past msg_len).
+ *
+ * Flags: FIRST marks the PUSH at offset 0 (the one matched), LAST the frame
+ * ending the message, RETX a retransmission, PULL on a FIRST frame says the
+ * sender pushes less than the whole message and waits for a PULL for the rest.
+ */
+#ifndef PP_WIRE_H
+#define PP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp.h"
+
+#define PP_WIRE_ETHERTYPE 0x88B5
+#define PP_WIRE_ETH_LEN	  14
+#define PP_WIRE_HDR_LEN	  60
+#define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
+#define PP_WIRE_VERSION	  1
+#define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO to every rank */
+
+enum pp_wire_type {
+	PP_WIRE_HELLO = 1, /* discovery, unsequenced */
+	PP_WIRE_PUSH = 2,  /* pushed bytes; FIRST at offset 0 is matched */
+	PP_WIRE_PULL = 3,  /* request for [offset, msg_len) of msg_id, sequenced */
+	PP_WIRE_DATA = 4,  /* pulled bytes, sequenced */
+	PP_WIRE_ACK = 5,   /* standalone cumulative ack and credit update */
+	PP_WIRE_NACK = 6,  /* gap seen: go back to seq */
+	PP_WIRE_BYE = 7,   /* leaving, unsequenced */
+};
+
+enum pp_wire_flag {
+	PP_WIRE_F_FIRST = 0x01, /* first frame of a message (offset 0) */
+	PP_WIRE_F_LAST = 0x02,	/* last frame of a message */
+	PP_WIRE_F_RETX = 0x04,	/* sent again by go-back-N */
+	PP_WIRE_F_PULL = 0x08,	/* on FIRST: the rest waits for a PULL */
+};
+
+/* The protocol header in host byte order. */
+struct pp_wire_hdr {
+	uint8_t type;	      /* enum pp_wire_type */
+	uint8_t flags;	      /* enum pp_wire_flag bits */
+	uint16_t payload_len; /* payload bytes after the header */
+	uint32_t job;	      /* job key */
+	uint16_t stream;      /* sender's TX stream */
+	uint16_t ack_stream;  /* stream the ack refers to */
+	uint32_t seq;	      /* go-back-N sequence (sequenced types) */
+	uint32_t ack;	      /* next seq expected on ack_stream */
+	uint16_t credit;      /* pushed-buffer credit limit, 256-byte units */
+	uint32_t src_rank;    /* sending rank */
+	uint32_t dst_rank;    /* receiving rank */
+	uint32_t msg_id;      /* per (src, dst) message counter */
+	uint32_t tag;	      /* message tag */
+	uint64_t msg_len;     /* whole message length */
+	uint64_t offset;      /* position of the payload in the message */
+};
+
+/* What a received frame is checked against. */
+struct pp_wire_check {
+	uint32_t job;	 /* our job key */
+	uint32_t rank;	 /* our rank */
+	uint32_t nranks; /* ranks in the job */
+	uint16_t mtu;	 /* largest frame after the Ethernet header */
+};
+
+/* 1 when frames of this type carry a sequence number. */
+static inline int pp_wire_sequenced(uint8_t type)
+{
+	return type == PP_WIRE_PUSH || type == PP_WIRE_PULL || type == PP_WIRE_DATA;
+}
+
+/*
+ * Write a whole frame at frame: Ethernet header (dst, src, 0x88B5), h, then
+ * h->payload_len bytes from payload, and the crc32c.
+ * Returns the frame length, or -ENOSPC when cap is too small, -EINVAL on a
+ * bad type.
+ */
+int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],
+		   const struct pp_wire_hdr *h, const void *payload);
+
+/*
+ * Parse and validate a received frame. On success fills *h, points *payload
+ * at the payload and returns 0. Otherwise returns -EPROTO and sets *why.
+ */
+int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
+		   struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why);
+
+/* Name of a drop reason ("short", "crc", ...), "?" when out of range. */
+const char *pp_wire_drop_name(enum pp_drop_reason r);
+
+/* Name of a frame type, "?" when unknown. */
+const char *pp_wire_type_name(uint8_t type);
+
+#endif

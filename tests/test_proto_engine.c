@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * proto/engine over a lossless link: every mode x early/late receiver x the
+ * sizes around BTP1 and BTP2, every byte checked; matching with wildcards,
+ * non-overtaking order, truncation, credits on and off.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "test_proto_harness.h"
+
+#define GUARD 64
+
+struct buf {
+	uint8_t *p;   /* GUARD bytes, then len bytes, then GUARD bytes */
+	uint64_t len; /* usable bytes */
+};
+
+static struct buf buf_new(uint64_t len)
+{
+	struct buf b = {malloc(len + 2 * GUARD), len};
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b.p);
+	memset(b.p, 0xEE, len + 2 * GUARD);
+	return b;
+}
+
+static uint8_t *buf_at(struct buf *b)
+{
+	return b->p + GUARD;
+}
+
+static int guards_intact(const struct buf *b)
+{
+	for (uint64_t i = 0; i < GUARD; i++)
+		if (b->p[i] != 0xEE || b->p[GUARD + b->len + i] != 0xEE)
+			return 0;
+	return 1;
+}
+
+/* Take exactly one completion from engine e and check it. */
+static void expect_cpl(struct pp_proto *e, uint64_t cookie, int is_send, int src, int tag,
+		       uint64_t len, int error)
+{
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(e, &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, cookie);
+	CU_ASSERT_EQUAL(c.is_send, is_send);
+	CU_ASSERT_EQUAL(c.source, src);
+	CU_ASSERT_EQUAL(c.tag, tag);
+	CU_ASSERT_EQUAL(c.len, len);
+	CU_ASSERT_EQUAL(c.error, error);
+}
+
+static void one_message(enum pp_proto_mode mode, int late, uint64_t len)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = mode;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct buf s = buf_new(len), r = buf_new(len);
+	pat_fill(buf_at(&s), len, (uint32_t)len);
+	if (!late)
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, buf_at(&r), len, 11), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 5, buf_at(&s), len, 22), 0);
+	net_run(&net, 1000000000);
+	struct pp_stats st;
+	if (late) {
+		pp_proto_stats(net.e[1], &st);
+		CU_ASSERT_EQUAL(st.msgs_rx, 0);
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, buf_at(&r), len, 11), 0);
+		net_run(&net, 1000000000);
+	}
+	expect_cpl(net.e[0], 22, 1, 1, 5, len, 0);
+	expect_cpl(net.e[1], 11, 0, 0, 5, len, 0);
+	CU_ASSERT_TRUE(pat_check(buf_at(&r), len, (uint32_t)len));
+	CU_ASSERT_TRUE(guards_intact(&r));
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[0]));
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[1]));
+	struct pp_stats ss;
+	pp_proto_stats(net.e[0], &ss);
+	pp_proto_stats(net.e[1], &st);
+	uint64_t push = mode == PP_PROTO_PUSH_ALL    ? len
+			: mode == PP_PROTO_PUSH_ZERO ? 0
+			: len < 760		     ? len
+						     : 760;
+	if (ss.push_degraded)
+		push = 0;
+	CU_ASSERT_EQUAL(st.pulls_tx, push < len ? 1 : 0);
+	CU_ASSERT_EQUAL(ss.pulls_served, push < len ? 1 : 0);
+	CU_ASSERT_EQUAL(st.early_matches, late ? 0 : 1);
+	CU_ASSERT_EQUAL(st.late_matches, late ? 1 : 0);
+	CU_ASSERT_EQUAL(st.bytes_rx, len);
+	CU_ASSERT_EQUAL(ss.retransmits, 0);
+	CU_ASSERT_EQUAL(st.pushed_buf_bytes, 0);
+	CU_ASSERT_EQUAL(st.pushed_buf_peak, late ? push : 0);
+	for (int d = 0; d < PP_DROP_MAX; d++)
+		CU_ASSERT_EQUAL(st.drops[d] + ss.drops[d], 0);
+	CU_ASSERT_EQUAL(ss.msgs_tx, 1);
+	CU_ASSERT_EQUAL(st.msgs_rx, 1);
+	free(s.p);
+	free(r.p);
+	net_fini(&net);
+}
+
+static void test_modes_sizes(void)
+{
+	static const uint64_t sizes[] = {
+	    0, 1, 79, 80, 81, 759, 760, 761, 1440, 1441, 65536, 16u << 20,
+	};
+	for (int mode = PP_PROTO_PUSH_PULL; mode <= PP_PROTO_PUSH_ZERO; mode++)
+		for (int late = 0; late < 2; late++)
+			for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+				one_message((enum pp_proto_mode)mode, late, sizes[i]);
+}
+
+static void test_wildcards_order(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 3, &conf), 0);
+	enum { N = 6, LEN = 3000 };
+	static uint8_t sb[N][LEN], rb[N][LEN];
+	for (uint32_t m = 0; m < N; m++)
+		pat_fill(sb[m], LEN, m);
+	/* Posted: a specific source wins over an earlier-sent message of
+	 * another source with the same tag. */
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 2, 7, rb[0], LEN, 100), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[1], 0, 7, sb[1], LEN, 1), 0);
+	net_run(&net, 1000000);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[2], 0, 7, sb[0], LEN, 2), 0);
+	net_run(&net, 1000000);
+	expect_cpl(net.e[0], 100, 0, 2, 7, LEN, 0);
+	CU_ASSERT_TRUE(pat_check(rb[0], LEN, 0));
+	/* The unexpected message from rank 1 is taken by a wildcard receive. */
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, PP_PROTO_ANY, rb[1], LEN, 101), 0);
+	net_run(&net, 1000000);
+	expect_cpl(net.e[0], 101, 0, 1, 7, LEN, 0);
+	CU_ASSERT_TRUE(pat_check(rb[1], LEN, 1));
+	/* Non-overtaking: three messages with one tag arrive in send order; a
+	 * tag-specific receive picks the first of its tag. */
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[1], 0, 3, sb[2], LEN, 3), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[1], 0, 4, sb[3], LEN, 4), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[1], 0, 3, sb[4], LEN, 5), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[1], 0, 3, sb[5], LEN, 6), 0);
+	net_run(&net, 1000000);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 4, rb[3], LEN, 103), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, 3, rb[2], LEN, 102), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, PP_PROTO_ANY, rb[4], LEN, 104), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, PP_PROTO_ANY, rb[5], LEN, 105), 0);
+	net_run(&net, 1000000);
+	expect_cpl(net.e[0], 103, 0, 1, 4, LEN, 0);
+	expect_cpl(net.e[0], 102, 0, 1, 3, LEN, 0);
+	expect_cpl(net.e[0], 104, 0, 1, 3, LEN, 0);
+	expect_cpl(net.e[0], 105, 0, 1, 3, LEN, 0);
+	for (uint32_t m = 2; m < N; m++)
+		CU_ASSERT_TRUE(pat_check(rb[m], LEN, m));
+	/* Early receives with wildcards match in posting order. */
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, 9, rb[0], LEN, 200), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, PP_PROTO_ANY, rb[1], LEN, 201), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[2], 0, 9, sb[0], LEN, 7), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[2], 0, 9, sb[1], LEN, 8), 0);
+	net_run(&net, 1000000);
+	expect_cpl(net.e[0], 200, 0, 2, 9, LEN, 0);
+	expect_cpl(net.e[0], 201, 0, 2, 9, LEN, 0);
+	CU_ASSERT_TRUE(pat_check(rb[0], LEN, 0));
+	CU_ASSERT_TRUE(pat_check(rb[1], LEN, 1));
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+	int sends = 0;
+	while (pp_proto_poll(net.e[1], &c) || pp_proto_poll(net.e[2], &c)) {
+		CU_ASSERT_EQUAL(c.error, 0);
+		sends++;
+	}
+	CU_ASSERT_EQUAL(sends, 8);
+	net_fini(&net);
+}
+
+static void truncated(enum pp_proto_mode mode, int late, uint64_t len, uint64_t cap)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = mode;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct buf s = buf_new(len), r = buf_new(cap);
+	pat_fill(buf_at(&s), len, 9);
+	if (!late)
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 1, buf_at(&r), cap, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 1, buf_at(&s), len, 2), 0);
+	net_run(&net, 1000000);
+	if (late)
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 1, buf_at(&r), cap, 1), 0);
+	net_run(&net, 1000000);
+	expect_cpl(net.e[1], 1, 0, 0, 1, len, -EMSGSIZE);
+	expect_cpl(net.e[0], 2, 1, 1, 1, len, 0);
+	CU_ASSERT_TRUE(pat_check(buf_at(&r), cap, 9));
+	CU_ASSERT_TRUE(guards_intact(&r));
+	free(s.p);
+	free(r.p);
+	net_fini(&net);
+}
+
+static void test_truncation(void)
+{
+	for (int mode = PP_PROTO_PUSH_PULL; mode <= PP_PROTO_PUSH_ZERO; mode++)
+		for (int late = 0; late < 2; late++) {
+			truncated((enum pp_proto_mode)mode, late, 5000, 1000);
+			truncated((enum pp_proto_mode)mode, late, 700, 50);
+			truncated((enum pp_proto_mode)mode, late, 1, 0);
+		}
+}
+
+/* Many late messages against a small pushed buffer. */
+static void many_late(int credits, enum pp_proto_mode mode)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = mode;
+	conf.credits = credits;
+	conf.pushbuf_bytes = 16384;
+	conf.rto_tries = 30;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	enum { N = 64, LEN = 1000 };
+	static uint8_t sb[N][LEN], rb[N][LEN];
+	for (uint32_t m = 0; m < N; m++) {
+		pat_fill(sb[m], LEN, m);
+		CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, (int)m, sb[m], LEN, m), 0);
+	}
+	net_run(&net, 1000000); /* 1 ms: a few retransmission timeouts */
+	struct pp_stats st, ss;
+	pp_proto_stats(net.e[1], &st);
+	pp_proto_stats(net.e[0], &ss);
+	CU_ASSERT(st.pushed_buf_peak <= 16384);
+	if (credits) {
+		CU_ASSERT_EQUAL(st.drops[PP_DROP_NOBUF], 0);
+		CU_ASSERT(ss.push_degraded > 0);
+		CU_ASSERT_EQUAL(ss.retransmits, 0);
+	} else {
+		CU_ASSERT(st.drops[PP_DROP_NOBUF] > 0); /* the overflow */
+		CU_ASSERT_EQUAL(ss.push_degraded, 0);
+	}
+	/* Receive in reverse tag order: every message comes out intact. */
+	for (uint32_t m = N; m-- > 0;)
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+	net_run(&net, 10000000000ull);
+	unsigned seen[N] = {0};
+	struct pp_proto_cpl rc;
+	while (pp_proto_poll(net.e[1], &rc)) {
+		CU_ASSERT_FATAL(rc.cookie < N);
+		CU_ASSERT_EQUAL(rc.tag, (int)rc.cookie);
+		CU_ASSERT_EQUAL(rc.error, 0);
+		CU_ASSERT_EQUAL(rc.len, LEN);
+		seen[rc.cookie]++;
+	}
+	for (uint32_t m = 0; m < N; m++)
+		CU_ASSERT_EQUAL(seen[m], 1);
+	for (uint32_t m = 0; m < N; m++) {
+		CU_ASSERT_TRUE(pat_check(rb[m], LEN, m));
+		struct pp_proto_cpl c;
+		CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+		CU_ASSERT_EQUAL(c.error, 0);
+	}
+	pp_proto_stats(net.e[1], &st);
+	pp_proto_stats(net.e[0], &ss);
+	if (credits) {
+		CU_ASSERT_EQUAL(st.drops[PP_DROP_NOBUF], 0);
+	} else {
+		CU_ASSERT(ss.retransmits > 0); /* recovered by go-back-N */
+	}
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[0]));
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[1]));
+	net_fini(&net);
+}
+
+static void test_credits(void)
+{
+	many_late(1, PP_PROTO_PUSH_ALL);
+	many_late(1, PP_PROTO_PUSH_PULL);
+	many_late(0, PP_PROTO_PUSH_ALL);
+}
+
+static void test_errors(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct pp_proto *e = NULL;
+	conf.nranks = 2;
+	conf.rank = 2;
+	CU_ASSERT_EQUAL(pp_proto_create(&e, &conf), -EINVAL);
+	conf.rank = 0;
+	conf.window = 48;
+	CU_ASSERT_EQUAL(pp_proto_create(&e, &conf), -EINVAL);
+	conf.window = 64;
+	conf.mtu = 100;
+	CU_ASSERT_EQUAL(pp_proto_create(&e, &conf), -EINVAL);
+	conf.mtu = 1500;
+	conf.max_msgs = 1;
+	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&e, &conf), 0);
+	uint8_t mac[6] = {2, 0, 0, 0, 0, 1}, b[8] = {0}, f[64];
+	CU_ASSERT_EQUAL(pp_proto_peer_add(e, 0, mac), -EINVAL);
+	CU_ASSERT_EQUAL(pp_proto_peer_add(e, 2, mac), -EINVAL);
+	CU_ASSERT_EQUAL(pp_proto_send(e, 1, 0, b, 8, 0), -EINVAL); /* peer not added */
+	CU_ASSERT_EQUAL(pp_proto_peer_add(e, 1, mac), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(e, 1, -1, b, 8, 0), -EINVAL);
+	CU_ASSERT_EQUAL(pp_proto_send(e, 1, 0, NULL, 8, 0), -EINVAL);
+	CU_ASSERT_EQUAL(pp_proto_recv(e, 2, 0, b, 8, 0), -EINVAL);
+	CU_ASSERT_EQUAL(pp_proto_recv(e, 0, -2, b, 8, 0), -EINVAL);
+	CU_ASSERT_EQUAL(pp_proto_send(e, 1, 0, b, 8, 0), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(e, 1, 0, b, 8, 0), -ENOMEM);
+	CU_ASSERT_EQUAL(pp_proto_output(e, f, sizeof(f), 0), -ENOSPC);
+	pp_proto_destroy(e);
+}
+
+static CU_TestInfo tests[] = {
+    {"modes x early/late x sizes", test_modes_sizes},
+    {"wildcards and order", test_wildcards_order},
+    {"truncation", test_truncation},
+    {"credits on and off", test_credits},
+    {"argument errors", test_errors},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"proto_engine", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)

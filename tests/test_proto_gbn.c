@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * proto/engine reliability: the go-back-N window, cumulative and delayed
+ * acks, NACK on a gap, duplicates, retransmission back-off, peer loss, and a
+ * seeded lossy soak in every mode.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "test_proto_harness.h"
+
+struct drop_ctl {
+	int from;	      /* drop frames from this rank (-1: none) */
+	int seq;	      /* ... only this sequenced seq, once (-1: all) */
+	int done;	      /* the single drop happened */
+	uint64_t *now;	      /* virtual clock */
+	uint64_t retx_at[16]; /* times of retransmitted frames seen */
+	unsigned nretx;	      /* entries in retx_at */
+	uint64_t rng;	      /* random drops: xorshift state */
+	double loss;	      /* random drop probability */
+};
+
+static int drop_filter(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h)
+{
+	struct drop_ctl *d = arg;
+	(void)dst;
+	if ((h->flags & PP_WIRE_F_RETX) && d->nretx < 16)
+		d->retx_at[d->nretx++] = *d->now;
+	if ((int)src != d->from)
+		return 0;
+	if (d->seq < 0)
+		return 1;
+	if (!d->done && pp_wire_sequenced(h->type) && h->seq == (uint32_t)d->seq &&
+	    !(h->flags & PP_WIRE_F_RETX)) {
+		d->done = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static int random_filter(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h)
+{
+	struct drop_ctl *d = arg;
+	(void)src;
+	(void)dst;
+	(void)h;
+	return (double)(xs(&d->rng) % 1000000) < d->loss * 1e6;
+}
+
+static void test_nack_on_gap(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct drop_ctl d = {.from = 0, .seq = 10, .now = &net.now};
+	net.filter = drop_filter;
+	net.arg = &d;
+	enum { LEN = 100000 };
+	static uint8_t sb[LEN], rb[LEN];
+	pat_fill(sb, LEN, 1);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, LEN, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, LEN, 2), 0);
+	uint64_t t0 = net.now;
+	net_run(&net, 1000000000);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_TRUE(pat_check(rb, LEN, 1));
+	struct pp_stats ss, sr;
+	pp_proto_stats(net.e[0], &ss);
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(d.done, 1);
+	CU_ASSERT_EQUAL(sr.nacks_tx, 1);
+	CU_ASSERT(sr.drops[PP_DROP_DUP] > 0); /* frames past the gap */
+	CU_ASSERT(ss.retransmits > 0);
+	/* The NACK, not the timer, recovered: no time passed beyond acks. */
+	CU_ASSERT(net.now - t0 < conf.rto_ns);
+	net_fini(&net);
+}
+
+static void test_window_and_rto(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	conf.window = 8;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct drop_ctl d = {.from = 1, .seq = -1, .now = &net.now};
+	net.filter = drop_filter;
+	net.arg = &d;
+	enum { LEN = 40 * 1440 };
+	static uint8_t sb[LEN], rb[LEN];
+	pat_fill(sb, LEN, 2);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, LEN, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, LEN, 2), 0);
+	net_run(&net, 0); /* no timer fires */
+	struct pp_stats ss;
+	pp_proto_stats(net.e[0], &ss);
+	CU_ASSERT_EQUAL(ss.frames_tx, 8); /* the window, then silence */
+	CU_ASSERT_EQUAL(pp_proto_expiry(net.e[0]), net.now + conf.rto_ns);
+	net_run(&net, conf.rto_ns + 1); /* the first timeout only */
+	pp_proto_stats(net.e[0], &ss);
+	CU_ASSERT_EQUAL(ss.retransmits, 8);
+	CU_ASSERT_EQUAL(ss.frames_tx, 16);
+	net.filter = NULL;
+	net_run(&net, 1000000000);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_TRUE(pat_check(rb, LEN, 2));
+	net_fini(&net);
+}
+
+static void test_acks(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	static uint8_t sb[40 * 1440], rb[40 * 1440];
+	struct pp_proto_cpl c;
+	struct pp_stats sr;
+	/* Delayed: one frame is acked after ack_delay, not before. */
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, 100, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, 100, 2), 0);
+	net_run(&net, 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(sr.acks_tx, 0);
+	CU_ASSERT_EQUAL(pp_proto_expiry(net.e[1]), net.now + conf.ack_delay_ns);
+	net_run(&net, 1000000);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(sr.acks_tx, 1);
+	net_fini(&net);
+	/* Cumulative: 40 frames in a window of 64 take a single ack. */
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
+	net_run(&net, 1000000);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(sr.acks_tx, 1);
+	net_fini(&net);
+	/* Every ack_every frames: window 16 -> acks after 16, 32, then the
+	 * delayed one for the last 8. */
+	conf.window = 16;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
+	net_run(&net, 1000000);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(sr.acks_tx, 3);
+	net_fini(&net);
+}
+
+static void test_duplicate(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	uint8_t sb[100], rb[100], f[2048], g[2048];
+	pat_fill(sb, 100, 3);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, 100, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, 100, 2), 0);
+	int n = pp_proto_output(net.e[0], f, sizeof(f), 10);
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_EQUAL(pp_proto_input(net.e[1], f, (size_t)n, 10), 0);
+	CU_ASSERT_EQUAL(pp_proto_output(net.e[1], g, sizeof(g), 10), 0); /* ack delayed */
+	CU_ASSERT_EQUAL(pp_proto_input(net.e[1], f, (size_t)n, 11), -EPROTO);
+	struct pp_stats sr;
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(sr.drops[PP_DROP_DUP], 1);
+	CU_ASSERT_EQUAL(sr.msgs_rx, 1);
+	CU_ASSERT(pp_proto_output(net.e[1], g, sizeof(g), 11) > 0); /* re-acked at once */
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 0);
+	CU_ASSERT_TRUE(pat_check(rb, 100, 3));
+	net_fini(&net);
+}
+
+static void test_backoff_and_loss(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.rto_ns = 200000;
+	conf.rto_max_ns = 1600000;
+	conf.rto_tries = 6;
+	conf.mode = PP_PROTO_PUSH_ALL; /* one frame */
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct drop_ctl d = {.from = 0, .seq = -1, .now = &net.now};
+	net.filter = drop_filter;
+	net.arg = &d;
+	uint8_t sb[100] = {0}, rb[100];
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb, 100, 7), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, 0, rb, 100, 8), 0);
+	uint64_t t0 = net.now;
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, 100, 9), 0);
+	net_run(&net, 1000000000);
+	static const uint64_t at[] = {200, 600, 1400, 3000, 4600, 6200};
+	CU_ASSERT_EQUAL(d.nretx, 6);
+	for (unsigned i = 0; i < 6 && i < d.nretx; i++)
+		CU_ASSERT_EQUAL(d.retx_at[i] - t0, at[i] * 1000);
+	CU_ASSERT_EQUAL(net.now - t0, 7800000u);
+	/* The send and the receive naming rank 1 fail; the wildcard stays. */
+	struct pp_proto_cpl c;
+	int got_send = 0, got_recv = 0;
+	while (pp_proto_poll(net.e[0], &c)) {
+		CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+		got_send += c.cookie == 9;
+		got_recv += c.cookie == 7;
+	}
+	CU_ASSERT_EQUAL(got_send, 1);
+	CU_ASSERT_EQUAL(got_recv, 1);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, 100, 10), -ECONNRESET);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb, 100, 11), -ECONNRESET);
+	net_fini(&net);
+}
+
+/* A receiver that refuses pushes for far longer than the retransmission
+ * budget (credits off, pushed buffer full, no receive posted) is alive, not
+ * lost: once receives are posted every message arrives. */
+static void test_slow_receiver_not_lost(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	conf.credits = 0;
+	conf.pushbuf_bytes = 4096;
+	conf.rto_tries = 4;
+	conf.rto_max_ns = 1000000;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	enum { N = 12, LEN = 1000 };
+	static uint8_t sb[N][LEN], rb[N][LEN];
+	for (uint32_t m = 0; m < N; m++) {
+		pat_fill(sb[m], LEN, m);
+		CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, (int)m, sb[m], LEN, m), 0);
+	}
+	net_run(&net, 100000000); /* 100 ms: many times the 4-try budget */
+	struct pp_stats sr;
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT(sr.drops[PP_DROP_NOBUF] > 4);
+	struct pp_proto_cpl c;
+	unsigned ok = 0;
+	while (pp_proto_poll(net.e[0], &c)) {
+		CU_ASSERT_EQUAL(c.error, 0); /* the sends that fit; none failed */
+		ok += c.error == 0;
+	}
+	CU_ASSERT(ok < N);
+	for (uint32_t m = 0; m < N; m++)
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+	net_run(&net, 1000000000);
+	while (pp_proto_poll(net.e[0], &c))
+		ok += c.error == 0;
+	while (pp_proto_poll(net.e[1], &c))
+		ok += c.error == 0 && pat_check(rb[c.cookie], LEN, (uint32_t)c.cookie);
+	CU_ASSERT_EQUAL(ok, 2 * N);
+	net_fini(&net);
+}
+
+/* Seeded random loss in both directions, random sizes, early and late. */
+static void soak(enum pp_proto_mode mode, double loss, uint64_t seed)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = mode;
+	conf.window = 32;
+	conf.pushbuf_bytes = 65536;
+	conf.rto_tries = 30;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct drop_ctl d = {.rng = seed, .loss = loss, .now = &net.now};
+	net.filter = random_filter;
+	net.arg = &d;
+	enum { N = 200, B = 8, MAXLEN = 200000 };
+	uint8_t *sb = malloc((size_t)B * MAXLEN), *rb = malloc((size_t)B * MAXLEN);
+	CU_ASSERT_FATAL(sb && rb);
+	uint64_t rng = seed * 7 + 1, delivered = 0;
+	for (uint32_t m0 = 0; m0 < N; m0 += B) {
+		uint64_t len[B];
+		int late[B];
+		for (uint32_t i = 0; i < B; i++) {
+			uint32_t m = m0 + i;
+			len[i] = (xs(&rng) % 2) ? xs(&rng) % 2000 : xs(&rng) % MAXLEN;
+			late[i] = (int)(xs(&rng) % 2);
+			pat_fill(sb + (size_t)i * MAXLEN, len[i], m);
+			memset(rb + (size_t)i * MAXLEN, 0, len[i]);
+			if (!late[i])
+				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m,
+							      rb + (size_t)i * MAXLEN, len[i], m),
+						0);
+			CU_ASSERT_EQUAL(
+			    pp_proto_send(net.e[0], 1, (int)m, sb + (size_t)i * MAXLEN, len[i], m),
+			    0);
+		}
+		net_run(&net, 50000);
+		for (uint32_t i = 0; i < B; i++)
+			if (late[i])
+				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)(m0 + i),
+							      rb + (size_t)i * MAXLEN, len[i],
+							      m0 + i),
+						0);
+		net_run(&net, 10000000000ull);
+		struct pp_proto_cpl c;
+		unsigned sends = 0, recvs = 0;
+		while (pp_proto_poll(net.e[0], &c)) {
+			CU_ASSERT_EQUAL(c.error, 0);
+			sends++;
+		}
+		while (pp_proto_poll(net.e[1], &c)) {
+			uint32_t i = (uint32_t)c.cookie - m0;
+			CU_ASSERT_FATAL(i < B);
+			CU_ASSERT_EQUAL(c.error, 0);
+			CU_ASSERT_EQUAL(c.len, len[i]);
+			CU_ASSERT_TRUE(
+			    pat_check(rb + (size_t)i * MAXLEN, len[i], (uint32_t)c.cookie));
+			recvs++;
+		}
+		CU_ASSERT_EQUAL(sends, B);
+		CU_ASSERT_EQUAL_FATAL(recvs, B);
+		delivered += recvs;
+	}
+	CU_ASSERT_EQUAL(delivered, N);
+	struct pp_stats ss;
+	pp_proto_stats(net.e[0], &ss);
+	if (loss > 0)
+		CU_ASSERT(ss.retransmits > 0);
+	free(sb);
+	free(rb);
+	net_fini(&net);
+}
+
+static void test_soak(void)
+{
+	for (int mode = PP_PROTO_PUSH_PULL; mode <= PP_PROTO_PUSH_ZERO; mode++) {
+		soak((enum pp_proto_mode)mode, 0.0, 1);
+		soak((enum pp_proto_mode)mode, 0.01, 2);
+		soak((enum pp_proto_mode)mode, 0.30, 3);
+	}
+}
+
+static CU_TestInfo tests[] = {
+    {"NACK on a gap", test_nack_on_gap},
+    {"window and retransmission timeout", test_window_and_rto},
+    {"delayed, cumulative, every-N acks", test_acks},
+    {"duplicate dropped and re-acked", test_duplicate},
+    {"RTO back-off and peer loss", test_backoff_and_loss},
+    {"slow receiver is not lost", test_slow_receiver_not_lost},
+    {"lossy soak, every mode, 0/1/30 %", test_soak},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"proto_gbn", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)

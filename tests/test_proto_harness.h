@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Test-only helpers for the protocol engine: a few engines joined by a direct
+ * in-process link with virtual time and a per-frame drop hook, byte patterns,
+ * and a frame builder for crafting malformed frames.
+ */
+#ifndef PP_TEST_PROTO_HARNESS_H
+#define PP_TEST_PROTO_HARNESS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "engine.h"
+#include "wire.h"
+
+#define NET_MAX	  4
+#define FRAME_CAP 9216
+
+/* Decides the fate of one frame: return 1 to drop it. */
+typedef int (*net_filter)(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h);
+
+struct net {
+	struct pp_proto *e[NET_MAX]; /* engines, rank = index */
+	unsigned n;		     /* engines in use */
+	uint64_t now;		     /* virtual time, ns */
+	net_filter filter;	     /* drop hook, or NULL */
+	void *arg;		     /* its argument */
+	uint64_t frames;	     /* frames delivered */
+	uint64_t dropped;	     /* frames the hook dropped */
+	uint8_t frame[FRAME_CAP];    /* scratch frame */
+};
+
+static inline void net_mac(unsigned rank, uint8_t mac[6])
+{
+	static const uint8_t base[6] = {0x02, 0, 0, 0, 0, 0};
+	memcpy(mac, base, 6);
+	mac[5] = (uint8_t)rank;
+}
+
+/* Start n engines from conf (rank, nranks, job, mac filled in here). */
+static inline int net_init(struct net *net, unsigned n, const struct pp_proto_conf *conf)
+{
+	memset(net, 0, sizeof(*net));
+	net->n = n;
+	net->now = 1000;
+	for (unsigned i = 0; i < n; i++) {
+		struct pp_proto_conf c = *conf;
+		c.rank = i;
+		c.nranks = n;
+		c.job = 0x5eed;
+		net_mac(i, c.mac);
+		int rc = pp_proto_create(&net->e[i], &c);
+		if (rc)
+			return rc;
+	}
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < n; j++)
+			if (i != j) {
+				uint8_t mac[6];
+				net_mac(j, mac);
+				if (pp_proto_peer_add(net->e[i], j, mac))
+					return -1;
+			}
+	return 0;
+}
+
+static inline void net_fini(struct net *net)
+{
+	for (unsigned i = 0; i < net->n; i++)
+		pp_proto_destroy(net->e[i]);
+}
+
+/* Move frames until nothing moves and no timer is pending within limit_ns of
+ * virtual time. Returns the frames moved. */
+static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
+{
+	uint64_t start = net->now, moved_total = 0;
+	for (;;) {
+		unsigned moved = 0;
+		for (unsigned i = 0; i < net->n; i++) {
+			int len;
+			while ((len = pp_proto_output(net->e[i], net->frame, sizeof(net->frame),
+						      net->now)) > 0) {
+				unsigned dst = net->frame[5];
+				moved++;
+				struct pp_wire_hdr h;
+				const uint8_t *pl;
+				enum pp_drop_reason why;
+				struct pp_wire_check chk = {0x5eed, dst, net->n, 9000};
+				if (net->filter &&
+				    pp_wire_decode(net->frame, (size_t)len, &chk, &h, &pl, &why) ==
+					0 &&
+				    net->filter(net->arg, i, dst, &h)) {
+					net->dropped++;
+					continue;
+				}
+				if (dst < net->n) {
+					net->frames++;
+					pp_proto_input(net->e[dst], net->frame, (size_t)len,
+						       net->now);
+				}
+			}
+		}
+		moved_total += moved;
+		if (moved)
+			continue;
+		uint64_t t = UINT64_MAX;
+		for (unsigned i = 0; i < net->n; i++) {
+			uint64_t x = pp_proto_expiry(net->e[i]);
+			if (x < t)
+				t = x;
+		}
+		if (t == UINT64_MAX || t > start + limit_ns)
+			return moved_total;
+		if (t > net->now)
+			net->now = t;
+		for (unsigned i = 0; i < net->n; i++)
+			pp_proto_handle_expiry(net->e[i], net->now);
+	}
+}
+
+/* The byte at position i of message m. */
+static inline uint8_t pat(uint32_t m, uint64_t i)
+{
+	uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)m << 40);
+	return (uint8_t)(x >> 56 ^ x >> 13);
+}
+
+static inline void pat_fill(uint8_t *b, uint64_t len, uint32_t m)
+{
+	for (uint64_t i = 0; i < len; i++)
+		b[i] = pat(m, i);
+}
+
+/* 1 when b[0..len) is message m's pattern. */
+static inline int pat_check(const uint8_t *b, uint64_t len, uint32_t m)
+{
+	for (uint64_t i = 0; i < len; i++)
+		if (b[i] != pat(m, i))
+			return 0;
+	return 1;
+}
+
+/* Frame builder: a valid frame from h (ranks/job as given), then the test
+ * may break it. Returns its length. */
+static inline size_t build_frame(uint8_t *f, size_t cap, const struct pp_wire_hdr *h,
+				 const void *payload)
+{
+	uint8_t dst[6], src[6];
+	net_mac(h->dst_rank & 0xff, dst);
+	net_mac(h->src_rank & 0xff, src);
+	int n = pp_wire_encode(f, cap, dst, src, h, payload);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* Recompute the crc32c of a frame after the test changed it. */
+static inline void refresh_crc(uint8_t *f, size_t len)
+{
+	uint8_t *p = f + PP_WIRE_ETH_LEN;
+	memset(p + 56, 0, 4);
+	uint32_t c = pp_crc32c(0, p, len - PP_WIRE_ETH_LEN);
+	p[56] = (uint8_t)(c >> 24);
+	p[57] = (uint8_t)(c >> 16);
+	p[58] = (uint8_t)(c >> 8);
+	p[59] = (uint8_t)c;
+}
+
+#endif

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* proto/wire and proto/crc32c: round trips, known values, every rejection. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "test_proto_harness.h"
+
+static const struct pp_wire_check chk = {0x5eed, 1, 4, 1500};
+
+static struct pp_wire_hdr sample(void)
+{
+	struct pp_wire_hdr h = {
+	    .type = PP_WIRE_PUSH,
+	    .flags = PP_WIRE_F_FIRST | PP_WIRE_F_PULL,
+	    .payload_len = 100,
+	    .job = 0x5eed,
+	    .stream = 0x1234,
+	    .ack_stream = 0xbeef,
+	    .seq = 0xdeadbeef,
+	    .ack = 0x01020304,
+	    .credit = 0x8001,
+	    .src_rank = 2,
+	    .dst_rank = 1,
+	    .msg_id = 0xfffffffe,
+	    .tag = 77,
+	    .msg_len = 0x123456789ull,
+	    .offset = 0,
+	};
+	return h;
+}
+
+static int hdr_eq(const struct pp_wire_hdr *a, const struct pp_wire_hdr *b)
+{
+	return a->type == b->type && a->flags == b->flags && a->payload_len == b->payload_len &&
+	       a->job == b->job && a->stream == b->stream && a->ack_stream == b->ack_stream &&
+	       a->seq == b->seq && a->ack == b->ack && a->credit == b->credit &&
+	       a->src_rank == b->src_rank && a->dst_rank == b->dst_rank && a->msg_id == b->msg_id &&
+	       a->tag == b->tag && a->msg_len == b->msg_len && a->offset == b->offset;
+}
+
+static void test_crc_known(void)
+{
+	/* The standard check value of CRC-32C. */
+	CU_ASSERT_EQUAL(pp_crc32c(0, "123456789", 9), 0xE3069283u);
+	CU_ASSERT_EQUAL(pp_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+	CU_ASSERT_EQUAL(pp_crc32c(0, "", 0), 0);
+	uint8_t buf[4099];
+	pat_fill(buf, sizeof(buf), 3);
+	uint32_t whole = pp_crc32c_sw(0, buf, sizeof(buf));
+	for (size_t cut = 0; cut < 20; cut++)
+		CU_ASSERT_EQUAL(pp_crc32c(pp_crc32c(0, buf, cut), buf + cut, sizeof(buf) - cut),
+				whole);
+	if (pp_crc32c_hw_available()) {
+		for (size_t n = 0; n < 64; n++)
+			CU_ASSERT_EQUAL(pp_crc32c_hw(7, buf + n, 1000 + n),
+					pp_crc32c_sw(7, buf + n, 1000 + n));
+		for (size_t n = 0; n < 4000; n += 37)
+			CU_ASSERT_EQUAL(pp_crc32c_hw(0, buf + 3, n), pp_crc32c_sw(0, buf + 3, n));
+	}
+}
+
+static void test_roundtrip(void)
+{
+	uint8_t f[2048], pl[1440];
+	pat_fill(pl, sizeof(pl), 1);
+	struct pp_wire_hdr h = sample();
+	size_t n = build_frame(f, sizeof(f), &h, pl);
+	CU_ASSERT_EQUAL(n, 74 + 100);
+	/* Fixed layout: EtherType and a few fields in network byte order. */
+	CU_ASSERT_EQUAL(f[12], 0x88);
+	CU_ASSERT_EQUAL(f[13], 0xB5);
+	CU_ASSERT_EQUAL(f[14], 0x12); /* ver 1, type PUSH */
+	CU_ASSERT_EQUAL(f[14 + 12], 0xde);
+	CU_ASSERT_EQUAL(f[14 + 20], 0x80);
+	CU_ASSERT_EQUAL(f[14 + 44], 0x23); /* msg_len low word starts 0x23456789 */
+	struct pp_wire_hdr g;
+	const uint8_t *p;
+	enum pp_drop_reason why = PP_DROP_MAX;
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
+	CU_ASSERT_EQUAL(why, PP_DROP_MAX);
+	CU_ASSERT_TRUE(hdr_eq(&g, &h));
+	CU_ASSERT_EQUAL(memcmp(p, pl, 100), 0);
+	/* Every type, largest payload, and no payload. */
+	for (uint8_t t = PP_WIRE_HELLO; t <= PP_WIRE_BYE; t++) {
+		h = sample();
+		h.type = t;
+		h.flags = 0;
+		h.payload_len = (t == PP_WIRE_PUSH || t == PP_WIRE_DATA) ? 1440 : 0;
+		h.offset = 5;
+		n = build_frame(f, sizeof(f), &h, pl);
+		CU_ASSERT_EQUAL_FATAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
+		CU_ASSERT_EQUAL(g.type, t);
+		CU_ASSERT_EQUAL(g.payload_len, h.payload_len);
+		CU_ASSERT_EQUAL(memcmp(p, pl, h.payload_len), 0);
+	}
+	CU_ASSERT_EQUAL(pp_wire_encode(f, 50, f, f, &h, pl), -ENOSPC);
+	h.type = 0;
+	CU_ASSERT_EQUAL(pp_wire_encode(f, sizeof(f), f, f, &h, pl), -EINVAL);
+}
+
+/* Build the sample, apply a change, expect rejection for reason r. */
+static void expect(enum pp_drop_reason r, void (*mutate)(struct pp_wire_hdr *h), int byte_off,
+		   uint8_t byte_val, int fix_crc, int trim)
+{
+	uint8_t f[2048], pl[2048];
+	pat_fill(pl, sizeof(pl), 2);
+	struct pp_wire_hdr h = sample(), g;
+	if (mutate)
+		mutate(&h);
+	size_t n = build_frame(f, sizeof(f), &h, pl);
+	CU_ASSERT_FATAL(n > 0);
+	if (byte_off >= 0)
+		f[byte_off] = byte_val;
+	if (fix_crc)
+		refresh_crc(f, n);
+	n = (size_t)((int)n + trim);
+	const uint8_t *p;
+	enum pp_drop_reason why = PP_DROP_MAX;
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, r);
+	if (why != r)
+		fprintf(stderr, "expected %s got %s\n", pp_wire_drop_name(r),
+			pp_wire_drop_name(why));
+}
+
+static void m_job(struct pp_wire_hdr *h)
+{
+	h->job = 0x5eee;
+}
+static void m_src_big(struct pp_wire_hdr *h)
+{
+	h->src_rank = 4;
+}
+static void m_src_self(struct pp_wire_hdr *h)
+{
+	h->src_rank = 1;
+}
+static void m_dst(struct pp_wire_hdr *h)
+{
+	h->dst_rank = 3;
+}
+static void m_range(struct pp_wire_hdr *h)
+{
+	h->flags = 0;
+	h->msg_len = 1000;
+	h->offset = 901;
+}
+static void m_range_wrap(struct pp_wire_hdr *h)
+{
+	h->flags = 0;
+	h->msg_len = UINT64_MAX;
+	h->offset = UINT64_MAX - 10;
+}
+static void m_first_off(struct pp_wire_hdr *h)
+{
+	h->offset = 8;
+}
+static void m_pull_off(struct pp_wire_hdr *h)
+{
+	h->type = PP_WIRE_PULL;
+	h->payload_len = 0;
+	h->msg_len = 10;
+	h->offset = 11;
+}
+static void m_ack_payload(struct pp_wire_hdr *h)
+{
+	h->type = PP_WIRE_ACK;
+}
+static void m_big(struct pp_wire_hdr *h)
+{
+	h->payload_len = 1441; /* 60 + 1441 > MTU 1500 */
+}
+
+static void test_reject(void)
+{
+	expect(PP_DROP_SHORT, NULL, -1, 0, 0, -101);
+	expect(PP_DROP_SHORT, NULL, 12, 0x08, 0, 0); /* IPv4 EtherType */
+	expect(PP_DROP_VERSION, NULL, 14, 0x22, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x02, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x10, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x18, 1, 0);
+	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, -1);
+	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, 1);
+	expect(PP_DROP_LENGTH, m_ack_payload, -1, 0, 0, 0);
+	expect(PP_DROP_LENGTH, m_big, -1, 0, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 60 + 5, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 56, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 30, 0x55, 0, 0);
+	expect(PP_DROP_JOB, m_job, -1, 0, 0, 0);
+	expect(PP_DROP_RANK, m_src_big, -1, 0, 0, 0);
+	expect(PP_DROP_RANK, m_src_self, -1, 0, 0, 0);
+	expect(PP_DROP_RANK, m_dst, -1, 0, 0, 0);
+	expect(PP_DROP_RANGE, m_range, -1, 0, 0, 0);
+	expect(PP_DROP_RANGE, m_range_wrap, -1, 0, 0, 0);
+	expect(PP_DROP_RANGE, m_first_off, -1, 0, 0, 0);
+	expect(PP_DROP_RANGE, m_pull_off, -1, 0, 0, 0);
+	/* Every bit flip of a frame is caught (by CRC or an earlier rule). */
+	uint8_t f[256], pl[100];
+	pat_fill(pl, sizeof(pl), 4);
+	struct pp_wire_hdr h = sample(), g;
+	size_t n = build_frame(f, sizeof(f), &h, pl);
+	unsigned caught = 0;
+	for (size_t bit = 12 * 8; bit < n * 8; bit++) {
+		const uint8_t *p;
+		enum pp_drop_reason why;
+		f[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		caught += pp_wire_decode(f, n, &chk, &g, &p, &why) == -EPROTO;
+		f[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	}
+	CU_ASSERT_EQUAL(caught, (n - 12) * 8);
+	CU_ASSERT_STRING_EQUAL(pp_wire_drop_name(PP_DROP_CRC), "crc");
+	CU_ASSERT_STRING_EQUAL(pp_wire_drop_name(PP_DROP_MAX), "?");
+	CU_ASSERT_STRING_EQUAL(pp_wire_type_name(PP_WIRE_PULL), "pull");
+}
+
+static void test_hello_broadcast(void)
+{
+	uint8_t f[256];
+	struct pp_wire_hdr h = sample(), g;
+	h.type = PP_WIRE_HELLO;
+	h.flags = 0;
+	h.payload_len = 0;
+	h.dst_rank = PP_WIRE_RANK_ALL;
+	size_t n = build_frame(f, sizeof(f), &h, NULL);
+	const uint8_t *p;
+	enum pp_drop_reason why;
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
+	h.type = PP_WIRE_ACK;
+	n = build_frame(f, sizeof(f), &h, NULL);
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_RANK);
+}
+
+static CU_TestInfo tests[] = {
+    {"crc32c known values and chaining", test_crc_known},
+    {"encode/decode round trip", test_roundtrip},
+    {"every rejection reason", test_reject},
+    {"hello to all ranks", test_hello_broadcast},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"wire", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)
