@@ -210,7 +210,7 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	    (!buf && len))
 		return -EINVAL;
 	struct peer *p = &e->peers[dst];
-	if (p->lost)
+	if (p->lost || p->gone)
 		return -ECONNRESET;
 	if (e->user_ops >= 2 * e->c.max_msgs || list_empty(&e->send_free))
 		return -ENOMEM;
@@ -284,6 +284,9 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 			pp_proto_queue_pull(p, r);
 		return 0;
 	}
+	/* Nothing that is not here already will come from a departed peer. */
+	if (src >= 0 && e->peers[src].gone)
+		return -ECONNRESET;
 	if (list_empty(&e->pp_proto_rx_free))
 		return -ENOMEM;
 	struct rx *r = container_of(e->pp_proto_rx_free.next, struct rx, q);
@@ -321,6 +324,24 @@ void pp_proto_stats(const struct pp_proto *e, struct pp_stats *st)
 	*st = e->st;
 	st->pushed_buf_bytes = e->pb.bytes;
 	st->pushed_buf_peak = e->pb.peak;
+}
+
+void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
+{
+	if (rank >= e->c.nranks || !e->peers[rank].present)
+		return;
+	e->peers[rank].gone = 1;
+	for (struct link *l = e->posted.next; l != &e->posted;) {
+		struct rx *r = container_of(l, struct rx, q);
+		l = l->next;
+		if (r->want_src == (int)rank)
+			pp_proto_rx_finish(e, r, -ECONNRESET);
+	}
+}
+
+int pp_proto_peer_lost(const struct pp_proto *e, uint32_t rank)
+{
+	return rank < e->c.nranks && e->peers[rank].present && e->peers[rank].lost;
 }
 
 int pp_proto_idle(const struct pp_proto *e)

@@ -152,4 +152,12 @@ void pp_proto_stats(const struct pp_proto *eng, struct pp_stats *st);
 /* 1 when no operation, unacked frame or owed frame remains. */
 int pp_proto_idle(const struct pp_proto *eng);
 
+/* rank said goodbye (BYE): everything it sent has arrived, so receives
+ * posted for it alone, now or later, fail with -ECONNRESET unless a message
+ * already here matches them. Messages it sent stay receivable. */
+void pp_proto_peer_gone(struct pp_proto *eng, uint32_t rank);
+
+/* 1 when rank was declared lost (its operations failed with -ECONNRESET). */
+int pp_proto_peer_lost(const struct pp_proto *eng, uint32_t rank);
+
 #endif

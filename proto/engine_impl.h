@@ -121,6 +121,7 @@ struct peer {
 	uint8_t mac[6];	 /* where frames to it go */
 	uint8_t present; /* added with pp_proto_peer_add */
 	uint8_t lost;	 /* declared lost: operations fail */
+	uint8_t gone;	 /* said goodbye: it sends nothing more */
 	/* TX channel (our stream to this peer). */
 	uint32_t snd_una;      /* oldest unacked seq */
 	uint32_t snd_nxt;      /* next new seq */

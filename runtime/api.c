@@ -11,7 +11,7 @@
 #include "ctx.h"
 #include "pp_log.h"
 
-#define PP_MAX_MSGS 1024     /* sends, and receives, outstanding at most */
+#define PP_MAX_MSGS   1024 /* sends, and receives, outstanding at most */
 #define PP_RTO_MAX_NS 50000000u
 
 static int check_config(const struct pp_config *c)
@@ -94,8 +94,8 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	if (rc)
 		goto fail;
 
-	struct pp_port_conf pconf = {.nb_queues = 1,
-				     .pcap_dump = ctx->cfg.pcap_dump[0] ? ctx->cfg.pcap_dump : NULL};
+	struct pp_port_conf pconf = {
+	    .nb_queues = 1, .pcap_dump = ctx->cfg.pcap_dump[0] ? ctx->cfg.pcap_dump : NULL};
 	rc = pp_port_open(&ctx->port, ctx->cfg.dev, &pconf);
 	if (rc) {
 		pp_err("pp_init: cannot open port '%s': %s", ctx->cfg.dev, pp_strerror(rc));
@@ -111,11 +111,11 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		pp_err("pp_init: protocol engine: %s", pp_strerror(rc));
 		goto fail;
 	}
-	if ((rc = pp_discovery_run(ctx)))
+	if ((rc = pp_membership_join(ctx)))
 		goto fail;
 	for (int r = 0; r < ctx->size; r++)
-		if (r != ctx->rank && (rc = pp_proto_peer_add(ctx->eng, (uint32_t)r,
-							      ctx->peers[r].mac)))
+		if (r != ctx->rank &&
+		    (rc = pp_proto_peer_add(ctx->eng, (uint32_t)r, ctx->peers[r].mac)))
 			goto fail;
 	if ((rc = pp_handlers_start(ctx)))
 		goto fail;
@@ -147,6 +147,10 @@ PP_API int pp_finalize(pp_ctx *ctx)
 		}
 		pp_ctx_progress(ctx);
 	}
+	/* Pull handlers stop first: from here on one thread drives the engine. */
+	pp_handlers_stop(ctx);
+	if (rc == 0)
+		rc = pp_membership_leave(ctx, deadline);
 	ctx_free(ctx);
 	return rc;
 }
@@ -161,8 +165,7 @@ PP_API int pp_size(const pp_ctx *ctx)
 	return ctx ? ctx->size : -EINVAL;
 }
 
-int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag,
-		 pp_req **out)
+int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out)
 {
 	pp_ctx_enter(ctx);
 	struct pp_req *r = pp_req_get(ctx);

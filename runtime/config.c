@@ -97,13 +97,13 @@ static int set_one(struct pp_config *c, const char *key, const char *v)
 		const char *key;
 		size_t off;
 	} strs[] = {
-		{"node", offsetof(struct pp_config, node)},
-		{"dev", offsetof(struct pp_config, dev)},
-		{"pull_cores", offsetof(struct pp_config, pull_cores)},
-		{"daemon", offsetof(struct pp_config, daemon)},
-		{"predict", offsetof(struct pp_config, predict)},
-		{"pcap_dump", offsetof(struct pp_config, pcap_dump)},
-		{"cluster", offsetof(struct pp_config, cluster)},
+	    {"node", offsetof(struct pp_config, node)},
+	    {"dev", offsetof(struct pp_config, dev)},
+	    {"pull_cores", offsetof(struct pp_config, pull_cores)},
+	    {"daemon", offsetof(struct pp_config, daemon)},
+	    {"predict", offsetof(struct pp_config, predict)},
+	    {"pcap_dump", offsetof(struct pp_config, pcap_dump)},
+	    {"cluster", offsetof(struct pp_config, cluster)},
 	};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strcmp(key, strs[i].key) == 0)

@@ -19,27 +19,27 @@ enum pp_mode {
 #define PP_CFG_STR 256
 
 struct pp_config {
-	int rank;                      /* this rank, 0..size-1 (-1: unset) */
-	int size;                      /* ranks in the job (-1: unset) */
-	uint32_t job;                  /* job key on the wire */
-	char job_name[PP_CFG_STR];     /* job key as given (names shm segments) */
-	char node[PP_CFG_STR];         /* node name; same node = shared memory */
-	char dev[PP_CFG_STR];          /* port: EAL device args or pcap:IFACE */
-	enum pp_mode mode;             /* push-pull, push-all or push-zero */
-	uint32_t btp1;                 /* bytes in the first push */
-	uint32_t btp2;                 /* bytes in the second, overlapped push */
-	bool btp_set;                  /* btp1 or btp2 given explicitly */
-	char pull_cores[PP_CFG_STR];   /* core list for pull handlers ("" none) */
-	char daemon[PP_CFG_STR];       /* ppd socket path ("" embedded engine) */
-	char predict[PP_CFG_STR];      /* predictor name or "off" */
-	char pcap_dump[PP_CFG_STR];    /* capture file ("" none) */
-	char cluster[PP_CFG_STR];      /* rank -> MAC file ("" discover) */
-	uint32_t timeout_ms;           /* discovery and peer-loss timeout */
+	int rank;		     /* this rank, 0..size-1 (-1: unset) */
+	int size;		     /* ranks in the job (-1: unset) */
+	uint32_t job;		     /* job key on the wire */
+	char job_name[PP_CFG_STR];   /* job key as given (names shm segments) */
+	char node[PP_CFG_STR];	     /* node name; same node = shared memory */
+	char dev[PP_CFG_STR];	     /* port: EAL device args or pcap:IFACE */
+	enum pp_mode mode;	     /* push-pull, push-all or push-zero */
+	uint32_t btp1;		     /* bytes in the first push */
+	uint32_t btp2;		     /* bytes in the second, overlapped push */
+	bool btp_set;		     /* btp1 or btp2 given explicitly */
+	char pull_cores[PP_CFG_STR]; /* core list for pull handlers ("" none) */
+	char daemon[PP_CFG_STR];     /* ppd socket path ("" embedded engine) */
+	char predict[PP_CFG_STR];    /* predictor name or "off" */
+	char pcap_dump[PP_CFG_STR];  /* capture file ("" none) */
+	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
+	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
-#define PP_BTP1_ETH_DEFAULT 80
-#define PP_BTP2_ETH_DEFAULT 680
+#define PP_BTP1_ETH_DEFAULT   80
+#define PP_BTP2_ETH_DEFAULT   680
 #define PP_TIMEOUT_MS_DEFAULT 10000
 
 /*

@@ -26,53 +26,57 @@
 
 enum pp_req_state {
 	PP_REQ_FREE = 0, /* in the pool */
-	PP_REQ_ACTIVE,   /* handed to the engine */
-	PP_REQ_DONE,     /* completed, status valid, owned by the user */
+	PP_REQ_ACTIVE,	 /* handed to the engine */
+	PP_REQ_DONE,	 /* completed, status valid, owned by the user */
 };
 
 struct pp_req {
-	pp_ctx *ctx;             /* owner */
+	pp_ctx *ctx;		 /* owner */
 	enum pp_req_state state; /* see above */
-	int is_send;             /* 1 send, 0 receive */
-	int peer;                /* destination or source asked for (may be ANY) */
-	pp_status st;            /* result, valid once DONE */
-	uint32_t next_free;      /* pool free list link */
+	int is_send;		 /* 1 send, 0 receive */
+	int peer;		 /* destination or source asked for (may be ANY) */
+	pp_status st;		 /* result, valid once DONE */
+	uint32_t next_free;	 /* pool free list link */
 };
 
 struct pp_peer_info {
-	uint8_t mac[6];           /* port MAC of the rank */
-	uint8_t known;            /* discovery heard from it */
-	uint8_t knows_all;        /* it said it knows every rank */
-	char node[PP_NODE_NAME];  /* its node name */
+	uint8_t mac[6];		 /* port MAC of the rank */
+	uint8_t known;		 /* discovery heard from it */
+	uint8_t knows_all;	 /* it said it knows every rank */
+	uint8_t bye;		 /* it said goodbye: it sends nothing more */
+	char node[PP_NODE_NAME]; /* its node name */
 };
 
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
 
 struct pp_ctx {
-	struct pp_config cfg;        /* settings from env and pp_init */
-	struct pp_port *port;        /* the rank's own port */
-	struct pp_proto *eng;        /* protocol engine */
+	struct pp_config cfg;	       /* settings from env and pp_init */
+	struct pp_port *port;	       /* the rank's own port */
+	struct pp_proto *eng;	       /* protocol engine */
 	struct pp_port_info port_info; /* MAC, MTU, ... of the port */
-	int rank, size;              /* this rank, ranks in the job */
+	int rank, size;		       /* this rank, ranks in the job */
 
-	struct pp_req *reqs;         /* request pool */
-	uint32_t nreqs;              /* its size */
-	uint32_t free_head;          /* first free request, UINT32_MAX if none */
-	uint32_t active;             /* requests handed to the engine */
+	struct pp_req *reqs; /* request pool */
+	uint32_t nreqs;	     /* its size */
+	uint32_t free_head;  /* first free request, UINT32_MAX if none */
+	uint32_t active;     /* requests handed to the engine */
 
-	struct pp_peer_info *peers;  /* per rank, from discovery */
-	uint32_t nknown;             /* ranks heard from (self included) */
-	uint64_t next_hello;         /* when discovery sends its next HELLO */
+	struct pp_peer_info *peers; /* per rank, from discovery */
+	uint32_t nknown;	    /* ranks heard from (self included) */
+	uint64_t next_hello;	    /* when discovery sends its next HELLO */
+	uint32_t nbye;		    /* peers that said goodbye */
+	uint64_t bye_last;	    /* when the last goodbye came */
+	int leaving;		    /* pp_finalize is saying goodbye */
 
-	struct pp_buf *txq[PP_CTX_BURST]; /* frames written but not yet taken */
-	unsigned ntxq;               /* how many */
+	struct pp_buf *txq[PP_CTX_BURST];   /* frames written but not yet taken */
+	unsigned ntxq;			    /* how many */
 	struct pp_buf *spare[PP_CTX_BURST]; /* empty port buffers kept for output */
-	unsigned nspare;             /* how many */
-	uint64_t last_rx;            /* time of the last frame received */
-	uint64_t frames_rx, frames_tx; /* port-level counters for pp_get_stats */
+	unsigned nspare;		    /* how many */
+	uint64_t last_rx;		    /* time of the last frame received */
+	uint64_t frames_rx, frames_tx;	    /* port-level counters for pp_get_stats */
 
-	atomic_flag lock;            /* progress lock, used with pull handlers */
-	int locking;                 /* 1 when pull handlers run */
+	atomic_flag lock;		   /* progress lock, used with pull handlers */
+	int locking;			   /* 1 when pull handlers run */
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
 };
 
@@ -99,16 +103,19 @@ int pp_ctx_progress(pp_ctx *ctx);
 
 /* Discovery: find every rank of the job or fail after timeout_ms.
  * Errors: -ETIMEDOUT (the missing ranks are logged), -EINVAL (cluster file). */
-int pp_discovery_run(pp_ctx *ctx);
+int pp_membership_join(pp_ctx *ctx);
 
-/* Handle a HELLO frame that progress found. */
-void pp_discovery_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now);
+/* Say goodbye to every peer and wait for theirs (see membership.c).
+ * Errors: -ETIMEDOUT (some peer silent past deadline). */
+int pp_membership_leave(pp_ctx *ctx, uint64_t deadline);
+
+/* Handle a HELLO or BYE frame that progress found. */
+void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now);
 
 /* Start a send or receive without checking the arguments (the public calls
  * do); internal users such as the barrier pass tags below zero.
  * Errors: -ENOMEM (no request free), the engine's errors. */
-int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag,
-		 pp_req **out);
+int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);

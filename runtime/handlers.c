@@ -17,15 +17,15 @@
 
 struct pp_pull_handlers {
 	atomic_int stop;       /* set to end the threads */
-	int n;                 /* threads started */
-	int cores[64];         /* where each runs */
+	int n;		       /* threads started */
+	int cores[64];	       /* where each runs */
 	pthread_t threads[64]; /* the threads */
-	pp_ctx *ctx;           /* what they serve */
+	pp_ctx *ctx;	       /* what they serve */
 };
 
 struct start {
 	struct pp_pull_handlers *h; /* the set */
-	int i;                      /* which thread */
+	int i;			    /* which thread */
 };
 
 static void *handler_main(void *arg)

@@ -13,9 +13,13 @@ uint64_t pp_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static int is_hello(const struct pp_buf *b)
+/* HELLO and BYE are the runtime's; everything else is the engine's. */
+static int is_membership(const struct pp_buf *b)
 {
-	return b->len >= PP_WIRE_MIN_FRAME && (b->data[PP_WIRE_ETH_LEN] & 0x0f) == PP_WIRE_HELLO;
+	if (b->len < PP_WIRE_MIN_FRAME)
+		return 0;
+	unsigned type = b->data[PP_WIRE_ETH_LEN] & 0x0f;
+	return type == PP_WIRE_HELLO || type == PP_WIRE_BYE;
 }
 
 static unsigned rx(pp_ctx *ctx, uint64_t now)
@@ -27,8 +31,8 @@ static unsigned rx(pp_ctx *ctx, uint64_t now)
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 1 < n)
 			__builtin_prefetch(bufs[i + 1]->data);
-		if (pp_unlikely(is_hello(bufs[i])))
-			pp_discovery_input(ctx, bufs[i]->data, bufs[i]->len, now);
+		if (pp_unlikely(is_membership(bufs[i])))
+			pp_membership_input(ctx, bufs[i]->data, bufs[i]->len, now);
 		else
 			pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now);
 	}

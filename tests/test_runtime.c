@@ -19,19 +19,19 @@
 #define MAXR 4
 
 struct rank_run {
-	int rank, size;             /* who */
-	const char *extra;          /* more pp_init settings */
+	int rank, size;		    /* who */
+	const char *extra;	    /* more pp_init settings */
 	int (*body)(pp_ctx *, int); /* the scenario; returns failures */
-	int failures;               /* counted by the thread */
-	char first[256];            /* the first failure, for the report */
+	int failures;		    /* counted by the thread */
+	char first[256];	    /* the first failure, for the report */
 };
 
 #define EXPECT(run, cond)                                                                          \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			if (!(run)->failures++)                                                   \
-				snprintf((run)->first, sizeof((run)->first), "rank %d line %d: %s", \
-					 (run)->rank, __LINE__, #cond);                            \
+			if (!(run)->failures++)                                                    \
+				snprintf((run)->first, sizeof((run)->first),                       \
+					 "rank %d line %d: %s", (run)->rank, __LINE__, #cond);     \
 		}                                                                                  \
 	} while (0)
 
@@ -102,8 +102,8 @@ static void fill(uint8_t *b, size_t n, int seed)
 
 /* --- scenarios ---------------------------------------------------------- */
 
-static const size_t sizes[] = {0,    1,    79,    80,    81,    759,      760,
-			       761,  1500, 4096,  65536, 65539, 1 << 20, (16 << 20) + 3};
+static const size_t sizes[] = {0,   1,	  79,	80,    81,    759,     760,
+			       761, 1500, 4096, 65536, 65539, 1 << 20, (16 << 20) + 3};
 
 /* Every size both ways, every byte checked. */
 static int sc_sizes(pp_ctx *ctx, int rank)
@@ -209,6 +209,24 @@ static int sc_barrier(pp_ctx *ctx, int rank)
 	return bad;
 }
 
+/* A peer that said goodbye: what it sent is still received, what it never
+ * sent fails with -ECONNRESET instead of hanging, and sends to it fail. */
+static int sc_gone(pp_ctx *ctx, int rank)
+{
+	int bad = 0;
+	uint8_t buf[500];
+	pp_status st;
+	if (rank == 1) {
+		fill(buf, sizeof(buf), 5);
+		return pp_send(ctx, buf, sizeof(buf), 0, 1) != 0; /* then finalize */
+	}
+	bad += pp_recv(ctx, buf, sizeof(buf), 1, 1, &st) != 0;
+	bad += st.len != sizeof(buf) || check(buf, sizeof(buf), 5);
+	bad += pp_recv(ctx, buf, sizeof(buf), 1, 2, &st) != -ECONNRESET;
+	bad += pp_send(ctx, buf, 10, 1, 3) != -ECONNRESET;
+	return bad;
+}
+
 static void test_sizes_push_pull(void)
 {
 	run_ranks(2, sc_sizes, "mode=push-pull", 0);
@@ -244,19 +262,30 @@ static void test_barrier(void)
 	run_ranks(4, sc_barrier, NULL, 0);
 }
 
+static void test_lossy_30(void)
+{
+	run_ranks(2, sc_match, NULL, 0.30);
+	run_ranks(2, sc_many, "mode=push-all", 0.30);
+}
+
+static void test_gone(void)
+{
+	run_ranks(2, sc_gone, NULL, 0);
+	run_ranks(2, sc_gone, NULL, 0.30);
+}
+
 static void test_init_errors(void)
 {
 	pp_ctx *ctx;
-	CU_ASSERT_EQUAL(pp_init(&ctx, "size=2,dev=sim:x/0"), -EINVAL);        /* no rank */
-	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2"), -EINVAL);             /* no dev */
+	CU_ASSERT_EQUAL(pp_init(&ctx, "size=2,dev=sim:x/0"), -EINVAL); /* no rank */
+	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2"), -EINVAL);      /* no dev */
 	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2,dev=sim:nolink/0"), -ENODEV);
 	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2,dev=sim:x/0,predict=dpd"), -EINVAL);
 
 	/* Discovery gives up and says so when a rank never comes. */
 	struct pp_sim_conf sc = {.seed = 1, .mtu = 1500};
 	CU_ASSERT_EQUAL_FATAL(pp_sim_link_create(&link_, "lonely", 2, &sc), 0);
-	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2,dev=sim:lonely/0,timeout_ms=200"),
-			-ETIMEDOUT);
+	CU_ASSERT_EQUAL(pp_init(&ctx, "rank=0,size=2,dev=sim:lonely/0,timeout_ms=200"), -ETIMEDOUT);
 	pp_sim_link_destroy(link_);
 }
 
@@ -267,20 +296,22 @@ static int setup(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"init errors", test_init_errors},
-	{"sizes push-pull", test_sizes_push_pull},
-	{"sizes push-all", test_sizes_push_all},
-	{"sizes push-zero", test_sizes_push_zero},
-	{"sizes at 2% loss", test_sizes_lossy},
-	{"wildcards, order, truncation", test_match},
-	{"many outstanding", test_many},
-	{"barrier, 4 ranks", test_barrier},
-	CU_TEST_INFO_NULL,
+    {"init errors", test_init_errors},
+    {"sizes push-pull", test_sizes_push_pull},
+    {"sizes push-all", test_sizes_push_all},
+    {"sizes push-zero", test_sizes_push_zero},
+    {"sizes at 2% loss", test_sizes_lossy},
+    {"wildcards, order, truncation", test_match},
+    {"many outstanding", test_many},
+    {"barrier, 4 ranks", test_barrier},
+    {"30% loss", test_lossy_30},
+    {"peer gone", test_gone},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"runtime over sim", setup, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"runtime over sim", setup, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Discovery: ranks find each other with HELLO frames on the link.
+ * Membership: ranks find each other with HELLO frames, and leave with BYE.
  *
+ * Discovery: *
  * Every rank broadcasts a HELLO (job key, rank, job size, node name, and
  * whether it already knows every rank; its MAC is the frame's source) every
  * PP_HELLO_INTERVAL until it knows every rank and every rank has said it
@@ -10,6 +11,15 @@
  * discovery and afterwards (from pp_progress), so a rank that finished first
  * never leaves a slower one waiting. With cluster=FILE the table comes from
  * the file instead ("RANK MAC [NODE]" per line, # comments).
+ *
+ * Leaving (pp_finalize): once everything the rank sent is acknowledged, it
+ * sends BYE to every peer, and keeps serving (acks, retransmission answers)
+ * until it has a BYE from every peer that is not lost, resending its own
+ * every PP_HELLO_INTERVAL. A rank that gets a BYE while it is leaving too
+ * answers it, and it lingers PP_BYE_LINGER after the last one, so a lost
+ * final ack or BYE is repaired before anybody goes. A peer's BYE also means
+ * it will send nothing more: receives that only it could satisfy fail with
+ * -ECONNRESET instead of waiting for ever.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,13 +31,14 @@
 #include "wire.h"
 
 #define PP_HELLO_INTERVAL_NS 10000000u /* 10 ms */
+#define PP_BYE_LINGER_NS     20000000u /* 20 ms */
 
 static const uint8_t broadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 /* HELLO payload, after the protocol header. */
 struct hello {
 	char node[PP_NODE_NAME]; /* sender's node name, NUL-terminated */
-	uint8_t knows_all;       /* 1: the sender knows every rank */
+	uint8_t knows_all;	 /* 1: the sender knows every rank */
 };
 
 static int all_known(const pp_ctx *ctx)
@@ -35,18 +46,22 @@ static int all_known(const pp_ctx *ctx)
 	return ctx->nknown == (uint32_t)ctx->size;
 }
 
-static void send_hello(pp_ctx *ctx, const uint8_t dst_mac[6], uint32_t dst_rank)
+/* HELLO or BYE: unsequenced frames the runtime sends itself. */
+/* HELLO or BYE: unsequenced frames the runtime sends itself. Only HELLO
+ * has a payload. */
+static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], uint32_t dst_rank)
 {
 	struct pp_buf *b;
 	struct hello p = {.knows_all = (uint8_t)all_known(ctx)};
+	uint16_t plen = type == PP_WIRE_HELLO ? sizeof(p) : 0;
 	struct pp_wire_hdr h = {
-		.type = PP_WIRE_HELLO,
-		.payload_len = sizeof(p),
-		.job = ctx->cfg.job,
-		.src_rank = (uint32_t)ctx->rank,
-		.dst_rank = dst_rank,
-		.msg_len = sizeof(p),
-		.tag = (uint32_t)ctx->size,
+	    .type = type,
+	    .payload_len = plen,
+	    .job = ctx->cfg.job,
+	    .src_rank = (uint32_t)ctx->rank,
+	    .dst_rank = dst_rank,
+	    .msg_len = plen,
+	    .tag = (uint32_t)ctx->size,
 	};
 	snprintf(p.node, sizeof(p.node), "%s", ctx->peers[ctx->rank].node);
 	if (pp_port_alloc(ctx->port, &b, 1) != 1)
@@ -60,9 +75,8 @@ static void send_hello(pp_ctx *ctx, const uint8_t dst_mac[6], uint32_t dst_rank)
 	pp_port_free(ctx->port, &b, 1);
 }
 
-void pp_discovery_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now)
+void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now)
 {
-	(void)now;
 	struct pp_wire_check chk = {ctx->cfg.job, (uint32_t)ctx->rank, (uint32_t)ctx->size,
 				    ctx->port_info.mtu};
 	struct pp_wire_hdr h;
@@ -70,11 +84,26 @@ void pp_discovery_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t 
 	enum pp_drop_reason why;
 	struct hello p;
 
-	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) != 0 ||
-	    h.payload_len < sizeof(p)) {
-		pp_debug("discovery: HELLO dropped (%s)", pp_wire_drop_name(why));
+	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) != 0) {
+		pp_debug("membership: frame dropped (%s)", pp_wire_drop_name(why));
 		return;
 	}
+	if (h.type == PP_WIRE_BYE) {
+		struct pp_peer_info *pi = &ctx->peers[h.src_rank];
+		if (h.src_rank == (uint32_t)ctx->rank || !pi->known)
+			return;
+		if (!pi->bye) {
+			pi->bye = 1;
+			ctx->nbye++;
+			ctx->bye_last = now;
+			pp_proto_peer_gone(ctx->eng, h.src_rank);
+		}
+		if (ctx->leaving) /* it may not have ours yet */
+			send_control(ctx, PP_WIRE_BYE, pi->mac, h.src_rank);
+		return;
+	}
+	if (h.payload_len < sizeof(p))
+		return;
 	memcpy(&p, payload, sizeof(p));
 	p.node[sizeof(p.node) - 1] = '\0';
 	if (h.tag != (uint32_t)ctx->size) {
@@ -98,15 +127,14 @@ void pp_discovery_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t 
 	}
 	pi->knows_all = p.knows_all;
 	if (!p.knows_all)
-		send_hello(ctx, pi->mac, h.src_rank);
+		send_control(ctx, PP_WIRE_HELLO, pi->mac, h.src_rank);
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
 {
 	unsigned v[6];
 	char tail;
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) !=
-	    6)
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
 		return -EINVAL;
 	for (int i = 0; i < 6; i++) {
 		if (v[i] > 255)
@@ -185,7 +213,7 @@ static void log_missing(const pp_ctx *ctx)
 		       ctx->cfg.timeout_ms);
 }
 
-int pp_discovery_run(pp_ctx *ctx)
+int pp_membership_join(pp_ctx *ctx)
 {
 	struct pp_peer_info *self = &ctx->peers[ctx->rank];
 	memcpy(self->mac, ctx->port_info.mac, 6);
@@ -205,7 +233,7 @@ int pp_discovery_run(pp_ctx *ctx)
 	for (;;) {
 		uint64_t now = pp_now_ns();
 		if (all_known(ctx) && everyone_knows_all(ctx)) {
-			send_hello(ctx, broadcast, PP_WIRE_RANK_ALL);
+			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL);
 			return 0;
 		}
 		if (now >= deadline) {
@@ -213,8 +241,43 @@ int pp_discovery_run(pp_ctx *ctx)
 			return -ETIMEDOUT;
 		}
 		if (now >= ctx->next_hello) {
-			send_hello(ctx, broadcast, PP_WIRE_RANK_ALL);
+			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL);
 			ctx->next_hello = now + PP_HELLO_INTERVAL_NS;
+		}
+		pp_ctx_progress(ctx);
+	}
+}
+
+static int all_byes(const pp_ctx *ctx)
+{
+	for (int r = 0; r < ctx->size; r++)
+		if (r != ctx->rank && !ctx->peers[r].bye &&
+		    !pp_proto_peer_lost(ctx->eng, (uint32_t)r))
+			return 0;
+	return 1;
+}
+
+int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
+{
+	uint64_t next = 0, done_at = 0;
+	ctx->leaving = 1;
+	for (;;) {
+		uint64_t now = pp_now_ns();
+		if (!done_at && all_byes(ctx))
+			done_at = now;
+		if (done_at && now - done_at >= PP_BYE_LINGER_NS)
+			return 0;
+		if (now > deadline) {
+			pp_warn("pp_finalize: %d of %d peers did not say goodbye in time",
+				ctx->size - 1 - (int)ctx->nbye, ctx->size - 1);
+			return -ETIMEDOUT;
+		}
+		if (!done_at && now >= next) {
+			for (int r = 0; r < ctx->size; r++)
+				if (r != ctx->rank && !ctx->peers[r].bye)
+					send_control(ctx, PP_WIRE_BYE, ctx->peers[r].mac,
+						     (uint32_t)r);
+			next = now + PP_HELLO_INTERVAL_NS;
 		}
 		pp_ctx_progress(ctx);
 	}
