@@ -232,6 +232,8 @@ struct run {
 	const struct opts *o;
 	uint8_t *sbuf, *rbuf; /* page-aligned, as in the paper */
 	double *samples;      /* o->iters of them, microseconds */
+	double *compute;      /* early/late: own loop timings, 2 per iteration */
+	double *compute_peer; /* early/late: the pong's, on the ping */
 };
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
@@ -323,26 +325,59 @@ static void bandwidth(struct run *r, size_t len, unsigned iters, int keep)
 	}
 }
 
-/* The paper's Figure 5; samples are one-way latencies with compute removed. */
-static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint64_t x, uint64_t y,
-		       double critical_us)
+/* The paper's Figure 5. Both ranks time their own compute loops in every
+ * iteration; after the measured loop the pong sends its timings over, and
+ * the ping takes the compute on the critical path off each iteration:
+ *   ping: x_p, send, y_p, receive      pong: y_q, receive, x_q, send
+ *   critical = max(x_p + y_p, max(x_p, y_q) + x_q)
+ * The sample is (iteration - critical) / 2, a per-message latency. Loops are
+ * timed, not assumed: a NOP loop runs slower while the sibling hyperthread
+ * polls. */
+static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint64_t x, uint64_t y)
 {
+	double *mine = r->compute; /* x then y, per iteration, microseconds */
 	for (unsigned i = 0; i < iters; i++) {
 		xbarrier(r);
-		uint64_t t0 = pp_perf_now();
+		uint64_t t0 = pp_perf_now(), t1, t2, t3;
 		if (r->rank == 0) {
 			pp_perf_compute(x);
+			t1 = pp_perf_now();
 			xsend(r, len, 5);
+			t2 = pp_perf_now();
 			pp_perf_compute(y);
+			t3 = pp_perf_now();
 			xrecv(r, len, 6, 1);
+			r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
+			mine[2 * i] = pp_perf_ticks_to_us(t1 - t0);
+			mine[2 * i + 1] = pp_perf_ticks_to_us(t3 - t2);
 		} else {
 			pp_perf_compute(y);
+			t1 = pp_perf_now();
 			xrecv(r, len, 5, 0);
+			t2 = pp_perf_now();
 			pp_perf_compute(x);
+			t3 = pp_perf_now();
 			xsend(r, len, 6);
+			mine[2 * i] = pp_perf_ticks_to_us(t3 - t2);
+			mine[2 * i + 1] = pp_perf_ticks_to_us(t1 - t0);
 		}
-		if (keep)
-			r->samples[i] = (pp_perf_ticks_to_us(pp_perf_now() - t0) - critical_us) / 2;
+	}
+	if (!keep)
+		return;
+	/* Outside the measurement: the pong's loop timings go to the ping. */
+	size_t bytes = 2 * iters * sizeof(double);
+	int rc = r->rank == 0 ? pp_recv(r->ctx, r->compute_peer, bytes, 1, 7, NULL)
+			      : pp_send(r->ctx, mine, bytes, 0, 7);
+	if (rc)
+		die("exchanging compute timings", rc);
+	if (r->rank != 0)
+		return;
+	for (unsigned i = 0; i < iters; i++) {
+		double xp = mine[2 * i], yp = mine[2 * i + 1];
+		double xq = r->compute_peer[2 * i], yq = r->compute_peer[2 * i + 1];
+		double a = xp + yp, b = (xp > yq ? xp : yq) + xq;
+		double rest = r->samples[i] - (a > b ? a : b);
+		r->samples[i] = rest > 0 ? rest / 2 : 0;
 	}
 }
 
@@ -379,15 +414,13 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 {
 	const struct opts *o = r->o;
 	uint64_t x = 0, y = 0;
-	double critical = 0;
 
 	if (t == T_EARLY || t == T_LATE) {
 		x = o->compute_x >= 0 ? (uint64_t)o->compute_x : t == T_EARLY ? 500000 : 100000;
 		y = o->compute_y >= 0 ? (uint64_t)o->compute_y : t == T_EARLY ? 100000 : 300000;
-		critical = time_compute(x > y ? x : y) + time_compute(x);
 		if (r->rank == 0)
-			printf("# %s: x=%" PRIu64 " y=%" PRIu64 " NOPs, critical compute %.1f us\n",
-			       test_names[t], x, y, critical);
+			printf("# %s: x=%" PRIu64 " y=%" PRIu64 " NOPs (x %.1f us, y %.1f us)\n",
+			       test_names[t], x, y, time_compute(x), time_compute(y));
 	}
 	for (int si = 0; si < o->nsizes; si++) {
 		size_t len = o->sizes[si];
@@ -402,7 +435,7 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 			else if (t == T_BANDWIDTH)
 				bandwidth(r, len, n, pass);
 			else
-				early_late(r, len, n, pass, x, y, critical);
+				early_late(r, len, n, pass, x, y);
 		}
 		pp_perf_summarise(r->samples, o->iters, &s);
 		if (t == T_BANDWIDTH && s.mid80 > lat4)
@@ -469,7 +502,9 @@ int main(int argc, char **argv)
 	r.sbuf = aligned_alloc(4096, alloc);
 	r.rbuf = aligned_alloc(4096, alloc);
 	r.samples = calloc(o.iters, sizeof(double));
-	if (!r.sbuf || !r.rbuf || !r.samples)
+	r.compute = calloc(2 * (size_t)(o.iters > o.warmup ? o.iters : o.warmup), sizeof(double));
+	r.compute_peer = calloc(2 * (size_t)o.iters, sizeof(double));
+	if (!r.sbuf || !r.rbuf || !r.samples || !r.compute || !r.compute_peer)
 		die("allocating buffers", -ENOMEM);
 
 	/* Only rank 0 writes; PP_RANK says which we are before pp_init. */
@@ -511,5 +546,7 @@ int main(int argc, char **argv)
 	free(r.sbuf);
 	free(r.rbuf);
 	free(r.samples);
+	free(r.compute);
+	free(r.compute_peer);
 	return 0;
 }

@@ -51,8 +51,8 @@ up() {
   local nodes=${1:-} ports=${2:-1}
   [[ $nodes =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] ||
     die "up: NODES must be 1..64 (got '${nodes}')"
-  [[ $ports =~ ^[0-9]+$ ]] && [ "$ports" -ge 1 ] && [ "$ports" -le 16 ] ||
-    die "up: PORTS_PER_NODE must be 1..16 (got '${ports}')"
+  [[ $ports =~ ^[0-9]+$ ]] && [ "$ports" -ge 1 ] && [ "$ports" -le 15 ] ||
+    die "up: PORTS_PER_NODE must be 1..15 (got '${ports}')"
   need_root up "$@"
 
   if ! ip link show "$BR" >/dev/null 2>&1; then
@@ -69,7 +69,15 @@ up() {
     for ((j = 0; j < ports; j++)); do
       local host=${P}n${i}p$j
       if ! ip link show "$host" >/dev/null 2>&1; then
-        ip link add "$host" mtu "$MTU" type veth peer name "pp$j" mtu "$MTU" netns "$ns"
+        # Port j gets ifindex (j+1)<<12 | 0x10 inside its namespace. DPDK's
+        # af_packet joins a PACKET_FANOUT group numbered (pid ^ ifindex) &
+        # 0xffff; with small ifindexes, two ranks of one node with adjacent
+        # pids collide and the second port fails to open.
+        local tmp=${P}t$$
+        ip link add "$tmp" index $(( ((j + 1) << 12) | 0x10 )) mtu "$MTU" type veth \
+          peer name "$host" mtu "$MTU"
+        ip link set "$tmp" netns "$ns"
+        ip -n "$ns" link set "$tmp" name "pp$j"
       fi
       sysctl -qw "net.ipv6.conf.$host.disable_ipv6=1" || true
       ip -n "$ns" link set "pp$j" address "$(mac "$i" "$j")" mtu "$MTU" up

@@ -22,8 +22,11 @@
  * with -EMSGSIZE and st->len set to the full message length; a send buffer may
  * be reused once its send completes. Messages of 0 bytes to at least 1 GiB.
  *
- * Implementation status: functions marked "not yet implemented" return
- * -ENOSYS in this release.
+ * This release runs an embedded engine: every rank owns a port (DPDK or
+ * libpcap, dev=...). Not yet available: the node daemon (daemon=... gives
+ * -ENOSYS), the shared-memory path between ranks of one node (they talk over
+ * the port), the runtime predictor (predict= must be off), and sends to the
+ * caller's own rank (-EINVAL).
  */
 #ifndef PP_H
 #define PP_H
@@ -106,16 +109,19 @@ struct pp_stats {
  * job, node, dev, mode (push-pull|push-all|push-zero), btp1, btp2,
  * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log.
  * Returns only when every rank of the job is known.
- * Errors: -EINVAL (unknown key or bad value; the key is named on stderr),
- * -ENOMEM, -ENODEV (the port cannot be opened), -ETIMEDOUT (ranks missing
- * after timeout_ms; they are named on stderr), -ENOSYS (not yet implemented).
+ * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
+ * is named on stderr), -ENOMEM, -ENODEV (the port cannot be opened),
+ * -ETIMEDOUT (ranks missing after timeout_ms; they are named on stderr),
+ * -ENOSYS (daemon= given: not available in this release).
  */
 PP_API int pp_init(pp_ctx **ctx, const char *config);
 
 /*
- * Drain what is in flight, say goodbye to the peers and free the context.
- * Errors: -EINVAL (ctx is NULL), -ETIMEDOUT (in-flight operations could not
- * be drained; the context is freed anyway), -ENOSYS (not yet implemented).
+ * Drain what is in flight (every send acknowledged), say goodbye to the
+ * peers (BYE) and wait for theirs, then free the context. Every request
+ * must have completed.
+ * Errors: -EINVAL (ctx is NULL), -ETIMEDOUT (in-flight operations or peers'
+ * goodbyes missing after timeout_ms; the context is freed anyway).
  */
 PP_API int pp_finalize(pp_ctx *ctx);
 
@@ -128,8 +134,9 @@ PP_API int pp_size(const pp_ctx *ctx);
 /*
  * Blocking send of len bytes to rank dest with tag (>= 0). Returns when buf
  * may be reused (every byte acknowledged).
- * Errors: -EINVAL (bad rank, negative tag, NULL buf with len > 0),
- * -ECONNRESET (peer lost), -ENOSYS (not yet implemented).
+ * Errors: -EINVAL (bad rank or own rank, negative tag, NULL buf with
+ * len > 0), -ENOMEM (too many operations outstanding), -ECONNRESET (peer
+ * lost or gone), -ETIMEDOUT (see pp_wait).
  */
 PP_API int pp_send(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag);
 
@@ -137,21 +144,21 @@ PP_API int pp_send(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag);
  * Blocking receive into buf (len bytes) from source (or PP_ANY_SOURCE) with
  * tag (or PP_ANY_TAG). st may be NULL.
  * Errors: -EINVAL, -EMSGSIZE (message longer than len: len bytes are
- * delivered and st->len is the full length), -ECONNRESET (peer lost),
- * -ENOSYS (not yet implemented).
+ * delivered and st->len is the full length), -ECONNRESET (source lost, or
+ * it finalized without sending a match), -ETIMEDOUT (see pp_wait).
  */
 PP_API int pp_recv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_status *st);
 
 /*
  * Start a send; *req is set to a request to pass to pp_test or pp_wait. buf
  * must not be changed until the request completes.
- * Errors: -EINVAL, -ENOMEM (no free request), -ECONNRESET, -ENOSYS.
+ * Errors: -EINVAL, -ENOMEM (no free request), -ECONNRESET.
  */
 PP_API int pp_isend(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag, pp_req **req);
 
 /*
  * Start a receive; *req is set to a request to pass to pp_test or pp_wait.
- * Errors: -EINVAL, -ENOMEM (no free request), -ENOSYS.
+ * Errors: -EINVAL, -ENOMEM (no free request), -ECONNRESET (source gone).
  */
 PP_API int pp_irecv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_req **req);
 
@@ -160,35 +167,37 @@ PP_API int pp_irecv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_
  * is 1, st (may be NULL) is filled, the request is freed and *req set NULL;
  * the return value is then the operation's own result (0, -EMSGSIZE,
  * -ECONNRESET, ...). Otherwise *done is 0 and 0 is returned.
- * Errors: -EINVAL (NULL or unknown request), -ENOSYS.
+ * Errors: -EINVAL (NULL or unknown request).
  */
 PP_API int pp_test(pp_req **req, int *done, pp_status *st);
 
 /*
  * Block until *req completes; then as pp_test with done = 1.
- * Errors: -EINVAL, -ETIMEDOUT (no progress within timeout_ms while the peer
- * was silent), the operation's own error, -ENOSYS.
+ * Errors: -EINVAL, the operation's own error, -ETIMEDOUT (no frame at all
+ * arrived for timeout_ms: the request stays valid and may be waited on
+ * again).
  */
 PP_API int pp_wait(pp_req **req, pp_status *st);
 
 /*
  * Block until every rank has entered the barrier (dissemination algorithm
  * over ordinary messages).
- * Errors: -ECONNRESET (a rank was lost), -ENOSYS (not yet implemented).
+ * Errors: -EINVAL, -ECONNRESET (a rank was lost), -ETIMEDOUT.
  */
 PP_API int pp_barrier(pp_ctx *ctx);
 
 /*
  * Poll the port and the shared-memory rings once; returns the number of
  * events handled (0 when idle).
- * Errors: -EINVAL, -ENOSYS (not yet implemented).
+ * Errors: -EINVAL.
  */
 PP_API int pp_progress(pp_ctx *ctx);
 
 /*
  * Allocate len bytes of registered memory: the fastest path for sends and
- * receives, and shareable with the other ranks of the node. NULL on failure
- * (errno set to ENOMEM or ENOSYS).
+ * receives, and (with the shared-memory transport) shareable with the other
+ * ranks of the node. In this release: cache-line-aligned process memory.
+ * NULL on failure (errno set to EINVAL or ENOMEM).
  */
 PP_API void *pp_malloc(pp_ctx *ctx, size_t len);
 
@@ -198,13 +207,13 @@ PP_API void pp_free(pp_ctx *ctx, void *p);
 /*
  * Hint from the call site `site` that a receive will follow: the papers'
  * pre-receive(tag) for tag-based predictors. A no-op when prediction is off.
- * Errors: -EINVAL, -ENOSYS (not yet implemented).
+ * Errors: -EINVAL.
  */
 PP_API int pp_prerecv(pp_ctx *ctx, unsigned site);
 
 /*
  * Copy the context's counters into *out.
- * Errors: -EINVAL (NULL argument), -ENOSYS (not yet implemented).
+ * Errors: -EINVAL (NULL argument).
  */
 PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out);
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The runtime end to end over the test bed: real processes in namespaces,
+# each rank on its own port, launched by pprun.
+#   runtime_e2e.sh PPRUN PP_PINGPONG EXAMPLE_BIN DEV_KIND
+# 1. pp_pingpong --check in every mode, sizes 0 B .. 16 MiB + 3 at the
+#    protocol's edges (BTP1, BTP1+BTP2, MTU, ...), both directions.
+# 2. The example program with 4 ranks on 2 nodes (rank 0 to every rank).
+# 3. Ranks of two jobs with different keys on one segment do not meet:
+#    a 2-rank job whose second rank belongs to another job times out.
+set -uo pipefail
+pprun=$1 pingpong=$2 example=$3 kind=$4
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+sizes=0,1,79,80,81,759,760,761,1440,1441,4096,65539,1m,16777219
+
+for mode in push-pull push-all push-zero; do
+  out=$("$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 120 -- \
+    "$pingpong" --test latency --mode "$mode" --sizes "$sizes" --iters 3 --warmup 1 --check 2>&1) ||
+    { echo "$out"; fail "pp_pingpong $mode over $kind"; }
+  rows=$(grep -c "^\[0\] latency" <<<"$out")
+  [ "$rows" -eq 14 ] || { echo "$out"; fail "$mode: $rows result rows, want 14"; }
+  echo "ok: $mode, 14 sizes, every byte checked"
+done
+
+out=$("$pprun" -n 4 --nodes 2 --dev-kind "$kind" --timeout 60 -- "$example" 2>&1) ||
+  { echo "$out"; fail "example with 4 ranks"; }
+for r in 1 2 3; do
+  grep -q "^\[$r\] rank $r got \"hello from rank 0 of 4\"" <<<"$out" || { echo "$out"; fail "rank $r"; }
+done
+echo "ok: example, 4 ranks on 2 nodes"
+
+# Different job keys: each rank waits for a partner that never answers.
+tb=$(dirname "$pprun")/../../tests/testbed.sh
+dev=$([ "$kind" = pcap ] && echo pcap:pp0 || echo "--vdev=net_${kind}0,iface=pp0")
+start=$SECONDS
+ip netns exec ppn0 env PP_RANK=0 PP_SIZE=2 PP_JOB=111 PP_DEV="$dev" PP_TIMEOUT_MS=1500 \
+  taskset -c 0 "$example" > /tmp/pp-job-a.log 2>&1 &
+a=$!
+ip netns exec ppn1 env PP_RANK=1 PP_SIZE=2 PP_JOB=222 PP_DEV="$dev" PP_TIMEOUT_MS=1500 \
+  taskset -c 1 "$example" > /tmp/pp-job-b.log 2>&1
+b=$?
+wait $a; a=$?
+[ $a -ne 0 ] && [ $b -ne 0 ] || fail "ranks of different jobs met (status $a, $b)"
+grep -q "no HELLO from rank(s) 1" /tmp/pp-job-a.log || { cat /tmp/pp-job-a.log; fail "rank 0 error"; }
+grep -q "timed out" /tmp/pp-job-b.log || { cat /tmp/pp-job-b.log; fail "rank 1 error"; }
+[ $((SECONDS - start)) -lt 20 ] || fail "job-key timeout took too long"
+echo "ok: different job keys do not meet, and the missing rank is named"
+echo "PASS: runtime over $kind"
