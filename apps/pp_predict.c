@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "perf.h"
 #include "pp_predict.h"
 #include "replay.h"
 #include "synth.h"
@@ -59,21 +60,20 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* --ahead: a value list in pp_perf_parse_list's syntax, each 1..max. */
 static int parse_aheads(const char *s, struct pp_replay_cfg *cfg)
 {
-	char buf[256];
-	if (strlen(s) >= sizeof(buf))
+	uint64_t v[PP_REPLAY_MAX_AHEADS];
+	int n = pp_perf_parse_list(s, v, PP_REPLAY_MAX_AHEADS);
+	if (n <= 0)
 		return -EINVAL;
-	strcpy(buf, s);
-	cfg->n_ahead = 0;
-	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		uint64_t v;
-		if (parse_u64(tok, &v) < 0 || v == 0 || v > PP_PRED_MAX_AHEAD ||
-		    cfg->n_ahead == PP_REPLAY_MAX_AHEADS)
+	for (int i = 0; i < n; i++) {
+		if (v[i] == 0 || v[i] > PP_PRED_MAX_AHEAD)
 			return -EINVAL;
-		cfg->ahead[cfg->n_ahead++] = (unsigned)v;
+		cfg->ahead[i] = (unsigned)v[i];
 	}
-	return cfg->n_ahead ? 0 : -EINVAL;
+	cfg->n_ahead = n;
+	return 0;
 }
 
 /* Fill sel[] with the predictors named in list; returns the count or -1. */
@@ -333,8 +333,7 @@ int main(int argc, char **argv)
 				snprintf(plus, sizeof(plus), "+%u", cfg.ahead[a]);
 				printf("%-16s %5s %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 				       " %8.3f %8.3f %8.1f %9zu\n",
-				       sel[s]->name, plus, res.receives,
-				       r->predictions, r->hits,
+				       sel[s]->name, plus, res.receives, r->predictions, r->hits,
 				       r->predictions ? (double)r->hits / (double)r->predictions
 						      : 0.0,
 				       res.receives ? (double)r->hits / (double)res.receives : 0.0,

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "pp_log.h"
+#include "pp_mac.h"
 #include "pp_port.h"
 
 #define PROBE_HDR_LEN  16
@@ -116,20 +117,6 @@ static void usage(FILE *f)
 		"Exit status: 0 ok, 1 loss or mismatch under --check, 2 bad usage, 3 the\n"
 		"port could not be opened, 4 the peer never answered.\n",
 		PROBE_MIN);
-}
-
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned v[6];
-	char tail;
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-		return -EINVAL;
-	for (int i = 0; i < 6; i++) {
-		if (v[i] > 255)
-			return -EINVAL;
-		mac[i] = (uint8_t)v[i];
-	}
-	return 0;
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -499,7 +486,7 @@ int main(int argc, char **argv)
 			o.dev = optarg;
 			break;
 		case 'p':
-			if (parse_mac(optarg, o.peer)) {
+			if (pp_mac_parse(optarg, o.peer)) {
 				fprintf(stderr,
 					"pp_probe: --peer: '%s' is not a MAC address "
 					"(like 02:50:50:01:00:01)\n",

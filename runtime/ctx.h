@@ -44,6 +44,7 @@ struct pp_peer_info {
 	uint8_t known;		 /* discovery heard from it */
 	uint8_t knows_all;	 /* it said it knows every rank */
 	uint8_t bye;		 /* it said goodbye: it sends nothing more */
+	uint8_t has_our_bye;	 /* it said it has our goodbye */
 	char node[PP_NODE_NAME]; /* its node name */
 };
 
@@ -65,7 +66,7 @@ struct pp_ctx {
 	uint32_t nknown;	    /* ranks heard from (self included) */
 	uint64_t next_hello;	    /* when discovery sends its next HELLO */
 	uint32_t nbye;		    /* peers that said goodbye */
-	uint64_t bye_last;	    /* when the last goodbye came */
+	uint64_t bye_last;	    /* when a peer last asked for our BYE */
 	int leaving;		    /* pp_finalize is saying goodbye */
 
 	struct pp_buf *txq[PP_CTX_BURST];   /* frames written but not yet taken */

@@ -14,10 +14,16 @@
  *
  * Leaving (pp_finalize): once everything the rank sent is acknowledged, it
  * sends BYE to every peer, and keeps serving (acks, retransmission answers)
- * until it has a BYE from every peer that is not lost, resending its own
- * every PP_HELLO_INTERVAL. A rank that gets a BYE while it is leaving too
- * answers it, and it lingers PP_BYE_LINGER after the last one, so a lost
- * final ack or BYE is repaired before anybody goes. A peer's BYE also means
+ * while it waits. A BYE says whether its sender already has ours ("have",
+ * in msg_id). Every PP_HELLO_INTERVAL a leaving rank resends BYE to each
+ * peer that has not said it has ours; a BYE that lacks ours is answered at
+ * once with one that has it; a BYE that has ours is never answered, so two
+ * leaving ranks do not echo BYEs for ever. A rank goes when it has every
+ * live peer's BYE and each peer either said it has ours or has been quiet
+ * for PP_BYE_QUIET: a peer that still lacks ours asks every interval, so
+ * leaving too early takes ten of its BYEs lost in a row (6e-6 at 30 %
+ * loss). A lost final ack is repaired the same way, by the peer's
+ * retransmission while we wait. A peer's BYE also means
  * it will send nothing more: receives that only it could satisfy fail with
  * -ECONNRESET instead of waiting for ever.
  */
@@ -28,10 +34,11 @@
 
 #include "ctx.h"
 #include "pp_log.h"
+#include "pp_mac.h"
 #include "wire.h"
 
-#define PP_HELLO_INTERVAL_NS 10000000u /* 10 ms */
-#define PP_BYE_LINGER_NS     20000000u /* 20 ms */
+#define PP_HELLO_INTERVAL_NS 10000000u	/* 10 ms */
+#define PP_BYE_QUIET_NS	     100000000u /* 100 ms without a BYE: nobody lacks ours */
 
 static const uint8_t broadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
@@ -49,7 +56,8 @@ static int all_known(const pp_ctx *ctx)
 /* HELLO or BYE: unsequenced frames the runtime sends itself. */
 /* HELLO or BYE: unsequenced frames the runtime sends itself. Only HELLO
  * has a payload. */
-static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], uint32_t dst_rank)
+static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], uint32_t dst_rank,
+			 uint32_t have)
 {
 	struct pp_buf *b;
 	struct hello p = {.knows_all = (uint8_t)all_known(ctx)};
@@ -62,6 +70,7 @@ static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], ui
 	    .dst_rank = dst_rank,
 	    .msg_len = plen,
 	    .tag = (uint32_t)ctx->size,
+	    .msg_id = have,
 	};
 	snprintf(p.node, sizeof(p.node), "%s", ctx->peers[ctx->rank].node);
 	if (pp_port_alloc(ctx->port, &b, 1) != 1)
@@ -95,11 +104,14 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 		if (!pi->bye) {
 			pi->bye = 1;
 			ctx->nbye++;
-			ctx->bye_last = now;
 			pp_proto_peer_gone(ctx->eng, h.src_rank);
 		}
-		if (ctx->leaving) /* it may not have ours yet */
-			send_control(ctx, PP_WIRE_BYE, pi->mac, h.src_rank);
+		if (h.msg_id) {
+			pi->has_our_bye = 1;
+		} else if (ctx->leaving) { /* it lacks ours: answer, and keep waiting */
+			ctx->bye_last = now;
+			send_control(ctx, PP_WIRE_BYE, pi->mac, h.src_rank, 1);
+		}
 		return;
 	}
 	if (h.payload_len < sizeof(p))
@@ -127,21 +139,7 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 	}
 	pi->knows_all = p.knows_all;
 	if (!p.knows_all)
-		send_control(ctx, PP_WIRE_HELLO, pi->mac, h.src_rank);
-}
-
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned v[6];
-	char tail;
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-		return -EINVAL;
-	for (int i = 0; i < 6; i++) {
-		if (v[i] > 255)
-			return -EINVAL;
-		mac[i] = (uint8_t)v[i];
-	}
-	return 0;
+		send_control(ctx, PP_WIRE_HELLO, pi->mac, h.src_rank, 0);
 }
 
 static int load_cluster(pp_ctx *ctx)
@@ -166,7 +164,7 @@ static int load_cluster(pp_ctx *ctx)
 			continue; /* blank or comment */
 		struct pp_peer_info *pi = rank >= 0 && rank < ctx->size ? &ctx->peers[rank] : NULL;
 		uint8_t m[6];
-		if (n < 2 || !pi || parse_mac(mac, m)) {
+		if (n < 2 || !pi || pp_mac_parse(mac, m)) {
 			pp_err("cluster file %s:%d: want 'RANK MAC [NODE]' with RANK < %d",
 			       ctx->cfg.cluster, lineno, ctx->size);
 			rc = -EINVAL;
@@ -233,7 +231,7 @@ int pp_membership_join(pp_ctx *ctx)
 	for (;;) {
 		uint64_t now = pp_now_ns();
 		if (all_known(ctx) && everyone_knows_all(ctx)) {
-			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL);
+			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL, 0);
 			return 0;
 		}
 		if (now >= deadline) {
@@ -241,42 +239,49 @@ int pp_membership_join(pp_ctx *ctx)
 			return -ETIMEDOUT;
 		}
 		if (now >= ctx->next_hello) {
-			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL);
+			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL, 0);
 			ctx->next_hello = now + PP_HELLO_INTERVAL_NS;
 		}
 		pp_ctx_progress(ctx);
 	}
 }
 
-static int all_byes(const pp_ctx *ctx)
+/* Every live peer said goodbye, and none needs ours any more: each said it
+ * has it, or nobody asked for PP_BYE_QUIET. */
+static int may_leave(const pp_ctx *ctx, uint64_t now)
 {
-	for (int r = 0; r < ctx->size; r++)
-		if (r != ctx->rank && !ctx->peers[r].bye &&
-		    !pp_proto_peer_lost(ctx->eng, (uint32_t)r))
+	int quiet = now - ctx->bye_last >= PP_BYE_QUIET_NS;
+	for (int r = 0; r < ctx->size; r++) {
+		const struct pp_peer_info *pi = &ctx->peers[r];
+		if (r == ctx->rank || pp_proto_peer_lost(ctx->eng, (uint32_t)r))
+			continue;
+		if (!pi->bye || (!pi->has_our_bye && !quiet))
 			return 0;
+	}
 	return 1;
 }
 
 int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
 {
-	uint64_t next = 0, done_at = 0;
+	uint64_t next = 0;
 	ctx->leaving = 1;
+	ctx->bye_last = pp_now_ns();
 	for (;;) {
 		uint64_t now = pp_now_ns();
-		if (!done_at && all_byes(ctx))
-			done_at = now;
-		if (done_at && now - done_at >= PP_BYE_LINGER_NS)
+		if (may_leave(ctx, now))
 			return 0;
 		if (now > deadline) {
 			pp_warn("pp_finalize: %d of %d peers did not say goodbye in time",
 				ctx->size - 1 - (int)ctx->nbye, ctx->size - 1);
 			return -ETIMEDOUT;
 		}
-		if (!done_at && now >= next) {
-			for (int r = 0; r < ctx->size; r++)
-				if (r != ctx->rank && !ctx->peers[r].bye)
-					send_control(ctx, PP_WIRE_BYE, ctx->peers[r].mac,
-						     (uint32_t)r);
+		if (now >= next) {
+			for (int r = 0; r < ctx->size; r++) {
+				struct pp_peer_info *pi = &ctx->peers[r];
+				if (r != ctx->rank && !pi->has_our_bye)
+					send_control(ctx, PP_WIRE_BYE, pi->mac, (uint32_t)r,
+						     pi->bye);
+			}
 			next = now + PP_HELLO_INTERVAL_NS;
 		}
 		pp_ctx_progress(ctx);
