@@ -6,20 +6,25 @@
  * Every rank broadcasts a HELLO (job key, rank, job size, node name, and
  * whether it already knows every rank; its MAC is the frame's source) every
  * PP_HELLO_INTERVAL until it knows every rank and every rank has said it
- * knows every rank; then it broadcasts once more and returns. A rank that
- * hears a HELLO from a rank still looking answers it directly, during
- * discovery and afterwards (from pp_progress), so a rank that finished first
- * never leaves a slower one waiting. With cluster=FILE the table comes from
- * the file instead ("RANK MAC [NODE]" per line, # comments).
+ * knows every rank; then it broadcasts once more and returns. A broadcast
+ * HELLO from a rank that does not know every rank yet is answered directly,
+ * during discovery and afterwards (from pp_progress); once a rank's own
+ * discovery is over it answers every broadcast HELLO, so a rank that finished
+ * first never leaves a slower one waiting even if its last broadcast was
+ * lost. Answers are never answered: two ranks still looking would otherwise
+ * bounce HELLOs between them as fast as the ports go. With cluster=FILE the
+ * table comes from the file instead ("RANK MAC [NODE]" per line, # comments).
  *
  * Leaving (pp_finalize): once everything the rank sent is acknowledged, it
- * sends BYE to every peer, and keeps serving (acks, retransmission answers)
- * until it has a BYE from every peer that is not lost, resending its own
- * every PP_HELLO_INTERVAL. A rank that gets a BYE while it is leaving too
+ * sends BYE to every peer that is not lost (also to those that said goodbye
+ * already: they wait for ours), and keeps serving (acks, retransmission
+ * answers) until it has a BYE from every peer that is not lost, resending its
+ * own to the silent ones every PP_HELLO_INTERVAL. A rank that gets a BYE while it is leaving too
  * answers it, and it lingers PP_BYE_LINGER after the last one, so a lost
- * final ack or BYE is repaired before anybody goes. A peer's BYE also means
- * it will send nothing more: receives that only it could satisfy fail with
- * -ECONNRESET instead of waiting for ever.
+ * final ack or BYE is repaired before anybody goes; the linger spans several
+ * resend intervals, since a peer sharing its core may be off it for a while. A peer's BYE also
+ * means it will send nothing more: receives that only it could satisfy fail with -ECONNRESET
+ * instead of waiting for ever.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,7 +36,7 @@
 #include "wire.h"
 
 #define PP_HELLO_INTERVAL_NS 10000000u /* 10 ms */
-#define PP_BYE_LINGER_NS     20000000u /* 20 ms */
+#define PP_BYE_LINGER_NS     50000000u /* 50 ms */
 
 static const uint8_t broadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
@@ -126,7 +131,7 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 		ctx->nknown++;
 	}
 	pi->knows_all = p.knows_all;
-	if (!p.knows_all)
+	if (h.dst_rank == PP_WIRE_RANK_ALL && (!p.knows_all || ctx->joined))
 		send_control(ctx, PP_WIRE_HELLO, pi->mac, h.src_rank);
 }
 
@@ -225,8 +230,11 @@ int pp_membership_join(pp_ctx *ctx)
 	self->known = self->knows_all = 1;
 	ctx->nknown = 1;
 
-	if (ctx->cfg.cluster[0])
-		return load_cluster(ctx);
+	if (ctx->cfg.cluster[0]) {
+		int rc = load_cluster(ctx);
+		ctx->joined = rc == 0;
+		return rc;
+	}
 
 	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
 	ctx->next_hello = 0;
@@ -234,6 +242,7 @@ int pp_membership_join(pp_ctx *ctx)
 		uint64_t now = pp_now_ns();
 		if (all_known(ctx) && everyone_knows_all(ctx)) {
 			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL);
+			ctx->joined = 1;
 			return 0;
 		}
 		if (now >= deadline) {
@@ -272,9 +281,11 @@ int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
 				ctx->size - 1 - (int)ctx->nbye, ctx->size - 1);
 			return -ETIMEDOUT;
 		}
-		if (!done_at && now >= next) {
+		/* Ours to everybody once, then again to the silent ones. */
+		if (next == 0 || (!done_at && now >= next)) {
 			for (int r = 0; r < ctx->size; r++)
-				if (r != ctx->rank && !ctx->peers[r].bye)
+				if (r != ctx->rank && (next == 0 || !ctx->peers[r].bye) &&
+				    !pp_proto_peer_lost(ctx->eng, (uint32_t)r))
 					send_control(ctx, PP_WIRE_BYE, ctx->peers[r].mac,
 						     (uint32_t)r);
 			next = now + PP_HELLO_INTERVAL_NS;
