@@ -468,6 +468,60 @@ static void sc_kill(pp_ctx *ctx, unsigned timeout_ms)
 	    peer, timeout_ms, failures ? "FAILED" : "ok");
 }
 
+/* --- killsend: the upper half exits in the middle of a 16 MiB send --------- */
+
+/* A receiver has nothing awaiting acknowledgement once its PULL is answered
+ * (in push-all it never sends one), so silence is all it sees: pp_recv gives
+ * -ETIMEDOUT after timeout_ms (pp.h, pp_wait). Sending to the dead rank then
+ * makes the engine declare it lost: -ECONNRESET, and for the receive too. */
+static void sc_killsend(pp_ctx *ctx, unsigned timeout_ms)
+{
+	int peer = partner(), rc;
+	uint8_t *b = xmalloc(BIG);
+	if (!lower_half()) {
+		pp_req *q;
+		struct pp_stats s = {0};
+		fill(b, BIG, 1);
+		rc = pp_isend(ctx, b, BIG, peer, 1, &q);
+		EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+		for (int done = 0; rc == 0 && !done;) {
+			rc = pp_test(&q, &done, NULL);
+			stats(ctx, &s);
+			if (s.bytes_tx >= (2u << 20)) {
+				say("killsend: exiting without pp_finalize after sending %llu of "
+				    "%zu B",
+				    (unsigned long long)s.bytes_tx, BIG);
+				_exit(failures ? 1 : 0);
+			}
+		}
+		EXPECT(0, "the 16 MiB send ended (%s) before 2 MiB had gone", pp_strerror(rc));
+		exit(1);
+	}
+	double t0 = now_s(), limit = timeout_ms / 1000.0 + 2.0;
+	pp_req *q;
+	rc = pp_irecv(ctx, b, BIG, peer, 1, &q);
+	EXPECT(rc == 0, "irecv: %s", pp_strerror(rc));
+	rc = pp_wait(&q, NULL);
+	double dt = now_s() - t0;
+	EXPECT(rc == -ETIMEDOUT, "16 MiB receive from the killed rank %d: %s, want -ETIMEDOUT",
+	       peer, pp_strerror(rc));
+	EXPECT(dt < limit, "the receive failed after %.1f s, want under %.1f s", dt, limit);
+	t0 = now_s();
+	rc = pp_send(ctx, b, 10, peer, 2);
+	dt = now_s() - t0;
+	EXPECT(rc == -ECONNRESET, "a send to the dead rank: %s, want -ECONNRESET", pp_strerror(rc));
+	EXPECT(dt < limit, "the send failed after %.1f s, want under %.1f s", dt, limit);
+	if (q) {
+		rc = pp_wait(&q, NULL);
+		EXPECT(rc == -ECONNRESET, "the receive, waited on again: %s, want -ECONNRESET",
+		       pp_strerror(rc));
+	}
+	free(b);
+	say("killsend: receive from rank %d that died mid-transfer gave -ETIMEDOUT within "
+	    "timeout_ms (%u) + 2 s; a send to it then -ECONNRESET, and the receive too: %s",
+	    peer, timeout_ms, failures ? "FAILED" : "ok");
+}
+
 /* --- handlers: a sender that computes while its receiver comes late -------- */
 
 #define H_LEN ((size_t)(4u << 20) + 7)
@@ -537,7 +591,9 @@ static void usage(FILE *f)
 	      "  match      wildcards and per-source order at rank 0\n"
 	      "  trunc      receive buffers shorter than the message (-EMSGSIZE)\n"
 	      "  earlylate  receives posted before and after their message\n"
-	      "  kill       the upper half exits mid 16 MiB transfer; senders get -ECONNRESET\n"
+	      "  kill       the upper half exits mid 16 MiB receive; senders get -ECONNRESET\n"
+	      "  killsend   the upper half exits mid 16 MiB send; receivers get -ETIMEDOUT,\n"
+	      "             then -ECONNRESET once a send finds the rank lost\n"
 	      "  handlers   late receiver of a sender that computes (run with pull_cores=)\n"
 	      "  all        sizes, many, match, trunc, earlylate\n\n"
 	      "Options:\n"
@@ -593,8 +649,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *sc = argv[optind];
-	static const char *const known[] = {"sizes",	 "many", "match",    "trunc",
-					    "earlylate", "kill", "handlers", "all"};
+	static const char *const known[] = {"sizes", "many",	 "match",    "trunc", "earlylate",
+					    "kill",  "killsend", "handlers", "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -636,13 +692,15 @@ int main(int argc, char **argv)
 		sc_earlylate(ctx);
 	if (strcmp(sc, "kill") == 0)
 		sc_kill(ctx, timeout_ms);
+	if (strcmp(sc, "killsend") == 0)
+		sc_killsend(ctx, timeout_ms);
 	if (strcmp(sc, "handlers") == 0)
 		sc_handlers(ctx, expect_served, max_s);
 
 	rc = pp_finalize(ctx);
 	/* After a kill, peers that never talked to the dead rank wait for its
 	 * goodbye in vain: pp_finalize then reports -ETIMEDOUT, as documented. */
-	if (strcmp(sc, "kill") == 0 && rc == -ETIMEDOUT)
+	if (strncmp(sc, "kill", 4) == 0 && rc == -ETIMEDOUT)
 		rc = 0;
 	EXPECT(rc == 0, "pp_finalize: %s", pp_strerror(rc));
 	if (failures)
