@@ -229,9 +229,19 @@ static void sc_match(pp_ctx *ctx)
 	uint8_t buf[256];
 	int before = failures;
 	if (rank_ != 0) {
+		/* Non-blocking: in push-zero a send completes only once its
+		 * receive is posted, and rank 0 takes the last tag first. */
+		static uint8_t sb[MATCH_K + 1][64 + MATCH_K];
+		pp_req *q[MATCH_K + 1];
 		for (int t = 1; t <= MATCH_K; t++) {
-			fill(buf, 64 + (size_t)t, seed_of(rank_, 0, t));
-			int rc = pp_send(ctx, buf, 64 + (size_t)t, 0, t);
+			fill(sb[t], 64 + (size_t)t, seed_of(rank_, 0, t));
+			int rc = pp_isend(ctx, sb[t], 64 + (size_t)t, 0, t, &q[t]);
+			EXPECT(rc == 0, "isend tag %d: %s", t, pp_strerror(rc));
+			if (rc)
+				q[t] = NULL;
+		}
+		for (int t = 1; t <= MATCH_K; t++) {
+			int rc = q[t] ? pp_wait(&q[t], NULL) : 0;
 			EXPECT(rc == 0, "send tag %d: %s", t, pp_strerror(rc));
 		}
 		say("match: sent tags 1..%d to rank 0", MATCH_K);
@@ -601,6 +611,8 @@ static void usage(FILE *f)
 	      "      --no-progress     handlers: expect the sender's ack NOT to arrive while it\n"
 	      "                        computes (the check without pull handlers)\n"
 	      "      --compute SEC     handlers: compute at most SEC seconds (default 5)\n"
+	      "      --expect-loss     fail unless some frame was retransmitted or NACKed\n"
+	      "                        (the link drops frames: the loss was real)\n"
 	      "  -h, --help            this text\n\n"
 	      "Ranks come from PP_RANK, PP_SIZE etc. (pprun sets them); pair scenarios need an\n"
 	      "even number of ranks. Exit status 0 when every check passed.\n",
@@ -610,14 +622,12 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"no-progress", no_argument, NULL, 'N'},
-	    {"compute", required_argument, NULL, 'C'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},  {"no-progress", no_argument, NULL, 'N'},
+	    {"compute", required_argument, NULL, 'C'}, {"expect-loss", no_argument, NULL, 'L'},
+	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
 	const char *cfg = NULL;
-	int expect_served = 1, c;
+	int expect_served = 1, expect_loss = 0, c;
 	double max_s = 5.0;
 	while ((c = getopt_long(argc, argv, "c:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -626,6 +636,9 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			expect_served = 0;
+			break;
+		case 'L':
+			expect_loss = 1;
 			break;
 		case 'C': {
 			char *end;
@@ -697,6 +710,15 @@ int main(int argc, char **argv)
 	if (strcmp(sc, "handlers") == 0)
 		sc_handlers(ctx, expect_served, max_s);
 
+	struct pp_stats ps;
+	if (pp_get_stats(ctx, &ps) == 0) {
+		say("stats: frames tx %llu rx %llu, retransmits %llu, nacks %llu, crc drops %llu",
+		    (unsigned long long)ps.frames_tx, (unsigned long long)ps.frames_rx,
+		    (unsigned long long)ps.retransmits, (unsigned long long)ps.nacks_tx,
+		    (unsigned long long)ps.drops[PP_DROP_CRC]);
+		EXPECT(!expect_loss || ps.retransmits + ps.nacks_tx > 0,
+		       "--expect-loss: no frame was retransmitted or NACKed");
+	}
 	rc = pp_finalize(ctx);
 	/* After a kill, peers that never talked to the dead rank wait for its
 	 * goodbye in vain: pp_finalize then reports -ETIMEDOUT, as documented. */
