@@ -42,7 +42,6 @@ done
 run "4 ranks on 2 nodes, push-pull, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
 for mode in push-all push-zero; do
   run "4 ranks, $mode, many" 4 -n 4 --nodes 2 --mode "$mode" -- "$rtc" many
-  run "4 ranks, $mode, earlylate" 4 -n 4 --nodes 2 --mode "$mode" -- "$rtc" earlylate
 done
 
 # Kills: the dead rank exits 0 without pp_finalize (pprun would stop the
