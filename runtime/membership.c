@@ -19,12 +19,13 @@
  * sends BYE to every peer that is not lost (also to those that said goodbye
  * already: they wait for ours), and keeps serving (acks, retransmission
  * answers) until it has a BYE from every peer that is not lost, resending its
- * own to the silent ones every PP_HELLO_INTERVAL. A rank that gets a BYE while it is leaving too
- * answers it, and it lingers PP_BYE_LINGER after the last one, so a lost
- * final ack or BYE is repaired before anybody goes; the linger spans several
- * resend intervals, since a peer sharing its core may be off it for a while. A peer's BYE also
- * means it will send nothing more: receives that only it could satisfy fail with -ECONNRESET
- * instead of waiting for ever.
+ * own to the silent ones every PP_HELLO_INTERVAL. A rank that gets a BYE
+ * while it is leaving too answers it, and it lingers PP_BYE_LINGER after the
+ * last one, so a lost final ack or BYE is repaired before anybody goes; the
+ * linger spans several resend intervals, since a peer sharing its core may
+ * be off it for a while. A peer's BYE also means it will send nothing more:
+ * receives that only it could satisfy fail with -ECONNRESET instead of
+ * waiting for ever.
  */
 #include <errno.h>
 #include <stdio.h>
