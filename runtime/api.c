@@ -260,7 +260,15 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 			continue;
 		spins = 0;
 		uint64_t now = pp_now_ns(), last = ctx->last_rx > since ? ctx->last_rx : since;
-		if (now - last > silence) {
+		if (now - last <= silence)
+			continue;
+		/* Frames awaiting acknowledgement: the engine either gets it or
+		 * declares the peer lost (after about timeout_ms), failing its
+		 * operations with -ECONNRESET; that is the answer to wait for. */
+		pp_ctx_enter(ctx);
+		int retrying = pp_proto_expiry(ctx->eng) != UINT64_MAX;
+		pp_ctx_leave(ctx);
+		if (!retrying) {
 			pp_warn("pp_wait: no frame for %u ms; giving up (the request stays posted)",
 				ctx->cfg.timeout_ms);
 			return -ETIMEDOUT;

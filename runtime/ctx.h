@@ -68,6 +68,7 @@ struct pp_ctx {
 	uint32_t nbye;		    /* peers that said goodbye */
 	uint64_t bye_last;	    /* when a peer last asked for our BYE */
 	int leaving;		    /* pp_finalize is saying goodbye */
+	int joined;		    /* discovery is over */
 
 	struct pp_buf *txq[PP_CTX_BURST];   /* frames written but not yet taken */
 	unsigned ntxq;			    /* how many */

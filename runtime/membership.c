@@ -6,11 +6,14 @@
  * Every rank broadcasts a HELLO (job key, rank, job size, node name, and
  * whether it already knows every rank; its MAC is the frame's source) every
  * PP_HELLO_INTERVAL until it knows every rank and every rank has said it
- * knows every rank; then it broadcasts once more and returns. A rank that
- * hears a HELLO from a rank still looking answers it directly, during
- * discovery and afterwards (from pp_progress), so a rank that finished first
- * never leaves a slower one waiting. With cluster=FILE the table comes from
- * the file instead ("RANK MAC [NODE]" per line, # comments).
+ * knows every rank; then it broadcasts once more and returns. A broadcast
+ * HELLO from a rank that does not know every rank yet is answered directly,
+ * during discovery and afterwards (from pp_progress); once a rank's own
+ * discovery is over it answers every broadcast HELLO, so a rank that finished
+ * first never leaves a slower one waiting even if its last broadcast was
+ * lost. Answers are never answered: two ranks still looking would otherwise
+ * bounce HELLOs between them as fast as the ports go. With cluster=FILE the
+ * table comes from the file instead ("RANK MAC [NODE]" per line, # comments).
  *
  * Leaving (pp_finalize): once everything the rank sent is acknowledged, it
  * sends BYE to every peer, and keeps serving (acks, retransmission answers)
@@ -138,7 +141,7 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 		ctx->nknown++;
 	}
 	pi->knows_all = p.knows_all;
-	if (!p.knows_all)
+	if (h.dst_rank == PP_WIRE_RANK_ALL && (!p.knows_all || ctx->joined))
 		send_control(ctx, PP_WIRE_HELLO, pi->mac, h.src_rank, 0);
 }
 
@@ -223,8 +226,11 @@ int pp_membership_join(pp_ctx *ctx)
 	self->known = self->knows_all = 1;
 	ctx->nknown = 1;
 
-	if (ctx->cfg.cluster[0])
-		return load_cluster(ctx);
+	if (ctx->cfg.cluster[0]) {
+		int rc = load_cluster(ctx);
+		ctx->joined = rc == 0;
+		return rc;
+	}
 
 	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
 	ctx->next_hello = 0;
@@ -232,6 +238,7 @@ int pp_membership_join(pp_ctx *ctx)
 		uint64_t now = pp_now_ns();
 		if (all_known(ctx) && everyone_knows_all(ctx)) {
 			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL, 0);
+			ctx->joined = 1;
 			return 0;
 		}
 		if (now >= deadline) {
@@ -278,7 +285,8 @@ int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
 		if (now >= next) {
 			for (int r = 0; r < ctx->size; r++) {
 				struct pp_peer_info *pi = &ctx->peers[r];
-				if (r != ctx->rank && !pi->has_our_bye)
+				if (r != ctx->rank && !pi->has_our_bye &&
+				    !pp_proto_peer_lost(ctx->eng, (uint32_t)r))
 					send_control(ctx, PP_WIRE_BYE, pi->mac, (uint32_t)r,
 						     pi->bye);
 			}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cu_main.h"
 #include "pp.h"
@@ -38,6 +39,8 @@ struct rank_run {
 static struct pp_sim_link *link_;
 static int link_gen;
 static char link_name[32];
+static int late_rank = -1; /* this rank calls pp_init late_ms late */
+static int late_ms;
 
 static void *rank_main(void *arg)
 {
@@ -47,6 +50,8 @@ static void *rank_main(void *arg)
 	snprintf(cfg, sizeof(cfg), "rank=%d,size=%d,job=%s,dev=sim:%s/%d,timeout_ms=5000%s%s",
 		 run->rank, run->size, link_name, link_name, run->rank, run->extra ? "," : "",
 		 run->extra ? run->extra : "");
+	if (run->rank == late_rank)
+		usleep((useconds_t)late_ms * 1000);
 	int rc = pp_init(&ctx, cfg);
 	EXPECT(run, rc == 0);
 	if (rc)
@@ -227,6 +232,18 @@ static int sc_gone(pp_ctx *ctx, int rank)
 	return bad;
 }
 
+/* Discovery while one rank is late: the others hear its HELLOs and each
+ * other's, but never answer an answer, so only a few frames per interval
+ * come in (not a storm of HELLOs bounced between ranks still looking). */
+static int sc_quiet_discovery(pp_ctx *ctx, int rank)
+{
+	struct pp_stats st;
+	int bad = pp_get_stats(ctx, &st) != 0;
+	if (rank != late_rank)
+		bad += st.frames_rx > 200;
+	return bad + (pp_barrier(ctx) != 0);
+}
+
 static void test_sizes_push_pull(void)
 {
 	run_ranks(2, sc_sizes, "mode=push-pull", 0);
@@ -268,6 +285,14 @@ static void test_lossy_30(void)
 	run_ranks(2, sc_many, "mode=push-all", 0.30);
 }
 
+static void test_late_discovery(void)
+{
+	late_rank = 3;
+	late_ms = 100;
+	run_ranks(4, sc_quiet_discovery, NULL, 0);
+	late_rank = -1;
+}
+
 static void test_gone(void)
 {
 	run_ranks(2, sc_gone, NULL, 0);
@@ -306,6 +331,7 @@ static CU_TestInfo tests[] = {
     {"barrier, 4 ranks", test_barrier},
     {"30% loss", test_lossy_30},
     {"peer gone", test_gone},
+    {"discovery with a late rank", test_late_discovery},
     CU_TEST_INFO_NULL,
 };
 

@@ -174,8 +174,10 @@ PP_API int pp_test(pp_req **req, int *done, pp_status *st);
 /*
  * Block until *req completes; then as pp_test with done = 1.
  * Errors: -EINVAL, the operation's own error, -ETIMEDOUT (no frame at all
- * arrived for timeout_ms: the request stays valid and may be waited on
- * again).
+ * arrived for timeout_ms while no frame of ours awaited acknowledgement: the
+ * request stays valid and may be waited on again). A peer that stops
+ * acknowledging is declared lost after about timeout_ms instead, and the
+ * operations with it fail with -ECONNRESET.
  */
 PP_API int pp_wait(pp_req **req, pp_status *st);
 

@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rt_check: integration checks of the runtime over real ports, one process
+ * per rank, started by pprun (which sets PP_RANK, PP_SIZE, PP_JOB, PP_DEV).
+ * Each scenario prints what it checked and exits non-zero on any mismatch.
+ *
+ * Ranks are paired across the two halves of the job (r with r + size/2), so
+ * with ranks placed in blocks on two nodes every pair crosses the bridge;
+ * "many" and "match" involve every rank.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pp.h"
+
+#define BIG ((size_t)(16u << 20) + 3)
+
+static int rank_, size_, failures;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+#define EXPECT(cond, ...)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			printf("FAIL line %d: %s: ", __LINE__, #cond);                             \
+			say(__VA_ARGS__);                                                          \
+		}                                                                                  \
+	} while (0)
+
+static uint8_t pattern(size_t i, unsigned seed)
+{
+	return (uint8_t)(i * 7u + seed * 31u + (i >> 9) + (i >> 17));
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pattern(i, seed);
+}
+
+/* Index of the first wrong byte, or n when all are right. */
+static size_t first_bad(const uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pattern(i, seed))
+			return i;
+	return n;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p) {
+		fprintf(stderr, "rt_check: out of memory (%zu bytes)\n", n);
+		exit(2);
+	}
+	return p;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Seed of the message of kind k from src to dst: distinct per pair and kind. */
+static unsigned seed_of(int src, int dst, int k)
+{
+	return (unsigned)(src * 1000 + dst * 100 + k);
+}
+
+static int partner(void)
+{
+	return (rank_ + size_ / 2) % size_;
+}
+
+static int lower_half(void)
+{
+	return rank_ < size_ / 2;
+}
+
+/* --- sizes: every protocol edge to 16 MiB + 3, both ways -------------------- */
+
+static const size_t sizes[] = {
+    0,	  1,	79,    80,    81,    759,   760,     761,	    1440,    1441,
+    1500, 4096, 65535, 65536, 65539, 99999, 1 << 20, (1 << 20) + 1, 4 << 20, BIG};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void one_way(pp_ctx *ctx, int sending, size_t n, int k, uint8_t *s, uint8_t *r)
+{
+	int peer = partner();
+	if (sending) {
+		fill(s, n, seed_of(rank_, peer, k));
+		int rc = pp_send(ctx, s, n, peer, k);
+		EXPECT(rc == 0, "send %zu B to %d: %s", n, peer, pp_strerror(rc));
+		return;
+	}
+	pp_status st = {0};
+	memset(r, 0xEE, n);
+	int rc = pp_recv(ctx, r, n, peer, k, &st);
+	EXPECT(rc == 0, "recv %zu B from %d: %s", n, peer, pp_strerror(rc));
+	EXPECT(st.len == n && st.source == peer && st.tag == k && st.error == 0,
+	       "status of %zu B: len %zu source %d tag %d error %d", n, st.len, st.source, st.tag,
+	       st.error);
+	size_t bad = first_bad(r, n, seed_of(peer, rank_, k));
+	EXPECT(bad == n, "%zu B from %d: byte %zu wrong", n, peer, bad);
+}
+
+static void sc_sizes(pp_ctx *ctx)
+{
+	uint8_t *s = xmalloc(BIG), *r = xmalloc(BIG);
+	int before = failures;
+	for (int k = 0; k < (int)NSIZES; k++) {
+		one_way(ctx, lower_half(), sizes[k], k, s, r);
+		one_way(ctx, !lower_half(), sizes[k], k, s, r);
+	}
+	free(s);
+	free(r);
+	say("sizes: %zu sizes 0 B .. %zu B both ways with rank %d, every byte checked: %s", NSIZES,
+	    BIG, partner(), failures == before ? "ok" : "FAILED");
+}
+
+/* --- many: every rank to every other, many requests outstanding ------------ */
+
+#define MANY_N 48
+
+static size_t many_len(int i)
+{
+	static const size_t base[] = {0, 100, 1500, 3000, 20000, 70000};
+	return base[i % 6] + (size_t)i;
+}
+
+static void sc_many(pp_ctx *ctx)
+{
+	int npeer = size_ - 1, nreq = 2 * npeer * MANY_N;
+	size_t per = 0;
+	for (int i = 0; i < MANY_N; i++)
+		per += many_len(i);
+	uint8_t *sb = xmalloc(per * (size_t)npeer), *rb = xmalloc(per * (size_t)npeer);
+	pp_req **req = calloc((size_t)nreq, sizeof(*req));
+	int *kind = calloc((size_t)nreq, sizeof(*kind)); /* peer*MANY_N+i, negative: send */
+	size_t *off = calloc((size_t)nreq, sizeof(*off));
+	int n = 0, before = failures;
+	if (!req || !kind || !off)
+		exit(2);
+	memset(rb, 0xEE, per * (size_t)npeer);
+	/* Receives first on half the peers, sends first on the other half: some
+	 * messages find their receive posted, some arrive before it. */
+	for (int pass = 0; pass < 2; pass++) {
+		size_t o = 0;
+		for (int p = 0; p < size_; p++) {
+			if (p == rank_)
+				continue;
+			for (int i = 0; i < MANY_N; i++) {
+				size_t len = many_len(i);
+				int recv_first = (p + rank_) % 2 == 0;
+				int rc;
+				if ((pass == 0) == recv_first) {
+					rc = pp_irecv(ctx, rb + o, len, p, i, &req[n]);
+					kind[n] = p * MANY_N + i;
+				} else {
+					fill(sb + o, len, seed_of(rank_, p, i));
+					rc = pp_isend(ctx, sb + o, len, p, i, &req[n]);
+					kind[n] = -(p * MANY_N + i) - 1;
+				}
+				EXPECT(rc == 0, "start %d with %d: %s", i, p, pp_strerror(rc));
+				off[n++] = o;
+				o += len;
+			}
+		}
+	}
+	int left = n;
+	while (left > 0) {
+		for (int j = 0; j < n; j++) {
+			int done = 0;
+			pp_status st = {0};
+			if (!req[j])
+				continue;
+			int rc = pp_test(&req[j], &done, &st);
+			if (!done && rc == 0)
+				continue;
+			left--;
+			req[j] = NULL;
+			if (kind[j] < 0) {
+				EXPECT(rc == 0, "send %d: %s", -kind[j] - 1, pp_strerror(rc));
+				continue;
+			}
+			int p = kind[j] / MANY_N, i = kind[j] % MANY_N;
+			size_t len = many_len(i);
+			EXPECT(rc == 0 && st.len == len && st.source == p && st.tag == i,
+			       "recv %d from %d: %s, len %zu", i, p, pp_strerror(rc), st.len);
+			size_t bad = first_bad(rb + off[j], len, seed_of(p, rank_, i));
+			EXPECT(bad == len, "recv %d from %d (%zu B): byte %zu wrong", i, p, len,
+			       bad);
+		}
+	}
+	free(req);
+	free(kind);
+	free(off);
+	free(sb);
+	free(rb);
+	say("many: %d requests outstanding at once with %d peer(s), every byte checked: %s", n,
+	    npeer, failures == before ? "ok" : "FAILED");
+}
+
+/* --- match: wildcards and non-overtaking order, at rank 0 ------------------- */
+
+#define MATCH_K 20
+
+static void sc_match(pp_ctx *ctx)
+{
+	uint8_t buf[256];
+	int before = failures;
+	if (rank_ != 0) {
+		/* Non-blocking: in push-zero a send completes only once its
+		 * receive is posted, and rank 0 takes the last tag first. */
+		static uint8_t sb[MATCH_K + 1][64 + MATCH_K];
+		pp_req *q[MATCH_K + 1];
+		for (int t = 1; t <= MATCH_K; t++) {
+			fill(sb[t], 64 + (size_t)t, seed_of(rank_, 0, t));
+			int rc = pp_isend(ctx, sb[t], 64 + (size_t)t, 0, t, &q[t]);
+			EXPECT(rc == 0, "isend tag %d: %s", t, pp_strerror(rc));
+			if (rc)
+				q[t] = NULL;
+		}
+		for (int t = 1; t <= MATCH_K; t++) {
+			int rc = q[t] ? pp_wait(&q[t], NULL) : 0;
+			EXPECT(rc == 0, "send tag %d: %s", t, pp_strerror(rc));
+		}
+		say("match: sent tags 1..%d to rank 0", MATCH_K);
+		return;
+	}
+	static uint8_t taken[64][MATCH_K + 1]; /* [source][tag] already received */
+	pp_status st = {0};
+	int last = size_ - 1, rc, total = 0;
+	/* A specific tag, last of its source: found behind the others. */
+	rc = pp_recv(ctx, buf, sizeof(buf), last, MATCH_K, &st);
+	EXPECT(rc == 0 && st.source == last && st.tag == MATCH_K,
+	       "(%d, %d): rc %d source %d tag %d", last, MATCH_K, rc, st.source, st.tag);
+	/* A specific source, any tag: its first message. */
+	if (rc == 0) {
+		taken[last][MATCH_K] = 1;
+		rc = pp_recv(ctx, buf, sizeof(buf), 1, PP_ANY_TAG, &st);
+		EXPECT(rc == 0 && st.source == 1 && st.tag == 1, "(1, ANY): rc %d tag %d", rc,
+		       st.tag);
+	}
+	/* Any source, a specific tag. */
+	if (rc == 0) {
+		taken[1][1] = 1;
+		rc = pp_recv(ctx, buf, sizeof(buf), PP_ANY_SOURCE, MATCH_K - 1, &st);
+		EXPECT(rc == 0 && st.tag == MATCH_K - 1 && st.source > 0 && st.source < size_,
+		       "(ANY, %d): rc %d source %d tag %d", MATCH_K - 1, rc, st.source, st.tag);
+	}
+	if (rc == 0) {
+		taken[st.source][MATCH_K - 1] = 1;
+		total = (size_ - 1) * MATCH_K - 3;
+	}
+	/* The rest with (ANY, ANY): from each source, its lowest tag not yet taken. */
+	for (int m = 0; m < total; m++) {
+		memset(buf, 0, sizeof(buf));
+		rc = pp_recv(ctx, buf, sizeof(buf), PP_ANY_SOURCE, PP_ANY_TAG, &st);
+		if (rc != 0 || st.source < 1 || st.source >= size_ || st.tag < 1 ||
+		    st.tag > MATCH_K) {
+			EXPECT(0, "(ANY, ANY) #%d: rc %d source %d tag %d", m, rc, st.source,
+			       st.tag);
+			break;
+		}
+		int p = st.source, want = 1;
+		while (want <= MATCH_K && taken[p][want])
+			want++;
+		EXPECT(st.tag == want, "from %d: tag %d arrived, tag %d expected (overtaken)", p,
+		       st.tag, want);
+		EXPECT(st.len == 64 + (size_t)st.tag &&
+			   first_bad(buf, st.len, seed_of(p, 0, st.tag)) == st.len,
+		       "from %d tag %d: bytes wrong", p, st.tag);
+		taken[p][st.tag] = 1;
+	}
+	for (int p = 1; p < size_; p++)
+		for (int t = 1; t <= MATCH_K; t++)
+			EXPECT(taken[p][t], "tag %d of rank %d never received", t, p);
+	say("match: (src, tag), (src, ANY), (ANY, tag) and %d (ANY, ANY) receives from %d "
+	    "rank(s), per-source order kept: %s",
+	    total, size_ - 1, failures == before ? "ok" : "FAILED");
+}
+
+/* --- trunc: receive buffers shorter than the message ----------------------- */
+
+static const size_t trunc_len[] = {1, 100, 1500, 70000, (1 << 20) + 5};
+#define NTRUNC (sizeof(trunc_len) / sizeof(trunc_len[0]))
+#define GUARD  64
+
+static void trunc_way(pp_ctx *ctx, int sending, uint8_t *s, uint8_t *r)
+{
+	int peer = partner();
+	for (int k = 0; k < (int)NTRUNC; k++) {
+		size_t n = trunc_len[k], cap = n / 2;
+		if (sending) {
+			fill(s, n, seed_of(rank_, peer, k));
+			int rc = pp_send(ctx, s, n, peer, k);
+			EXPECT(rc == 0, "send %zu B (truncated there): %s", n, pp_strerror(rc));
+			continue;
+		}
+		pp_status st = {0};
+		memset(r, 0xA5, cap + GUARD);
+		pp_req *q;
+		int rc = pp_irecv(ctx, r, cap, peer, k, &q);
+		if (rc == 0)
+			rc = pp_wait(&q, &st);
+		EXPECT(rc == -EMSGSIZE && st.error == -EMSGSIZE && st.len == n && st.source == peer,
+		       "%zu B into %zu: rc %s, len %zu", n, cap, pp_strerror(rc), st.len);
+		size_t bad = first_bad(r, cap, seed_of(peer, rank_, k));
+		EXPECT(bad == cap, "%zu B into %zu: byte %zu wrong", n, cap, bad);
+		for (size_t i = cap; i < cap + GUARD; i++)
+			if (r[i] != 0xA5) {
+				EXPECT(0, "%zu B into %zu: byte %zu past the buffer written", n,
+				       cap, i);
+				break;
+			}
+	}
+	/* The stream goes on: a whole message after the truncated ones. */
+	one_way(ctx, sending, 5000, 50, s, r);
+}
+
+static void sc_trunc(pp_ctx *ctx)
+{
+	size_t max = trunc_len[NTRUNC - 1];
+	uint8_t *s = xmalloc(max + GUARD), *r = xmalloc(max + GUARD);
+	int before = failures;
+	trunc_way(ctx, lower_half(), s, r);
+	trunc_way(ctx, !lower_half(), s, r);
+	free(s);
+	free(r);
+	say("trunc: %zu truncated receives each way with rank %d (-EMSGSIZE, full length, prefix "
+	    "intact, nothing written past the buffer), then a whole message: %s",
+	    NTRUNC, partner(), failures == before ? "ok" : "FAILED");
+}
+
+/* --- earlylate: receive posted before the message, and after it ------------ */
+
+static const size_t el_len[] = {0, 50, 1500, 100000, (4 << 20) + 1};
+#define NEL (sizeof(el_len) / sizeof(el_len[0]))
+
+static void stats(pp_ctx *ctx, struct pp_stats *s)
+{
+	int rc = pp_get_stats(ctx, s);
+	EXPECT(rc == 0, "pp_get_stats: %s", pp_strerror(rc));
+}
+
+/* Data tag k, token tag 100 + k. */
+static void early_late_way(pp_ctx *ctx, int sending, int late, uint8_t *s, uint8_t *r)
+{
+	int peer = partner(), rc;
+	uint8_t tok = 0;
+	for (int k = 0; k < (int)NEL; k++) {
+		size_t n = el_len[k];
+		if (sending) {
+			fill(s, n, seed_of(rank_, peer, k + 10 * late));
+			if (late) { /* data first, then the token behind it */
+				pp_req *q;
+				rc = pp_isend(ctx, s, n, peer, k, &q);
+				EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+				rc = pp_send(ctx, &tok, 1, peer, 100 + k);
+				EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+				rc = rc ? rc : pp_wait(&q, NULL);
+				EXPECT(rc == 0, "late send %zu B: %s", n, pp_strerror(rc));
+			} else { /* the receiver's token says its receive is posted */
+				rc = pp_recv(ctx, &tok, 1, peer, 100 + k, NULL);
+				EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+				rc = pp_send(ctx, s, n, peer, k);
+				EXPECT(rc == 0, "early send %zu B: %s", n, pp_strerror(rc));
+			}
+			continue;
+		}
+		struct pp_stats a, b;
+		pp_status st = {0};
+		memset(r, 0xEE, n);
+		if (late) {
+			rc = pp_recv(ctx, &tok, 1, peer, 100 + k, NULL);
+			EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+			if (k == (int)NEL - 1)
+				usleep(200000); /* the sender waits in pp_wait meanwhile */
+			stats(ctx, &a);
+			rc = pp_recv(ctx, r, n, peer, k, &st);
+			stats(ctx, &b);
+		} else {
+			pp_req *q;
+			rc = pp_irecv(ctx, r, n, peer, k, &q);
+			EXPECT(rc == 0, "irecv: %s", pp_strerror(rc));
+			stats(ctx, &a);
+			int rc2 = pp_send(ctx, &tok, 1, peer, 100 + k);
+			EXPECT(rc2 == 0, "token: %s", pp_strerror(rc2));
+			rc = pp_wait(&q, &st);
+			stats(ctx, &b);
+		}
+		EXPECT(rc == 0 && st.len == n, "%s recv %zu B: %s, len %zu",
+		       late ? "late" : "early", n, pp_strerror(rc), st.len);
+		size_t bad = first_bad(r, n, seed_of(peer, rank_, k + 10 * late));
+		EXPECT(bad == n, "%s %zu B: byte %zu wrong", late ? "late" : "early", n, bad);
+		uint64_t de = b.early_matches - a.early_matches,
+			 dl = b.late_matches - a.late_matches;
+		EXPECT(late ? (dl == 1 && de == 0) : (de == 1 && dl == 0),
+		       "%s %zu B: early_matches +%llu, late_matches +%llu", late ? "late" : "early",
+		       n, (unsigned long long)de, (unsigned long long)dl);
+	}
+}
+
+static void sc_earlylate(pp_ctx *ctx)
+{
+	size_t max = el_len[NEL - 1];
+	uint8_t *s = xmalloc(max), *r = xmalloc(max);
+	int before = failures;
+	for (int late = 0; late < 2; late++) {
+		early_late_way(ctx, lower_half(), late, s, r);
+		early_late_way(ctx, !lower_half(), late, s, r);
+	}
+	free(s);
+	free(r);
+	say("earlylate: %zu sizes each way with rank %d, receive posted before (early_matches +1) "
+	    "and after (late_matches +1) the message, bytes checked: %s",
+	    NEL, partner(), failures == before ? "ok" : "FAILED");
+}
+
+/* --- kill: the upper half exits in the middle of a 16 MiB receive ----------- */
+
+static void sc_kill(pp_ctx *ctx, unsigned timeout_ms)
+{
+	int peer = partner(), rc;
+	uint8_t *b = xmalloc(BIG);
+	if (!lower_half()) {
+		pp_req *q;
+		struct pp_stats s = {0};
+		rc = pp_irecv(ctx, b, BIG, peer, 1, &q);
+		EXPECT(rc == 0, "irecv: %s", pp_strerror(rc));
+		for (int done = 0; rc == 0 && !done;) {
+			rc = pp_test(&q, &done, NULL);
+			stats(ctx, &s);
+			if (s.bytes_rx >= (2u << 20)) {
+				say("kill: exiting without pp_finalize after %llu of %zu B",
+				    (unsigned long long)s.bytes_rx, BIG);
+				_exit(failures ? 1 : 0); /* no BYE: to the peers, a crash */
+			}
+		}
+		EXPECT(0, "the 16 MiB receive ended (%s) before 2 MiB had come", pp_strerror(rc));
+		exit(1);
+	}
+	fill(b, BIG, 1);
+	double t0 = now_s();
+	rc = pp_send(ctx, b, BIG, peer, 1);
+	double dt = now_s() - t0;
+	double limit = timeout_ms / 1000.0 + 2.0;
+	EXPECT(rc == -ECONNRESET, "16 MiB send to the killed rank %d: %s, want -ECONNRESET", peer,
+	       pp_strerror(rc));
+	EXPECT(dt < limit, "the send failed after %.1f s, want under %.1f s", dt, limit);
+	rc = pp_send(ctx, b, 10, peer, 2);
+	EXPECT(rc == -ECONNRESET, "a later send to the lost rank: %s", pp_strerror(rc));
+	rc = pp_recv(ctx, b, 10, peer, 3, NULL);
+	EXPECT(rc == -ECONNRESET, "a receive from the lost rank: %s", pp_strerror(rc));
+	free(b);
+	say("kill: send to rank %d that died mid-transfer failed with -ECONNRESET within "
+	    "timeout_ms (%u) + 2 s, later send/recv too: %s",
+	    peer, timeout_ms, failures ? "FAILED" : "ok");
+}
+
+/* --- killsend: the upper half exits in the middle of a 16 MiB send --------- */
+
+/* A receiver has nothing awaiting acknowledgement once its PULL is answered
+ * (in push-all it never sends one), so silence is all it sees: pp_recv gives
+ * -ETIMEDOUT after timeout_ms (pp.h, pp_wait). Sending to the dead rank then
+ * makes the engine declare it lost: -ECONNRESET, and for the receive too. */
+static void sc_killsend(pp_ctx *ctx, unsigned timeout_ms)
+{
+	int peer = partner(), rc;
+	uint8_t *b = xmalloc(BIG);
+	if (!lower_half()) {
+		pp_req *q;
+		struct pp_stats s = {0};
+		fill(b, BIG, 1);
+		rc = pp_isend(ctx, b, BIG, peer, 1, &q);
+		EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+		for (int done = 0; rc == 0 && !done;) {
+			rc = pp_test(&q, &done, NULL);
+			stats(ctx, &s);
+			if (s.bytes_tx >= (2u << 20)) {
+				say("killsend: exiting without pp_finalize after sending %llu of "
+				    "%zu B",
+				    (unsigned long long)s.bytes_tx, BIG);
+				_exit(failures ? 1 : 0);
+			}
+		}
+		EXPECT(0, "the 16 MiB send ended (%s) before 2 MiB had gone", pp_strerror(rc));
+		exit(1);
+	}
+	double t0 = now_s(), limit = timeout_ms / 1000.0 + 2.0;
+	pp_req *q;
+	rc = pp_irecv(ctx, b, BIG, peer, 1, &q);
+	EXPECT(rc == 0, "irecv: %s", pp_strerror(rc));
+	rc = pp_wait(&q, NULL);
+	double dt = now_s() - t0;
+	EXPECT(rc == -ETIMEDOUT, "16 MiB receive from the killed rank %d: %s, want -ETIMEDOUT",
+	       peer, pp_strerror(rc));
+	EXPECT(dt < limit, "the receive failed after %.1f s, want under %.1f s", dt, limit);
+	t0 = now_s();
+	rc = pp_send(ctx, b, 10, peer, 2);
+	dt = now_s() - t0;
+	EXPECT(rc == -ECONNRESET, "a send to the dead rank: %s, want -ECONNRESET", pp_strerror(rc));
+	EXPECT(dt < limit, "the send failed after %.1f s, want under %.1f s", dt, limit);
+	if (q) {
+		rc = pp_wait(&q, NULL);
+		EXPECT(rc == -ECONNRESET, "the receive, waited on again: %s, want -ECONNRESET",
+		       pp_strerror(rc));
+	}
+	free(b);
+	say("killsend: receive from rank %d that died mid-transfer gave -ETIMEDOUT within "
+	    "timeout_ms (%u) + 2 s; a send to it then -ECONNRESET, and the receive too: %s",
+	    peer, timeout_ms, failures ? "FAILED" : "ok");
+}
+
+/* --- handlers: a sender that computes while its receiver comes late -------- */
+
+#define H_LEN ((size_t)(4u << 20) + 7)
+#define H_ACK 0x5a
+
+/* Busy work that makes no pp_* call; stops when *flag turns H_ACK or after
+ * max_s. Returns the seconds spent. */
+static double compute(const volatile uint8_t *flag, double max_s)
+{
+	double t0 = now_s(), t = t0;
+	volatile uint64_t x = 1;
+	while (*flag != H_ACK && (t = now_s()) - t0 < max_s)
+		for (int i = 0; i < 10000; i++)
+			x = x * 6364136223846793005u + 1442695040888963407u;
+	return t - t0;
+}
+
+static void sc_handlers(pp_ctx *ctx, int expect_served, double max_s)
+{
+	int peer = partner(), rc;
+	uint8_t *b = xmalloc(H_LEN);
+	int before = failures;
+	if (lower_half()) {
+		volatile uint8_t ack = 0;
+		pp_req *sq, *aq;
+		fill(b, H_LEN, seed_of(rank_, peer, 7));
+		rc = pp_irecv(ctx, (void *)&ack, 1, peer, 8, &aq);
+		EXPECT(rc == 0, "irecv ack: %s", pp_strerror(rc));
+		rc = pp_isend(ctx, b, H_LEN, peer, 7, &sq);
+		EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+		double dt = compute(&ack, max_s);
+		int served = ack == H_ACK;
+		say("handlers: computed %.2f s without pp_* calls; the receiver's ack %s during it",
+		    dt, served ? "arrived" : "did not arrive");
+		EXPECT(served == expect_served, "ack during compute: %d, expected %d", served,
+		       expect_served);
+		rc = pp_wait(&sq, NULL);
+		EXPECT(rc == 0, "send: %s", pp_strerror(rc));
+		rc = pp_wait(&aq, NULL);
+		EXPECT(rc == 0 && ack == H_ACK, "ack: %s", pp_strerror(rc));
+	} else {
+		pp_status st = {0};
+		uint8_t ack = H_ACK;
+		usleep(100000); /* late: the sender is computing by now */
+		memset(b, 0xEE, H_LEN);
+		rc = pp_recv(ctx, b, H_LEN, peer, 7, &st);
+		EXPECT(rc == 0 && st.len == H_LEN, "recv: %s", pp_strerror(rc));
+		size_t bad = first_bad(b, H_LEN, seed_of(peer, rank_, 7));
+		EXPECT(bad == H_LEN, "byte %zu wrong", bad);
+		rc = pp_send(ctx, &ack, 1, peer, 8);
+		EXPECT(rc == 0, "ack: %s", pp_strerror(rc));
+		say("handlers: late receive of %zu B from a computing rank %d, bytes checked: %s",
+		    H_LEN, peer, failures == before ? "ok" : "FAILED");
+	}
+	free(b);
+}
+
+/* --- main ------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fputs("usage: rt_check [options] SCENARIO\n"
+	      "Integration checks of librt-pp, one process per rank (start it with pprun).\n\n"
+	      "Scenarios:\n"
+	      "  sizes      0 B .. 16 MiB + 3 both ways between rank pairs, bytes checked\n"
+	      "  many       every rank to every other, many requests outstanding\n"
+	      "  match      wildcards and per-source order at rank 0\n"
+	      "  trunc      receive buffers shorter than the message (-EMSGSIZE)\n"
+	      "  earlylate  receives posted before and after their message\n"
+	      "  kill       the upper half exits mid 16 MiB receive; senders get -ECONNRESET\n"
+	      "  killsend   the upper half exits mid 16 MiB send; receivers get -ETIMEDOUT,\n"
+	      "             then -ECONNRESET once a send finds the rank lost\n"
+	      "  handlers   late receiver of a sender that computes (run with pull_cores=)\n"
+	      "  all        sizes, many, match, trunc, earlylate\n\n"
+	      "Options:\n"
+	      "  -c, --config CFG      extra pp_init settings, e.g. pull_cores=1,timeout_ms=3000\n"
+	      "      --no-progress     handlers: expect the sender's ack NOT to arrive while it\n"
+	      "                        computes (the check without pull handlers)\n"
+	      "      --compute SEC     handlers: compute at most SEC seconds (default 5)\n"
+	      "      --expect-loss     fail unless some frame was retransmitted or NACKed\n"
+	      "                        (the link drops frames: the loss was real)\n"
+	      "  -h, --help            this text\n\n"
+	      "Ranks come from PP_RANK, PP_SIZE etc. (pprun sets them); pair scenarios need an\n"
+	      "even number of ranks. Exit status 0 when every check passed.\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"config", required_argument, NULL, 'c'},  {"no-progress", no_argument, NULL, 'N'},
+	    {"compute", required_argument, NULL, 'C'}, {"expect-loss", no_argument, NULL, 'L'},
+	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
+	};
+	const char *cfg = NULL;
+	int expect_served = 1, expect_loss = 0, c;
+	double max_s = 5.0;
+	while ((c = getopt_long(argc, argv, "c:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			cfg = optarg;
+			break;
+		case 'N':
+			expect_served = 0;
+			break;
+		case 'L':
+			expect_loss = 1;
+			break;
+		case 'C': {
+			char *end;
+			max_s = strtod(optarg, &end);
+			if (*end || !(max_s > 0 && max_s < 600)) {
+				fprintf(stderr, "rt_check: --compute wants seconds in (0, 600)\n");
+				return 2;
+			}
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *sc = argv[optind];
+	static const char *const known[] = {"sizes", "many",	 "match",    "trunc", "earlylate",
+					    "kill",  "killsend", "handlers", "all"};
+	int ok = 0;
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		ok |= strcmp(sc, known[i]) == 0;
+	if (!ok) {
+		fprintf(stderr, "rt_check: unknown scenario '%s' (see --help)\n", sc);
+		return 2;
+	}
+
+	pp_ctx *ctx;
+	int rc = pp_init(&ctx, cfg);
+	if (rc) {
+		fprintf(stderr, "rt_check: pp_init: %s\n", pp_strerror(rc));
+		return 1;
+	}
+	rank_ = pp_rank(ctx);
+	size_ = pp_size(ctx);
+	int pairs = strcmp(sc, "many") != 0 && strcmp(sc, "match") != 0;
+	if (size_ < 2 || (pairs && size_ % 2)) {
+		fprintf(stderr, "rt_check: %s needs %s ranks (have %d)\n", sc,
+			pairs ? "an even number of" : "at least 2", size_);
+		pp_finalize(ctx);
+		return 2;
+	}
+	const char *t = getenv("PP_TIMEOUT_MS");
+	unsigned timeout_ms = t ? (unsigned)strtoul(t, NULL, 10) : 10000;
+	if (cfg && strstr(cfg, "timeout_ms="))
+		timeout_ms = (unsigned)strtoul(strstr(cfg, "timeout_ms=") + 11, NULL, 10);
+
+	int all = strcmp(sc, "all") == 0;
+	if (all || strcmp(sc, "sizes") == 0)
+		sc_sizes(ctx);
+	if (all || strcmp(sc, "many") == 0)
+		sc_many(ctx);
+	if (all || strcmp(sc, "match") == 0)
+		sc_match(ctx);
+	if (all || strcmp(sc, "trunc") == 0)
+		sc_trunc(ctx);
+	if (all || strcmp(sc, "earlylate") == 0)
+		sc_earlylate(ctx);
+	if (strcmp(sc, "kill") == 0)
+		sc_kill(ctx, timeout_ms);
+	if (strcmp(sc, "killsend") == 0)
+		sc_killsend(ctx, timeout_ms);
+	if (strcmp(sc, "handlers") == 0)
+		sc_handlers(ctx, expect_served, max_s);
+
+	struct pp_stats ps;
+	if (pp_get_stats(ctx, &ps) == 0) {
+		say("stats: frames tx %llu rx %llu, retransmits %llu, nacks %llu, crc drops %llu",
+		    (unsigned long long)ps.frames_tx, (unsigned long long)ps.frames_rx,
+		    (unsigned long long)ps.retransmits, (unsigned long long)ps.nacks_tx,
+		    (unsigned long long)ps.drops[PP_DROP_CRC]);
+		EXPECT(!expect_loss || ps.retransmits + ps.nacks_tx > 0,
+		       "--expect-loss: no frame was retransmitted or NACKed");
+	}
+	rc = pp_finalize(ctx);
+	/* After a kill, peers that never talked to the dead rank wait for its
+	 * goodbye in vain: pp_finalize then reports -ETIMEDOUT, as documented. */
+	if (strncmp(sc, "kill", 4) == 0 && rc == -ETIMEDOUT)
+		rc = 0;
+	EXPECT(rc == 0, "pp_finalize: %s", pp_strerror(rc));
+	if (failures)
+		say("rt_check %s: %d check(s) FAILED", sc, failures);
+	return failures ? 1 : 0;
+}
