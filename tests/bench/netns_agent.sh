@@ -9,7 +9,7 @@ while [ $# -gt 0 ] && [[ $1 == -* ]]; do shift; done
 [ $# -ge 2 ] || { echo "netns_agent.sh: usage: netns_agent.sh HOST COMMAND..." >&2; exit 2; }
 host=$1; shift
 for entry in ${PP_BENCH_HOSTS:-}; do
-  IFS== read -r ip ns cpu <<<"$entry"
+  IFS='=' read -r ip ns cpu <<<"$entry"
   if [ "$ip" = "$host" ]; then
     exec ip netns exec "$ns" taskset -c "$cpu" /bin/sh -c "$*"
   fi
