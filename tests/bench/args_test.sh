@@ -6,7 +6,7 @@ sh=$1
 fail() { echo "FAIL: $*"; exit 1; }
 out=$("$sh" --help) || fail "--help gave status $?"
 grep -q -- "--csv FILE" <<<"$out" || fail "--help does not describe --csv"
-for args in "--bogus" "--iters 0" "--iters x" "--time 0" "--time 61" "--csv" "--build" "stray"; do
+for args in "--bogus" "--max-time 10" "--iters 0" "--iters x" "--time 0" "--time 61" "--csv" "--build" "stray"; do
   # shellcheck disable=SC2086
   "$sh" $args >/dev/null 2>&1; rc=$?
   [ $rc -eq 2 ] || fail "'$args' gave status $rc, want 2"

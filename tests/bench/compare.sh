@@ -25,10 +25,15 @@
 # sides of every test are pinned to cores 0 and 1. Needs root, the build
 # (meson setup build && ninja -C build) and tests/bench/deps.sh.
 #
-# usage: compare.sh [--build DIR] [--iters N] [--time SEC] [--csv FILE]
+# The whole run is bounded (--max-time, default 290 s): every step gets what
+# is left of it, a step that runs out is killed and its figures show as "-".
+# Exit status: 0 when every figure was measured, 1 otherwise, 2 on bad usage.
+#
+# usage: compare.sh [--build DIR] [--iters N] [--time SEC] [--max-time SEC] [--csv FILE]
 #   --build DIR   build directory with apps/pprun, apps/pp_pingpong (default build)
 #   --iters N     measured ping-pong iterations per point (default 1000)
 #   --time SEC    seconds per sockperf and iperf3 run (default 5)
+#   --max-time SEC  bound on the whole run (default 290)
 #   --csv FILE    also write every figure and ratio as CSV rows to FILE
 #   -h, --help    this text
 set -uo pipefail
@@ -38,6 +43,7 @@ root=$(cd "$here/../.." && pwd)
 build=build
 iters=1000
 secs=5
+max_time=290
 csv=
 ip0=10.77.0.1
 ip1=10.77.0.2
@@ -62,6 +68,9 @@ while [ $# -gt 0 ]; do
     --time)
       if [ $# -lt 2 ] || ! posint "$2" || [ "$2" -gt 60 ]; then bad "--time needs 1..60 seconds"; fi
       secs=$2; shift 2 ;;
+    --max-time)
+      if [ $# -lt 2 ] || ! posint "$2" || [ "$2" -lt 30 ]; then bad "--max-time needs 30 or more seconds"; fi
+      max_time=$2; shift 2 ;;
     --csv)
       if [ $# -lt 2 ] || [ -z "$2" ]; then bad "--csv needs a file name"; fi
       csv=$2; shift 2 ;;
@@ -78,6 +87,15 @@ done
 for p in apps/pprun apps/pp_pingpong; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
+
+# Seconds a step may take: LIMIT, or what is left of --max-time (less a
+# margin for the clean-up); fails when too little is left to start it.
+SECONDS=0
+budget() {
+  local left=$((max_time - SECONDS - 5))
+  [ "$left" -ge 5 ] || { log "out of time (--max-time $max_time), skipping"; return 1; }
+  echo $((left < $1 ? left : $1))
+}
 
 # --- clean-up, also on failure -------------------------------------------
 tmp=$(mktemp -d /tmp/pp-bench.XXXXXX)
@@ -107,7 +125,8 @@ server() { # NS CPU LOGFILE CMD...
 }
 # Run a client in a namespace on a core, bounded.
 client() { # NS CPU SECS CMD...
-  local ns=$1 cpu=$2 limit=$3
+  local ns=$1 cpu=$2 limit
+  limit=$(budget "$3") || return 1
   shift 3
   timeout -k 5 "$limit" ip netns exec "$ns" taskset -c "$cpu" "$@"
 }
@@ -117,6 +136,11 @@ stop_last_server() {
   wait "$p" 2>/dev/null
   unset 'pids[-1]'
 }
+
+# The Open MPI side of the comparison, built now so a broken MPI stops the run
+# before the test bed is touched.
+mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -o "$tmp/mpi_pingpong" "$here/mpi_pingpong.c" ||
+  die "mpicc could not build tests/bench/mpi_pingpong.c"
 
 # --- the test bed and the addresses ---------------------------------------
 if ! "$root/tests/testbed.sh" status >/dev/null 2>&1; then
@@ -150,13 +174,15 @@ stats() {
 }
 
 # --- librt-pp: pp_pingpong, three modes ------------------------------------
-# One pprun job per test; a job that fails is run once more.
-pp_job() { # NAME CSV PINGPONG-ARGS...
-  local name=$1 out=$2 try
-  shift 2
+# One pprun job per test, at most LIMIT seconds; a job that fails is run once
+# more if there is time.
+pp_job() { # NAME CSV LIMIT PINGPONG-ARGS...
+  local name=$1 out=$2 limit=$3 try
+  shift 3
   for try in 1 2; do
     rm -f "$out"
-    if timeout -k 5 280 "$build/apps/pprun" -n 2 --nodes 2 --dev-kind af_packet --timeout 260 -- \
+    limit=$(budget "$limit") || return 1
+    if timeout -k 5 "$limit" "$build/apps/pprun" -n 2 --nodes 2 --dev-kind af_packet --timeout "$limit" -- \
       "$build/apps/pp_pingpong" --mode all --iters "$iters" --csv "$out" "$@" \
       >"$tmp/$name.log" 2>&1; then
       return 0
@@ -167,13 +193,13 @@ pp_job() { # NAME CSV PINGPONG-ARGS...
   return 1
 }
 log "pp_pingpong latency, 8 B, 3 modes"
-if pp_job pp-lat "$tmp/pp-lat.csv" --test latency --sizes 8; then
+if pp_job pp-lat "$tmp/pp-lat.csv" 60 --test latency --sizes 8; then
   for m in "${modes[@]}"; do
     lat[$m]=$(awk -F, -v m="$m" '$1 == "latency" && $2 == m && $6 == 8 { print $8 }' "$tmp/pp-lat.csv")
   done
 fi
 log "pp_pingpong bandwidth, 1 MiB, 3 modes"
-if pp_job pp-bw "$tmp/pp-bw.csv" --test bandwidth --sizes 1m; then
+if pp_job pp-bw "$tmp/pp-bw.csv" 150 --test bandwidth --sizes 1m; then
   for m in "${modes[@]}"; do
     bw[$m]=$(awk -F, -v m="$m" '$1 == "bandwidth" && $2 == m && $6 == 1048576 { print $11 }' "$tmp/pp-bw.csv")
   done
@@ -183,9 +209,9 @@ fi
 # mpirun runs in ppn0; the rank on 10.77.0.2 is started through netns_agent.sh
 # (as plm_rsh_agent) in ppn1; both ranks and the daemons talk over pp0 only.
 log "Open MPI TCP: 8 B latency, 1 MiB bandwidth"
-if mpicc -std=c11 -D_GNU_SOURCE -O2 -o "$tmp/mpi_pingpong" "$here/mpi_pingpong.c" 2>"$tmp/mpicc.log"; then
+if limit=$(budget 60); then
   if PP_BENCH_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout -k 5 240 ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
+    timeout -k 5 "$limit" ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
     --mca plm_rsh_agent "$here/netns_agent.sh" --mca btl tcp,self \
     --mca btl_tcp_if_include pp0 --mca oob_tcp_if_include pp0 \
     "$tmp/mpi_pingpong" --lat-size 8 --bw-size 1048576 --iters "$iters" >"$tmp/mpi.log" 2>&1; then
@@ -195,9 +221,6 @@ if mpicc -std=c11 -D_GNU_SOURCE -O2 -o "$tmp/mpi_pingpong" "$here/mpi_pingpong.c
     log "mpirun failed:"
     tail -20 "$tmp/mpi.log" >&2
   fi
-else
-  log "mpicc failed:"
-  cat "$tmp/mpicc.log" >&2
 fi
 
 # --- sockperf ping-pong --------------------------------------------------------
@@ -207,7 +230,7 @@ sockperf_pp() { # KEY SERVER-OPTS CLIENT-OPTS  (options word-split on purpose)
   # shellcheck disable=SC2086
   server ppn0 0 "$tmp/$key-server.log" sockperf sr -i "$ip0" -p "$port" $sopts
   # shellcheck disable=SC2086
-  if client ppn1 1 $((secs + 30)) sockperf pp -i "$ip0" -p "$port" -m 14 -t "$secs" $copts \
+  if client ppn1 1 $((secs + 15)) sockperf pp -i "$ip0" -p "$port" -m 14 -t "$secs" $copts \
     --full-log "$tmp/$key.full" >"$tmp/$key.log" 2>&1; then
     # --full-log rows: packet, txTime, rxTime, latency(usec) = round trip / 2
     lat[$key]=$(awk -F', *' '$1 ~ /^[0-9]+$/ && NF == 4 { print $4 }' "$tmp/$key.full" | stats | cut -d' ' -f1)
@@ -227,7 +250,7 @@ sockperf_pp tcp "--tcp" "--tcp"
 # --- iperf3 TCP bandwidth ---------------------------------------------------
 log "iperf3 TCP, ${secs} s"
 server ppn0 0 "$tmp/iperf-server.log" iperf3 -s -B "$ip0" -p "$port_iperf" -1
-if client ppn1 1 $((secs + 30)) iperf3 -c "$ip0" -p "$port_iperf" -t "$secs" -J >"$tmp/iperf.json" 2>"$tmp/iperf.err"; then
+if client ppn1 1 $((secs + 15)) iperf3 -c "$ip0" -p "$port_iperf" -t "$secs" -J >"$tmp/iperf.json" 2>"$tmp/iperf.err"; then
   bw[iperf]=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ {
     gsub(/[^0-9.eE+-]/, "", $2); printf "%.1f\n", $2 / 8e6; exit }' "$tmp/iperf.json")
 else
