@@ -81,7 +81,7 @@ done
 [ -z "$csv" ] || [[ $csv = /* ]] || csv=$PWD/$csv
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces, addresses, raw ports)"
-for t in ip taskset timeout mpicc mpirun sockperf iperf3 awk sort; do
+for t in ip taskset timeout pgrep mpicc mpirun sockperf iperf3 awk sort; do
   command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
 done
 for p in apps/pprun apps/pp_pingpong; do
@@ -100,11 +100,18 @@ budget() {
 # --- clean-up, also on failure -------------------------------------------
 tmp=$(mktemp -d /tmp/pp-bench.XXXXXX)
 pids=()
+cur=
 addrs=()
 testbed_ours=0
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
   local p a
+  if [ -n "$cur" ]; then
+    # pprun's ranks lead their own process groups; stop them with it.
+    for p in $(pgrep -P "$cur"); do kill -TERM -- "-$p" 2>/dev/null; done
+    kill -TERM "$cur" 2>/dev/null
+    wait "$cur" 2>/dev/null
+  fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
   for a in "${addrs[@]}"; do ip -n "${a%% *}" addr del "${a#* }" dev pp0 2>/dev/null; done
@@ -114,6 +121,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Run a step in the background and wait for it, so that INT/TERM reach the
+# traps at once (bash runs a trap only after a foreground command ends).
+run() {
+  local rc
+  "$@" &
+  cur=$!
+  wait "$cur"
+  rc=$?
+  cur=
+  return "$rc"
+}
 # Start a server in a namespace on a core; its pid (exec'd through) is kept.
 server() { # NS CPU LOGFILE CMD...
   local ns=$1 cpu=$2 out=$3
@@ -128,7 +146,7 @@ client() { # NS CPU SECS CMD...
   local ns=$1 cpu=$2 limit
   limit=$(budget "$3") || return 1
   shift 3
-  timeout -k 5 "$limit" ip netns exec "$ns" taskset -c "$cpu" "$@"
+  run timeout -k 5 "$limit" ip netns exec "$ns" taskset -c "$cpu" "$@"
 }
 stop_last_server() {
   local p=${pids[-1]}
@@ -182,7 +200,7 @@ pp_job() { # NAME CSV LIMIT PINGPONG-ARGS...
   for try in 1 2; do
     rm -f "$out"
     limit=$(budget "$limit") || return 1
-    if timeout -k 5 "$limit" "$build/apps/pprun" -n 2 --nodes 2 --dev-kind af_packet --timeout "$limit" -- \
+    if run "$build/apps/pprun" -n 2 --nodes 2 --dev-kind af_packet --timeout "$limit" -- \
       "$build/apps/pp_pingpong" --mode all --iters "$iters" --csv "$out" "$@" \
       >"$tmp/$name.log" 2>&1; then
       return 0
@@ -211,7 +229,7 @@ fi
 log "Open MPI TCP: 8 B latency, 1 MiB bandwidth"
 if limit=$(budget 60); then
   if PP_BENCH_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout -k 5 "$limit" ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
+    run timeout -k 5 "$limit" ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
     --mca plm_rsh_agent "$here/netns_agent.sh" --mca btl tcp,self \
     --mca btl_tcp_if_include pp0 --mca oob_tcp_if_include pp0 \
     "$tmp/mpi_pingpong" --lat-size 8 --bw-size 1048576 --iters "$iters" >"$tmp/mpi.log" 2>&1; then

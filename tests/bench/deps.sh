@@ -3,7 +3,7 @@
 # as root): Open MPI, sockperf, iperf3. Kept apart so CI does not install them.
 # Idempotent: does nothing when every package is already there.
 set -euo pipefail
-pkgs=(openmpi-bin libopenmpi-dev sockperf iperf3 util-linux)
+pkgs=(openmpi-bin libopenmpi-dev sockperf iperf3 util-linux procps)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
