@@ -336,6 +336,14 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Set by SIGINT/SIGTERM: the main loop stops the ranks and exits. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
 static void kill_all(const pid_t *pids, int n, int sig)
 {
 	for (int i = 0; i < n; i++)
@@ -363,6 +371,9 @@ int main(int argc, char **argv)
 	int nstreams = 2 * o.nranks;
 
 	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	for (int r = 0; r < o.nranks; r++) {
 		int po[2], pe[2];
 		if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC)) {
@@ -433,6 +444,17 @@ int main(int argc, char **argv)
 				if (!deadline || deadline > soon)
 					deadline = soon;
 			}
+		}
+		if (stop_signal && status == 0) {
+			/* Each rank leads its own group: pass the signal on, or the
+			 * ranks would go on polling after we are gone. */
+			fprintf(stderr, "pprun: signal %d; stopping %d rank(s)\n", (int)stop_signal,
+				alive);
+			kill_all(pids, o.nranks, SIGTERM);
+			status = 128 + stop_signal;
+			double soon = now_s() + 3;
+			if (!deadline || deadline > soon)
+				deadline = soon;
 		}
 		if (deadline && alive > 0 && now_s() > deadline) {
 			if (status == 0) {

@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential clang libclang-rt-14-dev meson ninja-build pkg-config
   dpdk dpdk-dev libdpdk-dev libpcap-dev libhwloc-dev libcunit1-dev
-  iproute2 bridge-utils tshark
+  iproute2 bridge-utils tshark libbpf-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do

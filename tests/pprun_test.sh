@@ -33,6 +33,16 @@ start=$SECONDS
 rc=$?
 [ $rc -eq 124 ] || fail "timeout status $rc, want 124"
 [ $((SECONDS - start)) -lt 10 ] || fail "timeout did not stop the job"
+# SIGTERM to pprun reaches the ranks: none is left running.
+"$pprun" -n 2 --testbed "$tb" -- sleep 300 2>/dev/null &
+pp=$!
+sleep 1
+kill -TERM $pp
+wait $pp
+rc=$?
+[ $rc -eq 143 ] || fail "pprun status after SIGTERM $rc, want 143"
+sleep 0.5
+pgrep -x "sleep" -a | grep -q "sleep 300" && fail "ranks left running after SIGTERM"
 "$pprun" --nodes 2 -- true 2>/dev/null; [ $? -eq 2 ] || fail "missing -n accepted"
 "$pprun" -n 2 --dev-kind tap -- true 2>/dev/null; [ $? -eq 2 ] || fail "bad --dev-kind accepted"
 set -e
