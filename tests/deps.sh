@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Install what librt-pp needs to build and test on Debian 12 (as root).
+# Install what librt-pp needs to build and test on Debian 12 (as root), or,
+# given package names, just those (tests/bench/deps.sh does that).
 # Idempotent: does nothing when every package is already there.
 set -euo pipefail
-pkgs=(
+pkgs=("$@")
+[ $# -gt 0 ] || pkgs=(
   build-essential clang libclang-rt-14-dev meson ninja-build pkg-config
   dpdk dpdk-dev libdpdk-dev libpcap-dev libhwloc-dev libcunit1-dev
   iproute2 bridge-utils tshark libbpf-dev
