@@ -30,12 +30,6 @@ static int check_config(const struct pp_config *c)
 		       "dev=--vdev=net_af_packet0,iface=eth1)");
 		return -EINVAL;
 	}
-	if (strcmp(c->predict, "off") != 0) {
-		pp_err("pp_init: predict=%s: the runtime predictor is not available in this "
-		       "release; use predict=off",
-		       c->predict);
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -69,6 +63,7 @@ static void ctx_free(pp_ctx *ctx)
 		pp_port_close(ctx->port);
 	}
 	pp_proto_destroy(ctx->eng);
+	pp_rt_pred_fini(ctx);
 	pp_req_pool_fini(ctx);
 	free(ctx->peers);
 	free(ctx);
@@ -94,6 +89,9 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	if (rc)
 		goto fail;
 
+	/* Configuration is checked before any hardware is touched. */
+	if ((rc = pp_rt_pred_init(ctx)))
+		goto fail;
 	struct pp_port_conf pconf = {
 	    .nb_queues = 1, .pcap_dump = ctx->cfg.pcap_dump[0] ? ctx->cfg.pcap_dump : NULL};
 	rc = pp_port_open(&ctx->port, ctx->cfg.dev, &pconf);
@@ -318,8 +316,10 @@ PP_API void pp_free(pp_ctx *ctx, void *p)
 
 PP_API int pp_prerecv(pp_ctx *ctx, unsigned site)
 {
-	(void)site;
-	return ctx ? 0 : -EINVAL; /* prediction is off: nothing to hint */
+	if (!ctx)
+		return -EINVAL;
+	ctx->pred_site = site; /* used by the next receive to complete */
+	return 0;
 }
 
 PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out)
@@ -332,6 +332,9 @@ PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out)
 	pp_proto_stats(ctx->eng, &s);
 	s.frames_rx = ctx->frames_rx;
 	s.frames_tx = ctx->frames_tx;
+	s.pred_predictions = ctx->pred_predictions;
+	s.pred_hits = ctx->pred_hits;
+	s.pred_misses = ctx->pred_misses;
 	pp_ctx_leave(ctx);
 	*out = s;
 	return 0;

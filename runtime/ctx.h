@@ -77,6 +77,14 @@ struct pp_ctx {
 	uint64_t last_rx;		    /* time of the last frame received */
 	uint64_t frames_rx, frames_tx;	    /* port-level counters for pp_get_stats */
 
+	struct pp_pred *pred;	   /* receive predictor, NULL when predict=off */
+	uint64_t pred_next;	   /* id it expects for the next receive */
+	int pred_have;		   /* pred_next is valid */
+	uint32_t pred_site;	   /* call site from pp_prerecv for the next receive */
+	uint64_t pred_predictions; /* predictions scored */
+	uint64_t pred_hits;	   /* ... that were right */
+	uint64_t pred_misses;	   /* ... that were wrong */
+
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
@@ -118,6 +126,12 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
  * do); internal users such as the barrier pass tags below zero.
  * Errors: -ENOMEM (no request free), the engine's errors. */
 int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out);
+
+/* The receive predictor (predictor.c). init: -EINVAL for an unknown name,
+ * -ENOMEM. receive: one completed receive, on the completion path. */
+int pp_rt_pred_init(pp_ctx *ctx);
+void pp_rt_pred_fini(pp_ctx *ctx);
+void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* One progress pass of an embedded engine (see ctx.h). The hot path. */
+#include <errno.h>
 #include <time.h>
 
 #include "ctx.h"
@@ -85,6 +86,8 @@ static unsigned completions(pp_ctx *ctx)
 		r->st.tag = c.tag;
 		r->st.len = (size_t)c.len;
 		r->st.error = c.error;
+		if (ctx->pred && !r->is_send && (c.error == 0 || c.error == -EMSGSIZE))
+			pp_rt_pred_receive(ctx, &r->st);
 		r->state = PP_REQ_DONE;
 		ctx->active--;
 		n++;
