@@ -23,10 +23,11 @@
  * be reused once its send completes. Messages of 0 bytes to at least 1 GiB.
  *
  * This release runs an embedded engine: every rank owns a port (DPDK or
- * libpcap, dev=...). Not yet available: the node daemon (daemon=... gives
- * -ENOSYS), the shared-memory path between ranks of one node (they talk over
- * the port), the runtime predictor (predict= must be off), and sends to the
- * caller's own rank (-EINVAL).
+ * libpcap, dev=...). With predict=NAME every completed receive feeds that
+ * predictor and its guesses are scored in pp_stats; staging of predicted
+ * messages is not done yet. Not yet available: the node daemon (daemon=...
+ * gives -ENOSYS), the shared-memory path between ranks of one node (they
+ * talk over the port), and sends to the caller's own rank (-EINVAL).
  */
 #ifndef PP_H
 #define PP_H
@@ -94,9 +95,9 @@ struct pp_stats {
 	uint64_t push_degraded;    /* pushes reduced to Push-Zero for lack of credit */
 	uint64_t copies_avoided;   /* bytes placed straight into user buffers */
 	uint64_t drops[PP_DROP_MAX]; /* rejected received frames, by reason */
-	uint64_t pred_predictions; /* predictor: messages predicted */
-	uint64_t pred_hits;        /* predictor: predicted messages that came */
-	uint64_t pred_misses;      /* predictor: predicted messages that did not */
+	uint64_t pred_predictions; /* predictor: next-receive guesses scored */
+	uint64_t pred_hits;        /* predictor: guesses that were right */
+	uint64_t pred_misses;      /* predictor: guesses that were wrong */
 	uint64_t spec_pulls;       /* pulls sent before the receive was posted */
 	uint64_t bytes_staged;     /* bytes placed in prediction staging */
 	uint64_t pages_remapped;   /* pages moved by remap instead of copy */
@@ -208,7 +209,8 @@ PP_API void pp_free(pp_ctx *ctx, void *p);
 
 /*
  * Hint from the call site `site` that a receive will follow: the papers'
- * pre-receive(tag) for tag-based predictors. A no-op when prediction is off.
+ * pre-receive(tag) for tag-based predictors: the next receive to complete
+ * is observed with this site. Harmless when prediction is off.
  * Errors: -EINVAL.
  */
 PP_API int pp_prerecv(pp_ctx *ctx, unsigned site);
