@@ -25,18 +25,10 @@ tmp=$(mktemp -d /tmp/pp-cluster.XXXXXX)
 trap 'rm -rf "$log" "$tmp"; "$tb" down >/dev/null 2>&1' EXIT
 
 # run NAME WANT_OK_LINES PPRUN_ARGS... -- RT_CHECK_ARGS...
+. "$(dirname "$0")/rt_run.sh"
 run() {
-  local name=$1 want=$2
-  shift 2
-  "$pprun" --dev-kind "$kind" --timeout 60 "$@" >"$log" 2>&1
-  local rc=$?
-  local ok
-  ok=$(grep -c ': ok$' "$log")
-  if [ $rc -ne 0 ] || [ "$ok" -ne "$want" ] || grep -q FAIL "$log"; then
-    grep -v -e '^\[[0-9]*\] EAL:' -e 'libxdp\|libbpf' "$log"
-    fail "$name: status $rc, $ok of $want checks ok"
-  fi
-  echo "ok: $name ($ok checks)"
+  rt_run "$@" || return
+  echo "ok: $rt_name ($rt_ok checks)"
 }
 
 for mode in push-pull push-all push-zero; do

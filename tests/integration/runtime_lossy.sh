@@ -45,18 +45,12 @@ for p in $ports; do
 done
 
 log=$dir/log
+. "$(dirname "$0")/rt_run.sh"
+rt_timeout=120
+rt_label="at $permille/1000 loss"
 run() {
-  local name=$1 want=$2
-  shift 2
-  "$pprun" --dev-kind "$kind" --timeout 120 "$@" >"$log" 2>&1
-  local rc=$?
-  local ok
-  ok=$(grep -c ': ok$' "$log")
-  if [ $rc -ne 0 ] || [ "$ok" -ne "$want" ] || grep -q FAIL "$log"; then
-    grep -v -e '^\[[0-9]*\] EAL:' -e 'libxdp\|libbpf' "$log"
-    fail "$name at $permille/1000 loss: status $rc, $ok of $want checks ok"
-  fi
-  echo "ok: $name at $permille/1000 loss ($ok checks); $(grep -o 'retransmits [0-9]*' "$log" | paste -sd, -)"
+  rt_run "$@" || return
+  echo "ok: $rt_name at $permille/1000 loss ($rt_ok checks); $(grep -o 'retransmits [0-9]*' "$log" | paste -sd, -)"
 }
 
 for mode in push-pull push-all push-zero; do

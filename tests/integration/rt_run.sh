@@ -1,0 +1,18 @@
+# Sourced by the runtime integration scripts: one pprun job of rt_check,
+# judged by how many "...: ok" lines it printed.
+#   rt_run NAME WANT_OK_LINES PPRUN_ARGS... -- RT_CHECK_ARGS...
+# Needs: $pprun, $kind, $log (a scratch file), fail(); optional
+# $rt_timeout (seconds, default 60) and $rt_label (added to failures).
+# On success rt_name and rt_ok hold the name and the count of ok lines.
+rt_run() {
+  local want=$2
+  rt_name=$1
+  shift 2
+  "$pprun" --dev-kind "$kind" --timeout "${rt_timeout:-60}" "$@" >"$log" 2>&1
+  local rc=$?
+  rt_ok=$(grep -c ': ok$' "$log")
+  if [ $rc -ne 0 ] || [ "$rt_ok" -ne "$want" ] || grep -q FAIL "$log"; then
+    grep -v -e '^\[[0-9]*\] EAL:' -e 'libxdp\|libbpf' "$log"
+    fail "$rt_name${rt_label:+ $rt_label}: status $rc, $rt_ok of $want checks ok"
+  fi
+}
