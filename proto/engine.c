@@ -196,7 +196,7 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 		if (r->want_src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
 	}
-	p->snd_una = p->rtx_nxt = p->snd_nxt;
+	p->snd_una = p->rtx_nxt = p->rtx_end = p->snd_nxt;
 	p->owe = 0;
 }
 
@@ -206,8 +206,7 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 		  uint64_t cookie)
 {
 	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present ||
-	    tag == PP_PROTO_ANY ||
-	    (!buf && len))
+	    tag == PP_PROTO_ANY || (!buf && len))
 		return -EINVAL;
 	struct peer *p = &e->peers[dst];
 	if (p->lost || p->gone)
@@ -252,8 +251,7 @@ void pp_proto_queue_pull(struct peer *p, struct rx *r)
 
 int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len, uint64_t cookie)
 {
-	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) ||
-	    (!buf && len))
+	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) || (!buf && len))
 		return -EINVAL;
 	if (src >= 0 && e->peers[src].lost)
 		return -ECONNRESET;

@@ -36,7 +36,20 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 	}
 	if (seq_lt(p->rtx_nxt, p->snd_una))
 		p->rtx_nxt = p->snd_una;
-	p->rto = e->c.rto_ns;
+	if (seq_lt(p->rtx_end, p->rtx_nxt))
+		p->rtx_end = p->rtx_nxt;
+	if (p->probing) {
+		/* The probe's ack is cumulative: whatever it does not cover
+		 * the receiver lacks, so send that again now. */
+		p->probing = 0;
+		p->rtx_nxt = p->snd_una;
+		p->rtx_end = p->snd_nxt;
+	}
+	if (p->rtt_on && seq_lt(p->rtt_seq, ack)) {
+		pp_proto_rtt_sample(p, now - p->rtt_t0);
+		p->rtt_on = 0;
+	}
+	p->rto = pp_proto_rto(e, p);
 	p->tries = 0;
 	p->rto_deadline = now + p->rto;
 }
@@ -186,8 +199,13 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 		return 0;
 	case PP_WIRE_NACK:
 		if (h.ack_stream == e->c.stream && !seq_lt(h.seq, p->snd_una) &&
-		    seq_lt(h.seq, p->rtx_nxt))
-			p->rtx_nxt = h.seq; /* go back */
+		    seq_lt(h.seq, p->snd_nxt)) {
+			if (seq_lt(h.seq, p->rtx_nxt))
+				p->rtx_nxt = h.seq; /* go back */
+			p->rtx_end = p->snd_nxt;
+			p->probing = 0;
+			p->rtt_on = 0; /* Karn: no sample across a resend */
+		}
 		return 0;
 	default:
 		break;

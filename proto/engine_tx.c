@@ -130,10 +130,10 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
 {
 	struct peer *p = &e->peers[rank];
-	if (seq_lt(p->rtx_nxt, p->snd_nxt)) {
+	if (seq_lt(p->rtx_nxt, p->rtx_end)) {
 		uint32_t seq = p->rtx_nxt++;
 		e->st.retransmits++;
-		if (p->rtx_nxt == p->snd_nxt)
+		if (p->rtx_nxt == p->rtx_end)
 			p->rto_deadline = now + p->rto;
 		return emit_desc(e, p, rank, &p->ring[seq & e->wmask], seq, PP_WIRE_F_RETX, buf,
 				 cap);
@@ -162,7 +162,12 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		if (p->snd_una == p->snd_nxt)
 			p->rto_deadline = now + p->rto;
 		uint32_t seq = p->snd_nxt++;
-		p->rtx_nxt = p->snd_nxt;
+		p->rtx_nxt = p->rtx_end = p->snd_nxt;
+		if (!p->rtt_on) {
+			p->rtt_on = 1;
+			p->rtt_seq = seq;
+			p->rtt_t0 = now;
+		}
 		return emit_desc(e, p, rank, d, seq, 0, buf, cap);
 	}
 	if ((p->owe & OWE_ACK) && ((p->owe & OWE_ACK_NOW) || now >= p->ack_deadline)) {
@@ -225,6 +230,11 @@ void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
 		}
 		p->rto = p->rto * 2 > e->c.rto_max_ns ? e->c.rto_max_ns : p->rto * 2;
 		p->rto_deadline = now + p->rto;
-		p->rtx_nxt = p->snd_una; /* go back */
+		/* Resend only the oldest frame: a receiver that was merely slow
+		 * has the rest, and its ack says so; see ack_release. */
+		p->rtx_nxt = p->snd_una;
+		p->rtx_end = p->snd_una + 1;
+		p->probing = 1;
+		p->rtt_on = 0;
 	}
 }

@@ -5,6 +5,7 @@
  * pull_cores, in pull-handler threads.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +125,22 @@ fail:
 	return rc;
 }
 
+/* PP_LOG=info: one line of counters per rank at the end, for tuning. */
+static void log_stats(pp_ctx *ctx)
+{
+	struct pp_stats s;
+	if (pp_get_stats(ctx, &s))
+		return;
+	uint64_t drops = 0;
+	for (int i = 0; i < PP_DROP_MAX; i++)
+		drops += s.drops[i];
+	pp_info("rank %d: frames tx %" PRIu64 " rx %" PRIu64 ", retransmits %" PRIu64
+		", nacks %" PRIu64 ", acks %" PRIu64 ", drops %" PRIu64 ", pushed-buffer peak %" PRIu64
+		", degraded pushes %" PRIu64,
+		ctx->rank, s.frames_tx, s.frames_rx, s.retransmits, s.nacks_tx, s.acks_tx, drops,
+		s.pushed_buf_peak, s.push_degraded);
+}
+
 PP_API int pp_finalize(pp_ctx *ctx)
 {
 	if (!ctx)
@@ -149,6 +166,7 @@ PP_API int pp_finalize(pp_ctx *ctx)
 	pp_handlers_stop(ctx);
 	if (rc == 0)
 		rc = pp_membership_leave(ctx, deadline);
+	log_stats(ctx);
 	ctx_free(ctx);
 	return rc;
 }

@@ -115,8 +115,10 @@ static void test_window_and_rto(void)
 	CU_ASSERT_EQUAL(pp_proto_expiry(net.e[0]), net.now + conf.rto_ns);
 	net_run(&net, conf.rto_ns + 1); /* the first timeout only */
 	pp_proto_stats(net.e[0], &ss);
-	CU_ASSERT_EQUAL(ss.retransmits, 8);
-	CU_ASSERT_EQUAL(ss.frames_tx, 16);
+	/* A timeout resends the oldest frame only: the receiver has the
+	 * other seven (only its acks are lost), and its answer will say so. */
+	CU_ASSERT_EQUAL(ss.retransmits, 1);
+	CU_ASSERT_EQUAL(ss.frames_tx, 9);
 	net.filter = NULL;
 	net_run(&net, 1000000000);
 	struct pp_proto_cpl c;
@@ -124,6 +126,46 @@ static void test_window_and_rto(void)
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
 	CU_ASSERT_EQUAL(c.error, 0);
 	CU_ASSERT_TRUE(pat_check(rb, LEN, 2));
+	pp_proto_stats(net.e[0], &ss);
+	/* The second probe's ack covered the whole window: nothing else was
+	 * sent twice (whole-window go-back would have resent 16). */
+	CU_ASSERT_EQUAL(ss.retransmits, 2);
+	net_fini(&net);
+}
+
+/* A whole window lost (say the receiver's ring overflowed) and nothing after
+ * it to draw a NACK: the timeout's probe is acked for itself alone, and that
+ * ack sends the rest at once instead of one frame per timeout. */
+static void test_probe_then_rest(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	conf.window = 8;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct drop_ctl d = {.from = 0, .seq = -1, .now = &net.now};
+	net.filter = drop_filter;
+	net.arg = &d;
+	enum { LEN = 8 * 1440 };
+	static uint8_t sb[LEN], rb[LEN];
+	pat_fill(sb, LEN, 5);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, LEN, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, LEN, 2), 0);
+	net_run(&net, 0);
+	uint64_t fire = pp_proto_expiry(net.e[0]);
+	net.filter = NULL; /* the link is back */
+	net_run(&net, 1000000000);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_TRUE(pat_check(rb, LEN, 5));
+	struct pp_stats ss;
+	pp_proto_stats(net.e[0], &ss);
+	CU_ASSERT_EQUAL(ss.retransmits, 8); /* each lost frame exactly once */
+	/* Done within the first back-off, not after eight timeouts. */
+	CU_ASSERT(net.now < fire + 2 * conf.rto_ns);
 	net_fini(&net);
 }
 
@@ -381,6 +423,7 @@ static void test_soak(void)
 static CU_TestInfo tests[] = {
     {"NACK on a gap", test_nack_on_gap},
     {"window and retransmission timeout", test_window_and_rto},
+    {"timeout probe, then the rest", test_probe_then_rest},
     {"delayed, cumulative, every-N acks", test_acks},
     {"duplicate dropped and re-acked", test_duplicate},
     {"RTO back-off and peer loss", test_backoff_and_loss},
