@@ -25,6 +25,12 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 {
 	if (!seq_lt(p->snd_una, ack) || seq_lt(p->snd_nxt, ack))
 		return;
+	/* After a timeout resent snd_una alone (rtx_end = snd_una + 1), an ack
+	 * for exactly that frame says the receiver lacks everything after it;
+	 * an ack reaching further is a slow receiver working through its
+	 * backlog, which needs nothing sent again. */
+	int lacks_rest = p->probing && ack == p->rtx_end;
+	p->probing = 0;
 	while (p->snd_una != ack) {
 		struct desc *d = &p->ring[p->snd_una & e->wmask];
 		p->snd_una++;
@@ -36,15 +42,8 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 	}
 	if (seq_lt(p->rtx_nxt, p->snd_una))
 		p->rtx_nxt = p->snd_una;
-	if (seq_lt(p->rtx_end, p->rtx_nxt))
-		p->rtx_end = p->rtx_nxt;
-	if (p->probing) {
-		/* The probe's ack is cumulative: whatever it does not cover
-		 * the receiver lacks, so send that again now. */
-		p->probing = 0;
-		p->rtx_nxt = p->snd_una;
-		p->rtx_end = p->snd_nxt;
-	}
+	if (seq_lt(p->rtx_end, p->rtx_nxt) || lacks_rest)
+		p->rtx_end = lacks_rest ? p->snd_nxt : p->rtx_nxt;
 	if (p->rtt_on && seq_lt(p->rtt_seq, ack)) {
 		pp_proto_rtt_sample(p, now - p->rtt_t0);
 		p->rtt_on = 0;
