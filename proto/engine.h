@@ -44,6 +44,13 @@
  * pushes regardless; a push finding no cell is dropped (counted NOBUF) and
  * recovered by go-back-N.
  *
+ * Small sends (copy_max bytes or fewer) are copied into the engine and
+ * complete at once, like an MPI eager send: frames, retransmissions and any
+ * PULL are served from the copy, and their frames carry F_COPIED so the
+ * receiver acks them at leisure, usually on its reply, instead of spending a
+ * frame on it. An error after that completion (peer lost) is not reported
+ * for such a send; the receives that depend on it fail instead.
+ *
  * Limits: each peer engine uses one TX stream; the ack_stream of frames we
  * send is the stream of the peer's last sequenced frame.
  */
@@ -82,6 +89,7 @@ struct pp_proto_conf {
 	int credits;		 /* 1: credits on; 0: off (Push-All overflow) */
 	uint16_t mtu;		 /* largest frame after the Ethernet header */
 	uint32_t max_msgs;	 /* sends, and receives, outstanding at most */
+	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
 };
 
 /* One finished operation. */
@@ -98,7 +106,7 @@ struct pp_proto;
 
 /* Defaults: Push-Pull, BTP 80/680, W 64, RTO 200 us..50 ms x 12, ack delay
  * 20 us or every 16 frames, 1 MiB pushed buffer, credits on, MTU 1500,
- * 256 messages. rank, nranks, job and mac are left zero. */
+ * 256 messages, sends up to 1 KiB copied. rank, nranks, job and mac are left zero. */
 void pp_proto_conf_default(struct pp_proto_conf *c);
 
 /* Create an engine; every pool is allocated here.
@@ -113,7 +121,9 @@ int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6])
 /* Start a send of len bytes to dst with tag (any value but PP_PROTO_ANY;
  * tags below zero are the library's own, see pp_proto_recv); buf is read
  * until the send completes. Errors: -EINVAL (bad rank or tag, NULL buf with len),
- * -ENOMEM (max_msgs operations outstanding), -ECONNRESET (peer lost). */
+ * -ENOMEM (max_msgs operations outstanding), -EAGAIN (every send slot holds
+ * a completed small send awaiting its ack: make progress and try again),
+ * -ECONNRESET (peer lost). */
 int pp_proto_send(struct pp_proto *eng, uint32_t dst, int tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 

@@ -84,6 +84,7 @@ struct send {
 	uint8_t first_sent;    /* the FIRST frame is produced */
 	uint8_t gen_done;      /* every frame is produced */
 	uint8_t queued;	       /* on the peer's txq */
+	uint8_t copied;	       /* buf is the engine's copy; completion already given */
 	struct link all;       /* peer's list of active sends */
 	struct link q;	       /* peer's txq, or the free pool */
 };
@@ -162,6 +163,8 @@ struct pp_proto {
 	struct peer *peers;	      /* indexed by rank */
 	uint32_t rr;		      /* next peer output looks at */
 	struct send *sends;	      /* send pool */
+	uint8_t *copies;	      /* copy_max bytes per send, for small sends */
+	uint32_t nsends_copied;	      /* sends completed early, awaiting acks */
 	struct rx *rxs;		      /* receive pool (posted + unexpected) */
 	struct link send_free;	      /* free sends */
 	struct link pp_proto_rx_free; /* free receives */

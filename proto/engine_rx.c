@@ -238,8 +238,10 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 	owe_ack(e, p, now);
 	/* A frame that ends a message completes the sender's send once acked:
 	 * ack it now, not after ack_delay, which a receiver that goes off to
-	 * compute would stretch. One burst's LAST frames still share an ACK. */
-	if (++p->unacked_rx >= e->c.ack_every || (h.flags & PP_WIRE_F_LAST))
+	 * compute would stretch. One burst's LAST frames still share an ACK.
+	 * A copied send completed already: its ack can wait for a ride. */
+	if (++p->unacked_rx >= e->c.ack_every ||
+	    (h.flags & (PP_WIRE_F_LAST | PP_WIRE_F_COPIED)) == PP_WIRE_F_LAST)
 		p->owe |= OWE_ACK_NOW;
 	return 0;
 }

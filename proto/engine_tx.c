@@ -111,6 +111,8 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 	}
 	if (off + n == s->len)
 		flags |= PP_WIRE_F_LAST;
+	if (s->copied)
+		flags |= PP_WIRE_F_COPIED;
 	d->type = off < s->push_end || (flags & PP_WIRE_F_FIRST) ? PP_WIRE_PUSH : PP_WIRE_DATA;
 	d->flags = flags;
 	d->len = (uint16_t)n;

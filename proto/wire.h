@@ -42,10 +42,11 @@ enum pp_wire_type {
 };
 
 enum pp_wire_flag {
-	PP_WIRE_F_FIRST = 0x01, /* first frame of a message (offset 0) */
-	PP_WIRE_F_LAST = 0x02,	/* last frame of a message */
-	PP_WIRE_F_RETX = 0x04,	/* sent again by go-back-N */
-	PP_WIRE_F_PULL = 0x08,	/* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_FIRST = 0x01,	 /* first frame of a message (offset 0) */
+	PP_WIRE_F_LAST = 0x02,	 /* last frame of a message */
+	PP_WIRE_F_RETX = 0x04,	 /* sent again by go-back-N */
+	PP_WIRE_F_PULL = 0x08,	 /* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_COPIED = 0x20, /* the sender holds a copy: its send is done, ack lazily */
 };
 
 /* The protocol header in host byte order. */

@@ -135,8 +135,8 @@ static void log_stats(pp_ctx *ctx)
 	for (int i = 0; i < PP_DROP_MAX; i++)
 		drops += s.drops[i];
 	pp_info("rank %d: frames tx %" PRIu64 " rx %" PRIu64 ", retransmits %" PRIu64
-		", nacks %" PRIu64 ", acks %" PRIu64 ", drops %" PRIu64 ", pushed-buffer peak %" PRIu64
-		", degraded pushes %" PRIu64,
+		", nacks %" PRIu64 ", acks %" PRIu64 ", drops %" PRIu64
+		", pushed-buffer peak %" PRIu64 ", degraded pushes %" PRIu64,
 		ctx->rank, s.frames_tx, s.frames_rx, s.retransmits, s.nacks_tx, s.acks_tx, drops,
 		s.pushed_buf_peak, s.push_degraded);
 }
@@ -181,7 +181,8 @@ PP_API int pp_size(const pp_ctx *ctx)
 	return ctx ? ctx->size : -EINVAL;
 }
 
-int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out)
+static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag,
+		      pp_req **out)
 {
 	pp_ctx_enter(ctx);
 	struct pp_req *r = pp_req_get(ctx);
@@ -205,6 +206,22 @@ int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int 
 	if (is_send)
 		pp_ctx_progress(ctx);
 	return 0;
+}
+
+int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out)
+{
+	int rc = start_once(ctx, is_send, buf, len, peer, tag, out);
+	if (rc != -EAGAIN)
+		return rc;
+	/* Every send slot holds a completed small send whose ack is on its
+	 * way (or whose peer the engine will declare lost): progress frees one. */
+	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+	while ((rc = start_once(ctx, is_send, buf, len, peer, tag, out)) == -EAGAIN) {
+		if (pp_now_ns() > deadline)
+			return -ETIMEDOUT;
+		pp_ctx_progress(ctx);
+	}
+	return rc;
 }
 
 PP_API int pp_isend(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag, pp_req **req)

@@ -314,6 +314,7 @@ static void test_errors(void)
 	CU_ASSERT_EQUAL(pp_proto_create(&e, &conf), -EINVAL);
 	conf.mtu = 1500;
 	conf.max_msgs = 1;
+	conf.copy_max = 0; /* the slot stays busy until acked */
 	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&e, &conf), 0);
 	uint8_t mac[6] = {2, 0, 0, 0, 0, 1}, b[8] = {0}, f[64];
 	CU_ASSERT_EQUAL(pp_proto_peer_add(e, 0, mac), -EINVAL);

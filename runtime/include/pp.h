@@ -134,7 +134,10 @@ PP_API int pp_size(const pp_ctx *ctx);
 
 /*
  * Blocking send of len bytes to rank dest with tag (>= 0). Returns when buf
- * may be reused (every byte acknowledged).
+ * may be reused: every byte acknowledged, or, for messages of up to 1 KiB,
+ * copied into the library (an eager send; its delivery is then the
+ * library's job, and a peer lost afterwards fails the receives waiting on
+ * it, not this call).
  * Errors: -EINVAL (bad rank or own rank, negative tag, NULL buf with
  * len > 0), -ENOMEM (too many operations outstanding), -ECONNRESET (peer
  * lost or gone), -ETIMEDOUT (see pp_wait).
