@@ -247,8 +247,10 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	list_add_tail(&p->sends, &s->all);
 	list_add_tail(&p->txq, &s->q);
 	e->user_ops++;
-	if (e->c.copy_max && len <= e->c.copy_max) {
-		/* Eager: the user's buffer is free again now. */
+	if (e->c.copy_max && len <= e->c.copy_max && push == len) {
+		/* Eager: pushed whole, so nothing waits for a PULL that a
+		 * sender gone computing would serve late; the user's buffer is
+		 * free again now. */
 		uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
 		if (len)
 			memcpy(copy, buf, (size_t)len);

@@ -44,8 +44,9 @@
  * pushes regardless; a push finding no cell is dropped (counted NOBUF) and
  * recovered by go-back-N.
  *
- * Small sends (copy_max bytes or fewer) are copied into the engine and
- * complete at once, like an MPI eager send: frames, retransmissions and any
+ * Small sends that are pushed whole (copy_max bytes or fewer, within the
+ * mode's push) are copied into the engine and complete at once, like an MPI
+ * eager send: frames, retransmissions and any
  * PULL are served from the copy, and their frames carry F_COPIED so the
  * receiver acks them at leisure, usually on its reply, instead of spending a
  * frame on it. An error after that completion (peer lost) is not reported

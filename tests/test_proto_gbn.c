@@ -281,6 +281,28 @@ static void test_copied_sends(void)
 	net_fini(&net);
 }
 
+/* A small send that leaves bytes to a PULL is not copied: its sender must be
+ * in a pp_* call to serve the PULL, so it completes when acknowledged. */
+static void test_uncopied_small(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf); /* push-pull, BTP 80 + 680 */
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	static uint8_t sb[1000], rb[1000];
+	struct pp_proto_cpl c;
+	pat_fill(sb, sizeof(sb), 3);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	net_run(&net, 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_TRUE(pat_check(rb, sizeof(rb), 3));
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1); /* acked at once: LAST */
+	CU_ASSERT_EQUAL(c.cookie, 2);
+	net_fini(&net);
+}
+
 static void test_duplicate(void)
 {
 	struct pp_proto_conf conf;
@@ -479,6 +501,7 @@ static void test_soak(void)
 
 static CU_TestInfo tests[] = {
     {"small sends complete from a copy", test_copied_sends},
+    {"a small send with a pulled part waits", test_uncopied_small},
     {"NACK on a gap", test_nack_on_gap},
     {"window and retransmission timeout", test_window_and_rto},
     {"timeout probe, then the rest", test_probe_then_rest},

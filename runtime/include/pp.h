@@ -134,7 +134,8 @@ PP_API int pp_size(const pp_ctx *ctx);
 
 /*
  * Blocking send of len bytes to rank dest with tag (>= 0). Returns when buf
- * may be reused: every byte acknowledged, or, for messages of up to 1 KiB,
+ * may be reused: every byte acknowledged, or, for messages of up to 1 KiB
+ * that the mode pushes whole (BTP1 + BTP2 in push-pull, none in push-zero),
  * copied into the library (an eager send; its delivery is then the
  * library's job, and a peer lost afterwards fails the receives waiting on
  * it, not this call).
