@@ -207,6 +207,15 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 	p->owe = 0;
 }
 
+void pp_proto_ping(struct pp_proto *e, uint32_t rank)
+{
+	if (rank >= e->c.nranks || rank == e->c.rank)
+		return;
+	struct peer *p = &e->peers[rank];
+	if (p->present && !p->lost && !p->gone && p->snd_una == p->snd_nxt)
+		p->ping_owed = 1;
+}
+
 /* ---- user operations ---- */
 
 int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, uint64_t len,

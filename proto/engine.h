@@ -168,6 +168,13 @@ int pp_proto_idle(const struct pp_proto *eng);
  * already here matches them. Messages it sent stay receivable. */
 void pp_proto_peer_gone(struct pp_proto *eng, uint32_t rank);
 
+/* Probe rank's liveness: unless frames to it await an ack already (their
+ * timer does the same), send it a PING, which a live engine acks like any
+ * sequenced frame; a dead one gets declared lost by the retransmission timer
+ * and its operations fail with -ECONNRESET. For a receiver whose sender went
+ * silent mid-message, where nothing of its own is in flight. */
+void pp_proto_ping(struct pp_proto *eng, uint32_t rank);
+
 /* 1 when rank was declared lost (its operations failed with -ECONNRESET). */
 int pp_proto_peer_lost(const struct pp_proto *eng, uint32_t rank);
 

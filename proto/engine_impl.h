@@ -129,6 +129,7 @@ struct peer {
 	uint32_t rtx_nxt;      /* next seq to send again when < rtx_end */
 	uint32_t rtx_end;      /* end of the range being sent again */
 	uint8_t probing;       /* a timeout resent only snd_una; its ack decides */
+	uint8_t ping_owed;     /* pp_proto_ping: a PING waits for the window */
 	struct desc *ring;     /* window descriptors, indexed seq & mask */
 	uint64_t rto;	       /* current timeout */
 	uint64_t rto_deadline; /* when the timer fires (if frames unacked) */

@@ -34,7 +34,7 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 	while (p->snd_una != ack) {
 		struct desc *d = &p->ring[p->snd_una & e->wmask];
 		p->snd_una++;
-		if (d->type == PP_WIRE_PULL)
+		if (d->type == PP_WIRE_PULL || d->type == PP_WIRE_PING)
 			continue;
 		struct send *s = d->obj;
 		if (--s->unacked == 0 && s->gen_done)
@@ -223,6 +223,8 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 	int rc = 0;
 	if (h.type == PP_WIRE_PULL)
 		rx_pull(e, p, &h);
+	else if (h.type == PP_WIRE_PING)
+		p->owe |= OWE_ACK_NOW; /* the prober waits for this answer */
 	else
 		rc = rx_push(e, p, h.src_rank, &h, pl);
 	if (rc) {

@@ -45,7 +45,9 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 	h.flags = d->flags | extra;
 	h.seq = seq;
 	h.offset = d->offset;
-	if (d->type == PP_WIRE_PULL) {
+	if (d->type == PP_WIRE_PING) {
+		/* no message fields */
+	} else if (d->type == PP_WIRE_PULL) {
 		const struct rx *r = d->obj;
 		h.msg_id = r->msg_id;
 		h.tag = r->tag;
@@ -146,9 +148,16 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		return emit_ctl(e, p, rank, PP_WIRE_NACK, buf, cap);
 	}
 	int open = p->snd_nxt - p->snd_una < e->c.window;
-	if (open && (!list_empty(&p->pullq) || !list_empty(&p->txq))) {
+	if (open && (p->ping_owed || !list_empty(&p->pullq) || !list_empty(&p->txq))) {
 		struct desc *d = &p->ring[p->snd_nxt & e->wmask];
-		if (!list_empty(&p->pullq)) {
+		if (p->ping_owed) {
+			p->ping_owed = 0;
+			d->type = PP_WIRE_PING;
+			d->flags = 0;
+			d->len = 0;
+			d->obj = NULL;
+			d->offset = 0;
+		} else if (!list_empty(&p->pullq)) {
 			struct rx *r = container_of(p->pullq.next, struct rx, pq);
 			list_del(&r->pq);
 			r->pull_queued = 0;

@@ -45,7 +45,7 @@ static inline uint64_t get64(const uint8_t *p)
 
 static int type_valid(uint8_t t)
 {
-	return t >= PP_WIRE_HELLO && t <= PP_WIRE_BYE;
+	return t >= PP_WIRE_HELLO && t <= PP_WIRE_PING;
 }
 
 static int type_has_payload(uint8_t t)
@@ -177,7 +177,7 @@ const char *pp_wire_drop_name(enum pp_drop_reason r)
 
 const char *pp_wire_type_name(uint8_t type)
 {
-	static const char *const names[] = {"?",    "hello", "push", "pull",
-					    "data", "ack",   "nack", "bye"};
+	static const char *const names[] = {"?",   "hello", "push", "pull", "data",
+					    "ack", "nack",  "bye",  "ping"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }

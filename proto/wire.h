@@ -39,6 +39,7 @@ enum pp_wire_type {
 	PP_WIRE_ACK = 5,   /* standalone cumulative ack and credit update */
 	PP_WIRE_NACK = 6,  /* gap seen: go back to seq */
 	PP_WIRE_BYE = 7,   /* leaving, unsequenced */
+	PP_WIRE_PING = 8,  /* liveness probe, sequenced, no payload: just acked */
 };
 
 enum pp_wire_flag {
@@ -79,7 +80,8 @@ struct pp_wire_check {
 /* 1 when frames of this type carry a sequence number. */
 static inline int pp_wire_sequenced(uint8_t type)
 {
-	return type == PP_WIRE_PUSH || type == PP_WIRE_PULL || type == PP_WIRE_DATA;
+	return type == PP_WIRE_PUSH || type == PP_WIRE_PULL || type == PP_WIRE_DATA ||
+	       type == PP_WIRE_PING;
 }
 
 /*

@@ -282,6 +282,7 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 	const uint64_t silence = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
 	uint64_t since = pp_now_ns();
 	unsigned spins = 0;
+	int pinged = 0;
 
 	while (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != PP_REQ_DONE) {
 		if (pp_ctx_progress(ctx) > 0) {
@@ -293,15 +294,26 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 			continue;
 		spins = 0;
 		uint64_t now = pp_now_ns(), last = ctx->last_rx > since ? ctx->last_rx : since;
-		if (now - last <= silence)
+		if (now - last <= silence / 4)
 			continue;
 		/* Frames awaiting acknowledgement: the engine either gets it or
 		 * declares the peer lost (after about timeout_ms), failing its
 		 * operations with -ECONNRESET; that is the answer to wait for. */
 		pp_ctx_enter(ctx);
 		int retrying = pp_proto_expiry(ctx->eng) != UINT64_MAX;
+		if (!retrying && !pinged) {
+			/* A quarter of timeout_ms silent: ask whether the peer(s) we wait for
+			 * still live. A dead one is declared lost within about
+			 * timeout_ms, failing this request with -ECONNRESET; a
+			 * live one answers, and then silence means -ETIMEDOUT. */
+			pinged = 1;
+			retrying = 1;
+			for (int p = 0; p < ctx->size; p++)
+				if (p != ctx->rank && (r->peer == p || r->peer == PP_ANY_SOURCE))
+					pp_proto_ping(ctx->eng, (uint32_t)p);
+		}
 		pp_ctx_leave(ctx);
-		if (!retrying) {
+		if (now - last > silence && !retrying) {
 			pp_warn("pp_wait: no frame for %u ms; giving up (the request stays posted)",
 				ctx->cfg.timeout_ms);
 			return -ETIMEDOUT;

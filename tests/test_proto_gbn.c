@@ -303,6 +303,37 @@ static void test_uncopied_small(void)
 	net_fini(&net);
 }
 
+/* pp_proto_ping: a live peer acks the PING and stays; a silent one is
+ * declared lost, failing the receive that waits on it. */
+static void test_ping(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	uint8_t rb[64];
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb, sizeof(rb), 7), 0);
+	pp_proto_ping(net.e[0], 1);
+	net_run(&net, 1000000000);
+	struct pp_stats s1;
+	pp_proto_stats(net.e[1], &s1);
+	CU_ASSERT_EQUAL(s1.drops[PP_DROP_TYPE], 0);
+	CU_ASSERT_FALSE(pp_proto_peer_lost(net.e[0], 1));
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[1]));
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0); /* still waiting */
+	struct drop_ctl d = {.from = 1, .seq = -1, .now = &net.now};
+	net.filter = drop_filter; /* rank 1 falls silent */
+	net.arg = &d;
+	pp_proto_ping(net.e[0], 1);
+	net_run(&net, 10000000000ull);
+	CU_ASSERT_TRUE(pp_proto_peer_lost(net.e[0], 1));
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 7);
+	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+	net_fini(&net);
+}
+
 static void test_duplicate(void)
 {
 	struct pp_proto_conf conf;
@@ -501,6 +532,7 @@ static void test_soak(void)
 
 static CU_TestInfo tests[] = {
     {"small sends complete from a copy", test_copied_sends},
+    {"ping: live peer acks, silent peer lost", test_ping},
     {"a small send with a pulled part waits", test_uncopied_small},
     {"NACK on a gap", test_nack_on_gap},
     {"window and retransmission timeout", test_window_and_rto},

@@ -182,7 +182,10 @@ PP_API int pp_test(pp_req **req, int *done, pp_status *st);
  * arrived for timeout_ms while no frame of ours awaited acknowledgement: the
  * request stays valid and may be waited on again). A peer that stops
  * acknowledging is declared lost after about timeout_ms instead, and the
- * operations with it fail with -ECONNRESET.
+ * operations with it fail with -ECONNRESET. After a quarter of timeout_ms of
+ * silence, the wait pings the peer it waits for (every peer for
+ * PP_ANY_SOURCE) once, so a receive from a dead rank fails with -ECONNRESET
+ * too; a live one that answers yet sends nothing gives -ETIMEDOUT.
  */
 PP_API int pp_wait(pp_req **req, pp_status *st);
 
