@@ -148,6 +148,22 @@ int pp_proto_input(struct pp_proto *eng, const uint8_t *frame, size_t len, uint6
  * is nothing to send now, -ENOSPC when cap < mtu + 14. */
 int pp_proto_output(struct pp_proto *eng, uint8_t *buf, size_t cap, uint64_t now);
 
+/* A payload pp_proto_output_ref leaves where it is. */
+struct pp_proto_ref {
+	const void *addr; /* the payload: in the user's send buffer */
+	uint32_t len;	  /* its length; 0 when the frame was written whole */
+	const void *msg;  /* the whole send buffer it lies in */
+	uint64_t msg_len; /* that buffer's length */
+};
+
+/* As pp_proto_output, but a frame with at least ref_min payload bytes (never
+ * a FIRST frame) comes back as its headers alone, in buf, the return value
+ * being their length; ref then names the payload, which must follow those
+ * bytes on the wire unchanged (the crc32c covers it). It stays valid until
+ * the send completes. ref->len is 0 for frames written whole. */
+int pp_proto_output_ref(struct pp_proto *eng, uint8_t *buf, size_t cap, uint64_t now,
+			uint32_t ref_min, struct pp_proto_ref *ref);
+
 /* Earliest time pp_proto_handle_expiry has work, UINT64_MAX if none. */
 uint64_t pp_proto_expiry(const struct pp_proto *eng);
 

@@ -165,6 +165,8 @@ struct pp_proto {
 	uint32_t rr;		      /* next peer output looks at */
 	struct send *sends;	      /* send pool */
 	uint8_t *copies;	      /* copy_max bytes per send, for small sends */
+	struct pp_proto_ref *ref_out; /* pp_proto_output_ref's result, NULL otherwise */
+	uint32_t ref_min;	      /* its smallest payload sent by reference */
 	uint32_t nsends_copied;	      /* sends completed early, awaiting acks */
 	struct rx *rxs;		      /* receive pool (posted + unexpected) */
 	struct link send_free;	      /* free sends */

@@ -60,6 +60,19 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 		h.payload_len = d->len;
 		pl = s->buf + d->offset;
 		e->st.bytes_tx += d->len;
+		/* By reference: never the FIRST frame, so whatever the caller
+		 * must do to a buffer before the port may read it happens
+		 * once the first push is on the wire (address translation
+		 * masking, the paper's section 4.3). */
+		if (e->ref_out && d->len >= e->ref_min && !(h.flags & PP_WIRE_F_FIRST)) {
+			p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
+			p->unacked_rx = 0;
+			e->ref_out->addr = pl;
+			e->ref_out->len = d->len;
+			e->ref_out->msg = s->buf;
+			e->ref_out->msg_len = s->len;
+			return pp_wire_encode_hdr(buf, cap, p->mac, e->c.mac, &h, pl);
+		}
 	}
 	p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
 	p->unacked_rx = 0;
@@ -206,6 +219,17 @@ int pp_proto_output(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now)
 		}
 	}
 	return 0;
+}
+
+int pp_proto_output_ref(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now,
+			uint32_t ref_min, struct pp_proto_ref *ref)
+{
+	ref->len = 0;
+	e->ref_out = ref;
+	e->ref_min = ref_min;
+	int n = pp_proto_output(e, buf, cap, now);
+	e->ref_out = NULL;
+	return n;
 }
 
 /* ---- timers ---- */

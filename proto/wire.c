@@ -57,9 +57,24 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 		   const struct pp_wire_hdr *h, const void *payload)
 {
 	size_t total = PP_WIRE_MIN_FRAME + (size_t)h->payload_len;
+	if (cap < total)
+		return -ENOSPC;
+	int rc = pp_wire_encode_hdr(frame, cap, dst, src, h, NULL);
+	if (rc < 0)
+		return rc;
+	uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	if (h->payload_len)
+		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
+	put32(p + OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
+	return (int)total;
+}
+
+int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],
+		       const struct pp_wire_hdr *h, const void *payload)
+{
 	if (!type_valid(h->type))
 		return -EINVAL;
-	if (cap < total)
+	if (cap < PP_WIRE_MIN_FRAME)
 		return -ENOSPC;
 	memcpy(frame, dst, 6);
 	memcpy(frame + 6, src, 6);
@@ -82,10 +97,11 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 	put64(p + 40, h->msg_len);
 	put64(p + 48, h->offset);
 	put32(p + OFF_CRC, 0);
-	if (h->payload_len)
-		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
-	put32(p + OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
-	return (int)total;
+	if (payload) {
+		uint32_t crc = pp_crc32c(0, p, PP_WIRE_HDR_LEN);
+		put32(p + OFF_CRC, pp_crc32c(crc, payload, h->payload_len));
+	}
+	return PP_WIRE_MIN_FRAME;
 }
 
 int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,

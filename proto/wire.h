@@ -94,6 +94,16 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 		   const struct pp_wire_hdr *h, const void *payload);
 
 /*
+ * Write only the headers of such a frame (PP_WIRE_MIN_FRAME bytes), for a
+ * payload that travels separately (zero-copy transmit): the crc32c covers
+ * h->payload_len bytes at payload, which must follow the headers on the wire
+ * unchanged. With payload NULL the crc field is left zero (pp_wire_encode
+ * fills it). Returns PP_WIRE_MIN_FRAME, -ENOSPC, -EINVAL on a bad type.
+ */
+int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],
+		       const struct pp_wire_hdr *h, const void *payload);
+
+/*
  * Parse and validate a received frame. On success fills *h, points *payload
  * at the payload and returns 0. Otherwise returns -EPROTO and sets *why.
  */

@@ -61,6 +61,7 @@ static void ctx_free(pp_ctx *ctx)
 			pp_port_free(ctx->port, ctx->spare, ctx->nspare);
 		if (ctx->ntxq)
 			pp_port_free(ctx->port, ctx->txq, ctx->ntxq);
+		pp_zc_fini(ctx);
 		pp_port_close(ctx->port);
 	}
 	pp_proto_destroy(ctx->eng);
@@ -95,6 +96,7 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		goto fail;
 	struct pp_port_conf pconf = {
 	    .nb_queues = 1, .pcap_dump = ctx->cfg.pcap_dump[0] ? ctx->cfg.pcap_dump : NULL};
+	ctx->zc.off = !ctx->cfg.zerocopy;
 	rc = pp_port_open(&ctx->port, ctx->cfg.dev, &pconf);
 	if (rc) {
 		pp_err("pp_init: cannot open port '%s': %s", ctx->cfg.dev, pp_strerror(rc));
@@ -136,9 +138,10 @@ static void log_stats(pp_ctx *ctx)
 		drops += s.drops[i];
 	pp_info("rank %d: frames tx %" PRIu64 " rx %" PRIu64 ", retransmits %" PRIu64
 		", nacks %" PRIu64 ", acks %" PRIu64 ", drops %" PRIu64
-		", pushed-buffer peak %" PRIu64 ", degraded pushes %" PRIu64,
+		", pushed-buffer peak %" PRIu64 ", degraded pushes %" PRIu64
+		", zero-copy frames %" PRIu64,
 		ctx->rank, s.frames_tx, s.frames_rx, s.retransmits, s.nacks_tx, s.acks_tx, drops,
-		s.pushed_buf_peak, s.push_degraded);
+		s.pushed_buf_peak, s.push_degraded, ctx->zc.frames);
 }
 
 PP_API int pp_finalize(pp_ctx *ctx)

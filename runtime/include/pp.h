@@ -108,7 +108,10 @@ struct pp_stats {
  * Create a context and join the job. config is "key=value,key=value"
  * overriding the PP_<KEY> environment variables, or NULL. Keys: rank, size,
  * job, node, dev, mode (push-pull|push-all|push-zero), btp1, btp2,
- * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log.
+ * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log,
+ * zerocopy (on|off: payloads of 2 KiB or more leave from the user's buffer
+ * where the port can; default off: on af_packet, whose PMD copies anyway,
+ * it measured slower).
  * Returns only when every rank of the job is known.
  * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
  * is named on stderr), -ENOMEM, -ENODEV (the port cannot be opened),

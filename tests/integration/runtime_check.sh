@@ -35,6 +35,11 @@ for mode in push-pull push-all push-zero; do
   run "2 ranks, $mode, all scenarios" 9 -n 2 --nodes 2 --mode "$mode" -- "$rtc" all
 done
 run "4 ranks on 2 nodes, push-pull, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
+# af_packet takes chained buffers; AF_XDP cannot, and copies instead.
+run "2 ranks, push-pull, zero-copy transmit, sizes" 2 -n 2 --nodes 2 -- \
+  "$rtc" -c zerocopy=on,log=info sizes
+[ "$kind" != af_packet ] || grep -q "zero-copy frames [1-9]" "$log" ||
+  fail "zero-copy run sent no frame by reference"
 for mode in push-all push-zero; do
   run "4 ranks, $mode, many" 4 -n 4 --nodes 2 --mode "$mode" -- "$rtc" many
 done
