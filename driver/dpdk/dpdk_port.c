@@ -219,18 +219,23 @@ static uint32_t af_packet_tune(struct pp_dpdk_args *a)
 {
 	if (strncmp(a->devargs, "net_af_packet", 13) != 0)
 		return 0;
-	char v[64];
+	char v[64], bsz[32];
 	uint32_t framesz = 2048;
 	if (devarg_get(a->devargs, "framesz", v, sizeof(v))) {
 		framesz = (uint32_t)strtoul(v, NULL, 0);
-	} else if (devarg_get(a->devargs, "iface", v, sizeof(v))) {
-		uint32_t mtu = iface_mtu(v);
-		while (framesz < mtu + RTE_ETHER_HDR_LEN + AF_PACKET_FRAME_HDR && framesz < 65536)
-			framesz <<= 1;
-		size_t n = strlen(a->devargs);
-		if (framesz > 2048 && !devarg_get(a->devargs, "blocksz", v, sizeof(v)))
+	} else if (devarg_get(a->devargs, "iface", v, sizeof(v)) &&
+		   !devarg_get(a->devargs, "blocksz", bsz, sizeof(bsz))) {
+		/* One frame per block, the block a whole number of pages
+		 * (the PMD indexes frames as if blocks held them back to back):
+		 * 12 KiB for MTU 9000, not 16, since every mbuf holds one. */
+		uint32_t need = iface_mtu(v) + RTE_ETHER_HDR_LEN + AF_PACKET_FRAME_HDR;
+		if (need > framesz && need <= 65536) {
+			long pg = sysconf(_SC_PAGESIZE);
+			framesz = (need + (uint32_t)pg - 1) & ~((uint32_t)pg - 1);
+			size_t n = strlen(a->devargs);
 			snprintf(a->devargs + n, sizeof(a->devargs) - n, ",framesz=%u,blocksz=%u",
 				 framesz, framesz);
+		}
 	}
 	return framesz > AF_PACKET_FRAME_HDR ? framesz - AF_PACKET_FRAME_HDR : 0;
 }
@@ -280,27 +285,30 @@ static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 			conf->nb_queues);
 	if (nq == 0)
 		return -EIO;
-	uint16_t nrx = conf->rx_depth ? conf->rx_depth : RX_DEPTH;
-	uint16_t ntx = conf->tx_depth ? conf->tx_depth : TX_DEPTH;
-	rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
-	if (rc < 0)
-		return -EIO;
-
 	uint16_t mtu = port_mtu(&di, p->frame_cap);
-	int socket = rte_eth_dev_socket_id(pid);
-	if (socket < 0)
-		socket = SOCKET_ID_ANY;
-	unsigned n = (unsigned)nq * (nrx + ntx) + (unsigned)nq * POOL_CACHE + POOL_SLACK;
-	unsigned pool_n = 1;
-	while (pool_n < n)
-		pool_n <<= 1;
-	pool_n -= 1; /* a power of two minus one suits the ring underneath */
 	uint32_t room = (uint32_t)mtu + PP_ETH_HDR_LEN + 4;
 	if (room < RTE_MBUF_DEFAULT_DATAROOM)
 		room = RTE_MBUF_DEFAULT_DATAROOM;
 	/* af_packet wants mbufs that hold its whole ring frame. */
 	if (p->frame_cap > room)
 		room = p->frame_cap;
+	/* Jumbo buffers: a quarter as many (a window of 64 frames needs far
+	 * fewer), so eight ranks of a node fit the test bed's hugepages. */
+	int jumbo = room > 4 * RTE_MBUF_DEFAULT_DATAROOM;
+	uint16_t nrx = conf->rx_depth ? conf->rx_depth : jumbo ? RX_DEPTH / 2 : RX_DEPTH;
+	uint16_t ntx = conf->tx_depth ? conf->tx_depth : jumbo ? TX_DEPTH / 2 : TX_DEPTH;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
+	if (rc < 0)
+		return -EIO;
+	int socket = rte_eth_dev_socket_id(pid);
+	if (socket < 0)
+		socket = SOCKET_ID_ANY;
+	unsigned slack = jumbo ? POOL_SLACK / 4 : POOL_SLACK;
+	unsigned n = (unsigned)nq * (nrx + ntx) + (unsigned)nq * POOL_CACHE + slack;
+	unsigned pool_n = 1;
+	while (pool_n < n)
+		pool_n <<= 1;
+	pool_n -= 1; /* a power of two minus one suits the ring underneath */
 	uint16_t priv = (uint16_t)RTE_ALIGN(sizeof(struct dpdk_buf), RTE_MBUF_PRIV_ALIGN);
 	char name[RTE_MEMPOOL_NAMESIZE];
 	snprintf(name, sizeof(name), "pp_mp%u", pid);
