@@ -109,6 +109,8 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		pp_err("pp_init: protocol engine: %s", pp_strerror(rc));
 		goto fail;
 	}
+	if ((rc = pp_rt_stage_start(ctx)))
+		goto fail;
 	if ((rc = pp_membership_join(ctx)))
 		goto fail;
 	for (int r = 0; r < ctx->size; r++)
@@ -171,6 +173,7 @@ int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int 
 	if (r) {
 		r->is_send = is_send;
 		r->peer = peer;
+		r->buf = buf;
 		uint64_t cookie = (uint64_t)(uintptr_t)r;
 		rc = is_send ? pp_proto_send(ctx->eng, (uint32_t)peer, tag, buf, len, cookie)
 			     : pp_proto_recv(ctx->eng, peer, tag, buf, len, cookie);
@@ -335,6 +338,7 @@ PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out)
 	s.pred_predictions = ctx->pred_predictions;
 	s.pred_hits = ctx->pred_hits;
 	s.pred_misses = ctx->pred_misses;
+	pp_rt_stage_stats(ctx, &s);
 	pp_ctx_leave(ctx);
 	*out = s;
 	return 0;

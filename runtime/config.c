@@ -90,6 +90,8 @@ static int set_one(struct pp_config *c, const char *key, const char *v)
 			c->timeout_ms = u;
 		return rc;
 	}
+	if (strcmp(key, "stage_bytes") == 0)
+		return parse_u32(v, UINT32_MAX, &c->stage_bytes);
 	if (strcmp(key, "log") == 0)
 		return pp_log_set_level(v);
 
@@ -179,6 +181,7 @@ int pp_config_load(struct pp_config *c, const char *config)
 	c->btp1 = PP_BTP1_ETH_DEFAULT;
 	c->btp2 = PP_BTP2_ETH_DEFAULT;
 	c->timeout_ms = PP_TIMEOUT_MS_DEFAULT;
+	c->stage_bytes = PP_STAGE_BYTES_DEFAULT;
 	strcpy(c->predict, "off");
 	set_one(c, "job", "0");
 

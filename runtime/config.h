@@ -35,12 +35,14 @@ struct pp_config {
 	char pcap_dump[PP_CFG_STR];  /* capture file ("" none) */
 	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
 	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
+	uint32_t stage_bytes;	     /* prediction staging budget (0: no staging) */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
 #define PP_BTP1_ETH_DEFAULT   80
 #define PP_BTP2_ETH_DEFAULT   680
 #define PP_TIMEOUT_MS_DEFAULT 10000
+#define PP_STAGE_BYTES_DEFAULT (4u << 20)
 
 /*
  * Fill *cfg from defaults, then the environment (PP_RANK, PP_SIZE, ...), then

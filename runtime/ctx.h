@@ -22,6 +22,8 @@
 #include "pp_port.h"
 
 #define PP_CTX_BURST 32
+#define PP_PRED_AHEAD 8	 /* receives ahead a message may be staged for */
+#define PP_PRED_BUFS  64 /* ids whose last receive buffer is remembered */
 #define PP_NODE_NAME 64
 
 enum pp_req_state {
@@ -36,6 +38,7 @@ struct pp_req {
 	int is_send;		 /* 1 send, 0 receive */
 	int peer;		 /* destination or source asked for (may be ANY) */
 	pp_status st;		 /* result, valid once DONE */
+	void *buf;		 /* the user's buffer */
 	uint32_t next_free;	 /* pool free list link */
 };
 
@@ -49,6 +52,13 @@ struct pp_peer_info {
 };
 
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
+struct pp_stage;	 /* prediction staging memory (predict/staging.h) */
+
+/* The buffer the last receive of a message id used (staging aims at it). */
+struct pp_rt_pred_buf {
+	uint64_t id;	/* message id */
+	uintptr_t addr; /* its buffer */
+};
 
 struct pp_ctx {
 	struct pp_config cfg;	       /* settings from env and pp_init */
@@ -84,6 +94,10 @@ struct pp_ctx {
 	uint64_t pred_predictions; /* predictions scored */
 	uint64_t pred_hits;	   /* ... that were right */
 	uint64_t pred_misses;	   /* ... that were wrong */
+	uint64_t pred_ahead[PP_PRED_AHEAD]; /* ids expected for the next receives */
+	unsigned pred_nahead;		    /* how many of them are valid */
+	struct pp_rt_pred_buf *pred_bufs;   /* last buffer per id, PP_PRED_BUFS slots */
+	struct pp_stage *stage;		    /* staging memory, NULL when off */
 
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
@@ -128,10 +142,14 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out);
 
 /* The receive predictor (predictor.c). init: -EINVAL for an unknown name,
- * -ENOMEM. receive: one completed receive, on the completion path. */
+ * -ENOMEM. receive: one completed receive into buf, on the completion path.
+ * stage_start: give the engine the staging hooks (after it is created);
+ * -ENOMEM. stats: add the staging counters the runtime keeps. */
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
-void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st);
+void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf);
+int pp_rt_stage_start(pp_ctx *ctx);
+void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);
