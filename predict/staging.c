@@ -138,7 +138,10 @@ int pp_stage_anon_private(uintptr_t addr, size_t len)
 	if (!f)
 		return -errno;
 	char line[512];
+	uintptr_t at = addr, end = addr + len; /* at: first byte not yet covered */
 	int ok = 0;
+	/* A remap splits a mapping: the span may cover several consecutive
+	 * mappings, each of which must qualify. */
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi, off, inode;
 		char perms[8], dev[16];
@@ -146,12 +149,19 @@ int pp_stage_anon_private(uintptr_t addr, size_t len)
 		if (sscanf(line, "%lx-%lx %7s %lx %15s %lu %n", &lo, &hi, perms, &off, dev, &inode,
 			   &name_at) < 6)
 			continue;
-		if (addr < lo || addr >= hi)
+		if (hi <= at)
 			continue;
+		if (lo > at)
+			break; /* a hole */
 		const char *name = line + name_at;
-		ok = addr + len <= hi && perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p' &&
-		     inode == 0 && (name_at == 0 || *name == '\n' || *name == '\0');
-		break;
+		if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p' || inode != 0 ||
+		    (name_at != 0 && *name != '\n' && *name != '\0'))
+			break;
+		if (hi >= end) {
+			ok = 1;
+			break;
+		}
+		at = hi;
 	}
 	fclose(f);
 	return ok;
