@@ -11,7 +11,11 @@
  *   late       the same with x=100000, y=300000: the message arrives first and
  *              waits in the pushed buffer
  * For early/late the reported one-way latency is (iteration time - the
- * compute on the critical path, max(x, y) + x NOPs, timed beforehand) / 2.
+ * compute on the critical path, max(x, y) + x NOPs, timed beforehand) / 2,
+ * and each row is followed by the predictor and staging counters of the
+ * measured iterations, summed over both ranks (predictions, hits, misses,
+ * speculative pulls, bytes staged, bytes placed without a copy, pages
+ * remapped, evictions; also the last CSV columns).
  * Every measurement starts with a barrier; for early/late every iteration
  * does, as in the paper. Statistics: mean of the middle 80 %, median, p99.
  * The table goes to stdout (rank 0 only), --csv FILE gets one row per
@@ -226,6 +230,24 @@ static void parse(int argc, char **argv, struct opts *o)
 
 /* --- one measurement ---------------------------------------------------- */
 
+/* The predictor and staging counters reported for early/late, in order. */
+#define NCTR 8
+static const char *const ctr_names[NCTR] = {"pred_predictions", "pred_hits",	"pred_misses",
+					    "spec_pulls",	"bytes_staged", "copies_avoided",
+					    "pages_remapped",	"evictions"};
+
+static void ctr_get(pp_ctx *ctx, uint64_t v[NCTR])
+{
+	struct pp_stats s;
+	int rc = pp_get_stats(ctx, &s);
+	if (rc)
+		die("pp_get_stats", rc);
+	const uint64_t x[NCTR] = {s.pred_predictions, s.pred_hits,    s.pred_misses,
+				  s.spec_pulls,	      s.bytes_staged, s.copies_avoided,
+				  s.pages_remapped,   s.evictions};
+	memcpy(v, x, sizeof(x));
+}
+
 struct run {
 	pp_ctx *ctx;
 	int rank;
@@ -234,6 +256,8 @@ struct run {
 	double *samples;      /* o->iters of them, microseconds */
 	double *compute;      /* early/late: own loop timings, 2 per iteration */
 	double *compute_peer; /* early/late: the pong's, on the ping */
+	uint64_t ctr[NCTR];   /* early/late: counters of the measured pass, both ranks */
+	int have_ctr;	      /* ctr is valid for the row being written */
 };
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
@@ -336,6 +360,8 @@ static void bandwidth(struct run *r, size_t len, unsigned iters, int keep)
 static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint64_t x, uint64_t y)
 {
 	double *mine = r->compute; /* x then y, per iteration, microseconds */
+	uint64_t c0[NCTR], c1[NCTR], peer[NCTR];
+	ctr_get(r->ctx, c0);
 	for (unsigned i = 0; i < iters; i++) {
 		xbarrier(r);
 		uint64_t t0 = pp_perf_now(), t1, t2, t3;
@@ -364,14 +390,25 @@ static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint
 	}
 	if (!keep)
 		return;
-	/* Outside the measurement: the pong's loop timings go to the ping. */
+	ctr_get(r->ctx, c1);
+	for (int k = 0; k < NCTR; k++)
+		c1[k] -= c0[k];
+	/* Outside the measurement: the pong's loop timings and counters go to
+	 * the ping. */
 	size_t bytes = 2 * iters * sizeof(double);
 	int rc = r->rank == 0 ? pp_recv(r->ctx, r->compute_peer, bytes, 1, 7, NULL)
 			      : pp_send(r->ctx, mine, bytes, 0, 7);
 	if (rc)
 		die("exchanging compute timings", rc);
+	rc = r->rank == 0 ? pp_recv(r->ctx, peer, sizeof(peer), 1, 8, NULL)
+			  : pp_send(r->ctx, c1, sizeof(c1), 0, 8);
+	if (rc)
+		die("exchanging counters", rc);
 	if (r->rank != 0)
 		return;
+	for (int k = 0; k < NCTR; k++)
+		r->ctr[k] = c1[k] + peer[k];
+	r->have_ctr = 1;
 	for (unsigned i = 0; i < iters; i++) {
 		double xp = mine[2 * i], yp = mine[2 * i + 1];
 		double xq = r->compute_peer[2 * i], yq = r->compute_peer[2 * i + 1];
@@ -403,10 +440,23 @@ static void emit(const struct run *r, const struct point *p, const char *test, u
 	printf("%-9s %-9s %6s %6s %10" PRIu64 " %12.2f %10.2f %10.2f %10s\n", test, p->mode, b1, b2,
 	       size, s->mid80, s->median, s->p99, bws);
 	fflush(stdout);
-	if (p->csv)
-		fprintf(p->csv, "%s,%s,%s,%s,%s,%" PRIu64 ",%u,%.3f,%.3f,%.3f,%s\n", test, p->mode,
+	if (r->have_ctr) {
+		printf("#   counters, both ranks:");
+		for (int k = 0; k < NCTR; k++)
+			printf(" %s %" PRIu64, ctr_names[k], r->ctr[k]);
+		printf("\n");
+	}
+	if (p->csv) {
+		fprintf(p->csv, "%s,%s,%s,%s,%s,%" PRIu64 ",%u,%.3f,%.3f,%.3f,%s", test, p->mode,
 			b1, b2, predict, size, r->o->iters, s->mid80, s->median, s->p99,
 			bw > 0 ? bws : "");
+		for (int k = 0; k < NCTR; k++)
+			if (r->have_ctr)
+				fprintf(p->csv, ",%" PRIu64, r->ctr[k]);
+			else
+				fputc(',', p->csv);
+		fputc('\n', p->csv);
+	}
 }
 
 /* Run one test over every size. lat4 is the one-way 4-byte latency. */
@@ -438,6 +488,7 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 				early_late(r, len, n, pass, x, y);
 		}
 		pp_perf_summarise(r->samples, o->iters, &s);
+		r->have_ctr = t == T_EARLY || t == T_LATE;
 		if (t == T_BANDWIDTH && s.mid80 > lat4)
 			bw = (double)len / (s.mid80 - lat4);
 		if (r->rank == 0)
@@ -517,8 +568,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		fputs("test,mode,btp1,btp2,predict,size,iters,lat_us_mid80,lat_us_median,"
-		      "lat_us_p99,bw_MBps\n",
+		      "lat_us_p99,bw_MBps",
 		      p.csv);
+		for (int k = 0; k < NCTR; k++)
+			fprintf(p.csv, ",%s", ctr_names[k]);
+		fputc('\n', p.csv);
 	}
 	if (writer) {
 		printf("# clock %s, %.1f ticks/us; latencies one-way in us (bandwidth rows: "
