@@ -49,7 +49,8 @@ struct opts {
 	const char *csv;	   /* CSV file or NULL */
 	const char *config;	   /* extra pp_init settings */
 	enum pp_perf_clock clock;
-	int check; /* verify every received byte */
+	int check;     /* verify every received byte */
+	uint64_t poll; /* early/late: NOPs between pp_progress calls (0: none) */
 };
 
 static void usage(FILE *f)
@@ -66,6 +67,10 @@ static void usage(FILE *f)
 	      "  --compute-x N      NOPs for x (default: early 500000, late 100000)\n"
 	      "  --compute-y N      NOPs for y (default: early 100000, late 300000)\n"
 	      "  --predict NAME     receive predictor (or off)\n"
+	      "  --poll N           early/late: call pp_progress every N NOPs of the compute\n"
+	      "                     loops (default 0: the paper's loops, no calls); models\n"
+	      "                     asynchronous progress, the polling is not counted as\n"
+	      "                     compute\n"
 	      "  --config STR       more pp_init settings, key=value,...\n"
 	      "  --clock KIND       auto | tsc | mono (default auto)\n"
 	      "  --check            verify every byte received\n"
@@ -144,6 +149,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"config", required_argument, NULL, 'c'},
 	    {"clock", required_argument, NULL, 'k'},
 	    {"check", no_argument, NULL, 'C'},
+	    {"poll", required_argument, NULL, 'P'},
 	    {"csv", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -193,6 +199,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'C':
 			o->check = 1;
+			break;
+		case 'P':
+			o->poll = (uint64_t)num_opt("--poll", optarg, 0, 1000000000);
 			break;
 		case 'o':
 			o->csv = optarg;
@@ -349,6 +358,27 @@ static void bandwidth(struct run *r, size_t len, unsigned iters, int keep)
 	}
 }
 
+/* n NOPs; with --poll, pp_progress between chunks of o->poll NOPs. Returns
+ * the microseconds spent in NOPs only: progress is not compute. */
+static double compute_loop(struct run *r, uint64_t n)
+{
+	uint64_t t0 = pp_perf_now();
+	if (!r->o->poll) {
+		pp_perf_compute(n);
+		return pp_perf_ticks_to_us(pp_perf_now() - t0);
+	}
+	uint64_t nops = 0;
+	for (uint64_t done = 0; done < n;) {
+		uint64_t k = n - done < r->o->poll ? n - done : r->o->poll;
+		uint64_t t = pp_perf_now();
+		pp_perf_compute(k);
+		nops += pp_perf_now() - t;
+		done += k;
+		pp_progress(r->ctx);
+	}
+	return pp_perf_ticks_to_us(nops);
+}
+
 /* The paper's Figure 5. Both ranks time their own compute loops in every
  * iteration; after the measured loop the pong sends its timings over, and
  * the ping takes the compute on the critical path off each iteration:
@@ -364,28 +394,18 @@ static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint
 	ctr_get(r->ctx, c0);
 	for (unsigned i = 0; i < iters; i++) {
 		xbarrier(r);
-		uint64_t t0 = pp_perf_now(), t1, t2, t3;
+		uint64_t t0 = pp_perf_now();
 		if (r->rank == 0) {
-			pp_perf_compute(x);
-			t1 = pp_perf_now();
+			mine[2 * i] = compute_loop(r, x);
 			xsend(r, len, 5);
-			t2 = pp_perf_now();
-			pp_perf_compute(y);
-			t3 = pp_perf_now();
+			mine[2 * i + 1] = compute_loop(r, y);
 			xrecv(r, len, 6, 1);
 			r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
-			mine[2 * i] = pp_perf_ticks_to_us(t1 - t0);
-			mine[2 * i + 1] = pp_perf_ticks_to_us(t3 - t2);
 		} else {
-			pp_perf_compute(y);
-			t1 = pp_perf_now();
+			mine[2 * i + 1] = compute_loop(r, y);
 			xrecv(r, len, 5, 0);
-			t2 = pp_perf_now();
-			pp_perf_compute(x);
-			t3 = pp_perf_now();
+			mine[2 * i] = compute_loop(r, x);
 			xsend(r, len, 6);
-			mine[2 * i] = pp_perf_ticks_to_us(t3 - t2);
-			mine[2 * i + 1] = pp_perf_ticks_to_us(t1 - t0);
 		}
 	}
 	if (!keep)

@@ -35,7 +35,9 @@ static int bind_near(hwloc_topology_t topo, void *p, size_t len, int core)
 int pp_stage_init(struct pp_stage *s, size_t budget, int near_core, size_t remap_min)
 {
 	memset(s, 0, sizeof(*s));
-	s->remap_min = remap_min ? remap_min : 2 * (size_t)PP_STAGE_PAGE;
+	s->remap_min = remap_min && remap_min < 2 * (size_t)PP_STAGE_PAGE
+			   ? 2 * (size_t)PP_STAGE_PAGE
+			   : remap_min;
 	if (!budget)
 		return 0;
 	size_t size = (budget + PP_STAGE_PAGE - 1) & ~(size_t)(PP_STAGE_PAGE - 1);
@@ -48,7 +50,10 @@ int pp_stage_init(struct pp_stage *s, size_t budget, int near_core, size_t remap
 		s->mmapped = 1;
 		hwloc_topology_t topo;
 		if (hwloc_topology_init(&topo) == 0) {
-			if (hwloc_topology_load(topo) == 0 && bind_near(topo, p, size, near_core)) {
+			/* One memory node: nothing to choose, no mbind on remaps. */
+			if (hwloc_topology_load(topo) == 0 &&
+			    hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE) > 1 &&
+			    bind_near(topo, p, size, near_core)) {
 				s->hwloc = 1;
 				s->topo = topo;
 			} else {
@@ -206,8 +211,8 @@ uint64_t pp_stage_place(struct pp_stage *s, void *dst, const void *blk, size_t n
 {
 	uintptr_t d = (uintptr_t)dst, b = (uintptr_t)blk;
 	const uintptr_t pm = PP_STAGE_PAGE - 1;
-	if (s->mmapped && n >= s->remap_min && ((d ^ b) & pm) == 0 && b >= (uintptr_t)s->base &&
-	    b + n <= (uintptr_t)s->base + s->size) {
+	if (s->mmapped && s->remap_min && n >= s->remap_min && ((d ^ b) & pm) == 0 &&
+	    b >= (uintptr_t)s->base && b + n <= (uintptr_t)s->base + s->size) {
 		uintptr_t head = ((d + pm) & ~pm) - d;
 		size_t whole = head < n ? (n - head) & ~(size_t)pm : 0;
 		if (whole && whole >= s->remap_min && dst_remappable(s, d + head, whole) &&

@@ -51,26 +51,27 @@ struct pp_stage_region {
 };
 
 struct pp_stage {
-	uint8_t *base;				      /* the pool, page-aligned */
-	size_t size;				      /* its bytes: the budget */
-	int mmapped;				      /* 1: from mmap (pages can be remapped) */
-	int hwloc;				      /* 1: from hwloc_alloc_membind */
-	void *topo;				      /* hwloc topology kept for free, or NULL */
-	uint32_t nblk;				      /* blocks held */
-	struct pp_stage_blk blk[PP_STAGE_MAX_BLOCKS]; /* held, by address */
-	size_t used;				      /* bytes of the spans held */
-	size_t peak;				      /* most bytes ever held */
-	uint32_t nreg;				      /* regions cached */
-	uint32_t reg_next;			      /* next region slot to replace */
+	uint8_t *base; /* the pool, page-aligned */
+	size_t size;   /* its bytes: the budget */
+	int mmapped;   /* 1: from mmap (pages can be remapped) */
+	int hwloc;     /* 1: bound near the consuming core by hwloc */
+	void *topo;    /* hwloc topology kept for free, or NULL */
+	uint32_t nblk; /* blocks held */
+	struct pp_stage_blk blk[PP_STAGE_MAX_BLOCKS];	  /* held, by address */
+	size_t used;					  /* bytes of the spans held */
+	size_t peak;					  /* most bytes ever held */
+	uint32_t nreg;					  /* regions cached */
+	uint32_t reg_next;				  /* next region slot to replace */
 	struct pp_stage_region reg[PP_STAGE_MAX_REGIONS]; /* remappable destinations */
-	size_t remap_min; /* fewest bytes of whole pages worth a remap */
+	size_t remap_min; /* fewest bytes of whole pages worth a remap, 0: none */
 };
 
 /*
  * Set up a pool of budget bytes (rounded up to pages; 0 leaves the pool empty
  * and every allocation fails). near_core: the core that consumes the blocks
- * (its NUMA node gets the memory), or -1 for the calling thread's. Remap is
- * on for at least remap_min bytes of whole pages (0: 2 pages).
+ * (its NUMA node gets the memory, on machines with several), or -1 for the
+ * calling thread's. Remap is on for at least remap_min bytes of whole pages
+ * (0: never; below 2 pages counts as 2 pages).
  * Errors: -ENOMEM.
  */
 int pp_stage_init(struct pp_stage *s, size_t budget, int near_core, size_t remap_min);

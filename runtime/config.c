@@ -92,6 +92,8 @@ static int set_one(struct pp_config *c, const char *key, const char *v)
 	}
 	if (strcmp(key, "stage_bytes") == 0)
 		return parse_u32(v, UINT32_MAX, &c->stage_bytes);
+	if (strcmp(key, "stage_remap") == 0)
+		return parse_u32(v, UINT32_MAX, &c->stage_remap);
 	if (strcmp(key, "log") == 0)
 		return pp_log_set_level(v);
 

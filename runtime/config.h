@@ -36,6 +36,7 @@ struct pp_config {
 	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
 	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
 	uint32_t stage_bytes;	     /* prediction staging budget (0: no staging) */
+	uint32_t stage_remap;	     /* fewest bytes a page remap moves (0: copy only) */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */

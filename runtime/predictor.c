@@ -104,7 +104,7 @@ int pp_rt_stage_start(pp_ctx *ctx)
 	ctx->stage = calloc(1, sizeof(*ctx->stage));
 	if (!ctx->pred_bufs || !ctx->stage)
 		return -ENOMEM;
-	int rc = pp_stage_init(ctx->stage, ctx->cfg.stage_bytes, -1, 0);
+	int rc = pp_stage_init(ctx->stage, ctx->cfg.stage_bytes, -1, ctx->cfg.stage_remap);
 	if (rc) {
 		free(ctx->stage);
 		ctx->stage = NULL;

@@ -111,7 +111,7 @@ static int check_seed(const uint8_t *p, size_t n, unsigned seed)
 static void test_remap(void)
 {
 	struct pp_stage s;
-	CU_ASSERT_EQUAL_FATAL(pp_stage_init(&s, 1u << 20, -1, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_stage_init(&s, 1u << 20, -1, 1), 0); /* 2 pages */
 	size_t maplen = 64 * PAGE;
 	uint8_t *map =
 	    mmap(NULL, maplen + PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -228,7 +228,7 @@ static uint64_t h_place(void *arg, void *dst, const void *blk, uint64_t n)
 static void hooks_init(struct hooks *k, struct pp_proto *e, size_t budget)
 {
 	memset(k, 0, sizeof(*k));
-	CU_ASSERT_EQUAL_FATAL(pp_stage_init(&k->pool, budget, -1, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_stage_init(&k->pool, budget, -1, 2 * PAGE), 0);
 	for (int i = 0; i < 64; i++)
 		k->pos[i] = -1;
 	struct pp_proto_stage_ops ops = {h_stage, h_unstage, h_place, h_ahead, k};

@@ -10,7 +10,8 @@
 #    buffer the predictor aimed at, never into an incongruent or shared one;
 # 3. random tags and sizes, 8 outstanding, received in another order: nothing
 #    lost or corrupt, staging within its budget.
-# Run with the default budget (4 MiB) and a small one (512 KiB). The shared-
+# Run with the default budget (4 MiB) and a small one (512 KiB), with page
+# remaps on (stage_remap=BYTES) and off (the default: a copy). The shared-
 # memory transport gets the same runs once it lands.
 set -uo pipefail
 pprun=$1 rtc=$2 tb=$3 kind=$4
@@ -30,8 +31,10 @@ run() {
 }
 
 # Each receiving rank prints 3 checks per direction.
-run "predict=hybrid, 2 ranks, staging budget 4 MiB" 6 -n 2 --nodes 2 -- \
+run "predict=hybrid, 2 ranks, staging budget 4 MiB, remap from 2 pages" 6 -n 2 --nodes 2 -- \
+  "$rtc" -c predict=hybrid,stage_remap=8192 predict
+run "predict=hybrid, 2 ranks, staging budget 512 KiB, remap from 64 KiB" 6 -n 2 --nodes 2 -- \
+  "$rtc" -c predict=hybrid,stage_bytes=524288,stage_remap=65536 predict
+run "predict=hybrid, 2 ranks, staging budget 4 MiB, no remap (the default)" 6 -n 2 --nodes 2 -- \
   "$rtc" -c predict=hybrid predict
-run "predict=hybrid, 2 ranks, staging budget 512 KiB" 6 -n 2 --nodes 2 -- \
-  "$rtc" -c predict=hybrid,stage_bytes=524288 predict
 echo "PASS: predictor at work over $kind"
