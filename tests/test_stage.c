@@ -242,8 +242,9 @@ static int one_cpl(struct pp_proto *e, uint64_t cookie, int error, uint64_t len)
 }
 
 /* A late message expected next: staged whole before its receive, which then
- * completes at once. rbuf may be page memory (remap) or not. */
-static void staged_one(uint64_t len, uint8_t *rbuf, int expect_remap)
+ * completes at once. The block is aimed at aim (rbuf: page remap possible in
+ * page memory; rbuf + 64: never). */
+static void staged_one(uint64_t len, uint8_t *rbuf, uint8_t *aim, int expect_remap)
 {
 	struct pp_proto_conf conf;
 	pp_proto_conf_default(&conf);
@@ -252,7 +253,7 @@ static void staged_one(uint64_t len, uint8_t *rbuf, int expect_remap)
 	struct hooks k;
 	hooks_init(&k, net.e[1], 4u << 20);
 	k.pos[5] = 0;
-	k.dst[5] = (uintptr_t)rbuf;
+	k.dst[5] = (uintptr_t)aim;
 	uint8_t *sbuf = malloc(len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(sbuf);
 	pat_fill(sbuf, len, (uint32_t)len);
@@ -299,7 +300,7 @@ static void test_engine_staged(void)
 	for (size_t i = 0; i < PP_ARRAY_SIZE(sizes); i++) {
 		uint8_t *r = malloc(sizes[i] + 64);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-		staged_one(sizes[i], r + 3, 0);
+		staged_one(sizes[i], r + 3, r + 3 + 64, 0);
 		free(r);
 	}
 	/* Page memory, page-congruent: the whole pages are remapped. */
@@ -307,8 +308,9 @@ static void test_engine_staged(void)
 	uint8_t *map =
 	    mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CU_ASSERT_FATAL(map != MAP_FAILED);
-	staged_one(64 * PAGE, map, 1);
-	staged_one(300000, map + 200, 1);
+	staged_one(64 * PAGE, map, map, 1);
+	staged_one(300000, map + 200, map + 200, 1);
+	staged_one(300000, map + 200, map + 264, 0); /* aimed elsewhere: copied */
 	munmap(map, maplen);
 }
 
