@@ -89,7 +89,7 @@ static uintptr_t congruent_at_least(uintptr_t a, uintptr_t want, uintptr_t align
 
 void *pp_stage_alloc(struct pp_stage *s, size_t len, uintptr_t dst)
 {
-	if (!len || !s->base || s->nblk == PP_STAGE_MAX_BLOCKS || len > s->size)
+	if (!len || !s->base || s->dead || s->nblk == PP_STAGE_MAX_BLOCKS || len > s->size)
 		return NULL;
 	uintptr_t align = len >= 2 * (size_t)PP_STAGE_PAGE ? PP_STAGE_PAGE : PP_STAGE_LINE;
 	uintptr_t lo = (uintptr_t)s->base, top = lo + s->size;
@@ -198,9 +198,12 @@ static int remap_pages(struct pp_stage *s, uintptr_t dst, uintptr_t src, size_t 
 	void *q = mmap((void *)src, n, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE, -1, 0);
 	if (q == MAP_FAILED) {
-		/* The pool has a hole: it must not be used again. */
-		pp_err("staging: cannot refill the pool after a remap (errno %d)", errno);
-		abort();
+		/* The pool has a hole now: it hands out nothing more. */
+		pp_err("staging: cannot refill the pool after a remap (errno %d); staging off",
+		       errno);
+		s->dead = 1;
+		s->remap_min = 0;
+		return 0; /* the bytes did move */
 	}
 	if (s->topo)
 		bind_near((hwloc_topology_t)s->topo, q, n, -1);

@@ -54,6 +54,7 @@ struct pp_stage {
 	uint8_t *base; /* the pool, page-aligned */
 	size_t size;   /* its bytes: the budget */
 	int mmapped;   /* 1: from mmap (pages can be remapped) */
+	int dead;      /* 1: a remap left a hole; nothing more is handed out */
 	int hwloc;     /* 1: bound near the consuming core by hwloc */
 	void *topo;    /* hwloc topology kept for free, or NULL */
 	uint32_t nblk; /* blocks held */
