@@ -46,6 +46,8 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->btp2 = c->btp2;
 	pc->mtu = ctx->port_info.mtu;
 	pc->max_msgs = PP_MAX_MSGS;
+	pc->pushbuf_bytes = c->pushbuf_bytes;
+	pc->credits = c->credits;
 	/* A peer is lost after timeout_ms of silence, not after a fixed number
 	 * of tries: back-off reaches rto_max quickly, then it keeps trying. */
 	pc->rto_max_ns = PP_RTO_MAX_NS;

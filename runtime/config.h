@@ -37,6 +37,8 @@ struct pp_config {
 	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
 	uint32_t stage_bytes;	     /* prediction staging budget (0: no staging) */
 	uint32_t stage_remap;	     /* fewest bytes a page remap moves (0: copy only) */
+	uint32_t pushbuf_bytes;	     /* pushed-buffer size */
+	bool credits;		     /* pushed-buffer credits (false: Push-All overflow) */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
@@ -44,6 +46,7 @@ struct pp_config {
 #define PP_BTP2_ETH_DEFAULT   680
 #define PP_TIMEOUT_MS_DEFAULT 10000
 #define PP_STAGE_BYTES_DEFAULT (4u << 20)
+#define PP_PUSHBUF_BYTES_DEFAULT (1u << 20)
 
 /*
  * Fill *cfg from defaults, then the environment (PP_RANK, PP_SIZE, ...), then

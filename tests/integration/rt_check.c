@@ -799,6 +799,88 @@ static void sc_predict(pp_ctx *ctx, uint64_t budget, int remap)
 	free(r);
 }
 
+/* --- evict: a full pushed buffer (credits=0, a small pushbuf_bytes) -------- */
+
+/* EV_N late messages of EV_LEN bytes, more than the pushed buffer holds. With
+ * the predictor on, the messages expected furthest give their pushed bytes
+ * up (evictions, no frame refused); with it off the overflow is refused and
+ * sent again. Either way every byte arrives. */
+#define EV_N   48
+#define EV_LEN 5000
+
+static void sc_evict(pp_ctx *ctx, int predicting)
+{
+	int peer = partner(), rc;
+	uint8_t *b = xmalloc((size_t)EV_N * EV_LEN);
+	for (int way = 0; way < 2; way++) {
+		int sending = way == 0 ? lower_half() : !lower_half();
+		int before = failures;
+		uint8_t tok = 0;
+		if (sending) {
+			pp_req *q[EV_N];
+			for (int i = 0; i < EV_N; i++) {
+				fill(b + (size_t)i * EV_LEN, EV_LEN,
+				     seed_of(rank_, peer, i + 50 * way));
+				rc = pp_isend(ctx, b + (size_t)i * EV_LEN, EV_LEN, peer, 300 + i,
+					      &q[i]);
+				EXPECT(rc == 0, "isend %d: %s", i, pp_strerror(rc));
+			}
+			for (int i = 0; i < EV_N; i++) {
+				rc = pp_wait(&q[i], NULL);
+				EXPECT(rc == 0, "send %d: %s", i, pp_strerror(rc));
+			}
+			rc = pp_recv(ctx, &tok, 1, peer, 999, NULL); /* the receiver is done */
+			EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+			continue;
+		}
+		/* Late: take what comes for a while (no token: behind a refused
+		 * frame it would never come), then receive in order. */
+		struct pp_stats a, s;
+		stats(ctx, &a);
+		for (double t0 = now_s(); now_s() - t0 < 0.3;)
+			pp_progress(ctx);
+		stats(ctx, &s);
+		uint64_t ev = s.evictions - a.evictions,
+			 nobuf = s.drops[PP_DROP_NOBUF] - a.drops[PP_DROP_NOBUF];
+		/* Every receive at once: without eviction, a refused FIRST is let
+		 * in only by a posted receive it matches (one at a time, the
+		 * rest of a message waits behind refused frames). */
+		memset(b, 0xEE, (size_t)EV_N * EV_LEN);
+		pp_req *q[EV_N];
+		for (int i = 0; i < EV_N; i++) {
+			rc = pp_irecv(ctx, b + (size_t)i * EV_LEN, EV_LEN, peer, 300 + i, &q[i]);
+			EXPECT(rc == 0, "irecv %d: %s", i, pp_strerror(rc));
+		}
+		for (int i = 0; i < EV_N; i++) {
+			pp_status st = {0};
+			rc = pp_wait(&q[i], &st);
+			EXPECT(rc == 0 && st.len == EV_LEN, "recv %d: %s", i, pp_strerror(rc));
+			size_t bad = first_bad(b + (size_t)i * EV_LEN, EV_LEN,
+					       seed_of(peer, rank_, i + 50 * way));
+			EXPECT(bad == EV_LEN, "message %d: byte %zu wrong", i, bad);
+		}
+		stats(ctx, &s);
+		if (predicting) {
+			EXPECT(ev > 0 && nobuf == 0,
+			       "predict on: %llu evictions, %llu frames refused for room",
+			       (unsigned long long)ev, (unsigned long long)nobuf);
+		} else {
+			EXPECT(ev == 0 && nobuf > 0,
+			       "predict off: %llu evictions, %llu frames refused for room",
+			       (unsigned long long)ev, (unsigned long long)nobuf);
+		}
+		EXPECT(s.pushed_buf_bytes == 0, "%llu bytes left in the pushed buffer",
+		       (unsigned long long)s.pushed_buf_bytes);
+		rc = pp_send(ctx, &tok, 1, peer, 999);
+		EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+		say("evict: %d late messages of %d B from rank %d over a full pushed buffer, %llu "
+		    "evictions, %llu frames refused for room, bytes checked: %s",
+		    EV_N, EV_LEN, peer, (unsigned long long)ev, (unsigned long long)nobuf,
+		    failures == before ? "ok" : "FAILED");
+	}
+	free(b);
+}
+
 /* --- main ------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -818,6 +900,8 @@ static void usage(FILE *f)
 	      "  predict    late receivers with predict=NAME: a cycle of tags (staged,\n"
 	      "             speculative pulls), page memory (remapped with stage_remap=,\n"
 	      "             never when incongruent or shared), random tags\n"
+	      "  evict      late messages over a full pushed buffer (run with credits=0 and\n"
+	      "             a small pushbuf_bytes): evictions with predict=, refusals without\n"
 	      "  all        sizes, many, match, trunc, earlylate\n\n"
 	      "Options:\n"
 	      "  -c, --config CFG      extra pp_init settings, e.g. pull_cores=1,timeout_ms=3000\n"
@@ -875,8 +959,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *sc = argv[optind];
-	static const char *const known[] = {"sizes", "many",	 "match",    "trunc",	"earlylate",
-					    "kill",  "killsend", "handlers", "predict", "all"};
+	static const char *const known[] = {"sizes",	 "many",  "match",    "trunc",
+					    "earlylate", "kill",  "killsend", "handlers",
+					    "predict",	 "evict", "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -933,6 +1018,8 @@ int main(int argc, char **argv)
 			remap = strtoul(strstr(cfg, "stage_remap=") + 12, NULL, 0) != 0;
 		sc_predict(ctx, budget, remap);
 	}
+	if (strcmp(sc, "evict") == 0)
+		sc_evict(ctx, cfg && strstr(cfg, "predict=") && !strstr(cfg, "predict=off"));
 
 	struct pp_stats ps;
 	if (pp_get_stats(ctx, &ps) == 0) {

@@ -9,7 +9,8 @@
 # 2. page memory: whole pages remapped into a page-aligned private anonymous
 #    buffer the predictor aimed at, never into an incongruent or shared one;
 # 3. random tags and sizes, 8 outstanding, received in another order: nothing
-#    lost or corrupt, staging within its budget.
+#    lost or corrupt, staging within its budget;
+# 4. a full pushed buffer (credits=0): eviction instead of refused frames.
 # Run with the default budget (4 MiB) and a small one (512 KiB), with page
 # remaps on (stage_remap=BYTES) and off (the default: a copy). The shared-
 # memory transport gets the same runs once it lands.
@@ -37,4 +38,12 @@ run "predict=hybrid, 2 ranks, staging budget 512 KiB, remap from 64 KiB" 6 -n 2 
   "$rtc" -c predict=hybrid,stage_bytes=524288,stage_remap=65536 predict
 run "predict=hybrid, 2 ranks, staging budget 4 MiB, no remap (the default)" 6 -n 2 --nodes 2 -- \
   "$rtc" -c predict=hybrid predict
+# A full pushed buffer (credits off, 16 KiB): with the predictor the messages
+# expected furthest give their bytes up and no frame is refused; without it
+# (the control) frames are refused and sent again. Every byte checked.
+ev=credits=0,pushbuf_bytes=16384
+run "credits off, full pushed buffer, predict=hybrid: evictions" 2 -n 2 --nodes 2 -- \
+  "$rtc" -c "predict=hybrid,$ev" evict
+run "credits off, full pushed buffer, predict=off: refusals (control)" 2 -n 2 --nodes 2 -- \
+  "$rtc" -c "predict=off,$ev" evict
 echo "PASS: predictor at work over $kind"
