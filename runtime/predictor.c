@@ -98,8 +98,8 @@ static uint64_t hook_place(void *arg, void *dst, const void *block, uint64_t n)
 
 int pp_rt_stage_start(pp_ctx *ctx)
 {
-	if (!ctx->pred || !ctx->cfg.stage_bytes)
-		return 0;
+	if (!ctx->pred)
+		return 0; /* stage_bytes=0 still ranks messages for eviction */
 	ctx->pred_bufs = calloc(PP_PRED_BUFS, sizeof(*ctx->pred_bufs));
 	ctx->stage = calloc(1, sizeof(*ctx->stage));
 	if (!ctx->pred_bufs || !ctx->stage)
