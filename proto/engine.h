@@ -177,7 +177,7 @@ int pp_proto_peer_lost(const struct pp_proto *eng, uint32_t rank);
  * the one ahead() puts furthest first (not predicted at all: furthest; ties:
  * the latest arrival), until the frame fits; the frame's own message may be
  * the one. An evicted message keeps nothing: later pushed frames are thrown
- * away, and when its receive comes its PULL carries REWIND and offset 0, so
+ * away, and when its receive comes its PULL carries AGAIN and offset 0, so
  * the sender sends the whole message as DATA (counted in evictions).
  */
 struct pp_proto_stage_ops {

@@ -105,7 +105,7 @@ struct rx {
 	struct pp_pushbuf_chain cells; /* pushed bytes (unexpected) */
 	uint8_t *stage;		       /* staging block holding the message, or NULL */
 	uint8_t evicted;	       /* pushed bytes given up: pull all again */
-	uint8_t rewind;		       /* the PULL carries REWIND */
+	uint8_t rewind;		       /* the PULL carries AGAIN */
 	struct link q;		       /* posted or unexpected queue, or free pool */
 	struct link by_peer;	       /* peer's list of arrived messages */
 	struct link pq;		       /* peer's pullq */

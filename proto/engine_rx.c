@@ -155,7 +155,7 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 			return;
 		}
 		/* The receiver gave the pushed bytes up: send them again as DATA. */
-		if ((h->flags & PP_WIRE_F_REWIND) && h->offset < s->next_off) {
+		if ((h->flags & PP_WIRE_F_AGAIN) && h->offset < s->next_off) {
 			s->next_off = h->offset;
 			if (s->push_end > h->offset)
 				s->push_end = h->offset;

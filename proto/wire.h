@@ -15,7 +15,7 @@
  * Flags: FIRST marks the PUSH at offset 0 (the one matched), LAST the frame
  * ending the message, RETX a retransmission, PULL on a FIRST frame says the
  * sender pushes less than the whole message and waits for a PULL for the rest.
- * REWIND on a PULL says the receiver gave up the pushed bytes (eviction): the
+ * AGAIN on a PULL says the receiver gave up the pushed bytes (eviction): the
  * sender sends everything from the PULL's offset again, as DATA.
  */
 #ifndef PP_WIRE_H
@@ -48,7 +48,7 @@ enum pp_wire_flag {
 	PP_WIRE_F_LAST = 0x02,	/* last frame of a message */
 	PP_WIRE_F_RETX = 0x04,	/* sent again by go-back-N */
 	PP_WIRE_F_PULL = 0x08,	/* on FIRST: the rest waits for a PULL */
-	PP_WIRE_F_REWIND = 0x10, /* on PULL: pushed bytes were dropped, send from offset */
+	PP_WIRE_F_AGAIN = 0x10, /* on PULL: pushed bytes were dropped, send from offset */
 };
 
 /* The protocol header in host byte order. */

@@ -45,8 +45,9 @@ struct pp_config {
 #define PP_BTP1_ETH_DEFAULT   80
 #define PP_BTP2_ETH_DEFAULT   680
 #define PP_TIMEOUT_MS_DEFAULT 10000
-#define PP_STAGE_BYTES_DEFAULT (4u << 20)
-#define PP_PUSHBUF_BYTES_DEFAULT (1u << 20)
+
+#define PP_STAGE_BYTES_DEFAULT	 (4u << 20) /* prediction staging budget */
+#define PP_PUSHBUF_BYTES_DEFAULT (1u << 20) /* the engine's default */
 
 /*
  * Fill *cfg from defaults, then the environment (PP_RANK, PP_SIZE, ...), then

@@ -22,9 +22,10 @@
 #include "pp_port.h"
 
 #define PP_CTX_BURST 32
+#define PP_NODE_NAME 64
+
 #define PP_PRED_AHEAD 8	 /* receives ahead a message may be staged for */
 #define PP_PRED_BUFS  64 /* ids whose last receive buffer is remembered */
-#define PP_NODE_NAME 64
 
 enum pp_req_state {
 	PP_REQ_FREE = 0, /* in the pool */
@@ -94,6 +95,7 @@ struct pp_ctx {
 	uint64_t pred_predictions; /* predictions scored */
 	uint64_t pred_hits;	   /* ... that were right */
 	uint64_t pred_misses;	   /* ... that were wrong */
+
 	uint64_t pred_ahead[PP_PRED_AHEAD]; /* ids expected for the next receives */
 	unsigned pred_nahead;		    /* how many of them are valid */
 	struct pp_rt_pred_buf *pred_bufs;   /* last buffer per id, PP_PRED_BUFS slots */

@@ -141,8 +141,8 @@ void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf)
 	ctx->pred_site = PP_PRED_NO_SITE;
 	if (ctx->pred_bufs)
 		ctx->pred_bufs[id % PP_PRED_BUFS] = (struct pp_rt_pred_buf){id, (uintptr_t)buf};
-	ctx->pred_nahead = pp_pred_predict(ctx->pred, PP_PRED_NO_SITE, ctx->pred_ahead,
-					   PP_PRED_AHEAD);
+	ctx->pred_nahead =
+	    pp_pred_predict(ctx->pred, PP_PRED_NO_SITE, ctx->pred_ahead, PP_PRED_AHEAD);
 	ctx->pred_have = ctx->pred_nahead >= 1;
 	ctx->pred_next = ctx->pred_ahead[0];
 }

@@ -5,7 +5,7 @@
  * when congruent), and the engine's staging hooks over the in-process link:
  * staged late messages with speculative pulls, every byte checked, a receive
  * that comes while the pull is under way, truncation, the budget, and
- * pushed-buffer eviction by predicted position (PULL REWIND).
+ * pushed-buffer eviction by predicted position (PULL with AGAIN).
  */
 #include <errno.h>
 #include <stdio.h>
