@@ -26,9 +26,10 @@
  * libpcap, dev=...). With predict=NAME every completed receive feeds that
  * predictor and its guesses are scored in pp_stats, and a message it expects
  * among the next receives that arrives first waits in staging memory
- * (stage_bytes=, default 4 MiB) with its rest pulled at once. Not yet available: the node daemon (daemon=...
- * gives -ENOSYS), the shared-memory path between ranks of one node (they
- * talk over the port), and sends to the caller's own rank (-EINVAL).
+ * (stage_bytes=, default 4 MiB) with its rest pulled at once. Not yet
+ * available: the node daemon (daemon=... gives -ENOSYS), the shared-memory
+ * path between ranks of one node (they talk over the port), and sends to the
+ * caller's own rank (-EINVAL).
  */
 #ifndef PP_H
 #define PP_H
