@@ -456,6 +456,109 @@ static void test_engine_evict(void)
 	pp_stage_fini(&k.pool);
 }
 
+/* Drops every 29th frame (a deterministic lossy link). */
+static int drop_some(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h)
+{
+	unsigned *n = arg;
+	(void)src;
+	(void)dst;
+	(void)h;
+	return ++*n % 29 == 0;
+}
+
+/* Move at most max frames from engine src to engine dst (no timers). */
+static void net_step(struct net *net, unsigned src, unsigned max)
+{
+	int len;
+	while (max-- &&
+	       (len = pp_proto_output(net->e[src], net->frame, sizeof(net->frame), net->now)) > 0)
+		pp_proto_input(net->e[net->frame[5]], net->frame, (size_t)len, net->now);
+}
+
+/* More messages than the window, frames of several messages interleaved, a
+ * shuffled prediction, receives in another order, with and without loss, and
+ * receives posted part-way: victims may hold part of their pushed bytes, a
+ * send may be rewound before its pushes are all out, and every byte arrives. */
+static void evict_mixed(int lossy, unsigned early_frames)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.credits = 0;
+	conf.pushbuf_bytes = 16384;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	unsigned drops = 0;
+	if (lossy) {
+		net.filter = drop_some;
+		net.arg = &drops;
+	}
+	struct hooks k;
+	hooks_init(&k, net.e[1], 0);
+	enum { N = 60, LEN = 3000 };
+	static uint8_t sb[N][LEN], rb[N][LEN];
+	for (int t = 0; t < N; t++)
+		k.pos[t] = t % 3 == 0 ? -1 : (t * 37) % N; /* some not expected at all */
+	for (uint32_t m = 0; m < N; m++) {
+		pat_fill(sb[m], LEN, m + 7);
+		CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, (int)m, sb[m], LEN, m), 0);
+	}
+	struct pp_stats st, ss;
+	if (early_frames) {
+		/* Receives come while most pushed frames are not sent yet: a
+		 * PULL with AGAIN then finds its send part-way through its
+		 * pushes. */
+		net_step(&net, 0, early_frames);
+		pp_proto_stats(net.e[1], &st);
+		CU_ASSERT(st.evictions > 0);
+	} else {
+		net_run(&net, 1000000000);
+		pp_proto_stats(net.e[1], &st);
+		CU_ASSERT(st.evictions >= N - 16);
+	}
+	if (!lossy)
+		CU_ASSERT_EQUAL(st.drops[PP_DROP_NOBUF], 0);
+	CU_ASSERT(st.pushed_buf_peak <= 16384);
+	for (uint32_t j = 0; j < N; j++) {
+		uint32_t m = (j * 7 + 3) % N;
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+	}
+	net_run(&net, 100000000000ull);
+	unsigned seen[N] = {0};
+	struct pp_proto_cpl c;
+	while (pp_proto_poll(net.e[1], &c)) {
+		CU_ASSERT_FATAL(c.cookie < N);
+		CU_ASSERT_EQUAL(c.error, 0);
+		seen[c.cookie]++;
+	}
+	for (uint32_t m = 0; m < N; m++) {
+		CU_ASSERT_EQUAL(seen[m], 1);
+		CU_ASSERT_TRUE(pat_check(rb[m], LEN, m + 7));
+	}
+	unsigned sent = 0;
+	while (pp_proto_poll(net.e[0], &c)) {
+		CU_ASSERT_EQUAL(c.error, 0);
+		sent++;
+	}
+	CU_ASSERT_EQUAL(sent, N);
+	pp_proto_stats(net.e[1], &st);
+	pp_proto_stats(net.e[0], &ss);
+	CU_ASSERT_EQUAL(st.pushed_buf_bytes, 0);
+	CU_ASSERT_EQUAL(ss.pulls_served, N);
+	if (lossy)
+		CU_ASSERT(net.dropped > 0);
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[0]));
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[1]));
+	net_fini(&net);
+	pp_stage_fini(&k.pool);
+}
+
+static void test_engine_evict_mixed(void)
+{
+	evict_mixed(0, 0);
+	evict_mixed(1, 0);
+	evict_mixed(0, 90);
+}
+
 /* Hooks must all be given. */
 static void test_set_stage_errors(void)
 {
@@ -478,6 +581,7 @@ static CU_TestInfo stage_tests[] = {
     {"engine: staged late messages", test_engine_staged},
     {"engine: unexpected, over budget, partial, short", test_engine_paths},
     {"engine: eviction by predicted position", test_engine_evict},
+    {"engine: eviction, interleaved and lossy", test_engine_evict_mixed},
     {"engine: hook errors", test_set_stage_errors},
     CU_TEST_INFO_NULL,
 };
