@@ -711,8 +711,12 @@ static void sc_predict(pp_ctx *ctx, uint64_t budget, int remap)
 			pr_one(ctx, sending, 10, plen, s, map, SEED, 0.3);
 		stats(ctx, &b);
 		uint64_t remapped = b.pages_remapped - a.pages_remapped;
-		for (int i = 0; i < 10; i++) /* aimed at the other each time */
-			pr_one(ctx, sending, 11, plen, s, i % 2 ? map + 128 : map2 + 64, SEED, 0.3);
+		/* A new offset each time: the block is aimed at an earlier buffer
+		 * (the last one received into, or older when the sender runs
+		 * ahead), never congruent with this one. */
+		for (int i = 0; i < 10; i++)
+			pr_one(ctx, sending, 11, plen, s, (i % 2 ? map : map2) + 64 * (i + 1), SEED,
+			       0.3);
 		for (int i = 0; i < 10; i++)
 			pr_one(ctx, sending, 12, plen, s, shr, SEED, 0.3);
 		struct pp_stats c;
