@@ -11,7 +11,11 @@
  *   late       the same with x=100000, y=300000: the message arrives first and
  *              waits in the pushed buffer
  * For early/late the reported one-way latency is (iteration time - the
- * compute on the critical path, max(x, y) + x NOPs, timed beforehand) / 2.
+ * compute on the critical path, max(x, y) + x NOPs, timed beforehand) / 2,
+ * and each row is followed by the predictor and staging counters of the
+ * measured iterations, summed over both ranks (predictions, hits, misses,
+ * speculative pulls, bytes staged, bytes placed without a copy, pages
+ * remapped, evictions; also the last CSV columns).
  * Every measurement starts with a barrier; for early/late every iteration
  * does, as in the paper. Statistics: mean of the middle 80 %, median, p99.
  * The table goes to stdout (rank 0 only), --csv FILE gets one row per
@@ -45,7 +49,8 @@ struct opts {
 	const char *csv;	   /* CSV file or NULL */
 	const char *config;	   /* extra pp_init settings */
 	enum pp_perf_clock clock;
-	int check; /* verify every received byte */
+	int check;     /* verify every received byte */
+	uint64_t poll; /* early/late: NOPs between pp_progress calls (0: none) */
 };
 
 static void usage(FILE *f)
@@ -62,6 +67,10 @@ static void usage(FILE *f)
 	      "  --compute-x N      NOPs for x (default: early 500000, late 100000)\n"
 	      "  --compute-y N      NOPs for y (default: early 100000, late 300000)\n"
 	      "  --predict NAME     receive predictor (or off)\n"
+	      "  --poll N           early/late: call pp_progress every N NOPs of the compute\n"
+	      "                     loops (default 0: the paper's loops, no calls); models\n"
+	      "                     asynchronous progress, the polling is not counted as\n"
+	      "                     compute\n"
 	      "  --config STR       more pp_init settings, key=value,...\n"
 	      "  --clock KIND       auto | tsc | mono (default auto)\n"
 	      "  --check            verify every byte received\n"
@@ -140,6 +149,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"config", required_argument, NULL, 'c'},
 	    {"clock", required_argument, NULL, 'k'},
 	    {"check", no_argument, NULL, 'C'},
+	    {"poll", required_argument, NULL, 'P'},
 	    {"csv", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -190,6 +200,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'C':
 			o->check = 1;
 			break;
+		case 'P':
+			o->poll = (uint64_t)num_opt("--poll", optarg, 0, 1000000000);
+			break;
 		case 'o':
 			o->csv = optarg;
 			break;
@@ -226,6 +239,24 @@ static void parse(int argc, char **argv, struct opts *o)
 
 /* --- one measurement ---------------------------------------------------- */
 
+/* The predictor and staging counters reported for early/late, in order. */
+#define NCTR 8
+static const char *const ctr_names[NCTR] = {"pred_predictions", "pred_hits",	"pred_misses",
+					    "spec_pulls",	"bytes_staged", "copies_avoided",
+					    "pages_remapped",	"evictions"};
+
+static void ctr_get(pp_ctx *ctx, uint64_t v[NCTR])
+{
+	struct pp_stats s;
+	int rc = pp_get_stats(ctx, &s);
+	if (rc)
+		die("pp_get_stats", rc);
+	const uint64_t x[NCTR] = {s.pred_predictions, s.pred_hits,    s.pred_misses,
+				  s.spec_pulls,	      s.bytes_staged, s.copies_avoided,
+				  s.pages_remapped,   s.evictions};
+	memcpy(v, x, sizeof(x));
+}
+
 struct run {
 	pp_ctx *ctx;
 	int rank;
@@ -234,6 +265,8 @@ struct run {
 	double *samples;      /* o->iters of them, microseconds */
 	double *compute;      /* early/late: own loop timings, 2 per iteration */
 	double *compute_peer; /* early/late: the pong's, on the ping */
+	uint64_t ctr[NCTR];   /* early/late: counters of the measured pass, both ranks */
+	int have_ctr;	      /* ctr is valid for the row being written */
 };
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
@@ -325,6 +358,27 @@ static void bandwidth(struct run *r, size_t len, unsigned iters, int keep)
 	}
 }
 
+/* n NOPs; with --poll, pp_progress between chunks of o->poll NOPs. Returns
+ * the microseconds spent in NOPs only: progress is not compute. */
+static double compute_loop(struct run *r, uint64_t n)
+{
+	uint64_t t0 = pp_perf_now();
+	if (!r->o->poll) {
+		pp_perf_compute(n);
+		return pp_perf_ticks_to_us(pp_perf_now() - t0);
+	}
+	uint64_t nops = 0;
+	for (uint64_t done = 0; done < n;) {
+		uint64_t k = n - done < r->o->poll ? n - done : r->o->poll;
+		uint64_t t = pp_perf_now();
+		pp_perf_compute(k);
+		nops += pp_perf_now() - t;
+		done += k;
+		pp_progress(r->ctx);
+	}
+	return pp_perf_ticks_to_us(nops);
+}
+
 /* The paper's Figure 5. Both ranks time their own compute loops in every
  * iteration; after the measured loop the pong sends its timings over, and
  * the ping takes the compute on the critical path off each iteration:
@@ -336,42 +390,45 @@ static void bandwidth(struct run *r, size_t len, unsigned iters, int keep)
 static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint64_t x, uint64_t y)
 {
 	double *mine = r->compute; /* x then y, per iteration, microseconds */
+	uint64_t c0[NCTR], c1[NCTR], peer[NCTR];
+	ctr_get(r->ctx, c0);
 	for (unsigned i = 0; i < iters; i++) {
 		xbarrier(r);
-		uint64_t t0 = pp_perf_now(), t1, t2, t3;
+		uint64_t t0 = pp_perf_now();
 		if (r->rank == 0) {
-			pp_perf_compute(x);
-			t1 = pp_perf_now();
+			mine[2 * i] = compute_loop(r, x);
 			xsend(r, len, 5);
-			t2 = pp_perf_now();
-			pp_perf_compute(y);
-			t3 = pp_perf_now();
+			mine[2 * i + 1] = compute_loop(r, y);
 			xrecv(r, len, 6, 1);
 			r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
-			mine[2 * i] = pp_perf_ticks_to_us(t1 - t0);
-			mine[2 * i + 1] = pp_perf_ticks_to_us(t3 - t2);
 		} else {
-			pp_perf_compute(y);
-			t1 = pp_perf_now();
+			mine[2 * i + 1] = compute_loop(r, y);
 			xrecv(r, len, 5, 0);
-			t2 = pp_perf_now();
-			pp_perf_compute(x);
-			t3 = pp_perf_now();
+			mine[2 * i] = compute_loop(r, x);
 			xsend(r, len, 6);
-			mine[2 * i] = pp_perf_ticks_to_us(t3 - t2);
-			mine[2 * i + 1] = pp_perf_ticks_to_us(t1 - t0);
 		}
 	}
 	if (!keep)
 		return;
-	/* Outside the measurement: the pong's loop timings go to the ping. */
+	ctr_get(r->ctx, c1);
+	for (int k = 0; k < NCTR; k++)
+		c1[k] -= c0[k];
+	/* Outside the measurement: the pong's loop timings and counters go to
+	 * the ping. */
 	size_t bytes = 2 * iters * sizeof(double);
 	int rc = r->rank == 0 ? pp_recv(r->ctx, r->compute_peer, bytes, 1, 7, NULL)
 			      : pp_send(r->ctx, mine, bytes, 0, 7);
 	if (rc)
 		die("exchanging compute timings", rc);
+	rc = r->rank == 0 ? pp_recv(r->ctx, peer, sizeof(peer), 1, 8, NULL)
+			  : pp_send(r->ctx, c1, sizeof(c1), 0, 8);
+	if (rc)
+		die("exchanging counters", rc);
 	if (r->rank != 0)
 		return;
+	for (int k = 0; k < NCTR; k++)
+		r->ctr[k] = c1[k] + peer[k];
+	r->have_ctr = 1;
 	for (unsigned i = 0; i < iters; i++) {
 		double xp = mine[2 * i], yp = mine[2 * i + 1];
 		double xq = r->compute_peer[2 * i], yq = r->compute_peer[2 * i + 1];
@@ -403,10 +460,23 @@ static void emit(const struct run *r, const struct point *p, const char *test, u
 	printf("%-9s %-9s %6s %6s %10" PRIu64 " %12.2f %10.2f %10.2f %10s\n", test, p->mode, b1, b2,
 	       size, s->mid80, s->median, s->p99, bws);
 	fflush(stdout);
-	if (p->csv)
-		fprintf(p->csv, "%s,%s,%s,%s,%s,%" PRIu64 ",%u,%.3f,%.3f,%.3f,%s\n", test, p->mode,
+	if (r->have_ctr) {
+		printf("#   counters, both ranks:");
+		for (int k = 0; k < NCTR; k++)
+			printf(" %s %" PRIu64, ctr_names[k], r->ctr[k]);
+		printf("\n");
+	}
+	if (p->csv) {
+		fprintf(p->csv, "%s,%s,%s,%s,%s,%" PRIu64 ",%u,%.3f,%.3f,%.3f,%s", test, p->mode,
 			b1, b2, predict, size, r->o->iters, s->mid80, s->median, s->p99,
 			bw > 0 ? bws : "");
+		for (int k = 0; k < NCTR; k++)
+			if (r->have_ctr)
+				fprintf(p->csv, ",%" PRIu64, r->ctr[k]);
+			else
+				fputc(',', p->csv);
+		fputc('\n', p->csv);
+	}
 }
 
 /* Run one test over every size. lat4 is the one-way 4-byte latency. */
@@ -438,6 +508,7 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 				early_late(r, len, n, pass, x, y);
 		}
 		pp_perf_summarise(r->samples, o->iters, &s);
+		r->have_ctr = t == T_EARLY || t == T_LATE;
 		if (t == T_BANDWIDTH && s.mid80 > lat4)
 			bw = (double)len / (s.mid80 - lat4);
 		if (r->rank == 0)
@@ -518,8 +589,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		fputs("test,mode,btp1,btp2,predict,size,iters,lat_us_mid80,lat_us_median,"
-		      "lat_us_p99,bw_MBps\n",
+		      "lat_us_p99,bw_MBps",
 		      p.csv);
+		for (int k = 0; k < NCTR; k++)
+			fprintf(p.csv, ",%s", ctr_names[k]);
+		fputc('\n', p.csv);
 	}
 	if (writer) {
 		printf("# clock %s, %.1f ticks/us; latencies one-way in us (bandwidth rows: "

@@ -166,6 +166,8 @@ void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
 		list_del(&r->pq);
 		r->pull_queued = 0;
 	}
+	if (r->stage)
+		pp_proto_stage_release(e, r);
 	r->state = RX_FREE;
 	list_add_tail(&e->pp_proto_rx_free, &r->q);
 }
@@ -300,6 +302,12 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 		r->buf = buf;
 		r->cap = len;
 		r->cookie = cookie;
+		if (r->stage || r->evicted) {
+			e->st.late_matches++;
+			e->user_ops++;
+			pp_proto_stage_match(e, p, r);
+			return 0;
+		}
 		uint32_t cells = pp_pushbuf_drain(&e->pb, &r->cells, buf, len);
 		p->credit_adv = (uint16_t)(p->credit_adv + cells);
 		if (cells && !(p->owe & OWE_ACK)) {

@@ -194,4 +194,41 @@ void pp_proto_ping(struct pp_proto *eng, uint32_t rank);
 /* 1 when rank was declared lost (its operations failed with -ECONNRESET). */
 int pp_proto_peer_lost(const struct pp_proto *eng, uint32_t rank);
 
+/*
+ * Prediction staging (engine_stage.c). The engine knows no predictor and no
+ * memory policy; the caller fills these hooks. When the FIRST frame of an
+ * unexpected message arrives, stage() may give a block of msg_len bytes: the
+ * message is then staged, its pushed bytes and its DATA go to the block, and
+ * if its sender waits for a PULL the PULL goes out at once (speculative pull,
+ * counted spec_pulls). When a receive matches a staged message, place() moves
+ * what has arrived into the user buffer (a copy, or a remap of whole pages),
+ * unstage() gives the block back, and the rest, if any, lands in the user
+ * buffer directly. A staged message that is never received keeps its block
+ * until its peer is lost or the engine is destroyed.
+ *
+ * Eviction: with hooks set, when the pushed buffer has no room for a frame,
+ * unexpected messages whose senders still wait for a PULL give their cells up,
+ * the one ahead() puts furthest first (not predicted at all: furthest; ties:
+ * the latest arrival), until the frame fits; the frame's own message may be
+ * the one. An evicted message keeps nothing: later pushed frames are thrown
+ * away, and when its receive comes its PULL carries AGAIN and offset 0, so
+ * the sender sends the whole message as DATA (counted in evictions).
+ */
+struct pp_proto_stage_ops {
+	/* A block of msg_len bytes for an unexpected (src, tag) message, or NULL. */
+	void *(*stage)(void *arg, uint32_t src, uint32_t tag, uint64_t msg_len);
+	/* Give a block from stage() back. */
+	void (*unstage)(void *arg, void *block);
+	/* Move n bytes from block to dst; returns the pages remapped (0: copied). */
+	uint64_t (*place)(void *arg, void *dst, const void *block, uint64_t n);
+	/* Position of (src, tag) among the predicted next receives (0: next),
+	 * or -1 when it is not expected. */
+	int (*ahead)(void *arg, uint32_t src, uint32_t tag);
+	void *arg; /* passed to every hook */
+};
+
+/* Install the staging hooks (copied; every hook must be set), or remove them
+ * with NULL. Set them before traffic flows. Errors: -EINVAL (a hook missing). */
+int pp_proto_set_stage(struct pp_proto *eng, const struct pp_proto_stage_ops *ops);
+
 #endif

@@ -104,6 +104,9 @@ struct rx {
 	uint8_t wants_pull;	       /* sender waits for a PULL */
 	uint8_t pull_queued;	       /* on the peer's pullq */
 	struct pp_pushbuf_chain cells; /* pushed bytes (unexpected) */
+	uint8_t *stage;		       /* staging block holding the message, or NULL */
+	uint8_t evicted;	       /* pushed bytes given up: pull all again */
+	uint8_t rewind;		       /* the PULL carries AGAIN */
 	struct link q;		       /* posted or unexpected queue, or free pool */
 	struct link by_peer;	       /* peer's list of arrived messages */
 	struct link pq;		       /* peer's pullq */
@@ -180,6 +183,8 @@ struct pp_proto {
 	uint32_t cpl_tail;	      /* next to fill */
 	struct pp_pushbuf pb;	      /* the pushed buffer */
 	struct pp_stats st;	      /* counters */
+	struct pp_proto_stage_ops so; /* staging hooks */
+	int staging;		      /* 1 when the hooks are set */
 };
 
 static inline int seq_lt(uint32_t a, uint32_t b)
@@ -225,6 +230,19 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);
 
 /* Queue a PULL for r if its sender waits for one and bytes remain. */
 void pp_proto_queue_pull(struct peer *p, struct rx *r);
+
+/* Staging (engine_stage.c). ask: a block for an unexpected FIRST, or NULL.
+ * input: a frame of a staged or evicted unexpected message (stored or thrown
+ * away). evict: make room for need cells, maybe by evicting self; returns 1
+ * when the frame now fits, 2 when self gave its bytes up (throw the frame
+ * away through input), 0 when nothing can go. match: a receive took a staged
+ * or evicted message. release: give a staging block back. */
+void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_hdr *h);
+void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
+			  const struct pp_wire_hdr *h, const uint8_t *pl);
+int pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self);
+void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r);
+void pp_proto_stage_release(struct pp_proto *e, struct rx *r);
 
 /* MPI matching: want_src/want_tag may be PP_PROTO_ANY. Tags below zero are
  * the library's own (the barrier's): only an exact tag matches them, never

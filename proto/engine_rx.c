@@ -95,12 +95,15 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 		} else {
 			if (list_empty(&e->pp_proto_rx_free))
 				return PP_DROP_STATE + 1;
-			if (h->payload_len && e->pb.nfree < pp_pushbuf_cells(h->payload_len))
+			void *blk = e->staging ? pp_proto_stage_ask(e, src, h) : NULL;
+			if (!e->staging && h->payload_len &&
+			    e->pb.nfree < pp_pushbuf_cells(h->payload_len))
 				return PP_DROP_NOBUF + 1;
 			r = container_of(e->pp_proto_rx_free.next, struct rx, q);
 			list_del(&r->q);
 			memset(r, 0, sizeof(*r));
 			pp_pushbuf_chain_init(&r->cells);
+			r->stage = blk;
 			r->state = RX_UNEXPECTED;
 			list_add_tail(&e->unexpected, &r->q);
 		}
@@ -114,7 +117,7 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 	} else {
 		r = find_arrived(p, h->msg_id);
 		if (!r || r->msg_len != h->msg_len || h->offset != r->got ||
-		    (h->type == PP_WIRE_DATA && r->state != RX_ACTIVE)) {
+		    (h->type == PP_WIRE_DATA && r->state != RX_ACTIVE && !r->stage)) {
 			if (h->type == PP_WIRE_PUSH) /* the sender counted its cells */
 				p->credit_adv =
 				    (uint16_t)(p->credit_adv + pp_pushbuf_cells(h->payload_len));
@@ -123,13 +126,21 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 		}
 	}
 	uint32_t cells = pp_pushbuf_cells(h->payload_len);
-	if (r->state == RX_UNEXPECTED) {
-		if (pp_pushbuf_append(&e->pb, &r->cells, pl, h->payload_len)) {
+	int evicted = 0; /* 1: room made by eviction, 2: this message gave its bytes up */
+	if (r->state == RX_UNEXPECTED && (r->stage || r->evicted)) {
+		pp_proto_stage_input(e, p, r, h, pl);
+	} else if (r->state == RX_UNEXPECTED) {
+		if (pp_pushbuf_append(&e->pb, &r->cells, pl, h->payload_len) &&
+		    (!e->staging || !(evicted = pp_proto_stage_evict(e, cells, r)) ||
+		     (evicted == 1 && pp_pushbuf_append(&e->pb, &r->cells, pl, h->payload_len)))) {
 			if (h->flags & PP_WIRE_F_FIRST)
 				pp_proto_rx_free(e, r);
 			return PP_DROP_NOBUF + 1;
 		}
-		r->got += h->payload_len;
+		if (evicted == 2)
+			pp_proto_stage_input(e, p, r, h, pl);
+		else
+			r->got += h->payload_len;
 	} else {
 		place(e, r, h->offset, pl, h->payload_len);
 		if (h->type == PP_WIRE_PUSH)
@@ -154,6 +165,12 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 		if (s->len != h->msg_len || s->end_off == s->len) {
 			e->st.drops[PP_DROP_STATE]++;
 			return;
+		}
+		/* The receiver gave the pushed bytes up: send them again as DATA. */
+		if ((h->flags & PP_WIRE_F_AGAIN) && h->offset < s->next_off) {
+			s->next_off = h->offset;
+			if (s->push_end > h->offset)
+				s->push_end = h->offset;
 		}
 		s->end_off = s->len;
 		e->st.pulls_served++;

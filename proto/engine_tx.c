@@ -175,7 +175,7 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 			list_del(&r->pq);
 			r->pull_queued = 0;
 			d->type = PP_WIRE_PULL;
-			d->flags = 0;
+			d->flags = r->rewind ? PP_WIRE_F_AGAIN : 0;
 			d->len = 0;
 			d->obj = r;
 			d->offset = r->got;

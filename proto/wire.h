@@ -15,6 +15,8 @@
  * Flags: FIRST marks the PUSH at offset 0 (the one matched), LAST the frame
  * ending the message, RETX a retransmission, PULL on a FIRST frame says the
  * sender pushes less than the whole message and waits for a PULL for the rest.
+ * AGAIN on a PULL says the receiver gave up the pushed bytes (eviction): the
+ * sender sends everything from the PULL's offset again, as DATA.
  */
 #ifndef PP_WIRE_H
 #define PP_WIRE_H
@@ -48,6 +50,7 @@ enum pp_wire_flag {
 	PP_WIRE_F_RETX = 0x04,	 /* sent again by go-back-N */
 	PP_WIRE_F_PULL = 0x08,	 /* on FIRST: the rest waits for a PULL */
 	PP_WIRE_F_COPIED = 0x20, /* the sender holds a copy: its send is done, ack lazily */
+	PP_WIRE_F_AGAIN = 0x40,	 /* on PULL: pushed bytes were dropped, send from offset */
 };
 
 /* The protocol header in host byte order. */

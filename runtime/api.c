@@ -47,6 +47,8 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->btp2 = c->btp2;
 	pc->mtu = ctx->port_info.mtu;
 	pc->max_msgs = PP_MAX_MSGS;
+	pc->pushbuf_bytes = c->pushbuf_bytes;
+	pc->credits = c->credits;
 	/* A peer is lost after timeout_ms of silence, not after a fixed number
 	 * of tries: back-off reaches rto_max quickly, then it keeps trying. */
 	pc->rto_max_ns = PP_RTO_MAX_NS;
@@ -112,6 +114,8 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		pp_err("pp_init: protocol engine: %s", pp_strerror(rc));
 		goto fail;
 	}
+	if ((rc = pp_rt_stage_start(ctx)))
+		goto fail;
 	if ((rc = pp_membership_join(ctx)))
 		goto fail;
 	for (int r = 0; r < ctx->size; r++)
@@ -193,6 +197,7 @@ static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer,
 	if (r) {
 		r->is_send = is_send;
 		r->peer = peer;
+		r->buf = buf;
 		uint64_t cookie = (uint64_t)(uintptr_t)r;
 		rc = is_send ? pp_proto_send(ctx->eng, (uint32_t)peer, tag, buf, len, cookie)
 			     : pp_proto_recv(ctx->eng, peer, tag, buf, len, cookie);
@@ -385,6 +390,7 @@ PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out)
 	s.pred_predictions = ctx->pred_predictions;
 	s.pred_hits = ctx->pred_hits;
 	s.pred_misses = ctx->pred_misses;
+	pp_rt_stage_stats(ctx, &s);
 	pp_ctx_leave(ctx);
 	*out = s;
 	return 0;

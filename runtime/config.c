@@ -90,6 +90,18 @@ static int set_one(struct pp_config *c, const char *key, const char *v)
 			c->timeout_ms = u;
 		return rc;
 	}
+	if (strcmp(key, "stage_bytes") == 0)
+		return parse_u32(v, UINT32_MAX, &c->stage_bytes);
+	if (strcmp(key, "stage_remap") == 0)
+		return parse_u32(v, UINT32_MAX, &c->stage_remap);
+	if (strcmp(key, "pushbuf_bytes") == 0)
+		return parse_u32(v, UINT32_MAX, &c->pushbuf_bytes);
+	if (strcmp(key, "credits") == 0) {
+		rc = parse_u32(v, 1, &u);
+		if (rc == 0)
+			c->credits = u != 0;
+		return rc;
+	}
 	if (strcmp(key, "log") == 0)
 		return pp_log_set_level(v);
 	if (strcmp(key, "zerocopy") == 0) {
@@ -186,6 +198,9 @@ int pp_config_load(struct pp_config *c, const char *config)
 	c->btp2 = PP_BTP2_ETH_DEFAULT;
 	c->timeout_ms = PP_TIMEOUT_MS_DEFAULT;
 	c->zerocopy = false; /* measured slower on af_packet; see zcopy.c */
+	c->stage_bytes = PP_STAGE_BYTES_DEFAULT;
+	c->pushbuf_bytes = PP_PUSHBUF_BYTES_DEFAULT;
+	c->credits = true;
 	strcpy(c->predict, "off");
 	set_one(c, "job", "0");
 

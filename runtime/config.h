@@ -36,12 +36,19 @@ struct pp_config {
 	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
 	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
 	bool zerocopy;		     /* large payloads leave from the user's buffer */
+	uint32_t stage_bytes;	     /* prediction staging budget (0: no staging) */
+	uint32_t stage_remap;	     /* fewest bytes a page remap moves (0: copy only) */
+	uint32_t pushbuf_bytes;	     /* pushed-buffer size */
+	bool credits;		     /* pushed-buffer credits (false: Push-All overflow) */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
 #define PP_BTP1_ETH_DEFAULT   80
 #define PP_BTP2_ETH_DEFAULT   680
 #define PP_TIMEOUT_MS_DEFAULT 10000
+
+#define PP_STAGE_BYTES_DEFAULT	 (4u << 20) /* prediction staging budget */
+#define PP_PUSHBUF_BYTES_DEFAULT (1u << 20) /* the engine's default */
 
 /*
  * Fill *cfg from defaults, then the environment (PP_RANK, PP_SIZE, ...), then

@@ -24,6 +24,9 @@
 #define PP_CTX_BURST 32
 #define PP_NODE_NAME 64
 
+#define PP_PRED_AHEAD 8	 /* receives ahead a message may be staged for */
+#define PP_PRED_BUFS  64 /* ids whose last receive buffer is remembered */
+
 enum pp_req_state {
 	PP_REQ_FREE = 0, /* in the pool */
 	PP_REQ_ACTIVE,	 /* handed to the engine */
@@ -36,6 +39,7 @@ struct pp_req {
 	int is_send;		 /* 1 send, 0 receive */
 	int peer;		 /* destination or source asked for (may be ANY) */
 	pp_status st;		 /* result, valid once DONE */
+	void *buf;		 /* the user's buffer */
 	uint32_t next_free;	 /* pool free list link */
 };
 
@@ -49,6 +53,13 @@ struct pp_peer_info {
 };
 
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
+struct pp_stage;	 /* prediction staging memory (predict/staging.h) */
+
+/* The buffer the last receive of a message id used (staging aims at it). */
+struct pp_rt_pred_buf {
+	uint64_t id;	/* message id */
+	uintptr_t addr; /* its buffer */
+};
 
 #define PP_ZC_MIN  2048 /* smallest payload sent from the user's buffer */
 #define PP_ZC_REGS 16	/* send buffers kept registered with the port */
@@ -102,7 +113,11 @@ struct pp_ctx {
 	uint64_t pred_hits;	   /* ... that were right */
 	uint64_t pred_misses;	   /* ... that were wrong */
 
-	struct pp_zc zc; /* zero-copy transmit */
+	struct pp_zc zc;		    /* zero-copy transmit */
+	uint64_t pred_ahead[PP_PRED_AHEAD]; /* ids expected for the next receives */
+	unsigned pred_nahead;		    /* how many of them are valid */
+	struct pp_rt_pred_buf *pred_bufs;   /* last buffer per id, PP_PRED_BUFS slots */
+	struct pp_stage *stage;		    /* staging memory, NULL when off */
 
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
@@ -147,10 +162,14 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out);
 
 /* The receive predictor (predictor.c). init: -EINVAL for an unknown name,
- * -ENOMEM. receive: one completed receive, on the completion path. */
+ * -ENOMEM. receive: one completed receive into buf, on the completion path.
+ * stage_start: give the engine the staging hooks (after it is created);
+ * -ENOMEM. stats: add the staging counters the runtime keeps. */
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
-void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st);
+void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf);
+int pp_rt_stage_start(pp_ctx *ctx);
+void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st);
 
 /* Zero-copy transmit (zcopy.c): the next frame into b, b->len set; returns
  * its length, 0 when none, or pp_proto_output's error. fini drops the

@@ -5,25 +5,33 @@
  * message id, and the call site is the last pp_prerecv hint, if any. After
  * each observation the predictor is asked for the next id; when the next
  * receive completes, that prediction is scored a hit or a miss in pp_stats
- * (pred_predictions = pred_hits + pred_misses). Placing predicted messages
- * in staging memory is the staging work's; this file only feeds and scores.
- * The predictor allocates at create only; observe and predict are cheap and
- * lock-free, so this runs on the completion path.
+ * (pred_predictions = pred_hits + pred_misses). The predictor is asked for
+ * the next PP_PRED_AHEAD ids at once: the engine's staging hooks (below) stage
+ * an unexpected message whose id is among them, in a block of the staging
+ * pool (predict/staging.h, stage_bytes=) congruent to the buffer the last
+ * receive of that id used, and rank pushed-buffer messages for eviction by
+ * their position. The predictor allocates at create only; observe and
+ * predict are cheap and lock-free, so this runs on the completion path. Every
+ * hook runs inside the engine, under the progress lock.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctx.h"
 #include "pp_log.h"
 #include "pp_predict.h"
+#include "staging.h"
 
 int pp_rt_pred_init(pp_ctx *ctx)
 {
 	ctx->pred_site = PP_PRED_NO_SITE;
 	if (strcmp(ctx->cfg.predict, "off") == 0)
 		return 0;
-	int rc = pp_pred_create(ctx->cfg.predict, NULL, &ctx->pred);
+	struct pp_pred_params prm = {.max_ahead = PP_PRED_AHEAD};
+	int rc = pp_pred_create(ctx->cfg.predict, &prm, &ctx->pred);
 	if (rc == -ENOENT) {
 		char names[256];
 		size_t n = 0;
@@ -40,9 +48,84 @@ void pp_rt_pred_fini(pp_ctx *ctx)
 {
 	pp_pred_destroy(ctx->pred);
 	ctx->pred = NULL;
+	if (ctx->stage) {
+		pp_stage_fini(ctx->stage);
+		free(ctx->stage);
+		ctx->stage = NULL;
+	}
+	free(ctx->pred_bufs);
+	ctx->pred_bufs = NULL;
 }
 
-void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st)
+static uint64_t envelope_id(uint32_t src, uint32_t tag)
+{
+	struct pp_pred_obs o = {.src = (int32_t)src, .tag = (int32_t)tag};
+	return pp_pred_id(&o, PP_PRED_KEY_ENVELOPE);
+}
+
+static int hook_ahead(void *arg, uint32_t src, uint32_t tag)
+{
+	const pp_ctx *ctx = arg;
+	uint64_t id = envelope_id(src, tag);
+	for (unsigned i = 0; i < ctx->pred_nahead; i++)
+		if (ctx->pred_ahead[i] == id)
+			return (int)i;
+	return -1;
+}
+
+static void *hook_stage(void *arg, uint32_t src, uint32_t tag, uint64_t msg_len)
+{
+	pp_ctx *ctx = arg;
+	if (hook_ahead(ctx, src, tag) < 0 || msg_len > SIZE_MAX)
+		return NULL;
+	uint64_t id = envelope_id(src, tag);
+	const struct pp_rt_pred_buf *b = &ctx->pred_bufs[id % PP_PRED_BUFS];
+	return pp_stage_alloc(ctx->stage, (size_t)msg_len, b->id == id ? b->addr : 0);
+}
+
+static void hook_unstage(void *arg, void *block)
+{
+	pp_ctx *ctx = arg;
+	if (pp_stage_free(ctx->stage, block))
+		pp_err("staging: a block the pool does not hold was given back");
+}
+
+static uint64_t hook_place(void *arg, void *dst, const void *block, uint64_t n)
+{
+	pp_ctx *ctx = arg;
+	return pp_stage_place(ctx->stage, dst, block, (size_t)n);
+}
+
+int pp_rt_stage_start(pp_ctx *ctx)
+{
+	if (!ctx->pred)
+		return 0; /* stage_bytes=0 still ranks messages for eviction */
+	ctx->pred_bufs = calloc(PP_PRED_BUFS, sizeof(*ctx->pred_bufs));
+	ctx->stage = calloc(1, sizeof(*ctx->stage));
+	if (!ctx->pred_bufs || !ctx->stage)
+		return -ENOMEM;
+	int rc = pp_stage_init(ctx->stage, ctx->cfg.stage_bytes, -1, ctx->cfg.stage_remap);
+	if (rc) {
+		free(ctx->stage);
+		ctx->stage = NULL;
+		return rc;
+	}
+	struct pp_proto_stage_ops ops = {
+	    .stage = hook_stage,
+	    .unstage = hook_unstage,
+	    .place = hook_place,
+	    .ahead = hook_ahead,
+	    .arg = ctx,
+	};
+	return pp_proto_set_stage(ctx->eng, &ops);
+}
+
+void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st)
+{
+	st->stage_peak = ctx->stage ? ctx->stage->peak : 0;
+}
+
+void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf)
 {
 	struct pp_pred_obs o = {
 	    .src = st->source, .tag = st->tag, .bytes = st->len, .site = ctx->pred_site};
@@ -56,5 +139,10 @@ void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st)
 	}
 	pp_pred_observe(ctx->pred, id, o.site);
 	ctx->pred_site = PP_PRED_NO_SITE;
-	ctx->pred_have = pp_pred_predict(ctx->pred, PP_PRED_NO_SITE, &ctx->pred_next, 1) == 1;
+	if (ctx->pred_bufs)
+		ctx->pred_bufs[id % PP_PRED_BUFS] = (struct pp_rt_pred_buf){id, (uintptr_t)buf};
+	ctx->pred_nahead =
+	    pp_pred_predict(ctx->pred, PP_PRED_NO_SITE, ctx->pred_ahead, PP_PRED_AHEAD);
+	ctx->pred_have = ctx->pred_nahead >= 1;
+	ctx->pred_next = ctx->pred_ahead[0];
 }

@@ -92,7 +92,7 @@ static unsigned completions(pp_ctx *ctx)
 		r->st.len = (size_t)c.len;
 		r->st.error = c.error;
 		if (ctx->pred && !r->is_send && (c.error == 0 || c.error == -EMSGSIZE))
-			pp_rt_pred_receive(ctx, &r->st);
+			pp_rt_pred_receive(ctx, &r->st, r->buf);
 		r->state = PP_REQ_DONE;
 		ctx->active--;
 		n++;

@@ -24,10 +24,12 @@
  *
  * This release runs an embedded engine: every rank owns a port (DPDK or
  * libpcap, dev=...). With predict=NAME every completed receive feeds that
- * predictor and its guesses are scored in pp_stats; staging of predicted
- * messages is not done yet. Not yet available: the node daemon (daemon=...
- * gives -ENOSYS), the shared-memory path between ranks of one node (they
- * talk over the port), and sends to the caller's own rank (-EINVAL).
+ * predictor and its guesses are scored in pp_stats, and a message it expects
+ * among the next receives that arrives first waits in staging memory
+ * (stage_bytes=, default 4 MiB) with its rest pulled at once. Not yet
+ * available: the node daemon (daemon=... gives -ENOSYS), the shared-memory
+ * path between ranks of one node (they talk over the port), and sends to the
+ * caller's own rank (-EINVAL).
  */
 #ifndef PP_H
 #define PP_H
@@ -102,6 +104,8 @@ struct pp_stats {
 	uint64_t bytes_staged;     /* bytes placed in prediction staging */
 	uint64_t pages_remapped;   /* pages moved by remap instead of copy */
 	uint64_t evictions;        /* pushed-buffer messages that gave up their space */
+	uint64_t staged_msgs;      /* messages placed in prediction staging */
+	uint64_t stage_peak;       /* most staging bytes held at once (<= stage_bytes) */
 };
 
 /*

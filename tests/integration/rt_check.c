@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -592,6 +593,301 @@ static void sc_handlers(pp_ctx *ctx, int expect_served, double max_s)
 	free(b);
 }
 
+/* --- predict: late receivers with the predictor on (predict=NAME) ---------- */
+
+/* One message, late: the sender's isend, then a token behind it; the receiver
+ * takes the token, gives the message up to wait_ms to arrive whole (staged
+ * messages are pulled at once; it watches bytes_staged), then receives it
+ * into dst. The sender waits for its send after the token. */
+static void pr_one(pp_ctx *ctx, int sending, int tag, size_t n, uint8_t *src, uint8_t *dst,
+		   unsigned seed, double wait_s)
+{
+	int peer = partner(), rc;
+	uint8_t tok = 0;
+	if (sending) {
+		pp_req *q;
+		fill(src, n, seed);
+		rc = pp_isend(ctx, src, n, peer, tag, &q);
+		EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+		rc = pp_send(ctx, &tok, 1, peer, 999);
+		EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+		rc = pp_wait(&q, NULL);
+		EXPECT(rc == 0, "send %zu B tag %d: %s", n, tag, pp_strerror(rc));
+		return;
+	}
+	struct pp_stats a, b;
+	stats(ctx, &a);
+	rc = pp_recv(ctx, &tok, 1, peer, 999, NULL);
+	EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+	for (double t0 = now_s(); now_s() - t0 < wait_s;) {
+		stats(ctx, &b);
+		if (b.bytes_staged - a.bytes_staged >= n)
+			break;
+		pp_progress(ctx);
+	}
+	pp_status st = {0};
+	memset(dst, 0xEE, n);
+	rc = pp_recv(ctx, dst, n, peer, tag, &st);
+	EXPECT(rc == 0 && st.len == n && st.tag == tag, "recv %zu B tag %d: %s, len %zu", n, tag,
+	       pp_strerror(rc), st.len);
+	size_t bad = first_bad(dst, n, seed);
+	EXPECT(bad == n, "%zu B tag %d: byte %zu wrong", n, tag, bad);
+}
+
+/* Counters that must hold at any time. */
+static void pr_consistent(pp_ctx *ctx, const char *what, uint64_t budget)
+{
+	struct pp_stats s;
+	stats(ctx, &s);
+	EXPECT(s.pred_hits + s.pred_misses == s.pred_predictions,
+	       "%s: hits %llu + misses %llu != predictions %llu", what,
+	       (unsigned long long)s.pred_hits, (unsigned long long)s.pred_misses,
+	       (unsigned long long)s.pred_predictions);
+	EXPECT(s.stage_peak <= budget, "%s: staging peak %llu over the budget %llu", what,
+	       (unsigned long long)s.stage_peak, (unsigned long long)budget);
+}
+
+static uint32_t pr_rand(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+static void sc_predict(pp_ctx *ctx, uint64_t budget, int remap)
+{
+	enum { CYCLES = 30, PAGES = 64, RANDOM = 200, BATCH = 8 };
+	static const size_t cyc_len[] = {50, 1500, 100000};
+	const size_t plen = (size_t)PAGES * 4096, maplen = plen + 8192;
+	int peer = partner();
+	size_t maxlen = 1024 * 1024;
+	uint8_t *s = xmalloc(maxlen), *r = xmalloc(maxlen);
+	uint8_t *map =
+	    mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *map2 =
+	    mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *shr =
+	    mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED || map2 == MAP_FAILED || shr == MAP_FAILED) {
+		fprintf(stderr, "rt_check: mmap failed\n");
+		exit(2);
+	}
+	for (int way = 0; way < 2; way++) {
+		int sending = way == 0 ? lower_half() : !lower_half();
+		int before = failures;
+		struct pp_stats a, b;
+		unsigned k = 0; /* message number, for seeds */
+#define SEED                                                                                       \
+	(seed_of(sending ? rank_ : peer, sending ? peer : rank_, (int)(k++ % 90)) + 1000u * way)
+		/* 1. A regular cycle of three tags and sizes. */
+		stats(ctx, &a);
+		for (int c = 0; c < CYCLES; c++)
+			for (int t = 0; t < 3; t++)
+				pr_one(ctx, sending, 1 + t, cyc_len[t], s, r, SEED, 0.05);
+		pr_consistent(ctx, "cycle", budget);
+		stats(ctx, &b);
+		if (!sending) {
+			uint64_t staged = b.staged_msgs - a.staged_msgs;
+			uint64_t spec = b.spec_pulls - a.spec_pulls;
+			uint64_t hits = b.pred_hits - a.pred_hits;
+			EXPECT(staged >= CYCLES * 3 / 2, "cycle: only %llu of %d messages staged",
+			       (unsigned long long)staged, CYCLES * 3);
+			EXPECT(spec >= CYCLES && spec <= 2 * CYCLES,
+			       "cycle: %llu speculative pulls for %d pulled messages",
+			       (unsigned long long)spec, 2 * CYCLES);
+			EXPECT(hits >= CYCLES * 3, "cycle: %llu hits (token and message each turn)",
+			       (unsigned long long)hits);
+			say("predict: cycle of 3 tags from rank %d, %d late messages, bytes "
+			    "checked, "
+			    "%llu staged, %llu speculative pulls, %llu hits / %llu predictions: %s",
+			    peer, CYCLES * 3, (unsigned long long)staged, (unsigned long long)spec,
+			    (unsigned long long)hits,
+			    (unsigned long long)(b.pred_predictions - a.pred_predictions),
+			    failures == before ? "ok" : "FAILED");
+		}
+		/* 2. Page memory: congruent destinations are remapped; a destination
+		 * other than the predicted one, or shared memory, is copied. */
+		before = failures;
+		stats(ctx, &a);
+		for (int i = 0; i < 10; i++)
+			pr_one(ctx, sending, 10, plen, s, map, SEED, 0.3);
+		stats(ctx, &b);
+		uint64_t remapped = b.pages_remapped - a.pages_remapped;
+		/* A new offset each time: the block is aimed at an earlier buffer
+		 * (the last one received into, or older when the sender runs
+		 * ahead), never congruent with this one. */
+		for (int i = 0; i < 10; i++)
+			pr_one(ctx, sending, 11, plen, s, (i % 2 ? map : map2) + 64 * (i + 1), SEED,
+			       0.3);
+		for (int i = 0; i < 10; i++)
+			pr_one(ctx, sending, 12, plen, s, shr, SEED, 0.3);
+		struct pp_stats c;
+		stats(ctx, &c);
+		pr_consistent(ctx, "pages", budget);
+		if (!sending) {
+			EXPECT(remap ? remapped >= 5 * (PAGES - 1) : remapped == 0,
+			       "pages: %llu pages remapped into a page-aligned anonymous buffer "
+			       "(stage_remap %s)",
+			       (unsigned long long)remapped, remap ? "on" : "off");
+			EXPECT(c.pages_remapped == b.pages_remapped,
+			       "pages: %llu pages remapped into incongruent or shared buffers",
+			       (unsigned long long)(c.pages_remapped - b.pages_remapped));
+			say("predict: %zu B messages from rank %d into page-aligned anonymous "
+			    "memory "
+			    "(%llu pages remapped), incongruent and shared memory (none), bytes "
+			    "checked: %s",
+			    plen, peer, (unsigned long long)remapped,
+			    failures == before ? "ok" : "FAILED");
+		}
+		/* 3. Random tags and sizes, BATCH outstanding, received in another
+		 * order: nothing lost or corrupt, staging within its budget. */
+		before = failures;
+		uint32_t x = 0x9e3779b9u + (uint32_t)way;
+		stats(ctx, &a);
+		for (int i = 0; i < RANDOM / BATCH; i++) {
+			int tags[BATCH];
+			size_t lens[BATCH];
+			unsigned seeds[BATCH];
+			for (int j = 0; j < BATCH; j++) {
+				tags[j] = 100 + j * 50 + (int)(pr_rand(&x) % 50); /* distinct */
+				lens[j] = pr_rand(&x) % (maxlen / BATCH);
+				seeds[j] = SEED;
+			}
+			if (sending) {
+				pp_req *q[BATCH];
+				uint8_t tok = 0;
+				for (int j = 0; j < BATCH; j++) {
+					fill(s + j * (maxlen / BATCH), lens[j], seeds[j]);
+					int rc = pp_isend(ctx, s + j * (maxlen / BATCH), lens[j],
+							  peer, tags[j], &q[j]);
+					EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+				}
+				int rc = pp_send(ctx, &tok, 1, peer, 999);
+				EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+				for (int j = 0; j < BATCH; j++) {
+					rc = pp_wait(&q[j], NULL);
+					EXPECT(rc == 0, "send: %s", pp_strerror(rc));
+				}
+				continue;
+			}
+			uint8_t tok;
+			int rc = pp_recv(ctx, &tok, 1, peer, 999, NULL);
+			EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+			for (int j0 = 0; j0 < BATCH; j0++) {
+				int j = (j0 * 5 + i) % BATCH; /* another order */
+				uint8_t *d = r + j * (maxlen / BATCH);
+				pp_status st = {0};
+				memset(d, 0xEE, lens[j]);
+				rc = pp_recv(ctx, d, lens[j], peer, tags[j], &st);
+				EXPECT(rc == 0 && st.len == lens[j], "recv %zu B tag %d: %s",
+				       lens[j], tags[j], pp_strerror(rc));
+				size_t bad = first_bad(d, lens[j], seeds[j]);
+				EXPECT(bad == lens[j], "%zu B tag %d: byte %zu wrong", lens[j],
+				       tags[j], bad);
+			}
+			pr_consistent(ctx, "random", budget);
+		}
+		stats(ctx, &b);
+		if (!sending)
+			say("predict: %d messages from rank %d with random tags and sizes, %d "
+			    "outstanding, bytes checked, %llu staged, staging peak %llu <= %llu: "
+			    "%s",
+			    RANDOM, peer, BATCH,
+			    (unsigned long long)(b.staged_msgs - a.staged_msgs),
+			    (unsigned long long)b.stage_peak, (unsigned long long)budget,
+			    failures == before ? "ok" : "FAILED");
+#undef SEED
+	}
+	munmap(map, maplen);
+	munmap(map2, maplen);
+	munmap(shr, maplen);
+	free(s);
+	free(r);
+}
+
+/* --- evict: a full pushed buffer (credits=0, a small pushbuf_bytes) -------- */
+
+/* EV_N late messages of EV_LEN bytes, more than the pushed buffer holds. With
+ * the predictor on, the messages expected furthest give their pushed bytes
+ * up (evictions, no frame refused); with it off the overflow is refused and
+ * sent again. Either way every byte arrives. */
+#define EV_N   48
+#define EV_LEN 5000
+
+static void sc_evict(pp_ctx *ctx, int predicting)
+{
+	int peer = partner(), rc;
+	uint8_t *b = xmalloc((size_t)EV_N * EV_LEN);
+	for (int way = 0; way < 2; way++) {
+		int sending = way == 0 ? lower_half() : !lower_half();
+		int before = failures;
+		uint8_t tok = 0;
+		if (sending) {
+			pp_req *q[EV_N];
+			for (int i = 0; i < EV_N; i++) {
+				fill(b + (size_t)i * EV_LEN, EV_LEN,
+				     seed_of(rank_, peer, i + 50 * way));
+				rc = pp_isend(ctx, b + (size_t)i * EV_LEN, EV_LEN, peer, 300 + i,
+					      &q[i]);
+				EXPECT(rc == 0, "isend %d: %s", i, pp_strerror(rc));
+			}
+			for (int i = 0; i < EV_N; i++) {
+				rc = pp_wait(&q[i], NULL);
+				EXPECT(rc == 0, "send %d: %s", i, pp_strerror(rc));
+			}
+			rc = pp_recv(ctx, &tok, 1, peer, 999, NULL); /* the receiver is done */
+			EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+			continue;
+		}
+		/* Late: take what comes for a while (no token: behind a refused
+		 * frame it would never come), then receive in order. */
+		struct pp_stats a, s;
+		stats(ctx, &a);
+		for (double t0 = now_s(); now_s() - t0 < 0.3;)
+			pp_progress(ctx);
+		stats(ctx, &s);
+		uint64_t ev = s.evictions - a.evictions,
+			 nobuf = s.drops[PP_DROP_NOBUF] - a.drops[PP_DROP_NOBUF];
+		/* Every receive at once: without eviction, a refused FIRST is let
+		 * in only by a posted receive it matches (one at a time, the
+		 * rest of a message waits behind refused frames). */
+		memset(b, 0xEE, (size_t)EV_N * EV_LEN);
+		pp_req *q[EV_N];
+		for (int i = 0; i < EV_N; i++) {
+			rc = pp_irecv(ctx, b + (size_t)i * EV_LEN, EV_LEN, peer, 300 + i, &q[i]);
+			EXPECT(rc == 0, "irecv %d: %s", i, pp_strerror(rc));
+		}
+		for (int i = 0; i < EV_N; i++) {
+			pp_status st = {0};
+			rc = pp_wait(&q[i], &st);
+			EXPECT(rc == 0 && st.len == EV_LEN, "recv %d: %s", i, pp_strerror(rc));
+			size_t bad = first_bad(b + (size_t)i * EV_LEN, EV_LEN,
+					       seed_of(peer, rank_, i + 50 * way));
+			EXPECT(bad == EV_LEN, "message %d: byte %zu wrong", i, bad);
+		}
+		stats(ctx, &s);
+		if (predicting) {
+			EXPECT(ev > 0 && nobuf == 0,
+			       "predict on: %llu evictions, %llu frames refused for room",
+			       (unsigned long long)ev, (unsigned long long)nobuf);
+		} else {
+			EXPECT(ev == 0 && nobuf > 0,
+			       "predict off: %llu evictions, %llu frames refused for room",
+			       (unsigned long long)ev, (unsigned long long)nobuf);
+		}
+		EXPECT(s.pushed_buf_bytes == 0, "%llu bytes left in the pushed buffer",
+		       (unsigned long long)s.pushed_buf_bytes);
+		rc = pp_send(ctx, &tok, 1, peer, 999);
+		EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+		say("evict: %d late messages of %d B from rank %d over a full pushed buffer, %llu "
+		    "evictions, %llu frames refused for room, bytes checked: %s",
+		    EV_N, EV_LEN, peer, (unsigned long long)ev, (unsigned long long)nobuf,
+		    failures == before ? "ok" : "FAILED");
+	}
+	free(b);
+}
+
 /* --- main ------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -608,6 +904,11 @@ static void usage(FILE *f)
 	      "  killsend   the upper half exits mid 16 MiB send; receivers get -ECONNRESET\n"
 	      "             (their wait pings the silent sender), and so does a send to it\n"
 	      "  handlers   late receiver of a sender that computes (run with pull_cores=)\n"
+	      "  predict    late receivers with predict=NAME: a cycle of tags (staged,\n"
+	      "             speculative pulls), page memory (remapped with stage_remap=,\n"
+	      "             never when incongruent or shared), random tags\n"
+	      "  evict      late messages over a full pushed buffer (run with credits=0 and\n"
+	      "             a small pushbuf_bytes): evictions with predict=, refusals without\n"
 	      "  all        sizes, many, match, trunc, earlylate\n\n"
 	      "Options:\n"
 	      "  -c, --config CFG      extra pp_init settings, e.g. pull_cores=1,timeout_ms=3000\n"
@@ -665,8 +966,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *sc = argv[optind];
-	static const char *const known[] = {"sizes", "many",	 "match",    "trunc", "earlylate",
-					    "kill",  "killsend", "handlers", "all"};
+	static const char *const known[] = {"sizes",	 "many",  "match",    "trunc",
+					    "earlylate", "kill",  "killsend", "handlers",
+					    "predict",	 "evict", "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -712,6 +1014,19 @@ int main(int argc, char **argv)
 		sc_killsend(ctx, timeout_ms);
 	if (strcmp(sc, "handlers") == 0)
 		sc_handlers(ctx, expect_served, max_s);
+	if (strcmp(sc, "predict") == 0) {
+		const char *sb = getenv("PP_STAGE_BYTES");
+		uint64_t budget = sb ? strtoull(sb, NULL, 0) : 4u << 20;
+		if (cfg && strstr(cfg, "stage_bytes="))
+			budget = strtoull(strstr(cfg, "stage_bytes=") + 12, NULL, 0);
+		const char *sr = getenv("PP_STAGE_REMAP");
+		int remap = sr && strtoul(sr, NULL, 0) != 0;
+		if (cfg && strstr(cfg, "stage_remap="))
+			remap = strtoul(strstr(cfg, "stage_remap=") + 12, NULL, 0) != 0;
+		sc_predict(ctx, budget, remap);
+	}
+	if (strcmp(sc, "evict") == 0)
+		sc_evict(ctx, cfg && strstr(cfg, "predict=") && !strstr(cfg, "predict=off"));
 
 	struct pp_stats ps;
 	if (pp_get_stats(ctx, &ps) == 0) {

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine's prediction staging and pushed-buffer eviction; the rules are
+ * in engine.h (pp_proto_stage_ops). */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+int pp_proto_set_stage(struct pp_proto *e, const struct pp_proto_stage_ops *ops)
+{
+	if (!e)
+		return -EINVAL;
+	if (!ops) {
+		memset(&e->so, 0, sizeof(e->so));
+		e->staging = 0;
+		return 0;
+	}
+	if (!ops->stage || !ops->unstage || !ops->place || !ops->ahead)
+		return -EINVAL;
+	e->so = *ops;
+	e->staging = 1;
+	return 0;
+}
+
+void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_hdr *h)
+{
+	if (!h->msg_len)
+		return NULL;
+	void *blk = e->so.stage(e->so.arg, src, h->tag, h->msg_len);
+	if (blk)
+		e->st.staged_msgs++;
+	return blk;
+}
+
+void pp_proto_stage_release(struct pp_proto *e, struct rx *r)
+{
+	e->so.unstage(e->so.arg, r->stage);
+	r->stage = NULL;
+}
+
+void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
+			  const struct pp_wire_hdr *h, const uint8_t *pl)
+{
+	if (r->stage) {
+		memcpy(r->stage + h->offset, pl, h->payload_len);
+		e->st.bytes_staged += h->payload_len;
+		if ((h->flags & PP_WIRE_F_FIRST) && r->wants_pull) {
+			/* Speculative pull: the rest comes before the receive. */
+			pp_proto_queue_pull(p, r);
+			e->st.spec_pulls++;
+		}
+	}
+	/* Staged bytes and thrown-away bytes hold no cell: give them back. */
+	if (h->type == PP_WIRE_PUSH)
+		p->credit_adv = (uint16_t)(p->credit_adv + pp_pushbuf_cells(h->payload_len));
+	r->got += h->payload_len;
+}
+
+/* How far ahead r is expected: its position, INT32_MAX when not at all. */
+static int32_t expected_at(struct pp_proto *e, const struct rx *r)
+{
+	int a = e->so.ahead(e->so.arg, r->peer, r->tag);
+	return a < 0 ? INT32_MAX : a;
+}
+
+/* An unexpected message may give its pushed bytes up when its sender still
+ * holds the rest (it waits for a PULL, so it can send everything again). */
+static int evictable(const struct rx *r)
+{
+	return r->state == RX_UNEXPECTED && !r->stage && !r->evicted && r->wants_pull &&
+	       !r->pull_queued;
+}
+
+static void evict(struct pp_proto *e, struct rx *r)
+{
+	struct peer *p = &e->peers[r->peer];
+	uint32_t cells = pp_pushbuf_drain(&e->pb, &r->cells, NULL, 0);
+	p->credit_adv = (uint16_t)(p->credit_adv + cells);
+	if (cells && !(p->owe & OWE_ACK)) {
+		p->owe |= OWE_ACK; /* the credit update goes out soon */
+		p->ack_deadline = 0;
+	}
+	r->evicted = 1;
+	e->st.evictions++;
+}
+
+int pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self)
+{
+	while (e->pb.nfree < need) {
+		struct rx *victim = NULL;
+		int32_t far = -1;
+		/* Cold path: the pushed buffer is full. Later arrivals win ties. */
+		for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
+			struct rx *x = container_of(l, struct rx, q);
+			if (!evictable(x))
+				continue;
+			int32_t a = expected_at(e, x);
+			if (a >= far) {
+				far = a;
+				victim = x;
+			}
+		}
+		if (!victim)
+			return 0;
+		evict(e, victim);
+		if (victim == self)
+			return 2;
+	}
+	return 1;
+}
+
+void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r)
+{
+	if (r->evicted) {
+		/* Everything comes again, as DATA, straight into the buffer. */
+		r->got = 0;
+		r->rewind = 1;
+		pp_proto_queue_pull(p, r);
+		return;
+	}
+	uint64_t n = r->got < r->cap ? r->got : r->cap;
+	uint64_t pages = n ? e->so.place(e->so.arg, r->buf, r->stage, n) : 0;
+	e->st.pages_remapped += pages;
+	e->st.copies_avoided += pages * 4096u;
+	pp_proto_stage_release(e, r);
+	if (r->got == r->msg_len && !r->wants_pull && !r->pull_queued)
+		pp_proto_rx_finish(e, r, 0);
+	else
+		pp_proto_queue_pull(p, r);
+}
