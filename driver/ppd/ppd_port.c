@@ -282,8 +282,7 @@ static void flush_rxfree(struct ppd_port *p)
 static unsigned ppd_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 {
 	struct ppd_port *p = to_ppd(port);
-	if (p->ntx_free < n)
-		reclaim(p);
+	reclaim(p);
 	unsigned i = 0;
 	for (; i < n && p->ntx_free; i++) {
 		struct pp_buf *b = &p->bufs[p->tx_free[--p->ntx_free]];
@@ -343,6 +342,7 @@ static unsigned ppd_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 	unsigned i = 0;
 	if (queue != 0)
 		return 0;
+	reclaim(p); /* attach_ext's done callbacks run here, as pp_port.h says */
 	for (; i < n; i++) {
 		uint32_t slot = (uint32_t)(bufs[i] - p->bufs);
 		void *ptr;
