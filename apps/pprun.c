@@ -68,7 +68,7 @@ static void usage(FILE *f)
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
 	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
 	    "                        instead of owning ports\n"
-	    "      --ppd PATH        the ppd program (default: $PP_PPD, beside pprun, or PATH)\n"
+	    "      --ppd PATH        the ppd program (default: $PPRUN_PPD, beside pprun, or PATH)\n"
 	    "      --ppd-cores LIST  handler cores of every daemon (default: node i on core i)\n"
 	    "      --timeout SEC     kill the job after SEC seconds (exit 124)\n"
 	    "      --testbed PATH    testbed.sh to bring the test bed up with\n"
@@ -381,13 +381,13 @@ static void kill_all(const pid_t *pids, int n, int sig)
 			kill(-pids[i], sig);
 }
 
-/* The ppd program: --ppd, $PP_PPD, beside this binary (build tree:
+/* The ppd program: --ppd, $PPRUN_PPD, beside this binary (build tree:
  * apps/ppd/ppd), or on PATH. */
 static const char *find_ppd(const struct opts *o, char *buf, size_t len)
 {
 	if (o->ppd)
 		return o->ppd;
-	const char *env = getenv("PP_PPD");
+	const char *env = getenv("PPRUN_PPD");
 	if (env && *env)
 		return env;
 	char self[PATH_MAX];

@@ -35,8 +35,7 @@ static uint32_t get32(const uint8_t *p)
 }
 
 /* Single writer: a plain add published with a relaxed store. */
-#define COUNT(h, field, n)                                                                         \
-	__atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
+#define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
 
 /* PULL frames moved, either way (ppd --stats). */
 static void count_pull(struct ppd_handler *h, const uint8_t *f)
@@ -221,8 +220,7 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 }
 
 /* Rank r hands rx slots back. */
-static void rx_slots_back(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *p,
-			  uint32_t len)
+static void rx_slots_back(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *p, uint32_t len)
 {
 	struct ppd_rec rec;
 	memcpy(&rec, p, sizeof(rec));
@@ -426,8 +424,7 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 	int nranks = 0;
 	for (int i = 0; i < PPD_MAX_RANKS; i++)
 		nranks += atomic_load(&d->ranks[i].state) == PPD_RANK_ACTIVE;
-	OUT("ppd: %d handler(s), %d rank(s) attached, port %s\n", d->nh, nranks,
-	    d->info.driver);
+	OUT("ppd: %d handler(s), %d rank(s) attached, port %s\n", d->nh, nranks, d->info.driver);
 	OUT("%-7s %5s %5s %10s %10s %10s %10s %9s %10s %6s %5s  %s\n", "handler", "core", "ranks",
 	    "nic_rx", "nic_tx", "from_rank", "to_rank", "loopback", "pulls", "busy%", "queue",
 	    "drops");

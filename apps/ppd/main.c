@@ -137,8 +137,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			fprintf(stderr, "ppd: node name '%s' may not contain '/'\n", node);
 			exit(2);
 		}
-		snprintf(o->sock_buf, sizeof(o->sock_buf), "%s%.60s.sock", PPD_SOCKET_PREFIX,
-			 node);
+		snprintf(o->sock_buf, sizeof(o->sock_buf), "%s%.60s.sock", PPD_SOCKET_PREFIX, node);
 		o->sock = o->sock_buf;
 	}
 	if (strlen(o->sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
@@ -493,14 +492,16 @@ static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 			if (cores[i] >= have)
 				*ncores = -EINVAL;
 		if (*ncores <= 0) {
-			fprintf(stderr, "ppd: --cores '%s': want up to %d cores below %d, e.g. 0 or 1-2\n",
+			fprintf(stderr,
+				"ppd: --cores '%s': want up to %d cores below %d, e.g. 0 or 1-2\n",
 				o->cores, PPD_MAX_HANDLERS, have);
 			return -EINVAL;
 		}
 	} else {
 		*ncores = ppd_default_cores(o->dev, cores, PPD_MAX_HANDLERS);
 		if (*ncores <= 0) {
-			fprintf(stderr, "ppd: cannot choose cores from the topology (%s); use --cores\n",
+			fprintf(stderr,
+				"ppd: cannot choose cores from the topology (%s); use --cores\n",
 				strerror(-*ncores));
 			return -ENODEV;
 		}
@@ -616,8 +617,9 @@ int main(int argc, char **argv)
 		if (lfd < 0) { /* draining */
 			struct timespec now;
 			clock_gettime(CLOCK_MONOTONIC, &now);
-			int late = now.tv_sec > drain_end.tv_sec ||
-				   (now.tv_sec == drain_end.tv_sec && now.tv_nsec >= drain_end.tv_nsec);
+			int late =
+			    now.tv_sec > drain_end.tv_sec ||
+			    (now.tv_sec == drain_end.tv_sec && now.tv_nsec >= drain_end.tv_nsec);
 			if (!used)
 				break;
 			if (late)

@@ -67,21 +67,21 @@ struct ppd;
 /* One attached rank. Fields below state are set before it turns ACTIVE and
  * not changed until it is FREE again, except where said. */
 struct ppd_rank {
-	_Atomic int state;	    /* enum ppd_rank_state */
-	uint32_t job, rank, size;   /* from its attach request */
-	pid_t pid;		    /* from SO_PEERCRED: whose memory process_vm_readv reads */
-	uid_t uid;		    /* from SO_PEERCRED */
-	int conn;		    /* its connection (EOF: it died) */
-	int pidfd;		    /* readable when it exits, -1 if pidfd_open failed */
-	int home;		    /* handler consuming its tx ring */
-	uint8_t *mem;		    /* its shared region */
-	size_t mem_len;		    /* bytes */
-	struct ppd_region_hdr *hdr; /* header of the region */
-	uint8_t *tx_slots;	    /* first tx slot */
-	uint8_t *rx_slots;	    /* first rx slot */
-	struct pp_shm_ring tx;	    /* consumer side, home handler only */
-	struct pp_shm_ring rx;	    /* producer side, under rx_lock */
-	atomic_flag rx_lock;	    /* guards rx, rx_free, nrx_free, at_rank */
+	_Atomic int state;		/* enum ppd_rank_state */
+	uint32_t job, rank, size;	/* from its attach request */
+	pid_t pid;			/* from SO_PEERCRED: whose memory process_vm_readv reads */
+	uid_t uid;			/* from SO_PEERCRED */
+	int conn;			/* its connection (EOF: it died) */
+	int pidfd;			/* readable when it exits, -1 if pidfd_open failed */
+	int home;			/* handler consuming its tx ring */
+	uint8_t *mem;			/* its shared region */
+	size_t mem_len;			/* bytes */
+	struct ppd_region_hdr *hdr;	/* header of the region */
+	uint8_t *tx_slots;		/* first tx slot */
+	uint8_t *rx_slots;		/* first rx slot */
+	struct pp_shm_ring tx;		/* consumer side, home handler only */
+	struct pp_shm_ring rx;		/* producer side, under rx_lock */
+	atomic_flag rx_lock;		/* guards rx, rx_free, nrx_free, at_rank */
 	uint32_t rx_free[PPD_RX_SLOTS]; /* rx slots the daemon holds */
 	uint32_t nrx_free;		/* how many */
 	uint8_t at_rank[PPD_RX_SLOTS];	/* 1: slot handed to the rank */
@@ -103,26 +103,26 @@ struct ppd_counters {
 };
 
 struct ppd_handler {
-	struct ppd *d;		      /* the daemon */
-	int id;			      /* index */
-	int core;		      /* where it is pinned */
-	uint16_t queue;		      /* its NIC queue pair */
-	pthread_t thread;	      /* the thread */
-	_Atomic uint64_t epoch;	      /* passes started; see the top of this file */
-	int nhome;		      /* ranks it is home to (main thread's count) */
+	struct ppd *d;			   /* the daemon */
+	int id;				   /* index */
+	int core;			   /* where it is pinned */
+	uint16_t queue;			   /* its NIC queue pair */
+	pthread_t thread;		   /* the thread */
+	_Atomic uint64_t epoch;		   /* passes started; see the top of this file */
+	int nhome;			   /* ranks it is home to (main thread's count) */
 	struct pp_buf *txq[2 * PPD_BURST]; /* frames the NIC did not take yet */
-	unsigned ntxq;		      /* how many */
-	struct ppd_counters c;	      /* counters */
+	unsigned ntxq;			   /* how many */
+	struct ppd_counters c;		   /* counters */
 };
 
 struct ppd {
-	struct pp_port *port;		       /* the NIC */
-	struct pp_port_info info;	       /* its MAC, MTU, queues */
-	uint32_t slot_bytes;		       /* bytes per slot of every region */
-	struct ppd_rank ranks[PPD_MAX_RANKS];  /* the rank table */
+	struct pp_port *port;			/* the NIC */
+	struct pp_port_info info;		/* its MAC, MTU, queues */
+	uint32_t slot_bytes;			/* bytes per slot of every region */
+	struct ppd_rank ranks[PPD_MAX_RANKS];	/* the rank table */
 	struct ppd_handler h[PPD_MAX_HANDLERS]; /* the handlers */
-	int nh;				       /* how many */
-	_Atomic int stop;		       /* handlers end their loop */
+	int nh;					/* how many */
+	_Atomic int stop;			/* handlers end their loop */
 };
 
 /* Start and stop the handler threads (fwd.c). start: -errno. */

@@ -34,22 +34,22 @@ struct ext {
 };
 
 struct ppd_port {
-	struct pp_port base;	     /* must be first */
-	int sock;		     /* connection to the daemon; closing it detaches */
-	uint8_t *mem;		     /* the shared region */
-	size_t mem_len;		     /* its size */
-	struct ppd_region_hdr *hdr;  /* its header */
-	struct pp_shm_ring tx, rx;   /* producer of tx, consumer of rx */
-	uint32_t ntx, nrx;	     /* slots of each kind */
-	struct pp_buf *bufs;	     /* ntx tx slots, then nrx rx slots */
-	struct ext *ext;	     /* per tx slot */
-	uint32_t *tx_free;	     /* free tx slot numbers (a stack) */
-	uint32_t ntx_free;	     /* how many */
-	uint32_t *inflight;	     /* tx slots in send order (ring of ntx) */
-	uint64_t sent, reclaimed;    /* frames published, slots taken back */
+	struct pp_port base;	       /* must be first */
+	int sock;		       /* connection to the daemon; closing it detaches */
+	uint8_t *mem;		       /* the shared region */
+	size_t mem_len;		       /* its size */
+	struct ppd_region_hdr *hdr;    /* its header */
+	struct pp_shm_ring tx, rx;     /* producer of tx, consumer of rx */
+	uint32_t ntx, nrx;	       /* slots of each kind */
+	struct pp_buf *bufs;	       /* ntx tx slots, then nrx rx slots */
+	struct ext *ext;	       /* per tx slot */
+	uint32_t *tx_free;	       /* free tx slot numbers (a stack) */
+	uint32_t ntx_free;	       /* how many */
+	uint32_t *inflight;	       /* tx slots in send order (ring of ntx) */
+	uint64_t sent, reclaimed;      /* frames published, slots taken back */
 	uint32_t rxfree[PPD_RX_SLOTS]; /* rx slots to give back */
-	uint32_t nrxfree;	     /* how many */
-	struct pp_port_stats st;     /* counters */
+	uint32_t nrxfree;	       /* how many */
+	struct pp_port_stats st;       /* counters */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -65,11 +65,8 @@ static int parse_dev(const char *dev, struct ppd_attach_req *req, const char **p
 	if (sscanf(dev, "job=%u,rank=%u,size=%u,path=%n", &job, &rank, &size, &n) != 3 || !n ||
 	    !dev[n] || rank >= size)
 		return -EINVAL;
-	*req = (struct ppd_attach_req){.magic = PPD_MAGIC,
-				       .version = PPD_VERSION,
-				       .job = job,
-				       .rank = rank,
-				       .size = size};
+	*req = (struct ppd_attach_req){
+	    .magic = PPD_MAGIC, .version = PPD_VERSION, .job = job, .rank = rank, .size = size};
 	*path = dev + n;
 	return 0;
 }
@@ -168,9 +165,10 @@ static int map_region(struct ppd_port *p, const struct ppd_attach_req *req)
 	if (!p->bufs || !p->ext || !p->tx_free || !p->inflight)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < p->ntx + p->nrx; i++) {
-		uint64_t off = i < p->ntx ? h->tx_slot_off + slot * i
-					  : h->rx_slot_off + slot * (i - p->ntx);
-		p->bufs[i] = (struct pp_buf){.data = p->mem + off, .cap = (uint32_t)slot, .priv = p};
+		uint64_t off =
+		    i < p->ntx ? h->tx_slot_off + slot * i : h->rx_slot_off + slot * (i - p->ntx);
+		p->bufs[i] =
+		    (struct pp_buf){.data = p->mem + off, .cap = (uint32_t)slot, .priv = p};
 	}
 	for (uint32_t i = 0; i < p->ntx; i++)
 		p->tx_free[i] = p->ntx - 1 - i;
@@ -307,8 +305,7 @@ static void ppd_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 	flush_rxfree(p);
 }
 
-static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
-			     unsigned n)
+static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
 {
 	struct ppd_port *p = to_ppd(port);
 	unsigned got = 0;
@@ -335,8 +332,7 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 	return got;
 }
 
-static unsigned ppd_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
-			     unsigned n)
+static unsigned ppd_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
 {
 	struct ppd_port *p = to_ppd(port);
 	unsigned i = 0;
