@@ -14,7 +14,7 @@
 #include "ppd.h"
 #include "wire.h"
 
-#define IDLE_SPINS 64 /* empty passes before each one yields the core */
+#define IDLE_SPINS 4 /* empty passes before each one yields the core */
 
 /* Offsets into a frame: Ethernet header, then the protocol header. */
 #define OFF_TYPE (PP_WIRE_ETH_LEN + 0)

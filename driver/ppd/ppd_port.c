@@ -11,6 +11,7 @@
  * process (so it can only ever read what this process may read).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@
 #include "pp_port.h"
 #include "ppd_shm.h"
 #include "ring.h"
+
+#define PPD_IDLE_SPINS 4 /* empty polls before each one yields the core */
 
 /* Bytes attached to a tx slot by attach_ext, and whom to tell when done. */
 struct ext {
@@ -49,6 +52,7 @@ struct ppd_port {
 	uint64_t sent, reclaimed;      /* frames published, slots taken back */
 	uint32_t rxfree[PPD_RX_SLOTS]; /* rx slots to give back */
 	uint32_t nrxfree;	       /* how many */
+	uint32_t idle;		       /* rx_burst calls in a row that found nothing */
 	struct pp_port_stats st;       /* counters */
 };
 
@@ -329,6 +333,12 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		p->st.rx_frames++;
 		p->st.rx_bytes += r.len;
 	}
+	/* The daemon may share this core: a rank that polls an empty ring for
+	 * long gives it the core instead of spinning out its time slice. */
+	if (got)
+		p->idle = 0;
+	else if (++p->idle > PPD_IDLE_SPINS)
+		sched_yield();
 	return got;
 }
 
