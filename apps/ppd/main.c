@@ -27,6 +27,7 @@
 #include "affinity.h"
 #include "pp_log.h"
 #include "ppd.h"
+#include "sim/pp_sim.h"
 
 #define DRAIN_MS_DEFAULT 5000
 
@@ -49,7 +50,9 @@ static void usage(FILE *f)
 	      "The librt-pp node daemon: owns the node's port and serves every rank that\n"
 	      "sets daemon=SOCKET (PP_DAEMON) through rings in shared memory.\n\n"
 	      "  --dev DEVARGS   the port, as the dev key: DPDK EAL arguments such as\n"
-	      "                  --dev=--vdev=net_af_packet0,iface=eth1, or pcap:IFACE\n"
+	      "                  --dev=--vdev=net_af_packet0,iface=eth1, or pcap:IFACE;\n"
+	      "                  sim:NAME/0 is an in-memory link of its own (tests: only\n"
+	      "                  the ranks of this node, through the daemon's loopback)\n"
 	      "  --socket PATH   UNIX socket ranks attach to (default " PPD_SOCKET_PREFIX
 	      "NODE.sock)\n"
 	      "  --node NAME     node name for the default socket (default $PP_NODE, else\n"
@@ -483,6 +486,8 @@ static int listen_on(const char *path)
 	return s;
 }
 
+static struct pp_sim_link *sim_link; /* with --dev sim:NAME/0 */
+
 static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 {
 	if (o->cores) {
@@ -507,7 +512,28 @@ static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 		}
 	}
 	struct pp_port_conf pc = {.nb_queues = (uint16_t)*ncores};
-	int rc = pp_port_open(&d->port, o->dev, &pc);
+	int rc;
+	if (strncmp(o->dev, "sim:", 4) == 0) {
+		/* The in-memory link lives in this process: make it, one port
+		 * wide, with one queue (so one handler). */
+		char name[64];
+		const char *slash = strrchr(o->dev, '/');
+		if (!slash || strcmp(slash, "/0") != 0 ||
+		    slash - o->dev - 4 >= (long)sizeof(name)) {
+			fprintf(stderr, "ppd: --dev sim:NAME/0 expected, got '%s'\n", o->dev);
+			return -EINVAL;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)(slash - o->dev - 4), o->dev + 4);
+		struct pp_sim_conf sc = {.seed = 1};
+		if ((rc = pp_sim_link_create(&sim_link, name, 1, &sc))) {
+			fprintf(stderr, "ppd: cannot create in-memory link '%s': %s\n", name,
+				strerror(-rc));
+			return rc;
+		}
+		*ncores = 1;
+		pc.nb_queues = 1;
+	}
+	rc = pp_port_open(&d->port, o->dev, &pc);
 	if (rc) {
 		fprintf(stderr, "ppd: cannot open port '%s': %s\n", o->dev, strerror(-rc));
 		return rc;
@@ -631,6 +657,8 @@ int main(int argc, char **argv)
 	ppd_stats_format(&d, text, sizeof(text));
 	ppd_handlers_stop(&d);
 	pp_port_close(d.port);
+	if (sim_link)
+		pp_sim_link_destroy(sim_link);
 	fputs(text, stderr);
 	fprintf(stderr, "ppd: stopped\n");
 	return 0;
