@@ -288,15 +288,25 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 	return n;
 }
 
-/* Rank r died: drop what it queued and tell every other rank of its job that
- * it left (a BYE from it that says it has their goodbye, so nobody answers):
- * posted receives for it then fail at once instead of timing out. */
+/* Rank r left (closed its connection, or died): send what it had queued
+ * (a rank that finalised may have written its last acks just before it
+ * closed; every record was complete when published), drop what cannot go
+ * now, and tell every other rank of its job that it left (a BYE from it that
+ * says it has their goodbye, so nobody answers): posted receives for it then
+ * fail at once instead of timing out. Frames for it are no longer delivered
+ * (it is not ACTIVE), and its rx ring goes with its region. */
 static void say_bye(struct ppd_handler *h, struct ppd_rank *r)
 {
 	struct ppd *d = h->d;
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	const void *ptr;
 	uint32_t len;
+	for (unsigned pass = 0; pass < 2 * PPD_TX_SLOTS / PPD_BURST; pass++) {
+		flush(h);
+		if (!rank_tx(h, r) && !h->ntxq)
+			break;
+	}
+	flush(h);
 	while (pp_shm_ring_peek(&r->tx, &ptr, &len)) {
 		pp_shm_ring_release(&r->tx);
 		drop(h, PPD_DROP_DEAD);

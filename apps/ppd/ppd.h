@@ -24,7 +24,7 @@
  *
  * A rank's life: FREE -> ACTIVE (attached) -> DYING (connection closed or its
  * pidfd fired: nothing more is delivered to it) -> GONE (its home handler
- * dropped its frames and sent a BYE on its behalf to every other rank of its
+ * sent what it had queued and a BYE on its behalf to every other rank of its
  * job) -> FREE (the main thread unmapped it).
  */
 #ifndef PPD_H
