@@ -11,6 +11,7 @@
 #    the daemon sends for it), its sender's send too.
 # 3. A rank hands the daemon ranges it does not own (ppd_check badrange):
 #    each such frame fails and nothing of it is sent; the daemon counts them.
+#    A process of another uid may not attach.
 # 4. The daemon restarted between two jobs: each pprun --daemon starts and
 #    stops its daemons; a daemon killed with SIGKILL leaves a socket behind
 #    that the next one replaces; SIGTERM drains and exits 0, removing the
@@ -62,6 +63,13 @@ stats=$("$ppd" --stats --socket "$sock") || fail "ppd --stats"
 grep -q "bad_range=3 " <<<"$stats" && grep -q "spoof=1 " <<<"$stats" ||
   { echo "$stats"; fail "the daemon did not count 3 bad ranges and 1 spoofed frame"; }
 echo "ok: ranges a rank does not own fail with nothing sent; ppd --stats counts them"
+# Credentials: a process of another uid is refused, with the reason.
+if command -v setpriv >/dev/null; then
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$ppdc" badrange "$sock" 2>&1) &&
+    { echo "$out"; fail "a rank of uid 65534 attached to a daemon of uid 0"; }
+  grep -q "uid 65534 may not attach" <<<"$out" || { echo "$out"; fail "no reason given for the refusal"; }
+  echo "ok: a rank of another uid is refused (SO_PEERCRED), and told why"
+fi
 
 # 4. Restarts. SIGKILL leaves the socket behind...
 kill -9 "$dpid"; wait "$dpid" 2>/dev/null; dpid=
