@@ -8,13 +8,15 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "affinity.h"
 #include "pp_log.h"
 #include "ppd.h"
 #include "wire.h"
 
-#define IDLE_SPINS 4 /* empty passes before each one yields the core */
+#define IDLE_SPINS	4    /* empty passes before each one yields the core */
+#define IDLE_NO_RANK_US 1000 /* sleep per empty pass while no rank is attached */
 
 /* Offsets into a frame: Ethernet header, then the protocol header. */
 #define OFF_TYPE (PP_WIRE_ETH_LEN + 0)
@@ -166,11 +168,37 @@ static void route(struct ppd_handler *h, struct ppd_rank *r, struct pp_buf *b)
 	h->txq[h->ntxq++] = b;
 }
 
-/* Copy frame record rec of rank r into a NIC buffer and check it.
- * Returns the buffer, or NULL (dropped and counted). *retry is set when no
- * NIC buffer was free: the record must stay for the next pass. */
+/* Publish how many of rank r's frame records are done with their slot:
+ * the longest prefix, in record order, that the NIC no longer reads. */
+static void advance(struct ppd_rank *r)
+{
+	while (r->tx_done < r->tx_seq && !r->pend[r->tx_done % PPD_TX_SLOTS])
+		r->tx_done++;
+	__atomic_store_n(&r->hdr->tx_done, r->tx_done, __ATOMIC_RELEASE);
+}
+
+/* The port is done with a slot sent without a copy (runs on the home
+ * handler's thread, inside its tx_burst or a buffer free). */
+static void zc_done(void *arg)
+{
+	struct ppd_zc *z = arg;
+	z->r->pend[z->seq % PPD_TX_SLOTS] = 0;
+	atomic_fetch_sub_explicit(&z->r->zc_out, 1, memory_order_release);
+	advance(z->r);
+}
+
+/* Payloads below this are copied: attaching costs more than copying. */
+#define ZC_MIN 256
+
+/* Take frame record rec (record number seq) of rank r into a NIC buffer:
+ * the header is copied and checked on the copy (so the rank cannot change
+ * it afterwards); the payload is copied too, or, for a large frame to
+ * another node when the port can, attached where it lies in the rank's slot
+ * (*zc set: the slot stays busy until the port is done). Returns the buffer,
+ * or NULL (dropped and counted). *retry is set when no NIC buffer was free:
+ * the record must stay for the next pass. */
 static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
-				 const struct ppd_rec *rec, int *retry)
+				 const struct ppd_rec *rec, uint64_t seq, int *retry, int *zc)
 {
 	struct ppd *d = h->d;
 	struct pp_buf *b;
@@ -189,7 +217,37 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 		drop(h, PPD_DROP_BAD_FRAME);
 		return NULL;
 	}
-	memcpy(b->data, r->tx_slots + (size_t)rec->slot * d->slot_bytes, rec->len);
+	const uint8_t *slot = r->tx_slots + (size_t)rec->slot * d->slot_bytes;
+	memcpy(b->data, slot, PP_WIRE_MIN_FRAME);
+	if (!routable(b->data, (uint32_t)total)) {
+		pp_port_free(d->port, &b, 1);
+		drop(h, PPD_DROP_BAD_FRAME);
+		return NULL;
+	}
+	if (get32(b->data + OFF_JOB) != r->job || get32(b->data + OFF_SRC) != r->rank) {
+		pp_port_free(d->port, &b, 1);
+		drop(h, PPD_DROP_SPOOF);
+		return NULL;
+	}
+	memcpy(b->data + 6, d->info.mac, 6); /* every frame of the node leaves from here */
+	uint32_t dst = get32(b->data + OFF_DST);
+	b->len = PP_WIRE_MIN_FRAME;
+	if (r->zc && !rec->ext_len && rec->len >= PP_WIRE_MIN_FRAME + ZC_MIN &&
+	    dst != PP_WIRE_RANK_ALL && !lookup(d, r->job, dst)) {
+		struct ppd_zc *z = &r->zcs[seq % PPD_TX_SLOTS];
+		z->r = r;
+		z->seq = seq;
+		r->pend[seq % PPD_TX_SLOTS] = 1;
+		if (pp_port_attach_ext(d->port, b, (void *)(uintptr_t)(slot + PP_WIRE_MIN_FRAME),
+				       rec->len - PP_WIRE_MIN_FRAME, zc_done, z) == 0) {
+			atomic_fetch_add_explicit(&r->zc_out, 1, memory_order_relaxed);
+			COUNT(h, zc_frames, 1);
+			*zc = 1;
+			return b;
+		}
+		r->pend[seq % PPD_TX_SLOTS] = 0;
+	}
+	memcpy(b->data + PP_WIRE_MIN_FRAME, slot + PP_WIRE_MIN_FRAME, rec->len - PP_WIRE_MIN_FRAME);
 	if (rec->ext_len) {
 		/* The rank's own memory, read as that process: a range it does
 		 * not own fails (EFAULT) and nothing of it is used. */
@@ -204,18 +262,6 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 		COUNT(h, ext_bytes, rec->ext_len);
 	}
 	b->len = (uint32_t)total;
-	/* Checked on our copy, so the rank cannot change it afterwards. */
-	if (!routable(b->data, b->len)) {
-		pp_port_free(d->port, &b, 1);
-		drop(h, PPD_DROP_BAD_FRAME);
-		return NULL;
-	}
-	if (get32(b->data + OFF_JOB) != r->job || get32(b->data + OFF_SRC) != r->rank) {
-		pp_port_free(d->port, &b, 1);
-		drop(h, PPD_DROP_SPOOF);
-		return NULL;
-	}
-	memcpy(b->data + 6, d->info.mac, 6); /* every frame of the node leaves from here */
 	return b;
 }
 
@@ -248,7 +294,10 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 	unsigned n = 0;
 	const void *ptr;
 	uint32_t len;
-	while (n < PPD_BURST && h->ntxq < PPD_BURST && pp_shm_ring_peek(&r->tx, &ptr, &len)) {
+	/* No more frames in flight than the rank has slots (pend is indexed by
+	 * record number), whatever the rank publishes. */
+	while (n < PPD_BURST && h->ntxq < PPD_BURST && r->tx_seq - r->tx_done < PPD_TX_SLOTS &&
+	       pp_shm_ring_peek(&r->tx, &ptr, &len)) {
 		/* The record lies in memory the rank can write: read it once. */
 		uint8_t raw[sizeof(struct ppd_rec) + 4 * PPD_RXFREE_MAX];
 		if (len > sizeof(raw))
@@ -271,15 +320,20 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 			drop(h, PPD_DROP_BAD_FRAME);
 			continue;
 		}
-		int retry = 0;
-		struct pp_buf *b = take_frame(h, r, &rec, &retry);
+		int retry = 0, zc = 0;
+		uint64_t seq = r->tx_seq;
+		struct pp_buf *b = take_frame(h, r, &rec, seq, &retry, &zc);
 		if (retry)
 			break; /* no NIC buffer now: the record stays */
 		pp_shm_ring_release(&r->tx);
 		if (!b)
 			__atomic_fetch_add(&r->hdr->tx_failed, 1, __ATOMIC_RELAXED);
-		/* The slot is free again: the rank may reuse it. */
-		__atomic_fetch_add(&r->hdr->tx_done, 1, __ATOMIC_RELEASE);
+		r->tx_seq++;
+		if (!zc) {
+			/* Copied out: the slot is free again for the rank. */
+			r->pend[seq % PPD_TX_SLOTS] = 0;
+			advance(r);
+		}
 		COUNT(h, from_ranks, 1);
 		n++;
 		if (b)
@@ -375,7 +429,10 @@ static void *handler_main(void *arg)
 			busy += t1 - t0;
 			idle = 0;
 		} else if (++idle > IDLE_SPINS) {
-			sched_yield(); /* the core may be shared with the ranks */
+			if (atomic_load_explicit(&d->nattached, memory_order_relaxed))
+				sched_yield(); /* the core may be shared with the ranks */
+			else
+				usleep(IDLE_NO_RANK_US); /* nobody to serve: no need to spin */
 		} else {
 			__builtin_ia32_pause();
 		}
@@ -435,20 +492,21 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 	for (int i = 0; i < PPD_MAX_RANKS; i++)
 		nranks += atomic_load(&d->ranks[i].state) == PPD_RANK_ACTIVE;
 	OUT("ppd: %d handler(s), %d rank(s) attached, port %s\n", d->nh, nranks, d->info.driver);
-	OUT("%-7s %5s %5s %10s %10s %10s %10s %9s %10s %6s %5s  %s\n", "handler", "core", "ranks",
-	    "nic_rx", "nic_tx", "from_rank", "to_rank", "loopback", "pulls", "busy%", "queue",
-	    "drops");
+	OUT("%-7s %5s %5s %10s %10s %10s %10s %9s %9s %10s %6s %5s  %s\n", "handler", "core",
+	    "ranks", "nic_rx", "nic_tx", "from_rank", "to_rank", "loopback", "zerocopy", "pulls",
+	    "busy%", "queue", "drops");
 	for (int i = 0; i < d->nh; i++) {
 		const struct ppd_counters *c = &d->h[i].c;
 		uint64_t run = __atomic_load_n(&c->run_ns, __ATOMIC_RELAXED);
 		uint64_t busy = __atomic_load_n(&c->busy_ns, __ATOMIC_RELAXED);
-		OUT("%-7d %5d %5d %10llu %10llu %10llu %10llu %9llu %10llu %6.1f %5llu  ", i,
+		OUT("%-7d %5d %5d %10llu %10llu %10llu %10llu %9llu %9llu %10llu %6.1f %5llu  ", i,
 		    d->h[i].core, d->h[i].nhome,
 		    (unsigned long long)__atomic_load_n(&c->nic_rx, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->nic_tx, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->from_ranks, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->to_ranks, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->loopback, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->zc_frames, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->pulls, __ATOMIC_RELAXED),
 		    run ? 100.0 * (double)busy / (double)run : 0.0,
 		    (unsigned long long)__atomic_load_n(&c->queue, __ATOMIC_RELAXED));

@@ -85,6 +85,16 @@ struct ppd_rank {
 	uint32_t rx_free[PPD_RX_SLOTS]; /* rx slots the daemon holds */
 	uint32_t nrx_free;		/* how many */
 	uint8_t at_rank[PPD_RX_SLOTS];	/* 1: slot handed to the rank */
+	/* Zero-copy transmission, home handler only (see fwd.c). */
+	int zc;			    /* its tx slots are registered with the port */
+	uint64_t tx_seq;	    /* frame records consumed */
+	uint64_t tx_done;	    /* ... whose slot is free again (published) */
+	uint8_t pend[PPD_TX_SLOTS]; /* by record seq: the NIC still reads the slot */
+	struct ppd_zc {
+		struct ppd_rank *r; /* whose */
+		uint64_t seq;	    /* which record */
+	} zcs[PPD_TX_SLOTS];	    /* done-callback arguments, by record seq */
+	_Atomic int zc_out;	    /* frames the NIC still reads from the region */
 };
 
 /* Counters of one handler: written by it alone, read by stats. */
@@ -96,6 +106,7 @@ struct ppd_counters {
 	uint64_t loopback;		/* rank-to-rank frames that never touched the NIC */
 	uint64_t pulls;			/* PULL frames moved (the ranks' engines serve them) */
 	uint64_t ext_bytes;		/* bytes read from ranks' memory (CMA) */
+	uint64_t zc_frames;		/* frames sent straight from a rank's slot */
 	uint64_t busy_ns;		/* time in passes that moved something */
 	uint64_t run_ns;		/* time since the handler started */
 	uint64_t queue;			/* frames waiting for the NIC now */
@@ -122,6 +133,8 @@ struct ppd {
 	struct ppd_rank ranks[PPD_MAX_RANKS];	/* the rank table */
 	struct ppd_handler h[PPD_MAX_HANDLERS]; /* the handlers */
 	int nh;					/* how many */
+	int tx_copy;				/* --tx-copy: never send from slots */
+	_Atomic int nattached;			/* ranks not FREE (main thread writes) */
 	_Atomic int stop;			/* handlers end their loop */
 };
 
