@@ -4,7 +4,8 @@
 # 1. 2 nodes x 2 ranks through daemons (pprun --daemon): every rt_check
 #    scenario (sizes 0 B .. 16 MiB + 3, many outstanding, matching, truncation,
 #    early/late), bytes checked; node-mates talk through the daemon's loopback
-#    (its counters say so); pp_pingpong early and late with --check.
+#    (its counters say so), large frames to the other node leave from the
+#    ranks' slots without a copy; pp_pingpong early and late with --check.
 # 2. A rank killed mid-transfer while the other rank of its node keeps
 #    exchanging messages (ppd_check killmate): the survivors' traffic is
 #    intact, their receives from the dead rank fail with -ECONNRESET (the BYE
@@ -42,7 +43,8 @@ counter() {
 run "4 ranks on 2 nodes through daemons, all scenarios" 17 -n 4 --nodes 2 --daemon -- "$rtc" all
 [ "$(counter 8)" -gt 0 ] || { cat "$log"; fail "no frame went between node-mates through the daemon's loopback"; }
 [ "$(counter 5)" -gt 0 ] || fail "no frame went from the daemons to the NIC"
-echo "ok: node-mates through the daemon's loopback ($(counter 8) frames), others over the NIC ($(counter 5) frames)"
+[ "$(counter 9)" -gt 0 ] || fail "no frame left a rank's slot without a copy (af_packet takes external buffers)"
+echo "ok: node-mates through the daemon's loopback ($(counter 8) frames), others over the NIC ($(counter 5) frames, $(counter 9) sent from the ranks' slots without a copy)"
 out=$("$pprun" -n 2 --nodes 2 --daemon --dev-kind "$kind" --timeout 120 -- \
   "$pingpong" --test early,late --sizes 4,4096,65536 --iters 20 --warmup 2 --check 2>&1) ||
   { echo "$out"; fail "pp_pingpong early/late through daemons"; }
