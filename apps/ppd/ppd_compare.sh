@@ -13,16 +13,20 @@
 # daemon is slower). Needs root and the build.
 #
 # usage: ppd_compare.sh [--build DIR] [--iters N] [--sizes LIST] [--pull-sizes LIST]
-#                       [--pull-core N] [--csv FILE]
+#                       [--pull-core N] [--pull-x N] [--csv FILE]
 #   --build DIR         build directory (default build)
 #   --iters N           measured iterations per point (default 300)
 #   --sizes LIST        sizes for part 1 (default 4,1k,64k)
 #   --pull-sizes LIST   sizes for part 2 (default 64k,1m)
-#   --pull-core N       core of each rank's pull handler (default 1)
+#   --pull-core N       core of the sender's pull handler (default 1)
+#   --pull-x N          part 2 computes x = N and y = 3N NOPs (default
+#                       1000000): the receiver posts after y, the sender
+#                       computes from x to x + y, so without a pull handler
+#                       the PULL waits about x
 #   --csv FILE          also write every figure as CSV (part,test,size,config,us)
 #   -h, --help          this text
 set -uo pipefail
-build=build iters=300 sizes=4,1k,64k psizes=64k,1m pcore=1 csv=
+build=build iters=300 sizes=4,1k,64k psizes=64k,1m pcore=1 px=1000000 csv=
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -31,12 +35,14 @@ while [ $# -gt 0 ]; do
   --sizes) sizes=$2; shift 2 ;;
   --pull-sizes) psizes=$2; shift 2 ;;
   --pull-core) pcore=$2; shift 2 ;;
+  --pull-x) px=$2; shift 2 ;;
   --csv) csv=$2; shift 2 ;;
   -h | --help) usage; exit 0 ;;
   *) echo "ppd_compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $iters =~ ^[1-9][0-9]*$ ]] || { echo "ppd_compare.sh: --iters wants a positive number" >&2; exit 2; }
+[[ $px =~ ^[0-9]+$ ]] || { echo "ppd_compare.sh: --pull-x wants a number" >&2; exit 2; }
 [[ $pcore =~ ^[0-9]+$ ]] || { echo "ppd_compare.sh: --pull-core wants a core number" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "ppd_compare.sh: needs root (pprun enters namespaces)" >&2; exit 2; }
 pprun=$build/apps/pprun pingpong=$build/apps/pp_pingpong
@@ -74,11 +80,11 @@ failed=0
 export H=
 one emb -- --test latency,early,late --sizes "$sizes"
 one dmn --daemon -- --test latency,early,late --sizes "$sizes"
-one emb_nh -- --test late --sizes "$psizes"
-one dmn_nh --daemon -- --test late --sizes "$psizes"
+one emb_nh -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_nh --daemon -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
 H=$pcore
-one emb_h -- --test late --sizes "$psizes"
-one dmn_h --daemon -- --test late --sizes "$psizes"
+one emb_h -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_h --daemon -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
 H=
 
 [ -n "$csv" ] && echo "part,test,size,config,us" >"$csv"
