@@ -470,6 +470,7 @@ static void run_point(struct run *r, const struct point *p)
 	double lat4 = 0; /* the bandwidth test's correction, measured now */
 	if (o->tests[T_BANDWIDTH]) {
 		struct pp_perf_summary s;
+		fill(r->sbuf, 4, (unsigned)r->rank); /* what --check expects */
 		latency(r, 4, o->warmup, 0);
 		latency(r, 4, o->iters, 1);
 		pp_perf_summarise(r->samples, o->iters, &s);

@@ -212,13 +212,13 @@ static void place(const struct opts *o, int rank, int *node, int *port)
 	}
 }
 
-/* testbed.sh: --testbed, $PP_TESTBED, next to the source tree this binary was
+/* testbed.sh: --testbed, $PPRUN_TESTBED, next to the source tree this binary was
  * built from (build/apps/../../tests), or on PATH. */
 static const char *find_testbed(const struct opts *o, char *buf, size_t len)
 {
 	if (o->testbed)
 		return o->testbed;
-	const char *env = getenv("PP_TESTBED");
+	const char *env = getenv("PPRUN_TESTBED");
 	if (env && *env)
 		return env;
 	char self[PATH_MAX];
@@ -250,6 +250,11 @@ static int testbed_up(const struct opts *o)
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0)
 			dup2(devnull, STDOUT_FILENO);
+		/* Jumbo frames for af_packet: a 1 MiB message in 117 frames, not
+		 * 706. AF_XDP on veth cannot attach with an MTU above a page. */
+		if (!getenv("TESTBED_MTU"))
+			setenv("TESTBED_MTU",
+			       strcmp(o->dev_kind, "af_packet") == 0 ? "9000" : "1500", 1);
 		execlp(tb, tb, "up", nodes, ports, (char *)NULL);
 		fprintf(stderr, "pprun: cannot run %s: %s (use --testbed PATH)\n", tb,
 			strerror(errno));

@@ -31,6 +31,7 @@ void pp_proto_conf_default(struct pp_proto_conf *c)
 	c->credits = 1;
 	c->mtu = 1500;
 	c->max_msgs = 256;
+	c->copy_max = 1024;
 }
 
 int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
@@ -53,7 +54,8 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	e->sends = calloc(c->max_msgs, sizeof(*e->sends));
 	e->rxs = calloc(2 * (size_t)c->max_msgs, sizeof(*e->rxs));
 	e->cpl = calloc(cpl_n, sizeof(*e->cpl));
-	if (!e->peers || !e->sends || !e->rxs || !e->cpl ||
+	e->copies = c->copy_max ? malloc((size_t)c->max_msgs * c->copy_max) : NULL;
+	if (!e->peers || !e->sends || !e->rxs || !e->cpl || (c->copy_max && !e->copies) ||
 	    pp_pushbuf_init(&e->pb, c->pushbuf_bytes)) {
 		pp_proto_destroy(e);
 		return -ENOMEM;
@@ -91,6 +93,7 @@ void pp_proto_destroy(struct pp_proto *e)
 	free(e->sends);
 	free(e->rxs);
 	free(e->cpl);
+	free(e->copies);
 	pp_pushbuf_fini(&e->pb);
 	free(e);
 }
@@ -139,9 +142,13 @@ int pp_proto_poll(struct pp_proto *e, struct pp_proto_cpl *cpl)
 
 void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 {
-	complete(e, s->cookie, 1, s->peer, s->tag, s->len, error);
-	if (!error)
-		e->st.msgs_tx++;
+	if (s->copied) {
+		e->nsends_copied--; /* its completion went out at pp_proto_send */
+	} else {
+		complete(e, s->cookie, 1, s->peer, s->tag, s->len, error);
+		if (!error)
+			e->st.msgs_tx++;
+	}
 	list_del(&s->all);
 	if (s->queued)
 		list_del(&s->q);
@@ -196,8 +203,17 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 		if (r->want_src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
 	}
-	p->snd_una = p->rtx_nxt = p->snd_nxt;
+	p->snd_una = p->rtx_nxt = p->rtx_end = p->snd_nxt;
 	p->owe = 0;
+}
+
+void pp_proto_ping(struct pp_proto *e, uint32_t rank)
+{
+	if (rank >= e->c.nranks || rank == e->c.rank)
+		return;
+	struct peer *p = &e->peers[rank];
+	if (p->present && !p->lost && !p->gone && p->snd_una == p->snd_nxt)
+		p->ping_owed = 1;
 }
 
 /* ---- user operations ---- */
@@ -206,14 +222,15 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 		  uint64_t cookie)
 {
 	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present ||
-	    tag == PP_PROTO_ANY ||
-	    (!buf && len))
+	    tag == PP_PROTO_ANY || (!buf && len))
 		return -EINVAL;
 	struct peer *p = &e->peers[dst];
 	if (p->lost || p->gone)
 		return -ECONNRESET;
-	if (e->user_ops >= 2 * e->c.max_msgs || list_empty(&e->send_free))
+	if (e->user_ops >= 2 * e->c.max_msgs)
 		return -ENOMEM;
+	if (list_empty(&e->send_free))
+		return e->nsends_copied ? -EAGAIN : -ENOMEM;
 	struct send *s = container_of(e->send_free.next, struct send, q);
 	list_del(&s->q);
 	uint64_t push = len;
@@ -235,9 +252,23 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	s->first_sent = 0;
 	s->gen_done = 0;
 	s->queued = 1;
+	s->copied = 0;
 	list_add_tail(&p->sends, &s->all);
 	list_add_tail(&p->txq, &s->q);
 	e->user_ops++;
+	if (e->c.copy_max && len <= e->c.copy_max && push == len) {
+		/* Eager: pushed whole, so nothing waits for a PULL that a
+		 * sender gone computing would serve late; the user's buffer is
+		 * free again now. */
+		uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
+		if (len)
+			memcpy(copy, buf, (size_t)len);
+		s->buf = copy;
+		s->copied = 1;
+		e->nsends_copied++;
+		complete(e, cookie, 1, dst, (uint32_t)tag, len, 0);
+		e->st.msgs_tx++;
+	}
 	return 0;
 }
 
@@ -252,8 +283,7 @@ void pp_proto_queue_pull(struct peer *p, struct rx *r)
 
 int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len, uint64_t cookie)
 {
-	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) ||
-	    (!buf && len))
+	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) || (!buf && len))
 		return -EINVAL;
 	if (src >= 0 && e->peers[src].lost)
 		return -ECONNRESET;

@@ -44,6 +44,14 @@
  * pushes regardless; a push finding no cell is dropped (counted NOBUF) and
  * recovered by go-back-N.
  *
+ * Small sends that are pushed whole (copy_max bytes or fewer, within the
+ * mode's push) are copied into the engine and complete at once, like an MPI
+ * eager send: frames, retransmissions and any
+ * PULL are served from the copy, and their frames carry F_COPIED so the
+ * receiver acks them at leisure, usually on its reply, instead of spending a
+ * frame on it. An error after that completion (peer lost) is not reported
+ * for such a send; the receives that depend on it fail instead.
+ *
  * Limits: each peer engine uses one TX stream; the ack_stream of frames we
  * send is the stream of the peer's last sequenced frame.
  */
@@ -82,6 +90,7 @@ struct pp_proto_conf {
 	int credits;		 /* 1: credits on; 0: off (Push-All overflow) */
 	uint16_t mtu;		 /* largest frame after the Ethernet header */
 	uint32_t max_msgs;	 /* sends, and receives, outstanding at most */
+	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
 };
 
 /* One finished operation. */
@@ -98,7 +107,7 @@ struct pp_proto;
 
 /* Defaults: Push-Pull, BTP 80/680, W 64, RTO 200 us..50 ms x 12, ack delay
  * 20 us or every 16 frames, 1 MiB pushed buffer, credits on, MTU 1500,
- * 256 messages. rank, nranks, job and mac are left zero. */
+ * 256 messages, sends up to 1 KiB copied. rank, nranks, job and mac are left zero. */
 void pp_proto_conf_default(struct pp_proto_conf *c);
 
 /* Create an engine; every pool is allocated here.
@@ -113,7 +122,9 @@ int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6])
 /* Start a send of len bytes to dst with tag (any value but PP_PROTO_ANY;
  * tags below zero are the library's own, see pp_proto_recv); buf is read
  * until the send completes. Errors: -EINVAL (bad rank or tag, NULL buf with len),
- * -ENOMEM (max_msgs operations outstanding), -ECONNRESET (peer lost). */
+ * -ENOMEM (max_msgs operations outstanding), -EAGAIN (every send slot holds
+ * a completed small send awaiting its ack: make progress and try again),
+ * -ECONNRESET (peer lost). */
 int pp_proto_send(struct pp_proto *eng, uint32_t dst, int tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
@@ -137,6 +148,22 @@ int pp_proto_input(struct pp_proto *eng, const uint8_t *frame, size_t len, uint6
  * is nothing to send now, -ENOSPC when cap < mtu + 14. */
 int pp_proto_output(struct pp_proto *eng, uint8_t *buf, size_t cap, uint64_t now);
 
+/* A payload pp_proto_output_ref leaves where it is. */
+struct pp_proto_ref {
+	const void *addr; /* the payload: in the user's send buffer */
+	uint32_t len;	  /* its length; 0 when the frame was written whole */
+	const void *msg;  /* the whole send buffer it lies in */
+	uint64_t msg_len; /* that buffer's length */
+};
+
+/* As pp_proto_output, but a frame with at least ref_min payload bytes (never
+ * a FIRST frame) comes back as its headers alone, in buf, the return value
+ * being their length; ref then names the payload, which must follow those
+ * bytes on the wire unchanged (the crc32c covers it). It stays valid until
+ * the send completes. ref->len is 0 for frames written whole. */
+int pp_proto_output_ref(struct pp_proto *eng, uint8_t *buf, size_t cap, uint64_t now,
+			uint32_t ref_min, struct pp_proto_ref *ref);
+
 /* Earliest time pp_proto_handle_expiry has work, UINT64_MAX if none. */
 uint64_t pp_proto_expiry(const struct pp_proto *eng);
 
@@ -156,6 +183,13 @@ int pp_proto_idle(const struct pp_proto *eng);
  * posted for it alone, now or later, fail with -ECONNRESET unless a message
  * already here matches them. Messages it sent stay receivable. */
 void pp_proto_peer_gone(struct pp_proto *eng, uint32_t rank);
+
+/* Probe rank's liveness: unless frames to it await an ack already (their
+ * timer does the same), send it a PING, which a live engine acks like any
+ * sequenced frame; a dead one gets declared lost by the retransmission timer
+ * and its operations fail with -ECONNRESET. For a receiver whose sender went
+ * silent mid-message, where nothing of its own is in flight. */
+void pp_proto_ping(struct pp_proto *eng, uint32_t rank);
 
 /* 1 when rank was declared lost (its operations failed with -ECONNRESET). */
 int pp_proto_peer_lost(const struct pp_proto *eng, uint32_t rank);

@@ -84,6 +84,7 @@ struct send {
 	uint8_t first_sent;    /* the FIRST frame is produced */
 	uint8_t gen_done;      /* every frame is produced */
 	uint8_t queued;	       /* on the peer's txq */
+	uint8_t copied;	       /* buf is the engine's copy; completion already given */
 	struct link all;       /* peer's list of active sends */
 	struct link q;	       /* peer's txq, or the free pool */
 };
@@ -125,11 +126,19 @@ struct peer {
 	/* TX channel (our stream to this peer). */
 	uint32_t snd_una;      /* oldest unacked seq */
 	uint32_t snd_nxt;      /* next new seq */
-	uint32_t rtx_nxt;      /* next seq to send again when < snd_nxt */
+	uint32_t rtx_nxt;      /* next seq to send again when < rtx_end */
+	uint32_t rtx_end;      /* end of the range being sent again */
+	uint8_t probing;       /* a timeout resent only snd_una; its ack decides */
+	uint8_t ping_owed;     /* pp_proto_ping: a PING waits for the window */
 	struct desc *ring;     /* window descriptors, indexed seq & mask */
 	uint64_t rto;	       /* current timeout */
 	uint64_t rto_deadline; /* when the timer fires (if frames unacked) */
 	uint32_t tries;	       /* expiries without progress */
+	uint64_t srtt;	       /* smoothed round trip, ns (0: no sample yet) */
+	uint64_t rttvar;       /* its mean deviation, ns */
+	uint64_t rtt_t0;       /* when the timed frame was sent */
+	uint32_t rtt_seq;      /* the timed frame (one at a time, Karn) */
+	uint8_t rtt_on;	       /* a frame is being timed */
 	uint32_t next_msg_id;  /* next message number to this peer */
 	uint16_t credit_limit; /* cells the peer has allowed us, cumulative */
 	uint16_t credit_used;  /* cells we pushed, cumulative */
@@ -155,6 +164,10 @@ struct pp_proto {
 	struct peer *peers;	      /* indexed by rank */
 	uint32_t rr;		      /* next peer output looks at */
 	struct send *sends;	      /* send pool */
+	uint8_t *copies;	      /* copy_max bytes per send, for small sends */
+	struct pp_proto_ref *ref_out; /* pp_proto_output_ref's result, NULL otherwise */
+	uint32_t ref_min;	      /* its smallest payload sent by reference */
+	uint32_t nsends_copied;	      /* sends completed early, awaiting acks */
 	struct rx *rxs;		      /* receive pool (posted + unexpected) */
 	struct link send_free;	      /* free sends */
 	struct link pp_proto_rx_free; /* free receives */
@@ -172,6 +185,30 @@ struct pp_proto {
 static inline int seq_lt(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) < 0;
+}
+
+/* Round-trip estimate (RFC 6298 gains) from one timed frame per window.
+ * Samples include the receiver's ack delay and, on a shared core, its
+ * scheduling gaps, which is exactly what the timeout must ride out. */
+static inline void pp_proto_rtt_sample(struct peer *p, uint64_t r)
+{
+	if (!p->srtt) {
+		p->srtt = r ? r : 1;
+		p->rttvar = r / 2;
+		return;
+	}
+	uint64_t d = p->srtt > r ? p->srtt - r : r - p->srtt;
+	p->rttvar = (3 * p->rttvar + d) / 4;
+	p->srtt = (7 * p->srtt + r) / 8;
+}
+
+/* Timeout after progress: srtt + 4 rttvar, within [rto_ns, rto_max_ns]. */
+static inline uint64_t pp_proto_rto(const struct pp_proto *e, const struct peer *p)
+{
+	uint64_t t = p->srtt + 4 * p->rttvar;
+	if (t < e->c.rto_ns)
+		t = e->c.rto_ns;
+	return t > e->c.rto_max_ns ? e->c.rto_max_ns : t;
 }
 
 /* Finish a send (error 0, or -ECONNRESET) and return it to the pool. */

@@ -25,10 +25,16 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 {
 	if (!seq_lt(p->snd_una, ack) || seq_lt(p->snd_nxt, ack))
 		return;
+	/* After a timeout resent snd_una alone (rtx_end = snd_una + 1), an ack
+	 * for exactly that frame says the receiver lacks everything after it;
+	 * an ack reaching further is a slow receiver working through its
+	 * backlog, which needs nothing sent again. */
+	int lacks_rest = p->probing && ack == p->rtx_end;
+	p->probing = 0;
 	while (p->snd_una != ack) {
 		struct desc *d = &p->ring[p->snd_una & e->wmask];
 		p->snd_una++;
-		if (d->type == PP_WIRE_PULL)
+		if (d->type == PP_WIRE_PULL || d->type == PP_WIRE_PING)
 			continue;
 		struct send *s = d->obj;
 		if (--s->unacked == 0 && s->gen_done)
@@ -36,7 +42,13 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 	}
 	if (seq_lt(p->rtx_nxt, p->snd_una))
 		p->rtx_nxt = p->snd_una;
-	p->rto = e->c.rto_ns;
+	if (seq_lt(p->rtx_end, p->rtx_nxt) || lacks_rest)
+		p->rtx_end = lacks_rest ? p->snd_nxt : p->rtx_nxt;
+	if (p->rtt_on && seq_lt(p->rtt_seq, ack)) {
+		pp_proto_rtt_sample(p, now - p->rtt_t0);
+		p->rtt_on = 0;
+	}
+	p->rto = pp_proto_rto(e, p);
 	p->tries = 0;
 	p->rto_deadline = now + p->rto;
 }
@@ -186,8 +198,13 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 		return 0;
 	case PP_WIRE_NACK:
 		if (h.ack_stream == e->c.stream && !seq_lt(h.seq, p->snd_una) &&
-		    seq_lt(h.seq, p->rtx_nxt))
-			p->rtx_nxt = h.seq; /* go back */
+		    seq_lt(h.seq, p->snd_nxt)) {
+			if (seq_lt(h.seq, p->rtx_nxt))
+				p->rtx_nxt = h.seq; /* go back */
+			p->rtx_end = p->snd_nxt;
+			p->probing = 0;
+			p->rtt_on = 0; /* Karn: no sample across a resend */
+		}
 		return 0;
 	default:
 		break;
@@ -206,6 +223,8 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 	int rc = 0;
 	if (h.type == PP_WIRE_PULL)
 		rx_pull(e, p, &h);
+	else if (h.type == PP_WIRE_PING)
+		p->owe |= OWE_ACK_NOW; /* the prober waits for this answer */
 	else
 		rc = rx_push(e, p, h.src_rank, &h, pl);
 	if (rc) {
@@ -221,8 +240,10 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 	owe_ack(e, p, now);
 	/* A frame that ends a message completes the sender's send once acked:
 	 * ack it now, not after ack_delay, which a receiver that goes off to
-	 * compute would stretch. One burst's LAST frames still share an ACK. */
-	if (++p->unacked_rx >= e->c.ack_every || (h.flags & PP_WIRE_F_LAST))
+	 * compute would stretch. One burst's LAST frames still share an ACK.
+	 * A copied send completed already: its ack can wait for a ride. */
+	if (++p->unacked_rx >= e->c.ack_every ||
+	    (h.flags & (PP_WIRE_F_LAST | PP_WIRE_F_COPIED)) == PP_WIRE_F_LAST)
 		p->owe |= OWE_ACK_NOW;
 	return 0;
 }

@@ -45,7 +45,9 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 	h.flags = d->flags | extra;
 	h.seq = seq;
 	h.offset = d->offset;
-	if (d->type == PP_WIRE_PULL) {
+	if (d->type == PP_WIRE_PING) {
+		/* no message fields */
+	} else if (d->type == PP_WIRE_PULL) {
 		const struct rx *r = d->obj;
 		h.msg_id = r->msg_id;
 		h.tag = r->tag;
@@ -58,6 +60,19 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 		h.payload_len = d->len;
 		pl = s->buf + d->offset;
 		e->st.bytes_tx += d->len;
+		/* By reference: never the FIRST frame, so whatever the caller
+		 * must do to a buffer before the port may read it happens
+		 * once the first push is on the wire (address translation
+		 * masking, the paper's section 4.3). */
+		if (e->ref_out && d->len >= e->ref_min && !(h.flags & PP_WIRE_F_FIRST)) {
+			p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
+			p->unacked_rx = 0;
+			e->ref_out->addr = pl;
+			e->ref_out->len = d->len;
+			e->ref_out->msg = s->buf;
+			e->ref_out->msg_len = s->len;
+			return pp_wire_encode_hdr(buf, cap, p->mac, e->c.mac, &h, pl);
+		}
 	}
 	p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
 	p->unacked_rx = 0;
@@ -111,6 +126,8 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 	}
 	if (off + n == s->len)
 		flags |= PP_WIRE_F_LAST;
+	if (s->copied)
+		flags |= PP_WIRE_F_COPIED;
 	d->type = off < s->push_end || (flags & PP_WIRE_F_FIRST) ? PP_WIRE_PUSH : PP_WIRE_DATA;
 	d->flags = flags;
 	d->len = (uint16_t)n;
@@ -130,10 +147,10 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
 {
 	struct peer *p = &e->peers[rank];
-	if (seq_lt(p->rtx_nxt, p->snd_nxt)) {
+	if (seq_lt(p->rtx_nxt, p->rtx_end)) {
 		uint32_t seq = p->rtx_nxt++;
 		e->st.retransmits++;
-		if (p->rtx_nxt == p->snd_nxt)
+		if (p->rtx_nxt == p->rtx_end)
 			p->rto_deadline = now + p->rto;
 		return emit_desc(e, p, rank, &p->ring[seq & e->wmask], seq, PP_WIRE_F_RETX, buf,
 				 cap);
@@ -144,9 +161,16 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		return emit_ctl(e, p, rank, PP_WIRE_NACK, buf, cap);
 	}
 	int open = p->snd_nxt - p->snd_una < e->c.window;
-	if (open && (!list_empty(&p->pullq) || !list_empty(&p->txq))) {
+	if (open && (p->ping_owed || !list_empty(&p->pullq) || !list_empty(&p->txq))) {
 		struct desc *d = &p->ring[p->snd_nxt & e->wmask];
-		if (!list_empty(&p->pullq)) {
+		if (p->ping_owed) {
+			p->ping_owed = 0;
+			d->type = PP_WIRE_PING;
+			d->flags = 0;
+			d->len = 0;
+			d->obj = NULL;
+			d->offset = 0;
+		} else if (!list_empty(&p->pullq)) {
 			struct rx *r = container_of(p->pullq.next, struct rx, pq);
 			list_del(&r->pq);
 			r->pull_queued = 0;
@@ -162,7 +186,12 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		if (p->snd_una == p->snd_nxt)
 			p->rto_deadline = now + p->rto;
 		uint32_t seq = p->snd_nxt++;
-		p->rtx_nxt = p->snd_nxt;
+		p->rtx_nxt = p->rtx_end = p->snd_nxt;
+		if (!p->rtt_on) {
+			p->rtt_on = 1;
+			p->rtt_seq = seq;
+			p->rtt_t0 = now;
+		}
 		return emit_desc(e, p, rank, d, seq, 0, buf, cap);
 	}
 	if ((p->owe & OWE_ACK) && ((p->owe & OWE_ACK_NOW) || now >= p->ack_deadline)) {
@@ -190,6 +219,17 @@ int pp_proto_output(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now)
 		}
 	}
 	return 0;
+}
+
+int pp_proto_output_ref(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now,
+			uint32_t ref_min, struct pp_proto_ref *ref)
+{
+	ref->len = 0;
+	e->ref_out = ref;
+	e->ref_min = ref_min;
+	int n = pp_proto_output(e, buf, cap, now);
+	e->ref_out = NULL;
+	return n;
 }
 
 /* ---- timers ---- */
@@ -225,6 +265,11 @@ void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
 		}
 		p->rto = p->rto * 2 > e->c.rto_max_ns ? e->c.rto_max_ns : p->rto * 2;
 		p->rto_deadline = now + p->rto;
-		p->rtx_nxt = p->snd_una; /* go back */
+		/* Resend only the oldest frame: a receiver that was merely slow
+		 * has the rest, and its ack says so; see ack_release. */
+		p->rtx_nxt = p->snd_una;
+		p->rtx_end = p->snd_una + 1;
+		p->probing = 1;
+		p->rtt_on = 0;
 	}
 }

@@ -45,7 +45,7 @@ static inline uint64_t get64(const uint8_t *p)
 
 static int type_valid(uint8_t t)
 {
-	return t >= PP_WIRE_HELLO && t <= PP_WIRE_BYE;
+	return t >= PP_WIRE_HELLO && t <= PP_WIRE_PING;
 }
 
 static int type_has_payload(uint8_t t)
@@ -57,9 +57,24 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 		   const struct pp_wire_hdr *h, const void *payload)
 {
 	size_t total = PP_WIRE_MIN_FRAME + (size_t)h->payload_len;
+	if (cap < total)
+		return -ENOSPC;
+	int rc = pp_wire_encode_hdr(frame, cap, dst, src, h, NULL);
+	if (rc < 0)
+		return rc;
+	uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	if (h->payload_len)
+		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
+	put32(p + OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
+	return (int)total;
+}
+
+int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],
+		       const struct pp_wire_hdr *h, const void *payload)
+{
 	if (!type_valid(h->type))
 		return -EINVAL;
-	if (cap < total)
+	if (cap < PP_WIRE_MIN_FRAME)
 		return -ENOSPC;
 	memcpy(frame, dst, 6);
 	memcpy(frame + 6, src, 6);
@@ -82,10 +97,11 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 	put64(p + 40, h->msg_len);
 	put64(p + 48, h->offset);
 	put32(p + OFF_CRC, 0);
-	if (h->payload_len)
-		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
-	put32(p + OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
-	return (int)total;
+	if (payload) {
+		uint32_t crc = pp_crc32c(0, p, PP_WIRE_HDR_LEN);
+		put32(p + OFF_CRC, pp_crc32c(crc, payload, h->payload_len));
+	}
+	return PP_WIRE_MIN_FRAME;
 }
 
 int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
@@ -177,7 +193,7 @@ const char *pp_wire_drop_name(enum pp_drop_reason r)
 
 const char *pp_wire_type_name(uint8_t type)
 {
-	static const char *const names[] = {"?",    "hello", "push", "pull",
-					    "data", "ack",   "nack", "bye"};
+	static const char *const names[] = {"?",   "hello", "push", "pull", "data",
+					    "ack", "nack",  "bye",  "ping"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }

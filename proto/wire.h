@@ -39,13 +39,15 @@ enum pp_wire_type {
 	PP_WIRE_ACK = 5,   /* standalone cumulative ack and credit update */
 	PP_WIRE_NACK = 6,  /* gap seen: go back to seq */
 	PP_WIRE_BYE = 7,   /* leaving, unsequenced */
+	PP_WIRE_PING = 8,  /* liveness probe, sequenced, no payload: just acked */
 };
 
 enum pp_wire_flag {
-	PP_WIRE_F_FIRST = 0x01, /* first frame of a message (offset 0) */
-	PP_WIRE_F_LAST = 0x02,	/* last frame of a message */
-	PP_WIRE_F_RETX = 0x04,	/* sent again by go-back-N */
-	PP_WIRE_F_PULL = 0x08,	/* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_FIRST = 0x01,	 /* first frame of a message (offset 0) */
+	PP_WIRE_F_LAST = 0x02,	 /* last frame of a message */
+	PP_WIRE_F_RETX = 0x04,	 /* sent again by go-back-N */
+	PP_WIRE_F_PULL = 0x08,	 /* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_COPIED = 0x20, /* the sender holds a copy: its send is done, ack lazily */
 };
 
 /* The protocol header in host byte order. */
@@ -78,7 +80,8 @@ struct pp_wire_check {
 /* 1 when frames of this type carry a sequence number. */
 static inline int pp_wire_sequenced(uint8_t type)
 {
-	return type == PP_WIRE_PUSH || type == PP_WIRE_PULL || type == PP_WIRE_DATA;
+	return type == PP_WIRE_PUSH || type == PP_WIRE_PULL || type == PP_WIRE_DATA ||
+	       type == PP_WIRE_PING;
 }
 
 /*
@@ -89,6 +92,16 @@ static inline int pp_wire_sequenced(uint8_t type)
  */
 int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],
 		   const struct pp_wire_hdr *h, const void *payload);
+
+/*
+ * Write only the headers of such a frame (PP_WIRE_MIN_FRAME bytes), for a
+ * payload that travels separately (zero-copy transmit): the crc32c covers
+ * h->payload_len bytes at payload, which must follow the headers on the wire
+ * unchanged. With payload NULL the crc field is left zero (pp_wire_encode
+ * fills it). Returns PP_WIRE_MIN_FRAME, -ENOSPC, -EINVAL on a bad type.
+ */
+int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],
+		       const struct pp_wire_hdr *h, const void *payload);
 
 /*
  * Parse and validate a received frame. On success fills *h, points *payload

@@ -5,6 +5,7 @@
  * pull_cores, in pull-handler threads.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ static void ctx_free(pp_ctx *ctx)
 			pp_port_free(ctx->port, ctx->spare, ctx->nspare);
 		if (ctx->ntxq)
 			pp_port_free(ctx->port, ctx->txq, ctx->ntxq);
+		pp_zc_fini(ctx);
 		pp_port_close(ctx->port);
 	}
 	pp_proto_destroy(ctx->eng);
@@ -91,6 +93,7 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		goto fail;
 	struct pp_port_conf pconf = {
 	    .nb_queues = 1, .pcap_dump = ctx->cfg.pcap_dump[0] ? ctx->cfg.pcap_dump : NULL};
+	ctx->zc.off = !ctx->cfg.zerocopy;
 	/* daemon=SOCKET: the node daemon's rings are the port (driver/ppd). */
 	char dev[PP_CFG_STR + 64];
 	if (ctx->cfg.daemon[0])
@@ -128,6 +131,23 @@ fail:
 	return rc;
 }
 
+/* PP_LOG=info: one line of counters per rank at the end, for tuning. */
+static void log_stats(pp_ctx *ctx)
+{
+	struct pp_stats s;
+	if (pp_get_stats(ctx, &s))
+		return;
+	uint64_t drops = 0;
+	for (int i = 0; i < PP_DROP_MAX; i++)
+		drops += s.drops[i];
+	pp_info("rank %d: frames tx %" PRIu64 " rx %" PRIu64 ", retransmits %" PRIu64
+		", nacks %" PRIu64 ", acks %" PRIu64 ", drops %" PRIu64
+		", pushed-buffer peak %" PRIu64 ", degraded pushes %" PRIu64
+		", zero-copy frames %" PRIu64,
+		ctx->rank, s.frames_tx, s.frames_rx, s.retransmits, s.nacks_tx, s.acks_tx, drops,
+		s.pushed_buf_peak, s.push_degraded, ctx->zc.frames);
+}
+
 PP_API int pp_finalize(pp_ctx *ctx)
 {
 	if (!ctx)
@@ -153,6 +173,7 @@ PP_API int pp_finalize(pp_ctx *ctx)
 	pp_handlers_stop(ctx);
 	if (rc == 0)
 		rc = pp_membership_leave(ctx, deadline);
+	log_stats(ctx);
 	ctx_free(ctx);
 	return rc;
 }
@@ -167,7 +188,8 @@ PP_API int pp_size(const pp_ctx *ctx)
 	return ctx ? ctx->size : -EINVAL;
 }
 
-int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out)
+static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag,
+		      pp_req **out)
 {
 	pp_ctx_enter(ctx);
 	struct pp_req *r = pp_req_get(ctx);
@@ -191,6 +213,22 @@ int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int 
 	if (is_send)
 		pp_ctx_progress(ctx);
 	return 0;
+}
+
+int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out)
+{
+	int rc = start_once(ctx, is_send, buf, len, peer, tag, out);
+	if (rc != -EAGAIN)
+		return rc;
+	/* Every send slot holds a completed small send whose ack is on its
+	 * way (or whose peer the engine will declare lost): progress frees one. */
+	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+	while ((rc = start_once(ctx, is_send, buf, len, peer, tag, out)) == -EAGAIN) {
+		if (pp_now_ns() > deadline)
+			return -ETIMEDOUT;
+		pp_ctx_progress(ctx);
+	}
+	return rc;
 }
 
 PP_API int pp_isend(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag, pp_req **req)
@@ -251,6 +289,7 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 	const uint64_t silence = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
 	uint64_t since = pp_now_ns();
 	unsigned spins = 0;
+	int pinged = 0;
 
 	while (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != PP_REQ_DONE) {
 		if (pp_ctx_progress(ctx) > 0) {
@@ -262,15 +301,26 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 			continue;
 		spins = 0;
 		uint64_t now = pp_now_ns(), last = ctx->last_rx > since ? ctx->last_rx : since;
-		if (now - last <= silence)
+		if (now - last <= silence / 4)
 			continue;
 		/* Frames awaiting acknowledgement: the engine either gets it or
 		 * declares the peer lost (after about timeout_ms), failing its
 		 * operations with -ECONNRESET; that is the answer to wait for. */
 		pp_ctx_enter(ctx);
 		int retrying = pp_proto_expiry(ctx->eng) != UINT64_MAX;
+		if (!retrying && !pinged) {
+			/* A quarter of timeout_ms silent: ask whether the peer(s) we wait for
+			 * still live. A dead one is declared lost within about
+			 * timeout_ms, failing this request with -ECONNRESET; a
+			 * live one answers, and then silence means -ETIMEDOUT. */
+			pinged = 1;
+			retrying = 1;
+			for (int p = 0; p < ctx->size; p++)
+				if (p != ctx->rank && (r->peer == p || r->peer == PP_ANY_SOURCE))
+					pp_proto_ping(ctx->eng, (uint32_t)p);
+		}
 		pp_ctx_leave(ctx);
-		if (!retrying) {
+		if (now - last > silence && !retrying) {
 			pp_warn("pp_wait: no frame for %u ms; giving up (the request stays posted)",
 				ctx->cfg.timeout_ms);
 			return -ETIMEDOUT;

@@ -35,6 +35,7 @@ struct pp_config {
 	char pcap_dump[PP_CFG_STR];  /* capture file ("" none) */
 	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
 	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
+	bool zerocopy;		     /* large payloads leave from the user's buffer */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */

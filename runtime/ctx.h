@@ -50,6 +50,23 @@ struct pp_peer_info {
 
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
 
+#define PP_ZC_MIN  2048 /* smallest payload sent from the user's buffer */
+#define PP_ZC_REGS 16	/* send buffers kept registered with the port */
+
+struct pp_zc_reg {
+	const uint8_t *addr; /* registered send buffer */
+	uint64_t len;	     /* its length; 0: slot empty */
+};
+
+/* Zero-copy transmit state (zcopy.c). */
+struct pp_zc {
+	int off;			   /* copy every payload (setting, or the port cannot) */
+	int noreg;			   /* the port needs no registration */
+	unsigned next;			   /* registration slot to reuse next */
+	struct pp_zc_reg regs[PP_ZC_REGS]; /* registered send buffers */
+	uint64_t frames;		   /* frames sent by reference */
+};
+
 struct pp_ctx {
 	struct pp_config cfg;	       /* settings from env and pp_init */
 	struct pp_port *port;	       /* the rank's own port */
@@ -84,6 +101,8 @@ struct pp_ctx {
 	uint64_t pred_predictions; /* predictions scored */
 	uint64_t pred_hits;	   /* ... that were right */
 	uint64_t pred_misses;	   /* ... that were wrong */
+
+	struct pp_zc zc; /* zero-copy transmit */
 
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
@@ -132,6 +151,12 @@ int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int 
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
 void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st);
+
+/* Zero-copy transmit (zcopy.c): the next frame into b, b->len set; returns
+ * its length, 0 when none, or pp_proto_output's error. fini drops the
+ * registrations. */
+int pp_zc_output(pp_ctx *ctx, struct pp_buf *b, uint64_t now);
+void pp_zc_fini(pp_ctx *ctx);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);

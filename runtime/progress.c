@@ -56,10 +56,15 @@ static unsigned tx(pp_ctx *ctx, uint64_t now)
 					break;
 			}
 			struct pp_buf *b = ctx->spare[ctx->nspare - 1];
-			int len = pp_proto_output(ctx->eng, b->data, b->cap, now);
+			int len;
+			if (ctx->zc.off) {
+				len = pp_proto_output(ctx->eng, b->data, b->cap, now);
+				b->len = (uint32_t)len;
+			} else {
+				len = pp_zc_output(ctx, b, now); /* sets b->len */
+			}
 			if (len <= 0)
 				break;
-			b->len = (uint32_t)len;
 			ctx->txq[ctx->ntxq++] = b;
 			ctx->nspare--;
 		}

@@ -99,6 +99,7 @@ static void test_errors(void)
 		"timeout_ms=0",       /* zero timeout */
 		"log=loud",           /* unknown log level */
 		"job=",               /* empty job key */
+		"zerocopy=maybe",     /* on or off only */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CU_ASSERT_EQUAL(pp_config_load(&c, bad[i]), -EINVAL);
@@ -107,6 +108,10 @@ static void test_errors(void)
 	memset(longval + 4, 'x', PP_CFG_STR);
 	longval[4 + PP_CFG_STR] = '\0';
 	CU_ASSERT_EQUAL(pp_config_load(&c, longval), -EINVAL);
+	CU_ASSERT_EQUAL(pp_config_load(&c, NULL), 0);
+	CU_ASSERT_FALSE(c.zerocopy);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "zerocopy=on"), 0);
+	CU_ASSERT_TRUE(c.zerocopy);
 
 	setenv("PP_FROB", "1", 1);
 	CU_ASSERT_EQUAL(pp_config_load(&c, NULL), -EINVAL);

@@ -115,8 +115,10 @@ static void test_window_and_rto(void)
 	CU_ASSERT_EQUAL(pp_proto_expiry(net.e[0]), net.now + conf.rto_ns);
 	net_run(&net, conf.rto_ns + 1); /* the first timeout only */
 	pp_proto_stats(net.e[0], &ss);
-	CU_ASSERT_EQUAL(ss.retransmits, 8);
-	CU_ASSERT_EQUAL(ss.frames_tx, 16);
+	/* A timeout resends the oldest frame only: the receiver has the
+	 * other seven (only its acks are lost), and its answer will say so. */
+	CU_ASSERT_EQUAL(ss.retransmits, 1);
+	CU_ASSERT_EQUAL(ss.frames_tx, 9);
 	net.filter = NULL;
 	net_run(&net, 1000000000);
 	struct pp_proto_cpl c;
@@ -124,6 +126,46 @@ static void test_window_and_rto(void)
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
 	CU_ASSERT_EQUAL(c.error, 0);
 	CU_ASSERT_TRUE(pat_check(rb, LEN, 2));
+	pp_proto_stats(net.e[0], &ss);
+	/* The second probe's ack covered the whole window: nothing else was
+	 * sent twice (whole-window go-back would have resent 16). */
+	CU_ASSERT_EQUAL(ss.retransmits, 2);
+	net_fini(&net);
+}
+
+/* A whole window lost (say the receiver's ring overflowed) and nothing after
+ * it to draw a NACK: the timeout's probe is acked for itself alone, and that
+ * ack sends the rest at once instead of one frame per timeout. */
+static void test_probe_then_rest(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	conf.window = 8;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct drop_ctl d = {.from = 0, .seq = -1, .now = &net.now};
+	net.filter = drop_filter;
+	net.arg = &d;
+	enum { LEN = 8 * 1440 };
+	static uint8_t sb[LEN], rb[LEN];
+	pat_fill(sb, LEN, 5);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, LEN, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, LEN, 2), 0);
+	net_run(&net, 0);
+	uint64_t fire = pp_proto_expiry(net.e[0]);
+	net.filter = NULL; /* the link is back */
+	net_run(&net, 1000000000);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_TRUE(pat_check(rb, LEN, 5));
+	struct pp_stats ss;
+	pp_proto_stats(net.e[0], &ss);
+	CU_ASSERT_EQUAL(ss.retransmits, 8); /* each lost frame exactly once */
+	/* Done within the first back-off, not after eight timeouts. */
+	CU_ASSERT(net.now < fire + 2 * conf.rto_ns);
 	net_fini(&net);
 }
 
@@ -132,6 +174,7 @@ static void test_acks(void)
 	struct pp_proto_conf conf;
 	pp_proto_conf_default(&conf);
 	conf.mode = PP_PROTO_PUSH_ALL;
+	conf.copy_max = 0; /* small sends wait for their ack */
 	struct net net;
 	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
 	static uint8_t sb[40 * 1440], rb[40 * 1440];
@@ -184,6 +227,113 @@ static void test_acks(void)
 	net_fini(&net);
 }
 
+/* Sends of copy_max bytes or fewer complete at once from a copy: the user
+ * buffer may change straight away, the receiver still gets the original, and
+ * spends no frame on an immediate ack; the slot frees on the delayed ack. A
+ * send finding every slot so held gets -EAGAIN, and a lost peer gives no
+ * second completion. */
+static void test_copied_sends(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.max_msgs = 2;
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	uint8_t sb[600], rb[2][600];
+	struct pp_proto_cpl c;
+	pat_fill(sb, sizeof(sb), 9);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb[0], sizeof(rb[0]), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1); /* before any frame */
+	CU_ASSERT_EQUAL(c.cookie, 2);
+	CU_ASSERT_EQUAL(c.error, 0);
+	memset(sb, 0xee, sizeof(sb));
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 1, sb, 0, 3), 0); /* 0 bytes too */
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 2, sb, 8, 4), -EAGAIN);
+	net_run(&net, 0); /* no time passes */
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(c.len, 600);
+	CU_ASSERT_TRUE(pat_check(rb[0], sizeof(rb[0]), 9));
+	struct pp_stats sr;
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(sr.acks_tx, 0); /* nothing waits for it */
+	CU_ASSERT_FALSE(pp_proto_idle(net.e[0]));
+	net_run(&net, conf.ack_delay_ns + 1); /* the delayed ack frees the slots */
+	pp_proto_stats(net.e[1], &sr);
+	CU_ASSERT_EQUAL(sr.acks_tx, 1);
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[0]));
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 2, sb, 8, 4), 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	/* The peer goes silent: the copied send is dropped without a second
+	 * completion, the receive naming the peer fails. */
+	struct drop_ctl d = {.from = 0, .seq = -1, .now = &net.now};
+	net.filter = drop_filter;
+	net.arg = &d;
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb[1], sizeof(rb[1]), 5), 0);
+	net_run(&net, 10000000000ull);
+	CU_ASSERT_TRUE(pp_proto_peer_lost(net.e[0], 1));
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 5);
+	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[0]));
+	net_fini(&net);
+}
+
+/* A small send that leaves bytes to a PULL is not copied: its sender must be
+ * in a pp_* call to serve the PULL, so it completes when acknowledged. */
+static void test_uncopied_small(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf); /* push-pull, BTP 80 + 680 */
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	static uint8_t sb[1000], rb[1000];
+	struct pp_proto_cpl c;
+	pat_fill(sb, sizeof(sb), 3);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	net_run(&net, 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_TRUE(pat_check(rb, sizeof(rb), 3));
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1); /* acked at once: LAST */
+	CU_ASSERT_EQUAL(c.cookie, 2);
+	net_fini(&net);
+}
+
+/* pp_proto_ping: a live peer acks the PING and stays; a silent one is
+ * declared lost, failing the receive that waits on it. */
+static void test_ping(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	uint8_t rb[64];
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb, sizeof(rb), 7), 0);
+	pp_proto_ping(net.e[0], 1);
+	net_run(&net, 1000000000);
+	struct pp_stats s1;
+	pp_proto_stats(net.e[1], &s1);
+	CU_ASSERT_EQUAL(s1.drops[PP_DROP_TYPE], 0);
+	CU_ASSERT_FALSE(pp_proto_peer_lost(net.e[0], 1));
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[1]));
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0); /* still waiting */
+	struct drop_ctl d = {.from = 1, .seq = -1, .now = &net.now};
+	net.filter = drop_filter; /* rank 1 falls silent */
+	net.arg = &d;
+	pp_proto_ping(net.e[0], 1);
+	net_run(&net, 10000000000ull);
+	CU_ASSERT_TRUE(pp_proto_peer_lost(net.e[0], 1));
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 7);
+	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+	net_fini(&net);
+}
+
 static void test_duplicate(void)
 {
 	struct pp_proto_conf conf;
@@ -224,6 +374,7 @@ static void test_backoff_and_loss(void)
 	conf.rto_max_ns = 1600000;
 	conf.rto_tries = 6;
 	conf.mode = PP_PROTO_PUSH_ALL; /* one frame */
+	conf.copy_max = 0;	       /* the send waits for its ack */
 	struct net net;
 	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
 	struct drop_ctl d = {.from = 0, .seq = -1, .now = &net.now};
@@ -267,6 +418,7 @@ static void test_slow_receiver_not_lost(void)
 	conf.pushbuf_bytes = 4096;
 	conf.rto_tries = 4;
 	conf.rto_max_ns = 1000000;
+	conf.copy_max = 0; /* sends complete only when acked */
 	struct net net;
 	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
 	enum { N = 12, LEN = 1000 };
@@ -379,8 +531,12 @@ static void test_soak(void)
 }
 
 static CU_TestInfo tests[] = {
+    {"small sends complete from a copy", test_copied_sends},
+    {"ping: live peer acks, silent peer lost", test_ping},
+    {"a small send with a pulled part waits", test_uncopied_small},
     {"NACK on a gap", test_nack_on_gap},
     {"window and retransmission timeout", test_window_and_rto},
+    {"timeout probe, then the rest", test_probe_then_rest},
     {"delayed, cumulative, every-N acks", test_acks},
     {"duplicate dropped and re-acked", test_duplicate},
     {"RTO back-off and peer loss", test_backoff_and_loss},

@@ -180,7 +180,7 @@ static void test_reject(void)
 	expect(PP_DROP_VERSION, NULL, 14, 0x22, 0, 0);
 	expect(PP_DROP_VERSION, NULL, 14, 0x02, 1, 0);
 	expect(PP_DROP_TYPE, NULL, 14, 0x10, 1, 0);
-	expect(PP_DROP_TYPE, NULL, 14, 0x18, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x19, 1, 0);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, -1);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, 1);
 	expect(PP_DROP_LENGTH, m_ack_payload, -1, 0, 0, 0);

@@ -11,16 +11,18 @@
 # (${PREFIX}n<i>p<j> in the root namespace) sit on bridge ${PREFIX}br0, so
 # broadcast reaches every port. MACs are fixed: 02:50:50:<node>:<port>:01.
 # IPv6 is off on every port so the link carries only what the tests send.
-# `up` also mounts hugetlbfs on /dev/hugepages and reserves PP_HUGEPAGES
+# `up` also mounts hugetlbfs on /dev/hugepages and reserves TESTBED_HUGEPAGES
 # 2 MiB pages (default 512) for DPDK.
 #
-# Environment: PP_TESTBED_PREFIX (default "pp"), PP_HUGEPAGES, PP_MTU (1500).
+# Environment: TESTBED_PREFIX (default "pp"), TESTBED_HUGEPAGES, TESTBED_MTU
+# (default 1500; pprun asks 9000 for af_packet: far fewer frames per message).
+# Not PP_*: the library reads those as its settings.
 set -euo pipefail
 
-P=${PP_TESTBED_PREFIX:-pp}
+P=${TESTBED_PREFIX:-pp}
 BR=${P}br0
 STATE=/run/pp-testbed-$P
-MTU=${PP_MTU:-1500}
+MTU=${TESTBED_MTU:-1500}
 
 die() { echo "testbed.sh: $*" >&2; exit 1; }
 
@@ -34,7 +36,7 @@ mac() { printf '02:50:50:%02x:%02x:01' "$1" "$2"; }
 ns_exists() { ip netns list | awk '{print $1}' | grep -qx "$1"; }
 
 hugepages_up() {
-  local want=${PP_HUGEPAGES:-512}
+  local want=${TESTBED_HUGEPAGES:-512}
   if ! mountpoint -q /dev/hugepages 2>/dev/null; then
     mkdir -p /dev/hugepages
     mount -t hugetlbfs nodev /dev/hugepages || echo "testbed.sh: notice: cannot mount hugetlbfs; DPDK will run with --no-huge" >&2

@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then
   grep -q "must run as root" <<<"$out" || { echo "FAIL: unclear error: $out"; exit 1; }
   echo "SKIP: needs root"; exit 77
 fi
-export PP_TESTBED_PREFIX=ppt
+export TESTBED_PREFIX=ppt
 fail() { echo "FAIL: $*"; "$tb" down >/dev/null 2>&1 || true; exit 1; }
 
 "$tb" up 0 2>/dev/null && fail "up 0 accepted"

@@ -22,6 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
@@ -61,6 +65,7 @@ struct dpdk_port {
 	struct rte_mempool *pool;	   /* frame buffers */
 	struct rte_mempool *ext_pool;	   /* data-less mbufs for external buffers */
 	int multi_seg;			   /* TX takes chained mbufs */
+	uint32_t frame_cap;		   /* af_packet: largest frame its rings carry */
 	struct pp_port_info info;	   /* filled at open */
 	atomic_uint_fast64_t alloc_failed; /* allocations that found the pool empty */
 };
@@ -171,8 +176,92 @@ static int find_port(const char *devargs, uint16_t *port_id, int *hotplugged)
 	return 0;
 }
 
+/* MTU of a kernel interface, 0 when unknown. */
+static uint32_t iface_mtu(const char *name)
+{
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+	close(fd);
+	return rc == 0 && ifr.ifr_mtu > 0 ? (uint32_t)ifr.ifr_mtu : 0;
+}
+
+/* The value of key in "drv,key=value,..." into out; 0 when absent. */
+static int devarg_get(const char *devargs, const char *key, char *out, size_t cap)
+{
+	size_t klen = strlen(key);
+	for (const char *c = strchr(devargs, ','); c; c = strchr(c + 1, ',')) {
+		if (strncmp(c + 1, key, klen) == 0 && c[1 + klen] == '=') {
+			const char *v = c + 2 + klen;
+			size_t n = strcspn(v, ",");
+			if (n >= cap)
+				n = cap - 1;
+			memcpy(out, v, n);
+			out[n] = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* TPACKET_V2 ring frame = 32-byte header area + frame data (DPDK's
+ * af_packet: data_size = framesz - (TPACKET2_HDRLEN - sockaddr_ll)). */
+#define AF_PACKET_FRAME_HDR 32
+
+/* af_packet's ring frames default to 2 KiB, too small for a jumbo veth: size
+ * them for the interface MTU unless the user chose. Returns the largest frame
+ * the rings carry (Ethernet header included), 0 for other devices. */
+static uint32_t af_packet_tune(struct pp_dpdk_args *a)
+{
+	if (strncmp(a->devargs, "net_af_packet", 13) != 0)
+		return 0;
+	char v[64];
+	uint32_t framesz = 2048;
+	if (devarg_get(a->devargs, "framesz", v, sizeof(v))) {
+		framesz = (uint32_t)strtoul(v, NULL, 0);
+	} else if (devarg_get(a->devargs, "iface", v, sizeof(v))) {
+		uint32_t mtu = iface_mtu(v);
+		while (framesz < mtu + RTE_ETHER_HDR_LEN + AF_PACKET_FRAME_HDR && framesz < 65536)
+			framesz <<= 1;
+		size_t n = strlen(a->devargs);
+		if (framesz > 2048 && !devarg_get(a->devargs, "blocksz", v, sizeof(v)))
+			snprintf(a->devargs + n, sizeof(a->devargs) - n, ",framesz=%u,blocksz=%u",
+				 framesz, framesz);
+	}
+	return framesz > AF_PACKET_FRAME_HDR ? framesz - AF_PACKET_FRAME_HDR : 0;
+}
+
+/* The MTU to run at. A kernel-backed port (af_packet, af_xdp) carries what
+ * its interface carries, so a jumbo veth gives jumbo frames and far fewer of
+ * them per message; the device's own limits cap it: af_packet's ring frame
+ * (frame_cap; its ethdev reports a 1518-byte limit it does not have),
+ * af_xdp's UMEM chunk. Other devices run at the Ethernet default. */
+static uint16_t port_mtu(const struct rte_eth_dev_info *di, uint32_t frame_cap)
+{
+	uint32_t mtu = RTE_ETHER_MTU;
+	char name[IF_NAMESIZE];
+	if (di->if_index && if_indextoname(di->if_index, name) && iface_mtu(name))
+		mtu = iface_mtu(name);
+	if (mtu > di->max_mtu)
+		mtu = di->max_mtu;
+	uint32_t limit = frame_cap ? frame_cap - RTE_ETHER_HDR_LEN
+				   : di->max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
+	if (di->max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN && mtu > limit)
+		mtu = limit;
+	if (mtu > UINT16_MAX - 64) /* payload_len is 16 bits */
+		mtu = UINT16_MAX - 64;
+	if (mtu < di->min_mtu)
+		mtu = di->min_mtu;
+	return (uint16_t)mtu;
+}
+
 /* Configure queues, mempools and start the port.
  * Errors: -ENOMEM, -EIO (the PMD refused; logged). */
+
 static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 {
 	uint16_t pid = p->port_id;
@@ -197,8 +286,7 @@ static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 	if (rc < 0)
 		return -EIO;
 
-	uint16_t mtu = RTE_ETHER_MTU;
-	rte_eth_dev_get_mtu(pid, &mtu);
+	uint16_t mtu = port_mtu(&di, p->frame_cap);
 	int socket = rte_eth_dev_socket_id(pid);
 	if (socket < 0)
 		socket = SOCKET_ID_ANY;
@@ -210,6 +298,9 @@ static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 	uint32_t room = (uint32_t)mtu + PP_ETH_HDR_LEN + 4;
 	if (room < RTE_MBUF_DEFAULT_DATAROOM)
 		room = RTE_MBUF_DEFAULT_DATAROOM;
+	/* af_packet wants mbufs that hold its whole ring frame. */
+	if (p->frame_cap > room)
+		room = p->frame_cap;
 	uint16_t priv = (uint16_t)RTE_ALIGN(sizeof(struct dpdk_buf), RTE_MBUF_PRIV_ALIGN);
 	char name[RTE_MEMPOOL_NAMESIZE];
 	snprintf(name, sizeof(name), "pp_mp%u", pid);
@@ -232,11 +323,16 @@ static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 
 	struct rte_eth_conf ec;
 	memset(&ec, 0, sizeof(ec));
+	/* What ethdev validates; af_packet's real limit is its ring frame. */
+	uint32_t ethdev_max = di.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
+	ec.rxmode.mtu = mtu < ethdev_max ? mtu : ethdev_max;
 	/* net_pcap linearises chained mbufs itself without saying so. */
 	p->multi_seg = (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0 ||
 		       strcmp(di.driver_name, "net_pcap") == 0;
-	pp_debug("dpdk: %s: %u/%u queues, TX offloads 0x%llx, MTU %u", di.driver_name,
-		 di.max_rx_queues, di.max_tx_queues, (unsigned long long)di.tx_offload_capa, mtu);
+	pp_debug(
+	    "dpdk: %s: %u/%u queues, TX offloads 0x%llx, MTU %u (max %u, max frame %u, ifindex %u)",
+	    di.driver_name, di.max_rx_queues, di.max_tx_queues,
+	    (unsigned long long)di.tx_offload_capa, mtu, di.max_mtu, di.max_rx_pktlen, di.if_index);
 	if (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		ec.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	rc = rte_eth_dev_configure(pid, nq, nq, &ec);
@@ -252,8 +348,11 @@ static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 		if (rc >= 0)
 			rc = rte_eth_tx_queue_setup(pid, q, ntx, (unsigned)socket, &txc);
 		if (rc < 0) {
-			pp_err("dpdk: %s: queue %u setup failed: %s", di.driver_name, q,
-			       rte_strerror(-rc));
+			pp_err("dpdk: %s: queue %u setup failed: %s%s", di.driver_name, q,
+			       rte_strerror(-rc),
+			       strcmp(di.driver_name, "net_af_xdp") == 0 && mtu > RTE_ETHER_MTU
+				   ? " (AF_XDP on veth needs an interface MTU of at most 1500 here)"
+				   : "");
 			return rc == -ENOMEM ? -ENOMEM : -EIO;
 		}
 	}
@@ -304,6 +403,7 @@ static int dpdk_port_open(struct pp_port **port, const char *dev, const struct p
 		rc = -ENOMEM;
 		goto out;
 	}
+	p->frame_cap = af_packet_tune(a);
 	rc = find_port(a->devargs, &p->port_id, &p->hotplugged);
 	if (rc) {
 		free(p);

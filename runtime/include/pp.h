@@ -108,7 +108,10 @@ struct pp_stats {
  * Create a context and join the job. config is "key=value,key=value"
  * overriding the PP_<KEY> environment variables, or NULL. Keys: rank, size,
  * job, node, dev, mode (push-pull|push-all|push-zero), btp1, btp2,
- * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log.
+ * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log,
+ * zerocopy (on|off: payloads of 2 KiB or more leave from the user's buffer
+ * where the port can; default off: on af_packet, whose PMD copies anyway,
+ * it measured slower).
  * Returns only when every rank of the job is known.
  * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
  * is named on stderr), -ENOMEM, -ENODEV (the port cannot be opened),
@@ -134,7 +137,11 @@ PP_API int pp_size(const pp_ctx *ctx);
 
 /*
  * Blocking send of len bytes to rank dest with tag (>= 0). Returns when buf
- * may be reused (every byte acknowledged).
+ * may be reused: every byte acknowledged, or, for messages of up to 1 KiB
+ * that the mode pushes whole (BTP1 + BTP2 in push-pull, none in push-zero),
+ * copied into the library (an eager send; its delivery is then the
+ * library's job, and a peer lost afterwards fails the receives waiting on
+ * it, not this call).
  * Errors: -EINVAL (bad rank or own rank, negative tag, NULL buf with
  * len > 0), -ENOMEM (too many operations outstanding), -ECONNRESET (peer
  * lost or gone), -ETIMEDOUT (see pp_wait).
@@ -178,7 +185,10 @@ PP_API int pp_test(pp_req **req, int *done, pp_status *st);
  * arrived for timeout_ms while no frame of ours awaited acknowledgement: the
  * request stays valid and may be waited on again). A peer that stops
  * acknowledging is declared lost after about timeout_ms instead, and the
- * operations with it fail with -ECONNRESET.
+ * operations with it fail with -ECONNRESET. After a quarter of timeout_ms of
+ * silence, the wait pings the peer it waits for (every peer for
+ * PP_ANY_SOURCE) once, so a receive from a dead rank fails with -ECONNRESET
+ * too; a live one that answers yet sends nothing gives -ETIMEDOUT.
  */
 PP_API int pp_wait(pp_req **req, pp_status *st);
 
