@@ -5,7 +5,8 @@
 #    scenario (sizes 0 B .. 16 MiB + 3, many outstanding, matching, truncation,
 #    early/late), bytes checked; node-mates talk through the daemon's loopback
 #    (its counters say so), large frames to the other node leave from the
-#    ranks' slots without a copy; pp_pingpong early and late with --check.
+#    ranks' slots without a copy; the same with two handlers per daemon (two
+#    NIC queue pairs); pp_pingpong early and late with --check.
 # 2. A rank killed mid-transfer while the other rank of its node keeps
 #    exchanging messages (ppd_check killmate): the survivors' traffic is
 #    intact, their receives from the dead rank fail with -ECONNRESET (the BYE
@@ -45,6 +46,29 @@ run "4 ranks on 2 nodes through daemons, all scenarios" 17 -n 4 --nodes 2 --daem
 [ "$(counter 5)" -gt 0 ] || fail "no frame went from the daemons to the NIC"
 [ "$(counter 9)" -gt 0 ] || fail "no frame left a rank's slot without a copy (af_packet takes external buffers)"
 echo "ok: node-mates through the daemon's loopback ($(counter 8) frames), others over the NIC ($(counter 5) frames, $(counter 9) sent from the ranks' slots without a copy)"
+# Two handlers per daemon, each with its own NIC queue pair and its own ranks:
+# a wrapper gives ppd two queue pairs and two cores.
+wrap=$(mktemp /tmp/ppd-2q.XXXXXX)
+cat >"$wrap" <<EOF
+#!/bin/sh
+# ppd with two handlers: --dev gets qpairs=2, --cores becomes 0-1
+n=\$#; i=0
+while [ \$i -lt \$n ]; do
+  a=\$1; shift; i=\$((i + 1))
+  case \$a in
+  --dev) set -- "\$@" --dev "\$1,qpairs=2"; shift; i=\$((i + 1)) ;;
+  --cores) set -- "\$@" --cores 0-1; shift; i=\$((i + 1)) ;;
+  *) set -- "\$@" "\$a" ;;
+  esac
+done
+exec "$ppd" "\$@"
+EOF
+chmod +x "$wrap"
+run "2 handlers per daemon, 4 ranks on 2 nodes, all scenarios" 17 -n 4 --nodes 2 --daemon --ppd "$wrap" -- "$rtc" all
+rm -f "$wrap"
+handlers=$(grep -c -E '^1 +[0-9]+ +[0-9]+ .*no_rank=' "$log")
+[ "$handlers" -eq 2 ] || { cat "$log"; fail "want a second handler in each of the 2 daemons, saw $handlers"; }
+echo "ok: each daemon ran 2 handlers"
 out=$("$pprun" -n 2 --nodes 2 --daemon --dev-kind "$kind" --timeout 120 -- \
   "$pingpong" --test early,late --sizes 4,4096,65536 --iters 20 --warmup 2 --check 2>&1) ||
   { echo "$out"; fail "pp_pingpong early/late through daemons"; }
