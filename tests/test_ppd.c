@@ -331,12 +331,34 @@ static void test_stats(void)
 	CU_ASSERT(strstr(out, "handler") != NULL);
 }
 
+/* --topology: what hwloc sees and the placement, without a port. */
+static void test_topology(void)
+{
+	char cmd[512], out[8192];
+	snprintf(cmd, sizeof(cmd), "%s --topology --cores 0", getenv("PPD"));
+	FILE *f = popen(cmd, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	CU_ASSERT_EQUAL(pclose(f), 0);
+	CU_ASSERT(strstr(out, "machine: ") != NULL);
+	CU_ASSERT(strstr(out, "core 0: cpus ") != NULL);
+	CU_ASSERT(strstr(out, "placement (--cores): 1 pull handler(s): 0->cpu0") != NULL);
+	snprintf(cmd, sizeof(cmd), "%s --topology --cores 5-2 2>/dev/null", getenv("PPD"));
+	f = popen(cmd, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	while (fread(out, 1, sizeof(out), f) > 0)
+		;
+	CU_ASSERT_NOT_EQUAL(pclose(f), 0); /* a descending range is refused */
+}
+
 static CU_TestInfo tests[] = {
     {"attach errors", test_attach_errors},
     {"ranges a rank does not own", test_ranges},
     {"dead rank: BYE on its behalf", test_dead_rank},
     {"pp.h through the daemon", test_api_loopback},
     {"stats", test_stats},
+    {"topology", test_topology},
     CU_TEST_INFO_NULL,
 };
 
