@@ -183,8 +183,9 @@ static void zc_done(void *arg)
 {
 	struct ppd_zc *z = arg;
 	z->r->pend[z->seq % PPD_TX_SLOTS] = 0;
-	atomic_fetch_sub_explicit(&z->r->zc_out, 1, memory_order_release);
 	advance(z->r);
+	/* Last: once zc_out is 0 the main thread may unmap the region. */
+	atomic_fetch_sub_explicit(&z->r->zc_out, 1, memory_order_release);
 }
 
 /* Payloads below this are copied: attaching costs more than copying. */
