@@ -4,7 +4,9 @@
  *
  * Ranks are placed in blocks on --nodes namespaces (ppn0, ppn1, ...); in the
  * embedded mode every rank owns a port of its own (rank i of a node gets port
- * pp<i>). Each rank gets its PP_* settings in the environment, is pinned to a
+ * pp<i>); with --daemon, pprun first starts one node daemon ppd per node
+ * (on the node's port pp0), the ranks attach to it, and the daemons are
+ * stopped (SIGTERM, which drains) after the ranks. Each rank gets its PP_* settings in the environment, is pinned to a
  * core (round robin, so busy-polling ranks do not starve each other), and has
  * its output prefixed with "[rank] ". pprun exits with the first non-zero
  * status of a rank, killing the others, or 124 on --timeout.
@@ -19,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +41,8 @@ struct opts {
 	int timeout_s;	     /* --timeout, 0 = none */
 	const char *testbed; /* path of testbed.sh */
 	int no_pin;	     /* --no-pin */
+	const char *ppd;     /* --ppd PATH */
+	const char *ppd_cores; /* --ppd-cores LIST, else core node % ncpu */
 	char **argv;	     /* program and its arguments */
 };
 
@@ -60,7 +66,10 @@ static void usage(FILE *f)
 	    "      --dev-kind KIND   af_xdp | af_packet | pcap (default af_packet)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
-	    "      --daemon          ranks attach to the node daemon ppd instead of owning ports\n"
+	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
+	    "                        instead of owning ports\n"
+	    "      --ppd PATH        the ppd program (default: $PPRUN_PPD, beside pprun, or PATH)\n"
+	    "      --ppd-cores LIST  handler cores of every daemon (default: node i on core i)\n"
 	    "      --timeout SEC     kill the job after SEC seconds (exit 124)\n"
 	    "      --testbed PATH    testbed.sh to bring the test bed up with\n"
 	    "      --no-pin          do not pin ranks to cores\n"
@@ -84,7 +93,19 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { O_NODES = 256, O_DEV, O_MODE, O_BTP1, O_BTP2, O_DAEMON, O_TIMEOUT, O_TB, O_NOPIN };
+	enum {
+		O_NODES = 256,
+		O_DEV,
+		O_MODE,
+		O_BTP1,
+		O_BTP2,
+		O_DAEMON,
+		O_TIMEOUT,
+		O_TB,
+		O_NOPIN,
+		O_PPD,
+		O_PPD_CORES,
+	};
 	static const struct option lo[] = {
 	    {"np", required_argument, NULL, 'n'},
 	    {"nodes", required_argument, NULL, O_NODES},
@@ -96,6 +117,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"testbed", required_argument, NULL, O_TB},
 	    {"no-pin", no_argument, NULL, O_NOPIN},
+	    {"ppd", required_argument, NULL, O_PPD},
+	    {"ppd-cores", required_argument, NULL, O_PPD_CORES},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -133,6 +156,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_NOPIN:
 			o->no_pin = 1;
+			break;
+		case O_PPD:
+			o->ppd = optarg;
+			break;
+		case O_PPD_CORES:
+			o->ppd_cores = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -212,7 +241,8 @@ static int testbed_up(const struct opts *o)
 	char path[PATH_MAX + 32], nodes[16], ports[16];
 	const char *tb = find_testbed(o, path, sizeof(path));
 	snprintf(nodes, sizeof(nodes), "%d", o->nodes);
-	snprintf(ports, sizeof(ports), "%d", (o->nranks + o->nodes - 1) / o->nodes);
+	/* With daemons each node needs one port, the daemon's. */
+	snprintf(ports, sizeof(ports), "%d", o->daemon ? 1 : (o->nranks + o->nodes - 1) / o->nodes);
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -280,7 +310,7 @@ static void child(const struct opts *o, int rank, unsigned job, int out_fd, int 
 	set_env("PP_JOB", buf);
 	set_env("PP_NODE", ns);
 	if (o->daemon) {
-		snprintf(buf, sizeof(buf), "/run/ppd-%s.sock", ns);
+		snprintf(buf, sizeof(buf), "/run/pp/ppd-%s.sock", ns);
 		set_env("PP_DAEMON", buf);
 	} else if (strcmp(o->dev_kind, "pcap") == 0) {
 		snprintf(buf, sizeof(buf), "pcap:pp%d", port);
@@ -356,6 +386,108 @@ static void kill_all(const pid_t *pids, int n, int sig)
 			kill(-pids[i], sig);
 }
 
+/* The ppd program: --ppd, $PPRUN_PPD, beside this binary (build tree:
+ * apps/ppd/ppd), or on PATH. */
+static const char *find_ppd(const struct opts *o, char *buf, size_t len)
+{
+	if (o->ppd)
+		return o->ppd;
+	const char *env = getenv("PPRUN_PPD");
+	if (env && *env)
+		return env;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			static const char *const rel[] = {"ppd/ppd", "ppd"};
+			for (unsigned i = 0; i < 2; i++) {
+				snprintf(buf, len, "%s/%s", self, rel[i]);
+				if (access(buf, X_OK) == 0)
+					return buf;
+			}
+		}
+	}
+	return "ppd";
+}
+
+/* Start node's daemon in its namespace, on the node's port pp0. */
+static pid_t daemon_start(const struct opts *o, int node)
+{
+	char path[PATH_MAX + 16], ns[64], nspath[96], dev[128], sock[128], cores[32];
+	const char *ppd = find_ppd(o, path, sizeof(path));
+	snprintf(ns, sizeof(ns), "ppn%d", node);
+	snprintf(sock, sizeof(sock), "/run/pp/ppd-%s.sock", ns);
+	if (strcmp(o->dev_kind, "pcap") == 0)
+		snprintf(dev, sizeof(dev), "pcap:pp0");
+	else
+		snprintf(dev, sizeof(dev), "--vdev=net_%s0,iface=pp0", o->dev_kind);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	snprintf(cores, sizeof(cores), "%ld", ncpu > 0 ? node % ncpu : 0);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	setpgid(0, 0);
+	snprintf(nspath, sizeof(nspath), "/var/run/netns/%s", ns);
+	int fd = open(nspath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "pprun: cannot enter namespace %s: %s\n", ns, strerror(errno));
+		_exit(127);
+	}
+	execlp(ppd, ppd, "--dev", dev, "--socket", sock, "--cores",
+	       o->ppd_cores ? o->ppd_cores : cores, (char *)NULL);
+	fprintf(stderr, "pprun: cannot run %s: %s (use --ppd PATH)\n", ppd, strerror(errno));
+	_exit(127);
+}
+
+/* Wait until node's daemon answers on its socket; 0, or -1 when it exited
+ * or did not answer within 20 s. */
+static int daemon_wait(pid_t pid, int node)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/run/pp/ppd-ppn%d.sock", node);
+	for (int i = 0; i < 2000; i++) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return -1;
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		int ok = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (s >= 0)
+			close(s);
+		if (ok)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* SIGTERM (the daemons drain), then SIGKILL after 10 s. */
+static void daemons_stop(pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGTERM);
+	for (int t = 0; t < 1000; t++) {
+		int left = 0;
+		for (int i = 0; i < n; i++) {
+			if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) != 0)
+				pids[i] = -1; /* exited, or reaped already */
+			left += pids[i] > 0;
+		}
+		if (!left)
+			return;
+		usleep(10000);
+	}
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0) {
+			fprintf(stderr, "pprun: daemon of node %d did not stop; killing it\n", i);
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -370,7 +502,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	static pid_t pids[MAX_RANKS];
+	static pid_t pids[MAX_RANKS], dpids[MAX_RANKS];
+	if (o.daemon) {
+		for (int n = 0; n < o.nodes; n++)
+			dpids[n] = daemon_start(&o, n);
+		for (int n = 0; n < o.nodes; n++) {
+			if (dpids[n] < 0 || daemon_wait(dpids[n], n) != 0) {
+				fprintf(stderr, "pprun: the daemon of node ppn%d did not start\n", n);
+				daemons_stop(dpids, o.nodes);
+				return 2;
+			}
+		}
+	}
 	static struct stream streams[2 * MAX_RANKS];
 	unsigned job = (unsigned)getpid() ^ (unsigned)time(NULL) << 8;
 	int nstreams = 2 * o.nranks;
@@ -390,6 +533,8 @@ int main(int argc, char **argv)
 		if (pids[r] < 0) {
 			perror("pprun: fork");
 			kill_all(pids, r, SIGKILL);
+			if (o.daemon)
+				daemons_stop(dpids, o.nodes);
 			return 2;
 		}
 		if (pids[r] == 0)
@@ -433,8 +578,14 @@ int main(int argc, char **argv)
 			int r = 0;
 			while (r < o.nranks && pids[r] != pid)
 				r++;
-			if (r == o.nranks)
+			if (r == o.nranks) {
+				for (int n = 0; o.daemon && n < o.nodes; n++)
+					if (dpids[n] == pid) {
+						dpids[n] = -1;
+						fprintf(stderr, "pprun: the daemon of node ppn%d exited\n", n);
+					}
 				continue;
+			}
 			pids[r] = -1;
 			alive--;
 			int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -471,5 +622,7 @@ int main(int argc, char **argv)
 			deadline = 0;
 		}
 	}
+	if (o.daemon)
+		daemons_stop(dpids, o.nodes);
 	return status;
 }

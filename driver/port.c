@@ -17,6 +17,7 @@ extern const struct pp_port_ops pp_port_ops_pcap;
 #ifdef PP_HAVE_DPDK
 extern const struct pp_port_ops pp_port_ops_dpdk;
 #endif
+extern const struct pp_port_ops pp_port_ops_ppd;
 
 static const struct {
 	const char *prefix; /* "" matches anything: DPDK takes EAL arguments */
@@ -37,6 +38,7 @@ static const struct {
      NULL,
 #endif
      "built without libpcap (install libpcap-dev and reconfigure)"},
+    {"ppd:", &pp_port_ops_ppd, NULL},
     {"",
 #ifdef PP_HAVE_DPDK
      &pp_port_ops_dpdk,

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,11 +23,7 @@ static int check_config(const struct pp_config *c)
 		       "pprun sets them)");
 		return -EINVAL;
 	}
-	if (c->daemon[0]) {
-		pp_err("pp_init: daemon mode (ppd) is not available in this release");
-		return -ENOSYS;
-	}
-	if (!c->dev[0] && c->size > 1) {
+	if (!c->dev[0] && !c->daemon[0] && c->size > 1) {
 		pp_err("pp_init: no port: set dev= (e.g. dev=pcap:eth1 or "
 		       "dev=--vdev=net_af_packet0,iface=eth1)");
 		return -EINVAL;
@@ -99,9 +96,16 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	struct pp_port_conf pconf = {
 	    .nb_queues = 1, .pcap_dump = ctx->cfg.pcap_dump[0] ? ctx->cfg.pcap_dump : NULL};
 	ctx->zc.off = !ctx->cfg.zerocopy;
-	rc = pp_port_open(&ctx->port, ctx->cfg.dev, &pconf);
+	/* daemon=SOCKET: the node daemon's rings are the port (driver/ppd). */
+	char dev[PP_CFG_STR + 64];
+	if (ctx->cfg.daemon[0])
+		snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%d,size=%d,path=%s", ctx->cfg.job,
+			 ctx->rank, ctx->size, ctx->cfg.daemon);
+	else
+		snprintf(dev, sizeof(dev), "%s", ctx->cfg.dev);
+	rc = pp_port_open(&ctx->port, dev, &pconf);
 	if (rc) {
-		pp_err("pp_init: cannot open port '%s': %s", ctx->cfg.dev, pp_strerror(rc));
+		pp_err("pp_init: cannot open port '%s': %s", dev, pp_strerror(rc));
 		rc = rc == -EINVAL || rc == -ENOMEM ? rc : -ENODEV;
 		goto fail;
 	}

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ppd's handler threads: the frame switch between the NIC and the ranks'
+ * rings (see ppd.h). The hot path: no allocation, no syscall but the CMA read
+ * of an appended range and a yield when there is nothing to do. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "affinity.h"
+#include "pp_log.h"
+#include "ppd.h"
+#include "wire.h"
+
+#define IDLE_SPINS	4    /* empty passes before each one yields the core */
+#define IDLE_NO_RANK_US 1000 /* sleep per empty pass while no rank is attached */
+
+/* Offsets into a frame: Ethernet header, then the protocol header. */
+#define OFF_TYPE (PP_WIRE_ETH_LEN + 0)
+#define OFF_JOB	 (PP_WIRE_ETH_LEN + 4)
+#define OFF_SRC	 (PP_WIRE_ETH_LEN + 24)
+#define OFF_DST	 (PP_WIRE_ETH_LEN + 28)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Single writer: a plain add published with a relaxed store. */
+#define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
+
+/* PULL frames moved, either way (ppd --stats). */
+static void count_pull(struct ppd_handler *h, const uint8_t *f)
+{
+	if ((f[OFF_TYPE] & 0x0f) == PP_WIRE_PULL)
+		COUNT(h, pulls, 1);
+}
+
+static void drop(struct ppd_handler *h, enum ppd_drop why)
+{
+	COUNT(h, drops[why], 1);
+}
+
+/* A frame of ours, long enough to route: 1, else 0. */
+static int routable(const uint8_t *f, uint32_t len)
+{
+	return len >= PP_WIRE_MIN_FRAME && f[12] == (PP_WIRE_ETHERTYPE >> 8) &&
+	       f[13] == (PP_WIRE_ETHERTYPE & 0xff);
+}
+
+static struct ppd_rank *lookup(struct ppd *d, uint32_t job, uint32_t rank)
+{
+	for (int i = 0; i < PPD_MAX_RANKS; i++) {
+		struct ppd_rank *r = &d->ranks[i];
+		if (atomic_load_explicit(&r->state, memory_order_acquire) == PPD_RANK_ACTIVE &&
+		    r->job == job && r->rank == rank)
+			return r;
+	}
+	return NULL;
+}
+
+/* Copy a frame into rank r's next free rx slot and publish it. */
+static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+{
+	void *ptr;
+	while (atomic_flag_test_and_set_explicit(&r->rx_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+	if (len > h->d->slot_bytes || !r->nrx_free ||
+	    pp_shm_ring_reserve(&r->rx, sizeof(struct ppd_rec), &ptr)) {
+		atomic_flag_clear_explicit(&r->rx_lock, memory_order_release);
+		__atomic_fetch_add(&r->hdr->rx_dropped, 1, __ATOMIC_RELAXED);
+		drop(h, len > h->d->slot_bytes ? PPD_DROP_BAD_FRAME : PPD_DROP_RANK_FULL);
+		return;
+	}
+	uint32_t slot = r->rx_free[--r->nrx_free];
+	r->at_rank[slot] = 1;
+	memcpy(r->rx_slots + (size_t)slot * h->d->slot_bytes, f, len);
+	*(struct ppd_rec *)ptr = (struct ppd_rec){.type = PPD_REC_FRAME, .slot = slot, .len = len};
+	pp_shm_ring_commit(&r->rx, sizeof(struct ppd_rec));
+	atomic_flag_clear_explicit(&r->rx_lock, memory_order_release);
+	COUNT(h, to_ranks, 1);
+}
+
+/* Give every attached rank of job but skip the frame (a broadcast). */
+static void deliver_job(struct ppd_handler *h, uint32_t job, uint32_t skip, const uint8_t *f,
+			uint32_t len)
+{
+	for (int i = 0; i < PPD_MAX_RANKS; i++) {
+		struct ppd_rank *r = &h->d->ranks[i];
+		if (atomic_load_explicit(&r->state, memory_order_acquire) == PPD_RANK_ACTIVE &&
+		    r->job == job && r->rank != skip)
+			deliver(h, r, f, len);
+	}
+}
+
+/* NIC -> ranks. */
+static unsigned nic_rx(struct ppd_handler *h)
+{
+	struct ppd *d = h->d;
+	struct pp_buf *bufs[PPD_BURST];
+	unsigned n = pp_port_rx_burst(d->port, h->queue, bufs, PPD_BURST);
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *f = bufs[i]->data;
+		uint32_t len = bufs[i]->len;
+		if (!routable(f, len)) {
+			drop(h, PPD_DROP_BAD_FRAME);
+			continue;
+		}
+		uint32_t job = get32(f + OFF_JOB), dst = get32(f + OFF_DST);
+		count_pull(h, f);
+		if (dst == PP_WIRE_RANK_ALL) {
+			deliver_job(h, job, get32(f + OFF_SRC), f, len);
+			continue;
+		}
+		struct ppd_rank *r = lookup(d, job, dst);
+		if (r)
+			deliver(h, r, f, len);
+		else
+			drop(h, PPD_DROP_NO_RANK);
+	}
+	if (n) {
+		pp_port_free(d->port, bufs, n);
+		COUNT(h, nic_rx, n);
+	}
+	return n;
+}
+
+/* Send what waits for the NIC; returns frames sent. */
+static unsigned flush(struct ppd_handler *h)
+{
+	if (!h->ntxq)
+		return 0;
+	unsigned sent = pp_port_tx_burst(h->d->port, h->queue, h->txq, h->ntxq);
+	memmove(h->txq, h->txq + sent, (h->ntxq - sent) * sizeof(h->txq[0]));
+	h->ntxq -= sent;
+	COUNT(h, nic_tx, sent);
+	__atomic_store_n(&h->c.queue, h->ntxq, __ATOMIC_RELAXED);
+	return sent;
+}
+
+/* Route a checked frame from rank r, in NIC buffer b: to ranks here, to the
+ * wire, or both (broadcast). Takes b. */
+static void route(struct ppd_handler *h, struct ppd_rank *r, struct pp_buf *b)
+{
+	uint32_t dst = get32(b->data + OFF_DST);
+	count_pull(h, b->data);
+	if (dst == PP_WIRE_RANK_ALL) {
+		deliver_job(h, r->job, r->rank, b->data, b->len);
+	} else {
+		struct ppd_rank *to = lookup(h->d, r->job, dst);
+		if (to) {
+			deliver(h, to, b->data, b->len);
+			COUNT(h, loopback, 1);
+			pp_port_free(h->d->port, &b, 1);
+			return;
+		}
+	}
+	h->txq[h->ntxq++] = b;
+}
+
+/* Publish how many of rank r's frame records are done with their slot:
+ * the longest prefix, in record order, that the NIC no longer reads. */
+static void advance(struct ppd_rank *r)
+{
+	while (r->tx_done < r->tx_seq && !r->pend[r->tx_done % PPD_TX_SLOTS])
+		r->tx_done++;
+	__atomic_store_n(&r->hdr->tx_done, r->tx_done, __ATOMIC_RELEASE);
+}
+
+/* The port is done with a slot sent without a copy (runs on the home
+ * handler's thread, inside its tx_burst or a buffer free). */
+static void zc_done(void *arg)
+{
+	struct ppd_zc *z = arg;
+	z->r->pend[z->seq % PPD_TX_SLOTS] = 0;
+	advance(z->r);
+	/* Last: once zc_out is 0 the main thread may unmap the region. */
+	atomic_fetch_sub_explicit(&z->r->zc_out, 1, memory_order_release);
+}
+
+/* Payloads below this are copied: attaching costs more than copying. */
+#define ZC_MIN 256
+
+/* Take frame record rec (record number seq) of rank r into a NIC buffer:
+ * the header is copied and checked on the copy (so the rank cannot change
+ * it afterwards); the payload is copied too, or, for a large frame to
+ * another node when the port can, attached where it lies in the rank's slot
+ * (*zc set: the slot stays busy until the port is done). Returns the buffer,
+ * or NULL (dropped and counted). *retry is set when no NIC buffer was free:
+ * the record must stay for the next pass. */
+static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
+				 const struct ppd_rec *rec, uint64_t seq, int *retry, int *zc)
+{
+	struct ppd *d = h->d;
+	struct pp_buf *b;
+	uint64_t total = (uint64_t)rec->len + rec->ext_len;
+	if (rec->slot >= PPD_TX_SLOTS || rec->len > d->slot_bytes ||
+	    total > (uint64_t)d->info.mtu + PP_WIRE_ETH_LEN || rec->len < PP_WIRE_MIN_FRAME) {
+		drop(h, PPD_DROP_BAD_FRAME);
+		return NULL;
+	}
+	if (pp_port_alloc(d->port, &b, 1) != 1) {
+		*retry = 1;
+		return NULL;
+	}
+	if (total > b->cap) {
+		pp_port_free(d->port, &b, 1);
+		drop(h, PPD_DROP_BAD_FRAME);
+		return NULL;
+	}
+	const uint8_t *slot = r->tx_slots + (size_t)rec->slot * d->slot_bytes;
+	memcpy(b->data, slot, PP_WIRE_MIN_FRAME);
+	if (!routable(b->data, (uint32_t)total)) {
+		pp_port_free(d->port, &b, 1);
+		drop(h, PPD_DROP_BAD_FRAME);
+		return NULL;
+	}
+	if (get32(b->data + OFF_JOB) != r->job || get32(b->data + OFF_SRC) != r->rank) {
+		pp_port_free(d->port, &b, 1);
+		drop(h, PPD_DROP_SPOOF);
+		return NULL;
+	}
+	memcpy(b->data + 6, d->info.mac, 6); /* every frame of the node leaves from here */
+	uint32_t dst = get32(b->data + OFF_DST);
+	b->len = PP_WIRE_MIN_FRAME;
+	if (r->zc && !rec->ext_len && rec->len >= PP_WIRE_MIN_FRAME + ZC_MIN &&
+	    dst != PP_WIRE_RANK_ALL && !lookup(d, r->job, dst)) {
+		struct ppd_zc *z = &r->zcs[seq % PPD_TX_SLOTS];
+		z->r = r;
+		z->seq = seq;
+		r->pend[seq % PPD_TX_SLOTS] = 1;
+		if (pp_port_attach_ext(d->port, b, (void *)(uintptr_t)(slot + PP_WIRE_MIN_FRAME),
+				       rec->len - PP_WIRE_MIN_FRAME, zc_done, z) == 0) {
+			atomic_fetch_add_explicit(&r->zc_out, 1, memory_order_relaxed);
+			COUNT(h, zc_frames, 1);
+			*zc = 1;
+			return b;
+		}
+		r->pend[seq % PPD_TX_SLOTS] = 0;
+	}
+	memcpy(b->data + PP_WIRE_MIN_FRAME, slot + PP_WIRE_MIN_FRAME, rec->len - PP_WIRE_MIN_FRAME);
+	if (rec->ext_len) {
+		/* The rank's own memory, read as that process: a range it does
+		 * not own fails (EFAULT) and nothing of it is used. */
+		struct iovec local = {b->data + rec->len, rec->ext_len};
+		struct iovec remote = {(void *)(uintptr_t)rec->ext_addr, rec->ext_len};
+		ssize_t got = process_vm_readv(r->pid, &local, 1, &remote, 1, 0);
+		if (got != (ssize_t)rec->ext_len) {
+			pp_port_free(d->port, &b, 1);
+			drop(h, PPD_DROP_BAD_RANGE);
+			return NULL;
+		}
+		COUNT(h, ext_bytes, rec->ext_len);
+	}
+	b->len = (uint32_t)total;
+	return b;
+}
+
+/* Rank r hands rx slots back. */
+static void rx_slots_back(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *p, uint32_t len)
+{
+	struct ppd_rec rec;
+	memcpy(&rec, p, sizeof(rec));
+	if (rec.n > PPD_RXFREE_MAX || len < sizeof(rec) + 4u * rec.n) {
+		drop(h, PPD_DROP_BAD_FRAME);
+		return;
+	}
+	uint32_t slots[PPD_RXFREE_MAX];
+	memcpy(slots, p + sizeof(rec), 4u * rec.n);
+	while (atomic_flag_test_and_set_explicit(&r->rx_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+	for (unsigned i = 0; i < rec.n; i++) {
+		uint32_t s = slots[i];
+		if (s < PPD_RX_SLOTS && r->at_rank[s]) {
+			r->at_rank[s] = 0;
+			r->rx_free[r->nrx_free++] = s;
+		}
+	}
+	atomic_flag_clear_explicit(&r->rx_lock, memory_order_release);
+}
+
+/* Rank r's tx ring -> NIC or ranks here. */
+static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
+{
+	unsigned n = 0;
+	const void *ptr;
+	uint32_t len;
+	/* No more frames in flight than the rank has slots (pend is indexed by
+	 * record number), whatever the rank publishes. */
+	while (n < PPD_BURST && h->ntxq < PPD_BURST && r->tx_seq - r->tx_done < PPD_TX_SLOTS &&
+	       pp_shm_ring_peek(&r->tx, &ptr, &len)) {
+		/* The record lies in memory the rank can write: read it once. */
+		uint8_t raw[sizeof(struct ppd_rec) + 4 * PPD_RXFREE_MAX];
+		if (len > sizeof(raw))
+			len = sizeof(raw);
+		if (len < sizeof(struct ppd_rec)) {
+			pp_shm_ring_release(&r->tx);
+			drop(h, PPD_DROP_BAD_FRAME);
+			continue;
+		}
+		memcpy(raw, ptr, len);
+		struct ppd_rec rec;
+		memcpy(&rec, raw, sizeof(rec));
+		if (rec.type == PPD_REC_RXFREE) {
+			rx_slots_back(h, r, raw, len);
+			pp_shm_ring_release(&r->tx);
+			continue;
+		}
+		if (rec.type != PPD_REC_FRAME) {
+			pp_shm_ring_release(&r->tx);
+			drop(h, PPD_DROP_BAD_FRAME);
+			continue;
+		}
+		int retry = 0, zc = 0;
+		uint64_t seq = r->tx_seq;
+		struct pp_buf *b = take_frame(h, r, &rec, seq, &retry, &zc);
+		if (retry)
+			break; /* no NIC buffer now: the record stays */
+		pp_shm_ring_release(&r->tx);
+		if (!b)
+			__atomic_fetch_add(&r->hdr->tx_failed, 1, __ATOMIC_RELAXED);
+		r->tx_seq++;
+		if (!zc) {
+			/* Copied out: the slot is free again for the rank. */
+			r->pend[seq % PPD_TX_SLOTS] = 0;
+			advance(r);
+		}
+		COUNT(h, from_ranks, 1);
+		n++;
+		if (b)
+			route(h, r, b);
+	}
+	return n;
+}
+
+/* Rank r left (closed its connection, or died): send what it had queued
+ * (a rank that finalised may have written its last acks just before it
+ * closed; every record was complete when published), drop what cannot go
+ * now, and tell every other rank of its job that it left (a BYE from it that
+ * says it has their goodbye, so nobody answers): posted receives for it then
+ * fail at once instead of timing out. Frames for it are no longer delivered
+ * (it is not ACTIVE), and its rx ring goes with its region. */
+static void say_bye(struct ppd_handler *h, struct ppd_rank *r)
+{
+	struct ppd *d = h->d;
+	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	const void *ptr;
+	uint32_t len;
+	for (unsigned pass = 0; pass < 2 * PPD_TX_SLOTS / PPD_BURST; pass++) {
+		flush(h);
+		if (!rank_tx(h, r) && !h->ntxq)
+			break;
+	}
+	flush(h);
+	while (pp_shm_ring_peek(&r->tx, &ptr, &len)) {
+		pp_shm_ring_release(&r->tx);
+		drop(h, PPD_DROP_DEAD);
+	}
+	for (uint32_t to = 0; to < r->size; to++) {
+		if (to == r->rank)
+			continue;
+		struct pp_wire_hdr hdr = {.type = PP_WIRE_BYE,
+					  .job = r->job,
+					  .src_rank = r->rank,
+					  .dst_rank = to,
+					  .msg_id = 1,
+					  .tag = r->size};
+		struct pp_buf *b;
+		if (h->ntxq == PPD_BURST)
+			flush(h);
+		if (h->ntxq == PPD_BURST || pp_port_alloc(d->port, &b, 1) != 1)
+			break; /* cannot now: its peers fall back on their timeout */
+		int flen = pp_wire_encode(b->data, b->cap, bcast, d->info.mac, &hdr, NULL);
+		if (flen <= 0) {
+			pp_port_free(d->port, &b, 1);
+			continue;
+		}
+		b->len = (uint32_t)flen;
+		struct ppd_rank *local = lookup(d, r->job, to);
+		if (local) {
+			deliver(h, local, b->data, b->len);
+			pp_port_free(d->port, &b, 1);
+		} else {
+			h->txq[h->ntxq++] = b;
+		}
+	}
+	flush(h);
+}
+
+static void *handler_main(void *arg)
+{
+	struct ppd_handler *h = arg;
+	struct ppd *d = h->d;
+	int rc = pp_affinity_pin_self(h->core);
+	if (rc)
+		pp_warn("ppd: handler %d: cannot pin to core %d (%s); running unpinned", h->id,
+			h->core, strerror(-rc));
+	uint64_t start = now_ns(), busy = 0;
+	unsigned idle = 0;
+	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
+		atomic_fetch_add_explicit(&h->epoch, 1, memory_order_acq_rel);
+		uint64_t t0 = now_ns();
+		unsigned n = nic_rx(h);
+		for (int i = 0; i < PPD_MAX_RANKS; i++) {
+			struct ppd_rank *r = &d->ranks[i];
+			int st = atomic_load_explicit(&r->state, memory_order_acquire);
+			if ((st != PPD_RANK_ACTIVE && st != PPD_RANK_DYING) || r->home != h->id)
+				continue;
+			if (st == PPD_RANK_ACTIVE) {
+				n += rank_tx(h, r);
+			} else {
+				say_bye(h, r);
+				atomic_store_explicit(&r->state, PPD_RANK_GONE,
+						      memory_order_release);
+			}
+		}
+		n += flush(h);
+		uint64_t t1 = now_ns();
+		if (n) {
+			busy += t1 - t0;
+			idle = 0;
+		} else if (++idle > IDLE_SPINS) {
+			if (atomic_load_explicit(&d->nattached, memory_order_relaxed))
+				sched_yield(); /* the core may be shared with the ranks */
+			else
+				usleep(IDLE_NO_RANK_US); /* nobody to serve: no need to spin */
+		} else {
+			__builtin_ia32_pause();
+		}
+		__atomic_store_n(&h->c.busy_ns, busy, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->c.run_ns, t1 - start, __ATOMIC_RELAXED);
+	}
+	/* Drain: what the NIC has not taken yet gets a few more tries. */
+	for (int i = 0; i < 1000 && h->ntxq; i++)
+		flush(h);
+	if (h->ntxq)
+		pp_port_free(d->port, h->txq, h->ntxq);
+	h->ntxq = 0;
+	atomic_fetch_add_explicit(&h->epoch, 1, memory_order_acq_rel);
+	return NULL;
+}
+
+int ppd_handlers_start(struct ppd *d, const int *cores, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ppd_handler *h = &d->h[i];
+		h->d = d;
+		h->id = i;
+		h->core = cores[i];
+		h->queue = (uint16_t)i;
+		int rc = pthread_create(&h->thread, NULL, handler_main, h);
+		if (rc) {
+			pp_err("ppd: cannot start handler %d: %s", i, strerror(rc));
+			ppd_handlers_stop(d);
+			return -rc;
+		}
+		d->nh = i + 1;
+	}
+	return 0;
+}
+
+void ppd_handlers_stop(struct ppd *d)
+{
+	atomic_store_explicit(&d->stop, 1, memory_order_release);
+	for (int i = 0; i < d->nh; i++)
+		pthread_join(d->h[i].thread, NULL);
+	d->nh = 0;
+}
+
+static const char *const drop_names[PPD_DROP_COUNT] = {
+    "no_rank", "rank_full", "bad_frame", "spoof", "bad_range", "dead",
+};
+
+void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
+{
+	size_t o = 0;
+#define OUT(...)                                                                                   \
+	do {                                                                                       \
+		if (o < len)                                                                       \
+			o += (size_t)snprintf(buf + o, len - o, __VA_ARGS__);                      \
+	} while (0)
+	int nranks = 0;
+	for (int i = 0; i < PPD_MAX_RANKS; i++)
+		nranks += atomic_load(&d->ranks[i].state) == PPD_RANK_ACTIVE;
+	OUT("ppd: %d handler(s), %d rank(s) attached, port %s\n", d->nh, nranks, d->info.driver);
+	OUT("%-7s %5s %5s %10s %10s %10s %10s %9s %9s %10s %6s %5s  %s\n", "handler", "core",
+	    "ranks", "nic_rx", "nic_tx", "from_rank", "to_rank", "loopback", "zerocopy", "pulls",
+	    "busy%", "queue", "drops");
+	for (int i = 0; i < d->nh; i++) {
+		const struct ppd_counters *c = &d->h[i].c;
+		uint64_t run = __atomic_load_n(&c->run_ns, __ATOMIC_RELAXED);
+		uint64_t busy = __atomic_load_n(&c->busy_ns, __ATOMIC_RELAXED);
+		OUT("%-7d %5d %5d %10llu %10llu %10llu %10llu %9llu %9llu %10llu %6.1f %5llu  ", i,
+		    d->h[i].core, d->h[i].nhome,
+		    (unsigned long long)__atomic_load_n(&c->nic_rx, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->nic_tx, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->from_ranks, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->to_ranks, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->loopback, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->zc_frames, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pulls, __ATOMIC_RELAXED),
+		    run ? 100.0 * (double)busy / (double)run : 0.0,
+		    (unsigned long long)__atomic_load_n(&c->queue, __ATOMIC_RELAXED));
+		for (int k = 0; k < PPD_DROP_COUNT; k++)
+			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
+			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
+		OUT("\n");
+	}
+#undef OUT
+	if (len)
+		buf[o < len ? o : len - 1] = '\0';
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ppd, the node daemon: one process per node owns the NIC (through the driver
+ * layer) and serves every rank of the node that set daemon=SOCKET.
+ *
+ * Threads. The main thread runs the UNIX socket (attach, stats), watches each
+ * rank's connection and pidfd, and handles SIGTERM; it never touches frames.
+ * Each handler thread is pinned to one core, owns one NIC queue pair, and
+ * loops: receive a burst from its NIC queue and copy each frame into the rx
+ * ring of the rank it is for (by job and destination rank; a broadcast HELLO
+ * to every attached rank of its job); then consume the tx rings of the ranks
+ * it is home to: copy each frame out of the rank's slot (and any appended
+ * range of the rank's memory, through process_vm_readv), check it (our
+ * EtherType, the rank's own job and rank as source), and send it to the NIC,
+ * or straight into the rx ring of a rank of this node it is addressed to.
+ *
+ * Sharing. A rank's tx ring has one consumer, its home handler (the least
+ * loaded handler when it attached). Its rx ring and rx slots may be fed by
+ * every handler, so they are taken under the rank's rx_lock, a spin lock
+ * between daemon threads only (the rank never takes it). The rank table is a
+ * fixed array whose entries change state with release stores; the main
+ * thread frees an entry's memory only after every handler has started a new
+ * pass (its epoch moved), so no handler still holds a pointer into it.
+ *
+ * A rank's life: FREE -> ACTIVE (attached) -> DYING (connection closed or its
+ * pidfd fired: nothing more is delivered to it) -> GONE (its home handler
+ * sent what it had queued and a BYE on its behalf to every other rank of its
+ * job) -> FREE (the main thread unmapped it).
+ */
+#ifndef PPD_H
+#define PPD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pp_port.h"
+#include "ppd_shm.h"
+#include "ring.h"
+
+#define PPD_MAX_RANKS	 64
+#define PPD_MAX_HANDLERS 16
+#define PPD_BURST	 32
+
+enum ppd_rank_state {
+	PPD_RANK_FREE = 0, /* unused entry */
+	PPD_RANK_ACTIVE,   /* attached and served */
+	PPD_RANK_DYING,	   /* dead; its home handler says goodbye for it */
+	PPD_RANK_GONE,	   /* goodbye said; the main thread reclaims it */
+};
+
+/* Why a frame was dropped (ppd --stats). */
+enum ppd_drop {
+	PPD_DROP_NO_RANK = 0, /* for a rank not attached here */
+	PPD_DROP_RANK_FULL,   /* the rank's rx ring or slots were full */
+	PPD_DROP_BAD_FRAME,   /* short, not our EtherType, bad length or slot */
+	PPD_DROP_SPOOF,	      /* a rank's frame with another job or rank as source */
+	PPD_DROP_BAD_RANGE,   /* appended range the rank cannot read (EFAULT) */
+	PPD_DROP_DEAD,	      /* queued by or for a rank that died */
+	PPD_DROP_COUNT,
+};
+
+struct ppd;
+
+/* One attached rank. Fields below state are set before it turns ACTIVE and
+ * not changed until it is FREE again, except where said. */
+struct ppd_rank {
+	_Atomic int state;		/* enum ppd_rank_state */
+	uint32_t job, rank, size;	/* from its attach request */
+	pid_t pid;			/* from SO_PEERCRED: whose memory process_vm_readv reads */
+	uid_t uid;			/* from SO_PEERCRED */
+	int conn;			/* its connection (EOF: it died) */
+	int pidfd;			/* readable when it exits, -1 if pidfd_open failed */
+	int home;			/* handler consuming its tx ring */
+	uint8_t *mem;			/* its shared region */
+	size_t mem_len;			/* bytes */
+	struct ppd_region_hdr *hdr;	/* header of the region */
+	uint8_t *tx_slots;		/* first tx slot */
+	uint8_t *rx_slots;		/* first rx slot */
+	struct pp_shm_ring tx;		/* consumer side, home handler only */
+	struct pp_shm_ring rx;		/* producer side, under rx_lock */
+	atomic_flag rx_lock;		/* guards rx, rx_free, nrx_free, at_rank */
+	uint32_t rx_free[PPD_RX_SLOTS]; /* rx slots the daemon holds */
+	uint32_t nrx_free;		/* how many */
+	uint8_t at_rank[PPD_RX_SLOTS];	/* 1: slot handed to the rank */
+	/* Zero-copy transmission, home handler only (see fwd.c). */
+	int zc;			    /* its tx slots are registered with the port */
+	uint64_t tx_seq;	    /* frame records consumed */
+	uint64_t tx_done;	    /* ... whose slot is free again (published) */
+	uint8_t pend[PPD_TX_SLOTS]; /* by record seq: the NIC still reads the slot */
+	struct ppd_zc {
+		struct ppd_rank *r; /* whose */
+		uint64_t seq;	    /* which record */
+	} zcs[PPD_TX_SLOTS];	    /* done-callback arguments, by record seq */
+	_Atomic int zc_out;	    /* frames the NIC still reads from the region */
+};
+
+/* Counters of one handler: written by it alone, read by stats. */
+struct ppd_counters {
+	uint64_t nic_rx;		/* frames received from the NIC */
+	uint64_t nic_tx;		/* frames sent to the NIC */
+	uint64_t from_ranks;		/* frames taken from tx rings */
+	uint64_t to_ranks;		/* frames put in rx rings */
+	uint64_t loopback;		/* rank-to-rank frames that never touched the NIC */
+	uint64_t pulls;			/* PULL frames moved (the ranks' engines serve them) */
+	uint64_t ext_bytes;		/* bytes read from ranks' memory (CMA) */
+	uint64_t zc_frames;		/* frames sent straight from a rank's slot */
+	uint64_t busy_ns;		/* time in passes that moved something */
+	uint64_t run_ns;		/* time since the handler started */
+	uint64_t queue;			/* frames waiting for the NIC now */
+	uint64_t drops[PPD_DROP_COUNT]; /* by enum ppd_drop */
+};
+
+struct ppd_handler {
+	struct ppd *d;			   /* the daemon */
+	int id;				   /* index */
+	int core;			   /* where it is pinned */
+	uint16_t queue;			   /* its NIC queue pair */
+	pthread_t thread;		   /* the thread */
+	_Atomic uint64_t epoch;		   /* passes started; see the top of this file */
+	int nhome;			   /* ranks it is home to (main thread's count) */
+	struct pp_buf *txq[2 * PPD_BURST]; /* frames the NIC did not take yet */
+	unsigned ntxq;			   /* how many */
+	struct ppd_counters c;		   /* counters */
+};
+
+struct ppd {
+	struct pp_port *port;			/* the NIC */
+	struct pp_port_info info;		/* its MAC, MTU, queues */
+	uint32_t slot_bytes;			/* bytes per slot of every region */
+	struct ppd_rank ranks[PPD_MAX_RANKS];	/* the rank table */
+	struct ppd_handler h[PPD_MAX_HANDLERS]; /* the handlers */
+	int nh;					/* how many */
+	int tx_copy;				/* --tx-copy: never send from slots */
+	_Atomic int nattached;			/* ranks not FREE (main thread writes) */
+	_Atomic int stop;			/* handlers end their loop */
+};
+
+/* Start and stop the handler threads (fwd.c). start: -errno. */
+int ppd_handlers_start(struct ppd *d, const int *cores, int n);
+void ppd_handlers_stop(struct ppd *d);
+
+/* Print the handlers' counters into buf (at most len bytes, NUL-ended). */
+void ppd_stats_format(const struct ppd *d, char *buf, size_t len);
+
+/* Topology (topo.c). Print cores, caches, NUMA nodes, the NIC's node and
+ * the placement ppd would choose; 0 or -errno. */
+int ppd_topology_print(const char *dev, const char *cores);
+
+/* The default handler cores: one logical processor per physical core on the
+ * NIC's NUMA node (every node when unknown). Returns the count or -errno. */
+int ppd_default_cores(const char *dev, int *cores, int max);
+
+/* The interface name in a device string (iface=NAME, pcap:NAME), or "" . */
+void ppd_dev_iface(const char *dev, char *out, size_t len);
+
+#endif

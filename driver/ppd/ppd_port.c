@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The "ppd" backend: a rank's port served by its node daemon ppd (see
+ * ppd_shm.h for the attach protocol and the shared region). Device string:
+ *   ppd:job=JOB,rank=RANK,size=SIZE,path=SOCKET
+ * (the runtime builds it from daemon=SOCKET). The rank never touches the NIC:
+ * the engine writes each frame straight into a tx slot of the shared region
+ * and tx_burst publishes one record per frame on the tx ring; rx_burst hands
+ * out rx slots the daemon filled. One queue pair. attach_ext appends bytes of
+ * the rank's own memory, which the daemon reads with process_vm_readv on this
+ * process (so it can only ever read what this process may read).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "pp_log.h"
+#include "pp_port.h"
+#include "ppd_shm.h"
+#include "ring.h"
+
+#define PPD_IDLE_SPINS 4 /* empty polls before each one yields the core */
+
+/* Bytes attached to a tx slot by attach_ext, and whom to tell when done. */
+struct ext {
+	uint64_t addr;		 /* in this process */
+	uint32_t len;		 /* bytes */
+	void (*done)(void *arg); /* called once the daemon is done with them */
+	void *arg;		 /* its argument */
+};
+
+struct ppd_port {
+	struct pp_port base;	       /* must be first */
+	int sock;		       /* connection to the daemon; closing it detaches */
+	uint8_t *mem;		       /* the shared region */
+	size_t mem_len;		       /* its size */
+	struct ppd_region_hdr *hdr;    /* its header */
+	struct pp_shm_ring tx, rx;     /* producer of tx, consumer of rx */
+	uint32_t ntx, nrx;	       /* slots of each kind */
+	struct pp_buf *bufs;	       /* ntx tx slots, then nrx rx slots */
+	struct ext *ext;	       /* per tx slot */
+	uint32_t *tx_free;	       /* free tx slot numbers (a stack) */
+	uint32_t ntx_free;	       /* how many */
+	uint32_t *inflight;	       /* tx slots in send order (ring of ntx) */
+	uint64_t sent, reclaimed;      /* frames published, slots taken back */
+	uint32_t rxfree[PPD_RX_SLOTS]; /* rx slots to give back */
+	uint32_t nrxfree;	       /* how many */
+	uint32_t idle;		       /* rx_burst calls in a row that found nothing */
+	struct pp_port_stats st;       /* counters */
+};
+
+static struct ppd_port *to_ppd(struct pp_port *p)
+{
+	return (struct ppd_port *)p;
+}
+
+/* Parse "job=J,rank=R,size=S,path=P". Errors: -EINVAL. */
+static int parse_dev(const char *dev, struct ppd_attach_req *req, const char **path)
+{
+	unsigned job, rank, size;
+	int n = 0;
+	if (sscanf(dev, "job=%u,rank=%u,size=%u,path=%n", &job, &rank, &size, &n) != 3 || !n ||
+	    !dev[n] || rank >= size)
+		return -EINVAL;
+	*req = (struct ppd_attach_req){
+	    .magic = PPD_MAGIC, .version = PPD_VERSION, .job = job, .rank = rank, .size = size};
+	*path = dev + n;
+	return 0;
+}
+
+/* Connect, send req, receive the answer and the memfd.
+ * Errors: -ENODEV no daemon there, -EPERM refused, -EPROTO, -errno. */
+static int attach(const char *path, const struct ppd_attach_req *req, int *sock_out, int *fd_out,
+		  struct ppd_attach_rep *rep)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -EINVAL;
+	strcpy(sa.sun_path, path);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int e = errno;
+		close(s);
+		pp_err("ppd: cannot reach the daemon at %s: %s (is ppd running?)", path,
+		       strerror(e));
+		return -ENODEV;
+	}
+	if (send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
+		close(s);
+		return -EPROTO;
+	}
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = {rep, sizeof(*rep)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cm.buf,
+			    .msg_controllen = sizeof(cm.buf)};
+	ssize_t got = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	if (got != (ssize_t)sizeof(*rep)) {
+		close(s);
+		pp_err("ppd: the daemon at %s closed the connection without an answer", path);
+		return -EPROTO;
+	}
+	rep->message[sizeof(rep->message) - 1] = '\0';
+	if (rep->status) {
+		close(s);
+		pp_err("ppd: the daemon refused: %s", rep->message);
+		return rep->status < 0 ? rep->status : -EPROTO;
+	}
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int))) {
+		close(s);
+		return -EPROTO;
+	}
+	memcpy(fd_out, CMSG_DATA(c), sizeof(int));
+	*sock_out = s;
+	return 0;
+}
+
+static void ppd_close(struct pp_port *port)
+{
+	struct ppd_port *p = to_ppd(port);
+	if (p->mem)
+		munmap(p->mem, p->mem_len);
+	if (p->sock >= 0)
+		close(p->sock);
+	free(p->bufs);
+	free(p->ext);
+	free(p->tx_free);
+	free(p->inflight);
+	free(p);
+}
+
+/* Check the header the daemon wrote and build the slot descriptors.
+ * Errors: -EPROTO, -ENOMEM. */
+static int map_region(struct ppd_port *p, const struct ppd_attach_req *req)
+{
+	const struct ppd_region_hdr *h = p->hdr;
+	uint64_t slot = h->slot_bytes;
+	if (p->mem_len < PPD_HDR_BYTES || h->magic != PPD_MAGIC || h->version != PPD_VERSION ||
+	    h->job != req->job || h->rank != req->rank || slot < 128 || slot % 64 ||
+	    h->tx_slots != PPD_TX_SLOTS || h->rx_slots != PPD_RX_SLOTS ||
+	    h->tx_slot_off + slot * h->tx_slots > p->mem_len ||
+	    h->rx_slot_off + slot * h->rx_slots > p->mem_len || h->tx_ring_off >= p->mem_len ||
+	    h->rx_ring_off >= p->mem_len)
+		return -EPROTO;
+	if (pp_shm_ring_attach(&p->tx, p->mem + h->tx_ring_off) ||
+	    pp_shm_ring_attach(&p->rx, p->mem + h->rx_ring_off))
+		return -EPROTO;
+	p->ntx = h->tx_slots;
+	p->nrx = h->rx_slots;
+	p->bufs = calloc(p->ntx + p->nrx, sizeof(*p->bufs));
+	p->ext = calloc(p->ntx, sizeof(*p->ext));
+	p->tx_free = calloc(p->ntx, sizeof(*p->tx_free));
+	p->inflight = calloc(p->ntx, sizeof(*p->inflight));
+	if (!p->bufs || !p->ext || !p->tx_free || !p->inflight)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->ntx + p->nrx; i++) {
+		uint64_t off =
+		    i < p->ntx ? h->tx_slot_off + slot * i : h->rx_slot_off + slot * (i - p->ntx);
+		p->bufs[i] =
+		    (struct pp_buf){.data = p->mem + off, .cap = (uint32_t)slot, .priv = p};
+	}
+	for (uint32_t i = 0; i < p->ntx; i++)
+		p->tx_free[i] = p->ntx - 1 - i;
+	p->ntx_free = p->ntx;
+	return 0;
+}
+
+static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
+{
+	(void)conf; /* one queue pair, whatever was asked: info says so */
+	struct ppd_attach_req req;
+	const char *path;
+	if (parse_dev(dev, &req, &path)) {
+		pp_err("ppd: bad device '%s' (want job=J,rank=R,size=S,path=SOCKET)", dev);
+		return -EINVAL;
+	}
+	struct ppd_port *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->sock = -1;
+	struct ppd_attach_rep rep;
+	int fd = -1;
+	int rc = attach(path, &req, &p->sock, &fd, &rep);
+	if (rc)
+		goto fail;
+	p->mem_len = rep.region;
+	void *m = mmap(NULL, p->mem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		rc = -errno;
+		goto fail;
+	}
+	p->mem = m;
+	p->hdr = (struct ppd_region_hdr *)m;
+	if ((rc = map_region(p, &req))) {
+		pp_err("ppd: the region the daemon sent is not one this version understands");
+		goto fail;
+	}
+	pp_info("ppd: rank %u of job %u attached to %s", req.rank, req.job, path);
+	*port = &p->base;
+	return 0;
+fail:
+	ppd_close(&p->base);
+	return rc;
+}
+
+static int ppd_info(struct pp_port *port, struct pp_port_info *info)
+{
+	struct ppd_port *p = to_ppd(port);
+	memset(info, 0, sizeof(*info));
+	memcpy(info->mac, p->hdr->mac, 6);
+	info->mtu = p->hdr->mtu;
+	info->nb_queues = 1;
+	info->buf_cap = p->hdr->slot_bytes;
+	info->link_up = p->hdr->daemon_gone ? 0 : 1;
+	snprintf(info->driver, sizeof(info->driver), "ppd");
+	return 0;
+}
+
+static int ppd_stats(struct pp_port *port, struct pp_port_stats *stats)
+{
+	struct ppd_port *p = to_ppd(port);
+	*stats = p->st;
+	stats->tx_failed = __atomic_load_n(&p->hdr->tx_failed, __ATOMIC_RELAXED);
+	stats->rx_dropped = __atomic_load_n(&p->hdr->rx_dropped, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Give a tx slot back to the free stack, telling attach_ext's owner. */
+static void tx_slot_put(struct ppd_port *p, uint32_t slot)
+{
+	struct ext *e = &p->ext[slot];
+	if (e->done) {
+		void (*done)(void *) = e->done;
+		e->done = NULL;
+		e->len = 0;
+		done(e->arg);
+	}
+	e->len = 0;
+	p->tx_free[p->ntx_free++] = slot;
+}
+
+/* Take back the slots of frames the daemon has copied out. */
+static void reclaim(struct ppd_port *p)
+{
+	uint64_t done = __atomic_load_n(&p->hdr->tx_done, __ATOMIC_ACQUIRE);
+	if (done > p->sent)
+		done = p->sent; /* never trust the count beyond what we sent */
+	while (p->reclaimed < done)
+		tx_slot_put(p, p->inflight[p->reclaimed++ % p->ntx]);
+}
+
+/* Send the rx slots the engine is done with back to the daemon. */
+static void flush_rxfree(struct ppd_port *p)
+{
+	while (p->nrxfree) {
+		uint32_t n = p->nrxfree < PPD_RXFREE_MAX ? p->nrxfree : PPD_RXFREE_MAX;
+		void *ptr;
+		if (pp_shm_ring_reserve(&p->tx, (uint32_t)(sizeof(struct ppd_rec) + 4 * n), &ptr))
+			return; /* full: the next call tries again */
+		struct ppd_rec *r = ptr;
+		*r = (struct ppd_rec){.type = PPD_REC_RXFREE, .n = (uint16_t)n};
+		p->nrxfree -= n;
+		memcpy(r + 1, p->rxfree + p->nrxfree, 4 * n);
+		pp_shm_ring_commit(&p->tx, (uint32_t)(sizeof(*r) + 4 * n));
+	}
+}
+
+static unsigned ppd_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	struct ppd_port *p = to_ppd(port);
+	reclaim(p);
+	unsigned i = 0;
+	for (; i < n && p->ntx_free; i++) {
+		struct pp_buf *b = &p->bufs[p->tx_free[--p->ntx_free]];
+		b->len = 0;
+		bufs[i] = b;
+	}
+	if (i < n)
+		p->st.alloc_failed++;
+	return i;
+}
+
+static void ppd_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	struct ppd_port *p = to_ppd(port);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t idx = (uint32_t)(bufs[i] - p->bufs);
+		if (idx < p->ntx)
+			tx_slot_put(p, idx);
+		else if (p->nrxfree < PPD_RX_SLOTS)
+			p->rxfree[p->nrxfree++] = idx - p->ntx;
+	}
+	flush_rxfree(p);
+}
+
+static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
+{
+	struct ppd_port *p = to_ppd(port);
+	unsigned got = 0;
+	const void *ptr;
+	uint32_t len;
+	if (queue != 0)
+		return 0;
+	if (p->nrxfree)
+		flush_rxfree(p);
+	while (got < n && pp_shm_ring_peek(&p->rx, &ptr, &len)) {
+		struct ppd_rec r;
+		memcpy(&r, ptr, sizeof(r) <= len ? sizeof(r) : len);
+		pp_shm_ring_release(&p->rx);
+		if (len < sizeof(r) || r.type != PPD_REC_FRAME || r.slot >= p->nrx ||
+		    r.len > p->hdr->slot_bytes)
+			continue; /* not from a daemon of this version: ignore */
+		struct pp_buf *b = &p->bufs[p->ntx + r.slot];
+		b->len = r.len;
+		b->ts_ns = 0;
+		bufs[got++] = b;
+		p->st.rx_frames++;
+		p->st.rx_bytes += r.len;
+	}
+	/* The daemon may share this core: a rank that polls an empty ring for
+	 * long gives it the core instead of spinning out its time slice. */
+	if (got)
+		p->idle = 0;
+	else if (++p->idle > PPD_IDLE_SPINS)
+		sched_yield();
+	return got;
+}
+
+static unsigned ppd_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
+{
+	struct ppd_port *p = to_ppd(port);
+	unsigned i = 0;
+	if (queue != 0)
+		return 0;
+	reclaim(p); /* attach_ext's done callbacks run here, as pp_port.h says */
+	for (; i < n; i++) {
+		uint32_t slot = (uint32_t)(bufs[i] - p->bufs);
+		void *ptr;
+		if (pp_shm_ring_reserve(&p->tx, sizeof(struct ppd_rec), &ptr))
+			break;
+		const struct ext *e = &p->ext[slot];
+		*(struct ppd_rec *)ptr = (struct ppd_rec){.type = PPD_REC_FRAME,
+							  .slot = slot,
+							  .len = bufs[i]->len,
+							  .ext_len = e->len,
+							  .ext_addr = e->addr};
+		pp_shm_ring_commit(&p->tx, sizeof(struct ppd_rec));
+		p->inflight[p->sent++ % p->ntx] = slot;
+		p->st.tx_frames++;
+		p->st.tx_bytes += bufs[i]->len + e->len;
+	}
+	return i;
+}
+
+/* Errors: -EINVAL not a tx buffer of this port or bad range, -EBUSY one
+ * attached already, -EMSGSIZE over the MTU. The range is not checked here:
+ * the daemon reads it from this process, and a range this process cannot
+ * read makes the frame fail (counted in tx_failed), with nothing sent. */
+static int ppd_attach_ext(struct pp_port *port, struct pp_buf *buf, void *addr, uint32_t len,
+			  void (*done)(void *arg), void *arg)
+{
+	struct ppd_port *p = to_ppd(port);
+	uint32_t slot = (uint32_t)(buf - p->bufs);
+	if (buf < p->bufs || slot >= p->ntx || !len || !done)
+		return -EINVAL;
+	struct ext *e = &p->ext[slot];
+	if (e->done)
+		return -EBUSY;
+	if ((uint64_t)buf->len + len > (uint64_t)p->hdr->mtu + PP_ETH_HDR_LEN)
+		return -EMSGSIZE;
+	*e = (struct ext){.addr = (uint64_t)(uintptr_t)addr, .len = len, .done = done, .arg = arg};
+	return 0;
+}
+
+/* Any memory of this process may be attached: the daemon reads it through
+ * the kernel, which checks it. */
+static int ppd_mem_register(struct pp_port *port, void *addr, size_t len)
+{
+	(void)port, (void)addr, (void)len;
+	return 0;
+}
+
+const struct pp_port_ops pp_port_ops_ppd = {
+    .name = "ppd",
+    .open = ppd_open,
+    .close = ppd_close,
+    .info = ppd_info,
+    .stats = ppd_stats,
+    .alloc = ppd_alloc,
+    .free = ppd_free,
+    .rx_burst = ppd_rx_burst,
+    .tx_burst = ppd_tx_burst,
+    .attach_ext = ppd_attach_ext,
+    .mem_register = ppd_mem_register,
+    .mem_unregister = ppd_mem_register,
+};

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What a rank and its node daemon ppd share: the attach messages on the UNIX
+ * socket and the layout of the rank's shared region.
+ *
+ * Attach: the rank connects to the daemon's socket and sends a
+ * struct ppd_attach_req. The daemon checks the peer's credentials
+ * (SO_PEERCRED: same uid as the daemon, or root), creates the rank's region
+ * (a sealed memfd: it cannot grow or shrink under the daemon), formats it and
+ * answers with a struct ppd_attach_rep carrying the memfd (SCM_RIGHTS). The
+ * connection then stays open and idle: the daemon takes its end of file
+ * (or the rank's pidfd) as the rank's death. A request whose magic is
+ * PPD_STATS_MAGIC instead gets the daemon's counters as text.
+ *
+ * Region: a header page, then two rings (shm/ring.h, one producer and one
+ * consumer each), then frame slots.
+ *   tx ring   rank -> daemon: PPD_REC_FRAME (send slot s), PPD_REC_RXFREE
+ *             (the rank is done with these rx slots)
+ *   rx ring   daemon -> rank: PPD_REC_FRAME (a frame for you in rx slot s)
+ *   tx slots  owned by the rank; the engine writes frames straight into
+ *             them. The daemon consumes tx records in order and, once a
+ *             frame is copied out, counts it in hdr->tx_done: the rank takes
+ *             back the slots of its first tx_done frames, in send order.
+ *   rx slots  owned by the daemon until it hands one over in an rx record;
+ *             the rank gives it back with PPD_REC_RXFREE.
+ * Everything in the region is writable by the rank, so the daemon treats it
+ * as untrusted: it checks every record and slot number, copies a frame out
+ * before looking at its header, and reads any other memory of the rank only
+ * through process_vm_readv on that rank's pid.
+ */
+#ifndef PP_PPD_SHM_H
+#define PP_PPD_SHM_H
+
+#include <stdint.h>
+
+#define PPD_MAGIC	  0x70706431u /* "ppd1": attach */
+#define PPD_STATS_MAGIC	  0x70707331u /* "pps1": print counters */
+#define PPD_VERSION	  1u
+#define PPD_HDR_BYTES	  4096u /* header page */
+#define PPD_RING_CELLS	  4096u /* cells per ring (64 bytes each) */
+#define PPD_TX_SLOTS	  256u	/* frames a rank may have in flight to the daemon */
+#define PPD_RX_SLOTS	  1024u /* frames the daemon may have queued for a rank */
+#define PPD_RXFREE_MAX	  32u	/* slots per PPD_REC_RXFREE record */
+#define PPD_SOCKET_PREFIX "/run/pp/ppd-"
+
+/* Rank -> daemon, first message on the connection. */
+struct ppd_attach_req {
+	uint32_t magic;	  /* PPD_MAGIC or PPD_STATS_MAGIC */
+	uint32_t version; /* PPD_VERSION */
+	uint32_t job;	  /* job key */
+	uint32_t rank;	  /* the rank attaching */
+	uint32_t size;	  /* ranks in the job */
+	uint32_t pad;	  /* zero */
+};
+
+/* Daemon -> rank, the answer; the memfd rides along when status is 0. */
+struct ppd_attach_rep {
+	int32_t status;	   /* 0 or a negative errno */
+	uint32_t pad;	   /* zero */
+	uint64_t region;   /* bytes of the region */
+	char message[192]; /* why, when status is not 0 */
+};
+
+/* The header page of a region. Offsets are from the region's start. */
+struct ppd_region_hdr {
+	uint32_t magic;	      /* PPD_MAGIC */
+	uint32_t version;     /* PPD_VERSION */
+	uint32_t job;	      /* job key the rank attached with */
+	uint32_t rank;	      /* its rank */
+	uint8_t mac[6];	      /* the NIC's MAC: every rank of the node sends from it */
+	uint16_t mtu;	      /* the NIC's MTU */
+	uint32_t slot_bytes;  /* bytes per slot (a multiple of 64) */
+	uint32_t tx_slots;    /* PPD_TX_SLOTS */
+	uint32_t rx_slots;    /* PPD_RX_SLOTS */
+	uint32_t pad;	      /* zero */
+	uint64_t tx_ring_off; /* the rank -> daemon ring */
+	uint64_t rx_ring_off; /* the daemon -> rank ring */
+	uint64_t tx_slot_off; /* first tx slot */
+	uint64_t rx_slot_off; /* first rx slot */
+	uint64_t tx_done;     /* frame records the daemon consumed (written by it) */
+	uint64_t tx_failed;   /* ... of which it refused or could not send */
+	uint64_t rx_dropped;  /* frames for the rank dropped: its ring or slots full */
+	uint8_t daemon_gone;  /* 1 once the daemon stopped serving */
+};
+
+enum ppd_rec_type {
+	PPD_REC_FRAME = 1,  /* a frame in a slot */
+	PPD_REC_RXFREE = 2, /* rx slots given back */
+};
+
+/* One record in either ring. A FRAME is followed by nothing; an RXFREE by
+ * n slot numbers (uint32_t). */
+struct ppd_rec {
+	uint16_t type;	   /* enum ppd_rec_type */
+	uint16_t n;	   /* RXFREE: slot numbers that follow */
+	uint32_t slot;	   /* FRAME: slot number */
+	uint32_t len;	   /* FRAME: bytes of frame in the slot */
+	uint32_t ext_len;  /* FRAME (tx): bytes appended from the rank's memory */
+	uint64_t ext_addr; /* ... read from this address of the rank */
+};
+
+#endif

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The node daemon ppd over the test bed (issue 8):
+#   runtime_ppd.sh PPRUN RT_CHECK PPD_CHECK PPD PP_PINGPONG TESTBED
+# 1. 2 nodes x 2 ranks through daemons (pprun --daemon): every rt_check
+#    scenario (sizes 0 B .. 16 MiB + 3, many outstanding, matching, truncation,
+#    early/late), bytes checked; node-mates talk through the daemon's loopback
+#    (its counters say so), large frames to the other node leave from the
+#    ranks' slots without a copy; the same with two handlers per daemon (two
+#    NIC queue pairs); pp_pingpong early and late with --check.
+# 2. A rank killed mid-transfer while the other rank of its node keeps
+#    exchanging messages (ppd_check killmate): the survivors' traffic is
+#    intact, their receives from the dead rank fail with -ECONNRESET (the BYE
+#    the daemon sends for it), its sender's send too.
+# 3. A rank hands the daemon ranges it does not own (ppd_check badrange):
+#    each such frame fails and nothing of it is sent; the daemon counts them.
+#    A process of another uid may not attach.
+# 4. The daemon restarted between two jobs: each pprun --daemon starts and
+#    stops its daemons; a daemon killed with SIGKILL leaves a socket behind
+#    that the next one replaces; SIGTERM drains and exits 0, removing the
+#    socket.
+set -uo pipefail
+pprun=$1 rtc=$2 ppdc=$3 ppd=$4 pingpong=$5 tb=$6
+kind=af_packet
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+export PP_TIMEOUT_MS=3000 PPRUN_PPD=$ppd
+"$tb" up 2 1 >/dev/null || fail "test bed"
+log=$(mktemp /tmp/pp-ppd.XXXXXX)
+dpid=
+trap '[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null; rm -f "$log"; "$tb" down >/dev/null 2>&1' EXIT
+
+. "$(dirname "$0")/rt_run.sh"
+run() {
+  rt_run "$@" || return
+  echo "ok: $rt_name ($rt_ok checks)"
+}
+
+# Sum of one column of the daemons' final counters in the log.
+counter() {
+  awk -v col="$1" '$1 ~ /^[0-9]+$/ && NF > 10 && $0 ~ /no_rank=/ { s += $col } END { print s + 0 }' "$log"
+}
+
+# 1. Two nodes, two ranks each, through the daemons.
+run "4 ranks on 2 nodes through daemons, all scenarios" 17 -n 4 --nodes 2 --daemon -- "$rtc" all
+[ "$(counter 8)" -gt 0 ] || { cat "$log"; fail "no frame went between node-mates through the daemon's loopback"; }
+[ "$(counter 5)" -gt 0 ] || fail "no frame went from the daemons to the NIC"
+[ "$(counter 9)" -gt 0 ] || fail "no frame left a rank's slot without a copy (af_packet takes external buffers)"
+echo "ok: node-mates through the daemon's loopback ($(counter 8) frames), others over the NIC ($(counter 5) frames, $(counter 9) sent from the ranks' slots without a copy)"
+# Two handlers per daemon, each with its own NIC queue pair and its own ranks:
+# a wrapper gives ppd two queue pairs and two cores.
+wrap=$(mktemp /tmp/ppd-2q.XXXXXX)
+cat >"$wrap" <<EOF
+#!/bin/sh
+# ppd with two handlers: --dev gets qpairs=2, --cores becomes 0-1
+n=\$#; i=0
+while [ \$i -lt \$n ]; do
+  a=\$1; shift; i=\$((i + 1))
+  case \$a in
+  --dev) set -- "\$@" --dev "\$1,qpairs=2"; shift; i=\$((i + 1)) ;;
+  --cores) set -- "\$@" --cores 0-1; shift; i=\$((i + 1)) ;;
+  *) set -- "\$@" "\$a" ;;
+  esac
+done
+exec "$ppd" "\$@"
+EOF
+chmod +x "$wrap"
+run "2 handlers per daemon, 4 ranks on 2 nodes, all scenarios" 17 -n 4 --nodes 2 --daemon --ppd "$wrap" -- "$rtc" all
+rm -f "$wrap"
+handlers=$(grep -c -E '^1 +[0-9]+ +[0-9]+ .*no_rank=' "$log")
+[ "$handlers" -eq 2 ] || { cat "$log"; fail "want a second handler in each of the 2 daemons, saw $handlers"; }
+echo "ok: each daemon ran 2 handlers"
+out=$("$pprun" -n 2 --nodes 2 --daemon --dev-kind "$kind" --timeout 120 -- \
+  "$pingpong" --test early,late --sizes 4,4096,65536 --iters 20 --warmup 2 --check 2>&1) ||
+  { echo "$out"; fail "pp_pingpong early/late through daemons"; }
+rows=$(grep -c -E "^\[0\] (early|late)" <<<"$out")
+[ "$rows" -eq 6 ] || { echo "$out"; fail "pp_pingpong: $rows early/late rows, want 6"; }
+echo "ok: pp_pingpong early and late through daemons, 3 sizes, bytes checked"
+
+# 2. A rank killed while its node-mate keeps exchanging.
+run "rank 1 killed mid-transfer, node-mate 0 keeps exchanging with 2" 3 -n 4 --nodes 2 --daemon -- "$ppdc" killmate
+
+# 3. Address ranges a rank does not own.
+sock=/run/pp/ppd-check.sock
+ip netns exec ppn0 "$ppd" --dev "--vdev=net_${kind}0,iface=pp0" --socket "$sock" --cores 0 >"$log" 2>&1 &
+dpid=$!
+for _ in $(seq 200); do "$ppd" --stats --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
+"$ppdc" badrange "$sock" || { cat "$log"; fail "badrange"; }
+stats=$("$ppd" --stats --socket "$sock") || fail "ppd --stats"
+grep -q "bad_range=3 " <<<"$stats" && grep -q "spoof=1 " <<<"$stats" ||
+  { echo "$stats"; fail "the daemon did not count 3 bad ranges and 1 spoofed frame"; }
+echo "ok: ranges a rank does not own fail with nothing sent; ppd --stats counts them"
+# Credentials: a process of another uid is refused, with the reason.
+if command -v setpriv >/dev/null; then
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$ppdc" badrange "$sock" 2>&1) &&
+    { echo "$out"; fail "a rank of uid 65534 attached to a daemon of uid 0"; }
+  grep -q "uid 65534 may not attach" <<<"$out" || { echo "$out"; fail "no reason given for the refusal"; }
+  echo "ok: a rank of another uid is refused (SO_PEERCRED), and told why"
+fi
+
+# 4. Restarts. SIGKILL leaves the socket behind...
+kill -9 "$dpid"; wait "$dpid" 2>/dev/null; dpid=
+[ -S "$sock" ] || fail "expected a socket left behind by the killed daemon"
+ip netns exec ppn0 "$ppd" --dev "--vdev=net_${kind}0,iface=pp0" --socket "$sock" --cores 0 >"$log" 2>&1 &
+dpid=$!
+for _ in $(seq 200); do "$ppd" --stats --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
+"$ppd" --stats --socket "$sock" >/dev/null || { cat "$log"; fail "a new daemon did not replace the stale socket"; }
+# ... SIGTERM drains, exits 0 and removes it.
+kill -TERM "$dpid"; wait "$dpid"; rc=$?; dpid=
+[ $rc -eq 0 ] || { cat "$log"; fail "ppd exited $rc on SIGTERM"; }
+[ ! -e "$sock" ] || fail "ppd left its socket behind after SIGTERM"
+echo "ok: a daemon replaces a dead one's socket; SIGTERM drains, exits 0, removes the socket"
+for job in 1 2; do
+  run "job $job of 2, daemons started afresh, many" 4 -n 4 --nodes 2 --daemon -- "$rtc" many
+done
+echo "PASS: ranks through the node daemon ppd"

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The node daemon ppd and its rank-side port (driver/ppd), without the test
+ * bed: the daemon runs on an in-memory link of its own (--dev sim:NAME/0),
+ * so every rank attached is on its node and all traffic takes the daemon's
+ * loopback. Needs no privilege: this process lets the daemon read its memory
+ * (PR_SET_PTRACER) as a rank launched under a ptrace policy would have to.
+ * The ppd program comes from $PPD.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cu_main.h"
+#include "pp.h"
+#include "pp_port.h"
+#include "wire.h"
+
+static pid_t daemon_pid = -1;
+static char tmpdir[64], sock[96];
+
+static int daemon_up(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int ok = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (s >= 0)
+		close(s);
+	return ok;
+}
+
+static int start_daemon(void)
+{
+	const char *ppd = getenv("PPD");
+	if (!ppd)
+		return -1;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pp-test-ppd.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	snprintf(sock, sizeof(sock), "%s/ppd.sock", tmpdir);
+	char link[64];
+	snprintf(link, sizeof(link), "sim:ppdtest%d/0", (int)getpid());
+	daemon_pid = fork();
+	if (daemon_pid == 0) {
+		execl(ppd, ppd, "--dev", link, "--socket", sock, "--cores", "0", "--drain-ms",
+		      "2000", (char *)NULL);
+		_exit(127);
+	}
+	prctl(PR_SET_PTRACER, (unsigned long)daemon_pid, 0, 0, 0);
+	for (int i = 0; i < 500 && !daemon_up(); i++)
+		usleep(10000);
+	return daemon_up() ? 0 : -1;
+}
+
+static int stop_daemon(void)
+{
+	int st = -1;
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGTERM);
+		waitpid(daemon_pid, &st, 0);
+		daemon_pid = -1;
+	}
+	unlink(sock);
+	rmdir(tmpdir);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int suite_init(void)
+{
+	return start_daemon();
+}
+
+static int suite_clean(void)
+{
+	return stop_daemon();
+}
+
+static int open_rank(struct pp_port **p, unsigned job, unsigned rank, unsigned size)
+{
+	char dev[256];
+	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%u,size=%u,path=%s", job, rank, size, sock);
+	return pp_port_open(p, dev, NULL);
+}
+
+/* --- attach ------------------------------------------------------------- */
+
+static void test_attach_errors(void)
+{
+	struct pp_port *p, *q;
+	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=2,size=2,path=/x", NULL), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:rank=0", NULL), -EINVAL);
+	CU_ASSERT_EQUAL(
+	    pp_port_open(&p, "ppd:job=1,rank=0,size=2,path=/nonexistent/ppd.sock", NULL), -ENODEV);
+	CU_ASSERT_EQUAL_FATAL(open_rank(&p, 11, 0, 2), 0);
+	CU_ASSERT_EQUAL(open_rank(&q, 11, 0, 2), -EADDRINUSE);
+	struct pp_port_info pi;
+	CU_ASSERT_EQUAL(pp_port_info(p, &pi), 0);
+	CU_ASSERT_STRING_EQUAL(pi.driver, "ppd");
+	CU_ASSERT(pi.mtu >= 1500 && pi.buf_cap >= pi.mtu + 14u);
+	pp_port_close(p);
+	/* Once the daemon saw it leave, the rank may attach again. */
+	int rc = -1;
+	for (int i = 0; i < 200 && rc; i++) {
+		rc = open_rank(&q, 11, 0, 2);
+		if (rc)
+			usleep(10000);
+	}
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc == 0)
+		pp_port_close(q);
+}
+
+/* --- frames between two ranks of the node -------------------------------- */
+
+/* Wait for one frame on p; its length, or -1. */
+static int recv_frame(struct pp_port *p, uint8_t *out, size_t cap)
+{
+	struct pp_buf *b;
+	for (int i = 0; i < 200000; i++) {
+		if (pp_port_rx_burst(p, 0, &b, 1) == 1) {
+			int len = (int)b->len;
+			memcpy(out, b->data, b->len < cap ? b->len : cap);
+			pp_port_free(p, &b, 1);
+			return len;
+		}
+		usleep(10);
+	}
+	return -1;
+}
+
+static int send_hdr(struct pp_port *p, uint8_t type, unsigned job, unsigned src, unsigned dst,
+		    unsigned id, void *ext, uint32_t ext_len, void (*done)(void *), void *arg)
+{
+	struct pp_port_info pi;
+	struct pp_buf *b;
+	pp_port_info(p, &pi);
+	if (pp_port_alloc(p, &b, 1) != 1)
+		return -ENOMEM;
+	struct pp_wire_hdr h = {
+	    .type = type, .job = job, .src_rank = src, .dst_rank = dst, .msg_id = id};
+	b->len = (uint32_t)pp_wire_encode(b->data, b->cap, pi.mac, pi.mac, &h, NULL);
+	if (ext) {
+		int rc = pp_port_attach_ext(p, b, ext, ext_len, done, arg);
+		if (rc) {
+			pp_port_free(p, &b, 1);
+			return rc;
+		}
+	}
+	return pp_port_tx_burst(p, 0, &b, 1) == 1 ? 0 : -EAGAIN;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void count(void *arg)
+{
+	++*(int *)arg;
+}
+
+static void test_ranges(void)
+{
+	struct pp_port *a, *b;
+	CU_ASSERT_EQUAL_FATAL(open_rank(&a, 12, 0, 2), 0);
+	CU_ASSERT_EQUAL_FATAL(open_rank(&b, 12, 1, 2), 0);
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *map =
+	    mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(map != MAP_FAILED);
+	munmap(map + pg, (size_t)pg);
+	uint8_t *good = map + pg - 512, frame[2048];
+	for (int i = 0; i < 512; i++)
+		good[i] = (uint8_t)(i * 7 + 1);
+	int done = 0;
+	struct pp_port_stats s0, s1;
+	pp_port_stats(a, &s0);
+	/* good, then a hole, a range into the hole, a spoofed source, another
+	 * job, then good again: rank 1 sees exactly the two good ones. */
+	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 1, good, 512, count, &done), 0);
+	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 2, map + pg, 16, count, &done), 0);
+	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 3, good + 1, 512, count, &done), 0);
+	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 1, 1, 4, NULL, 0, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 13, 0, 1, 5, NULL, 0, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 6, good, 100, count, &done), 0);
+	int len = recv_frame(b, frame, sizeof(frame));
+	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME + 512);
+	CU_ASSERT(len > 0 && get32(frame + PP_WIRE_ETH_LEN + 32) == 1);
+	CU_ASSERT(len > 0 && memcmp(frame + PP_WIRE_MIN_FRAME, good, 512) == 0);
+	len = recv_frame(b, frame, sizeof(frame));
+	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME + 100);
+	CU_ASSERT(len > 0 && get32(frame + PP_WIRE_ETH_LEN + 32) == 6);
+	struct pp_buf *t[4];
+	for (int i = 0; i < 10000 && done < 4; i++) {
+		unsigned n = pp_port_alloc(a, t, 4);
+		pp_port_free(a, t, n);
+		usleep(10);
+	}
+	CU_ASSERT_EQUAL(done, 4);
+	pp_port_stats(a, &s1);
+	CU_ASSERT_EQUAL(s1.tx_failed - s0.tx_failed, 4);
+	/* attach_ext refuses what cannot be: not a tx buffer, too long. */
+	struct pp_buf *x;
+	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(a, &x, 1), 1);
+	x->len = PP_WIRE_MIN_FRAME;
+	CU_ASSERT_EQUAL(pp_port_attach_ext(a, x, good, 4000, count, &done), -EMSGSIZE);
+	CU_ASSERT_EQUAL(pp_port_attach_ext(a, x, good, 10, count, &done), 0);
+	CU_ASSERT_EQUAL(pp_port_attach_ext(a, x, good, 10, count, &done), -EBUSY);
+	pp_port_free(a, &x, 1); /* freed unsent: done runs */
+	CU_ASSERT_EQUAL(done, 5);
+	munmap(map, (size_t)pg);
+	pp_port_close(a);
+	pp_port_close(b);
+}
+
+/* A rank that dies: its node-mate gets a BYE from it, sent by the daemon. */
+static void test_dead_rank(void)
+{
+	struct pp_port *a;
+	CU_ASSERT_EQUAL_FATAL(open_rank(&a, 14, 0, 3), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		struct pp_port *c;
+		_exit(open_rank(&c, 14, 2, 3) == 0 ? 0 : 1); /* dies attached */
+	}
+	int st;
+	waitpid(child, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	uint8_t f[256];
+	int len = recv_frame(a, f, sizeof(f));
+	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME);
+	CU_ASSERT(len > 0 && (f[PP_WIRE_ETH_LEN] & 0x0f) == PP_WIRE_BYE);
+	CU_ASSERT(len > 0 && get32(f + PP_WIRE_ETH_LEN + 24) == 2); /* from the dead rank */
+	CU_ASSERT(len > 0 && get32(f + PP_WIRE_ETH_LEN + 28) == 0);
+	pp_port_close(a);
+}
+
+/* --- the whole API through the daemon ----------------------------------- */
+
+struct rank_run {
+	int rank;      /* who */
+	int failures;  /* counted by the thread */
+	char why[160]; /* the first failure */
+};
+
+#define BIGM ((size_t)(1u << 20) + 3)
+
+static void *rank_main(void *arg)
+{
+	struct rank_run *run = arg;
+	char cfg[400];
+	pp_ctx *ctx;
+	snprintf(cfg, sizeof(cfg), "rank=%d,size=2,job=ppdunit,daemon=%s,timeout_ms=5000",
+		 run->rank, sock);
+	int rc = pp_init(&ctx, cfg);
+	if (rc) {
+		run->failures++;
+		snprintf(run->why, sizeof(run->why), "pp_init: %s", pp_strerror(rc));
+		return NULL;
+	}
+	static const size_t sizes[] = {0, 1, 80, 81, 760, 761, 1500, 4096, 65539, BIGM};
+	uint8_t *b = malloc(BIGM);
+	int peer = 1 - run->rank;
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		for (int dir = 0; dir < 2; dir++) {
+			size_t n = sizes[k];
+			int tag = (int)(2 * k) + dir;
+			if ((dir == 0) == (run->rank == 0)) {
+				for (size_t i = 0; i < n; i++)
+					b[i] = (uint8_t)(i * 3 + (size_t)tag);
+				rc = pp_send(ctx, b, n, peer, tag);
+			} else {
+				pp_status s;
+				memset(b, 0, n);
+				rc = pp_recv(ctx, b, n, peer, tag, &s);
+				for (size_t i = 0; rc == 0 && i < n; i++)
+					if (b[i] != (uint8_t)(i * 3 + (size_t)tag))
+						rc = -EIO;
+				if (rc == 0 && s.len != n)
+					rc = -EIO;
+			}
+			if (rc && !run->failures++)
+				snprintf(run->why, sizeof(run->why), "size %zu dir %d: %s", n, dir,
+					 pp_strerror(rc));
+		}
+	}
+	free(b);
+	rc = pp_finalize(ctx);
+	if (rc && !run->failures++)
+		snprintf(run->why, sizeof(run->why), "pp_finalize: %s", pp_strerror(rc));
+	return NULL;
+}
+
+static void test_api_loopback(void)
+{
+	pthread_t t[2];
+	struct rank_run runs[2] = {{.rank = 0}, {.rank = 1}};
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, rank_main, &runs[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		if (runs[i].failures)
+			fprintf(stderr, "rank %d: %s\n", i, runs[i].why);
+		CU_ASSERT_EQUAL(runs[i].failures, 0);
+	}
+}
+
+static void test_stats(void)
+{
+	const char *ppd = getenv("PPD");
+	char cmd[512], out[8192];
+	snprintf(cmd, sizeof(cmd), "%s --stats --socket %s", ppd, sock);
+	FILE *f = popen(cmd, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	CU_ASSERT_EQUAL(pclose(f), 0);
+	/* The earlier tests: two bad ranges, a spoofed source, another job. */
+	CU_ASSERT(strstr(out, "bad_range=2 ") != NULL);
+	CU_ASSERT(strstr(out, "spoof=2 ") != NULL);
+	CU_ASSERT(strstr(out, "handler") != NULL);
+}
+
+/* --topology: what hwloc sees and the placement, without a port. */
+static void test_topology(void)
+{
+	char cmd[512], out[8192];
+	snprintf(cmd, sizeof(cmd), "%s --topology --cores 0", getenv("PPD"));
+	FILE *f = popen(cmd, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	CU_ASSERT_EQUAL(pclose(f), 0);
+	CU_ASSERT(strstr(out, "machine: ") != NULL);
+	CU_ASSERT(strstr(out, "core 0: cpus ") != NULL);
+	CU_ASSERT(strstr(out, "placement (--cores): 1 pull handler(s): 0->cpu0") != NULL);
+	snprintf(cmd, sizeof(cmd), "%s --topology --cores 5-2 2>/dev/null", getenv("PPD"));
+	f = popen(cmd, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	while (fread(out, 1, sizeof(out), f) > 0)
+		;
+	CU_ASSERT_NOT_EQUAL(pclose(f), 0); /* a descending range is refused */
+}
+
+static CU_TestInfo tests[] = {
+    {"attach errors", test_attach_errors},
+    {"ranges a rank does not own", test_ranges},
+    {"dead rank: BYE on its behalf", test_dead_rank},
+    {"pp.h through the daemon", test_api_loopback},
+    {"stats", test_stats},
+    {"topology", test_topology},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"ppd", suite_init, suite_clean, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)

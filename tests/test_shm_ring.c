@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* shm/ring: geometry, wrap-around with pad records, back-pressure when full,
+ * and a producer and a consumer thread checking every record's contents. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "ring.h"
+
+static void *ring_mem(uint32_t ncells)
+{
+	size_t n = pp_shm_ring_bytes(ncells);
+	void *m = aligned_alloc(64, n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	memset(m, 0xA5, n); /* format must not rely on zeroed memory */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_format(m, ncells), 0);
+	return m;
+}
+
+static void fill(uint8_t *p, uint32_t n, uint32_t seed)
+{
+	for (uint32_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 31u + i * 7u + 1u);
+}
+
+static int check(const uint8_t *p, uint32_t n, uint32_t seed)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i] != (uint8_t)(seed * 31u + i * 7u + 1u))
+			return 0;
+	return 1;
+}
+
+static void test_geometry(void)
+{
+	CU_ASSERT_EQUAL(pp_shm_ring_bytes(3), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_bytes(1), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_bytes(16), 3 * 64 + 16 * 64);
+	uint8_t raw[4096] __attribute__((aligned(64)));
+	CU_ASSERT_EQUAL(pp_shm_ring_format(raw + 8, 16), -EINVAL);
+	CU_ASSERT_EQUAL(pp_shm_ring_format(raw, 12), -EINVAL);
+	struct pp_shm_ring r;
+	memset(raw, 0, sizeof(raw));
+	CU_ASSERT_EQUAL(pp_shm_ring_attach(&r, raw), -EINVAL); /* not formatted */
+	CU_ASSERT_EQUAL(pp_shm_ring_format(raw, 16), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_attach(&r, raw), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_max_record(&r), 8 * 64 - 8);
+	void *p;
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&r, 8 * 64 - 7, &p), -EMSGSIZE);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&r, 8 * 64 - 8, &p), 0);
+	CU_ASSERT_EQUAL((uintptr_t)p % 8, 0);
+	const void *q;
+	uint32_t len;
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&r, &q, &len), 0); /* reserved is not committed */
+}
+
+/* Records of every size from 0 to 300 bytes through a 16-cell ring, one at a
+ * time and several at a time: positions wrap many times, pad records are
+ * skipped, every byte arrives. */
+static void test_wrap(void)
+{
+	void *m = ring_mem(16);
+	struct pp_shm_ring prod, cons;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&prod, m), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&cons, m), 0);
+	uint32_t sent = 0, got = 0;
+	for (uint32_t round = 0; round < 2000; round++) {
+		uint32_t burst = 1 + round % 3;
+		for (uint32_t k = 0; k < burst; k++) {
+			uint32_t n = (sent * 37u) % 301u;
+			void *p;
+			int rc = pp_shm_ring_reserve(&prod, n, &p);
+			if (rc == -EAGAIN)
+				break;
+			CU_ASSERT_EQUAL_FATAL(rc, 0);
+			/* Reserve more than needed, commit the real length. */
+			fill(p, n, sent);
+			pp_shm_ring_commit(&prod, n);
+			sent++;
+		}
+		const void *q;
+		uint32_t len;
+		while (pp_shm_ring_peek(&cons, &q, &len) == 1) {
+			CU_ASSERT_EQUAL_FATAL(len, (got * 37u) % 301u);
+			CU_ASSERT_FATAL(check(q, len, got));
+			pp_shm_ring_release(&cons);
+			got++;
+		}
+	}
+	CU_ASSERT_EQUAL(got, sent);
+	CU_ASSERT(sent > 1500);
+	/* Each record took 1 to 5 cells: the 16 cells went round many times. */
+	CU_ASSERT(cons.mine > 16 * 100);
+	free(m);
+}
+
+/* A full ring refuses with -EAGAIN and keeps what it has; one release makes
+ * exactly the room of the released record. */
+static void test_full(void)
+{
+	void *m = ring_mem(8);
+	struct pp_shm_ring prod, cons;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&prod, m), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&cons, m), 0);
+	void *p;
+	/* 56 bytes + 8 of header = one cell each: eight fit. */
+	for (uint32_t i = 0; i < 8; i++) {
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 56, &p), 0);
+		fill(p, 56, i);
+		pp_shm_ring_commit(&prod, 56);
+	}
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 0, &p), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 56, &p), -EAGAIN);
+	const void *q;
+	uint32_t len;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+	CU_ASSERT(len == 56 && check(q, 56, 0));
+	/* Peeked but not released: still full. */
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 56, &p), -EAGAIN);
+	pp_shm_ring_release(&cons);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 57, &p), -EAGAIN); /* two cells: no */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 56, &p), 0);
+	fill(p, 56, 8);
+	pp_shm_ring_commit(&prod, 56);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 0, &p), -EAGAIN);
+	for (uint32_t i = 1; i <= 8; i++) {
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+		CU_ASSERT(len == 56 && check(q, 56, i));
+		pp_shm_ring_release(&cons);
+	}
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+	/* A record that would straddle the end is placed at cell 0 after a pad
+	 * record, and the pad and the record must both fit in the free cells. */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 56, &p), 0);
+	pp_shm_ring_commit(&prod, 56); /* head at 10: position 2 */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+	pp_shm_ring_release(&cons);
+	/* 4 cells (248 bytes) from position 2 fit before the end: no pad. */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 248, &p), 0);
+	pp_shm_ring_commit(&prod, 248); /* head 14: position 6 */
+	/* 3 cells from position 6 need a 2-cell pad: 5 cells, and 4 are free. */
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 184, &p), -EAGAIN);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+	CU_ASSERT_EQUAL(len, 248);
+	pp_shm_ring_release(&cons);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 184, &p), 0);
+	fill(p, 184, 99);
+	pp_shm_ring_commit(&prod, 184);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+	CU_ASSERT(len == 184 && check(q, 184, 99));
+	CU_ASSERT_PTR_EQUAL(q, cons.cells + 8); /* placed at cell 0 */
+	pp_shm_ring_release(&cons);
+	CU_ASSERT_EQUAL(cons.mine, 14 + 2 + 3);
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+	free(m);
+}
+
+#define STRESS_RECORDS 400000u
+
+struct stress {
+	void *mem;	   /* the ring */
+	uint32_t bad;	   /* records that arrived wrong */
+	uint32_t received; /* records the consumer saw */
+};
+
+static void *stress_producer(void *arg)
+{
+	struct stress *s = arg;
+	struct pp_shm_ring r;
+	if (pp_shm_ring_attach(&r, s->mem))
+		return NULL;
+	for (uint32_t i = 0; i < STRESS_RECORDS;) {
+		uint32_t n = 4 + (i * 2654435761u) % 500u;
+		void *p;
+		if (pp_shm_ring_reserve(&r, n, &p) == -EAGAIN)
+			continue;
+		memcpy(p, &i, 4);
+		fill((uint8_t *)p + 4, n - 4, i);
+		pp_shm_ring_commit(&r, n);
+		i++;
+	}
+	return NULL;
+}
+
+static void *stress_consumer(void *arg)
+{
+	struct stress *s = arg;
+	struct pp_shm_ring r;
+	if (pp_shm_ring_attach(&r, s->mem))
+		return NULL;
+	while (s->received < STRESS_RECORDS) {
+		const void *q;
+		uint32_t len, seq;
+		if (!pp_shm_ring_peek(&r, &q, &len))
+			continue;
+		memcpy(&seq, q, 4);
+		if (seq != s->received || len != 4 + (seq * 2654435761u) % 500u ||
+		    !check((const uint8_t *)q + 4, len - 4, seq))
+			s->bad++;
+		pp_shm_ring_release(&r);
+		s->received++;
+	}
+	return NULL;
+}
+
+/* Two threads, a 64-cell ring (so it is full most of the time), records of
+ * 4 to 503 bytes carrying their sequence number and a pattern. */
+static void test_stress(void)
+{
+	struct stress s = {.mem = ring_mem(64)};
+	pthread_t a, b;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, stress_consumer, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, stress_producer, &s), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	CU_ASSERT_EQUAL(s.received, STRESS_RECORDS);
+	CU_ASSERT_EQUAL(s.bad, 0);
+	free(s.mem);
+}
+
+static CU_TestInfo tests[] = {
+    {"geometry and argument checks", test_geometry},
+    {"wrap-around with pad records", test_wrap},
+    {"full ring back-pressure", test_full},
+    {"two-thread producer/consumer stress", test_stress},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"shm_ring", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)
