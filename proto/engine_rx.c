@@ -143,6 +143,8 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 			e->st.drops[PP_DROP_STATE]++;
 			return;
 		}
+		if (pp_proto_pull_local(e, p, s, h))
+			return;
 		s->end_off = s->len;
 		e->st.pulls_served++;
 		if (!s->queued) {

@@ -15,6 +15,8 @@
  * Flags: FIRST marks the PUSH at offset 0 (the one matched), LAST the frame
  * ending the message, RETX a retransmission, PULL on a FIRST frame says the
  * sender pushes less than the whole message and waits for a PULL for the rest.
+ * DONE on a PULL (offset = msg_len) says the receiver copied the rest itself,
+ * straight from the sender's buffer (intranode): nothing is to be sent.
  */
 #ifndef PP_WIRE_H
 #define PP_WIRE_H
@@ -46,6 +48,7 @@ enum pp_wire_flag {
 	PP_WIRE_F_LAST = 0x02,	/* last frame of a message */
 	PP_WIRE_F_RETX = 0x04,	/* sent again by go-back-N */
 	PP_WIRE_F_PULL = 0x08,	/* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_DONE = 0x10,	/* on PULL (intranode): the receiver copied it all */
 };
 
 /* The protocol header in host byte order. */
