@@ -16,6 +16,12 @@ enum pp_mode {
 	PP_MODE_PUSH_ZERO,     /* header pushed, everything pulled (rendezvous) */
 };
 
+enum pp_shm_mode {
+	PP_SHM_ON = 0,	 /* ranks of one node talk through shared memory, single copy */
+	PP_SHM_OFF,	 /* every rank over the port */
+	PP_SHM_TWOCOPY,	 /* shared memory, but pulled bytes go through the rings */
+};
+
 #define PP_CFG_STR 256
 
 struct pp_config {
@@ -35,12 +41,15 @@ struct pp_config {
 	char pcap_dump[PP_CFG_STR];  /* capture file ("" none) */
 	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
 	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
+	enum pp_shm_mode shm;	     /* intranode transport: on, off, twocopy */
+	uint64_t shm_heap;	     /* pp_malloc bytes per rank in the segment (0: none) */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
 #define PP_BTP1_ETH_DEFAULT   80
 #define PP_BTP2_ETH_DEFAULT   680
 #define PP_TIMEOUT_MS_DEFAULT 10000
+#define PP_SHM_HEAP_DEFAULT   (64u << 20)
 
 /*
  * Fill *cfg from defaults, then the environment (PP_RANK, PP_SIZE, ...), then

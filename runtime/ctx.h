@@ -49,6 +49,7 @@ struct pp_peer_info {
 };
 
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
+struct pp_shm_link;	 /* the node segment and its rings (shm_link.c) */
 
 struct pp_ctx {
 	struct pp_config cfg;	       /* settings from env and pp_init */
@@ -88,6 +89,8 @@ struct pp_ctx {
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
+
+	struct pp_shm_link *shm; /* intranode link, NULL when no local peer uses it */
 };
 
 /* Take and release the engine. Only pull handlers make this a real lock;
@@ -132,6 +135,26 @@ int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int 
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
 void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st);
+
+/* The intranode link (shm_link.c). init runs after discovery, with every
+ * peer added: it sets up the node segment with the ranks of the same node
+ * (Errors: -ENOMEM, -ETIMEDOUT, the errors of pp_wait; a segment that cannot
+ * be made is not an error: the port serves those ranks). rx and tx are the
+ * progress pass's share (ctx->shm set): they return frames handled. The
+ * hooks are the engine's direct and publish hooks (arg: the context). */
+int pp_shm_link_init(pp_ctx *ctx);
+void pp_shm_link_fini(pp_ctx *ctx);
+unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now);
+unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now);
+int pp_shm_link_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+		       uint64_t len);
+void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len);
+/* pp_malloc from the rank's heap area: NULL when none or full. free: 0, or
+ * -ENOENT when p is not from there. */
+void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);
+int pp_shm_link_free(pp_ctx *ctx, void *p);
+/* Direct copies made and the bytes they moved. */
+void pp_shm_link_counts(const pp_ctx *ctx, uint64_t *copies, uint64_t *bytes);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);

@@ -99,9 +99,13 @@ static int progress_locked(pp_ctx *ctx)
 {
 	uint64_t now = pp_now_ns();
 	unsigned n = rx(ctx, now);
+	if (ctx->shm)
+		n += pp_shm_link_rx(ctx, now);
 	if (pp_unlikely(now >= pp_proto_expiry(ctx->eng)))
 		pp_proto_handle_expiry(ctx->eng, now);
 	n += tx(ctx, now);
+	if (ctx->shm)
+		n += pp_shm_link_tx(ctx, now);
 	n += completions(ctx);
 	return (int)n;
 }

@@ -108,7 +108,12 @@ struct pp_stats {
  * Create a context and join the job. config is "key=value,key=value"
  * overriding the PP_<KEY> environment variables, or NULL. Keys: rank, size,
  * job, node, dev, mode (push-pull|push-all|push-zero), btp1, btp2,
- * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log.
+ * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log,
+ * shm (on|off|twocopy: ranks with the same node talk through a shared-memory
+ * segment, pulled bytes in one copy straight between the user buffers; off:
+ * over the port; twocopy: through the segment's rings; default on),
+ * shm_heap (bytes of pp_malloc memory per rank in the segment, k/m/g
+ * suffixes, 0 for none; default 64m).
  * Returns only when every rank of the job is known.
  * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
  * is named on stderr), -ENOMEM, -ENODEV (the port cannot be opened),
@@ -199,7 +204,10 @@ PP_API int pp_progress(pp_ctx *ctx);
 /*
  * Allocate len bytes of registered memory: the fastest path for sends and
  * receives, and (with the shared-memory transport) shareable with the other
- * ranks of the node. In this release: cache-line-aligned process memory.
+ * ranks of the node. When the rank shares a node segment with other ranks
+ * the memory comes from its heap area there (shm_heap bytes), and messages
+ * from it to a local rank move with one plain memcpy; otherwise (or when
+ * that area is full) it is cache-line-aligned process memory.
  * NULL on failure (errno set to EINVAL or ENOMEM).
  */
 PP_API void *pp_malloc(pp_ctx *ctx, size_t len);
