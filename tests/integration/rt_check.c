@@ -8,6 +8,7 @@
  * with ranks placed in blocks on two nodes every pair crosses the bridge;
  * "many" and "match" involve every rank.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -23,6 +24,10 @@
 #define BIG ((size_t)(16u << 20) + 3)
 
 static int rank_, size_, failures;
+static size_t big_size = BIG;	/* --max-size: the largest message of sizes */
+static size_t buf_offset;	/* --offset: sizes' buffers start this far into a page */
+static int use_pp_malloc;	/* --pp-malloc: sizes' buffers from pp_malloc */
+static const char *expect_copy; /* --expect-copy: direct or frames */
 
 static void say(const char *fmt, ...)
 {
@@ -123,18 +128,61 @@ static void one_way(pp_ctx *ctx, int sending, size_t n, int k, uint8_t *s, uint8
 	EXPECT(bad == n, "%zu B from %d: byte %zu wrong", n, peer, bad);
 }
 
+static void stats(pp_ctx *ctx, struct pp_stats *s);
+
+/* A buffer for sizes: page-aligned process memory, or pp_malloc's. */
+static uint8_t *sizes_buf(pp_ctx *ctx, size_t n)
+{
+	void *p = use_pp_malloc ? pp_malloc(ctx, n) : aligned_alloc(4096, (n + 4095) & ~4095ul);
+	if (!p) {
+		fprintf(stderr, "rt_check: out of memory (%zu bytes)\n", n);
+		exit(2);
+	}
+	return p;
+}
+
+static void sizes_free(pp_ctx *ctx, void *p)
+{
+	if (use_pp_malloc)
+		pp_free(ctx, p);
+	else
+		free(p);
+}
+
 static void sc_sizes(pp_ctx *ctx)
 {
-	uint8_t *s = xmalloc(BIG), *r = xmalloc(BIG);
+	uint8_t *sa = sizes_buf(ctx, big_size + buf_offset),
+		*ra = sizes_buf(ctx, big_size + buf_offset);
+	uint8_t *s = sa + buf_offset, *r = ra + buf_offset;
 	int before = failures;
+	struct pp_stats a, b;
+	uint64_t sent = 0;
+	stats(ctx, &a);
 	for (int k = 0; k < (int)NSIZES; k++) {
-		one_way(ctx, lower_half(), sizes[k], k, s, r);
-		one_way(ctx, !lower_half(), sizes[k], k, s, r);
+		size_t n = k == (int)NSIZES - 1 || sizes[k] > big_size ? big_size : sizes[k];
+		one_way(ctx, lower_half(), n, k, s, r);
+		one_way(ctx, !lower_half(), n, k, s, r);
+		sent += n;
 	}
-	free(s);
-	free(r);
-	say("sizes: %zu sizes 0 B .. %zu B both ways with rank %d, every byte checked: %s", NSIZES,
-	    BIG, partner(), failures == before ? "ok" : "FAILED");
+	stats(ctx, &b);
+	sizes_free(ctx, sa);
+	sizes_free(ctx, ra);
+	say("sizes: %zu sizes 0 B .. %zu B both ways with rank %d, buffers at page offset %zu%s, "
+	    "every byte checked: %s",
+	    NSIZES, big_size, partner(), buf_offset, use_pp_malloc ? " from pp_malloc" : "",
+	    failures == before ? "ok" : "FAILED");
+	if (!expect_copy)
+		return;
+	/* Bytes the rank put in frames: the pushes only when the receiver
+	 * copied the rest straight from our buffer; everything otherwise. */
+	uint64_t framed = b.bytes_tx - a.bytes_tx;
+	int direct = strcmp(expect_copy, "direct") == 0;
+	before = failures;
+	EXPECT(direct ? framed * 100 < sent : framed >= sent, "%llu of %llu B sent went in frames",
+	       (unsigned long long)framed, (unsigned long long)sent);
+	say("sizes: %llu of %llu B sent went in frames (%s): %s", (unsigned long long)framed,
+	    (unsigned long long)sent, direct ? "copied straight by the receiver" : "pulled as DATA",
+	    failures == before ? "ok" : "FAILED");
 }
 
 /* --- many: every rank to every other, many requests outstanding ------------ */
@@ -608,6 +656,12 @@ static void usage(FILE *f)
 	      "  all        sizes, many, match, trunc, earlylate\n\n"
 	      "Options:\n"
 	      "  -c, --config CFG      extra pp_init settings, e.g. pull_cores=1,timeout_ms=3000\n"
+	      "      --max-size B      sizes: the largest message (default 16 MiB + 3)\n"
+	      "      --offset N        sizes: buffers start N bytes into a page (unaligned)\n"
+	      "      --pp-malloc       sizes: buffers from pp_malloc\n"
+	      "      --expect-copy K   sizes: direct (the receiver copied all but the pushes\n"
+	      "                        straight from the sender's buffer) or frames (every byte\n"
+	      "                        was sent in frames)\n"
 	      "      --no-progress     handlers: expect the sender's ack NOT to arrive while it\n"
 	      "                        computes (the check without pull handlers)\n"
 	      "      --compute SEC     handlers: compute at most SEC seconds (default 5)\n"
@@ -622,9 +676,16 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"config", required_argument, NULL, 'c'},  {"no-progress", no_argument, NULL, 'N'},
-	    {"compute", required_argument, NULL, 'C'}, {"expect-loss", no_argument, NULL, 'L'},
-	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"no-progress", no_argument, NULL, 'N'},
+	    {"compute", required_argument, NULL, 'C'},
+	    {"expect-loss", no_argument, NULL, 'L'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"max-size", required_argument, NULL, 'M'},
+	    {"offset", required_argument, NULL, 'O'},
+	    {"pp-malloc", no_argument, NULL, 'P'},
+	    {"expect-copy", required_argument, NULL, 'E'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *cfg = NULL;
 	int expect_served = 1, expect_loss = 0, c;
@@ -649,6 +710,30 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'M':
+		case 'O': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 0);
+			if (*end || !isdigit((unsigned char)optarg[0]) ||
+			    (c == 'M' ? v < (4u << 20) || v > (1ull << 30) : v > 4095)) {
+				fprintf(stderr, "rt_check: --%s: want %s\n",
+					c == 'M' ? "max-size" : "offset",
+					c == 'M' ? "4 MiB .. 1 GiB" : "0 .. 4095");
+				return 2;
+			}
+			*(c == 'M' ? &big_size : &buf_offset) = (size_t)v;
+			break;
+		}
+		case 'P':
+			use_pp_malloc = 1;
+			break;
+		case 'E':
+			if (strcmp(optarg, "direct") && strcmp(optarg, "frames")) {
+				fprintf(stderr, "rt_check: --expect-copy: direct or frames\n");
+				return 2;
+			}
+			expect_copy = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
