@@ -13,6 +13,9 @@
 
 #define PP_MAX_MSGS   1024 /* sends, and receives, outstanding at most */
 #define PP_RTO_MAX_NS 50000000u
+/* Bytes per direct copy call: big enough that the syscall is noise, small
+ * enough that other work goes on between the calls of a huge message. */
+#define PP_DIRECT_CHUNK (4u << 20)
 
 static int check_config(const struct pp_config *c)
 {
@@ -54,6 +57,7 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	 * shm=twocopy sends them through the rings. */
 	if (c->shm == PP_SHM_ON)
 		pc->direct = pp_shm_link_direct;
+	pc->direct_chunk = PP_DIRECT_CHUNK;
 	pc->publish = pp_shm_link_publish;
 	pc->hook_arg = (void *)ctx;
 }
