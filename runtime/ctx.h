@@ -91,6 +91,8 @@ struct pp_ctx {
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
 
 	struct pp_shm_link *shm; /* intranode link, NULL when no local peer uses it */
+	int shm_only;		 /* every peer is local: the port carries only membership */
+	unsigned port_skip;	 /* passes since the port was last polled (shm_only) */
 };
 
 /* Take and release the engine. Only pull handlers make this a real lock;

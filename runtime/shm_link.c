@@ -63,6 +63,7 @@ struct shm_peer {
 	uint8_t dead;	       /* its process is gone */
 	struct pp_shm_ring tx; /* us -> it */
 	struct pp_shm_ring rx; /* it -> us */
+	void *rec;	       /* a record reserved in tx and not filled yet, or NULL */
 };
 
 struct pp_shm_link {
@@ -207,13 +208,17 @@ unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now)
 		struct shm_peer *pe = &L->peer[i];
 		if (!pe->tx_on)
 			continue;
-		/* The engine writes each frame straight into a ring record. */
-		void *rec;
-		while (pp_shm_ring_reserve(&pe->tx, L->frame_cap, &rec) == 0) {
-			int len = pp_proto_output_local(ctx->eng, pe->rank, rec, L->frame_cap, now);
+		/* The engine writes each frame straight into a ring record; a
+		 * record it did not fill is kept for the next pass. */
+		for (;;) {
+			if (!pe->rec && pp_shm_ring_reserve(&pe->tx, L->frame_cap, &pe->rec))
+				break; /* full: the peer has not caught up */
+			int len =
+			    pp_proto_output_local(ctx->eng, pe->rank, pe->rec, L->frame_cap, now);
 			if (len <= 0)
 				break;
 			pp_shm_ring_commit(&pe->tx, (uint32_t)len);
+			pe->rec = NULL;
 			n++;
 		}
 	}
@@ -293,6 +298,7 @@ static int activate(pp_ctx *ctx, struct pp_shm_link *L)
 		active++;
 	}
 	L->setup = 0;
+	ctx->shm_only = active == (uint32_t)ctx->size - 1;
 	pp_info("shm: segment %s, %u local peer(s) through shared memory (%s)", L->seg.name, active,
 		c->shm == PP_SHM_TWOCOPY ? "two copies" : "single copy");
 	return 0;
@@ -420,6 +426,7 @@ out:
 
 void pp_shm_link_fini(pp_ctx *ctx)
 {
+	ctx->shm_only = 0;
 	if (!ctx->shm)
 		return;
 	link_free(ctx->shm);
