@@ -332,6 +332,10 @@ static int create_side(pp_ctx *ctx, struct pp_shm_link *L, const uint32_t *local
 		if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 			nonce = (uint64_t)pp_now_ns() ^ ((uint64_t)getpid() << 32);
 		nonce |= 1;
+		int swept = pp_shm_seg_sweep("/dev/shm", ctx->peers[ctx->rank].node);
+		if (swept)
+			pp_info("shm: removed %d segment(s) that crashed jobs left on this node",
+				swept);
 		int rc = pp_shm_seg_create(&L->seg, name, &g, locals, nonce);
 		if (rc) {
 			pp_warn("shm: cannot create segment %s (%s): local ranks use the port",

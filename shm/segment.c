@@ -2,8 +2,10 @@
 /* The node segment; the rules are in segment.h. */
 #include "segment.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -173,6 +175,56 @@ int pp_shm_seg_attach(struct pp_shm_seg *s, const char *name, uint64_t nonce, ui
 	atomic_store_explicit(&h->slot[i].pid, (int32_t)getpid(), memory_order_relaxed);
 	atomic_store_explicit(&h->slot[i].state, PP_SHM_ATTACHED, memory_order_release);
 	return 0;
+}
+
+/* 1 when no slot of the header at h has a live process. */
+static int abandoned(const struct pp_shm_hdr *h)
+{
+	if (h->magic != SEG_MAGIC || h->nlocal < 1 || h->nlocal > PP_SHM_MAX_LOCAL)
+		return 0; /* not ours, or still being formatted: leave it */
+	for (uint32_t i = 0; i < h->nlocal; i++) {
+		int32_t pid = atomic_load_explicit(&h->slot[i].pid, memory_order_relaxed);
+		if (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH))
+			return 0;
+	}
+	return 1;
+}
+
+int pp_shm_seg_sweep(const char *dir, const char *node)
+{
+	char suffix[PP_SHM_NAME_MAX], name[PP_SHM_NAME_MAX + 8];
+	if (pp_shm_seg_name(suffix, sizeof(suffix), "x", node))
+		return 0;
+	const char *tail = suffix + 5; /* "-<node>" after "/pp-x" */
+	size_t tl = strlen(tail);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int removed = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n <= 3 + tl || n >= PP_SHM_NAME_MAX || strncmp(e->d_name, "pp-", 3) ||
+		    strcmp(e->d_name + n - tl, tail))
+			continue;
+		snprintf(name, sizeof(name), "/%s", e->d_name);
+		int fd = shm_open(name, O_RDONLY, 0);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		void *m = MAP_FAILED;
+		if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(struct pp_shm_hdr))
+			m = mmap(NULL, sizeof(struct pp_shm_hdr), PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			continue;
+		int dead = abandoned(m);
+		munmap(m, sizeof(struct pp_shm_hdr));
+		if (dead && shm_unlink(name) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }
 
 int pp_shm_seg_unlink(const char *name)

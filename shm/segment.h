@@ -20,7 +20,9 @@
  * and nonce, and attach (pid, state). Once every local rank has attached or
  * refused, the creator unlinks the name: the memory lives until the last
  * rank unmaps it, and a crash leaves nothing behind (a crash before the
- * unlink is cleaned by the next run's unlink). Cold path throughout.
+ * unlink is cleaned by the next run's unlink of the name, and by
+ * pp_shm_seg_sweep, run by every creator first, which removes the node's
+ * segments whose processes are all gone). Cold path throughout.
  */
 #ifndef PP_SHM_SEGMENT_H
 #define PP_SHM_SEGMENT_H
@@ -95,6 +97,12 @@ int pp_shm_seg_create(struct pp_shm_seg *s, const char *name, const struct pp_sh
  * -ESTALE (another nonce: not this job's segment), -ESRCH (rank has no
  * slot), -errno of shm_open, fstat, mmap. */
 int pp_shm_seg_attach(struct pp_shm_seg *s, const char *name, uint64_t nonce, uint32_t rank);
+
+/* Remove every segment of this node left behind by a crashed job: objects
+ * named /pp-*-<node> (node sanitised as in pp_shm_seg_name) in dir (the
+ * shm mount, "/dev/shm") whose header lists no live process. Returns how
+ * many it removed; errors are skipped. Cold path. */
+int pp_shm_seg_sweep(const char *dir, const char *node);
 
 /* Remove the name (the memory stays while mapped). Errors: -errno. */
 int pp_shm_seg_unlink(const char *name);

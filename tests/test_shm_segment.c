@@ -159,6 +159,39 @@ static void test_stale(void)
 	pp_shm_seg_detach(&a);
 }
 
+/* Segments of this node whose processes are all gone are swept away; a
+ * live one, and another node's, stay. */
+static void test_sweep(void)
+{
+	char node[64], live[PP_SHM_NAME_MAX], dead[PP_SHM_NAME_MAX], other[PP_SHM_NAME_MAX];
+	snprintf(node, sizeof(node), "sweep%d", (int)getpid());
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_name(live, sizeof(live), "j1", node), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_name(dead, sizeof(dead), "j2", node), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_name(other, sizeof(other), "j2", "elsewhere-x"), 0);
+	pid_t gone = fork();
+	CU_ASSERT_FATAL(gone >= 0);
+	if (gone == 0)
+		_exit(0);
+	int st;
+	waitpid(gone, &st, 0); /* a pid with no process any more */
+	struct pp_shm_geom g = {2, 16, 0};
+	struct pp_shm_seg a, b, c;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_create(&a, live, &g, ranks3, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_create(&b, dead, &g, ranks3, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_create(&c, other, &g, ranks3, 1), 0);
+	atomic_store(&b.slots[0].pid, gone);
+	atomic_store(&c.slots[0].pid, gone);
+	CU_ASSERT_EQUAL(pp_shm_seg_sweep("/dev/shm", node), 1);
+	CU_ASSERT(exists(live) && !exists(dead) && exists(other));
+	CU_ASSERT_EQUAL(pp_shm_seg_sweep("/dev/shm", node), 0);
+	CU_ASSERT_EQUAL(pp_shm_seg_sweep("/nonexistent", node), 0);
+	pp_shm_seg_unlink(live);
+	pp_shm_seg_unlink(other);
+	pp_shm_seg_detach(&a);
+	pp_shm_seg_detach(&b);
+	pp_shm_seg_detach(&c);
+}
+
 /* Two processes: the child attaches, sends through a ring, and publishes a
  * buffer; the parent reads it with one process_vm_readv. */
 static void test_two_processes(void)
@@ -324,6 +357,7 @@ static CU_TestInfo tests[] = {
     {"segment names", test_name},
     {"create, attach, unlink; rings, tables, heaps", test_create_attach},
     {"a stale object is replaced", test_stale},
+    {"crashed jobs' segments swept", test_sweep},
     {"two processes: ring and single copy", test_two_processes},
     {"cross-memory attach refused", test_denied},
     {"heap: first fit, coalescing", test_heap},
