@@ -155,8 +155,6 @@ void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *b
  * -ENOENT when p is not from there. */
 void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);
 int pp_shm_link_free(pp_ctx *ctx, void *p);
-/* Direct copies made and the bytes they moved. */
-void pp_shm_link_counts(const pp_ctx *ctx, uint64_t *copies, uint64_t *bytes);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);

@@ -433,6 +433,8 @@ void pp_shm_link_fini(pp_ctx *ctx)
 	ctx->shm_only = 0;
 	if (!ctx->shm)
 		return;
+	pp_info("shm: %llu direct copies moved %llu bytes straight between user buffers",
+		(unsigned long long)ctx->shm->copies, (unsigned long long)ctx->shm->bytes);
 	link_free(ctx->shm);
 	ctx->shm = NULL;
 }
@@ -449,10 +451,4 @@ int pp_shm_link_free(pp_ctx *ctx, void *p)
 	if (!ctx->shm || !pp_shm_heap_owns(&ctx->shm->heap, p))
 		return -ENOENT;
 	return pp_shm_heap_free(&ctx->shm->heap, p);
-}
-
-void pp_shm_link_counts(const pp_ctx *ctx, uint64_t *copies, uint64_t *bytes)
-{
-	*copies = ctx->shm ? ctx->shm->copies : 0;
-	*bytes = ctx->shm ? ctx->shm->bytes : 0;
 }
