@@ -151,6 +151,10 @@ int pp_proto_output_local(struct pp_proto *eng, uint32_t rank, uint8_t *buf, siz
  * -ECONNRESET. */
 void pp_proto_peer_fail(struct pp_proto *eng, uint32_t rank);
 
+/* 1 when something in progress needs rank: a send to it, a message from it
+ * not wholly here (matched or not), or frames to it unacknowledged. */
+int pp_proto_peer_busy(const struct pp_proto *eng, uint32_t rank);
+
 /* Start a send of len bytes to dst with tag (any value but PP_PROTO_ANY;
  * tags below zero are the library's own, see pp_proto_recv); buf is read
  * until the send completes. Errors: -EINVAL (bad rank or tag, NULL buf with len),

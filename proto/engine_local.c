@@ -30,6 +30,21 @@ int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32
 	return 0;
 }
 
+int pp_proto_peer_busy(const struct pp_proto *e, uint32_t rank)
+{
+	if (rank >= e->c.nranks || !e->peers[rank].present)
+		return 0;
+	const struct peer *p = &e->peers[rank];
+	if (!list_empty(&p->sends) || p->snd_una != p->snd_nxt)
+		return 1;
+	for (const struct link *l = p->arrived.next; l != &p->arrived; l = l->next) {
+		const struct rx *r = container_of(l, struct rx, by_peer);
+		if (r->state == RX_ACTIVE || r->got < r->msg_len)
+			return 1;
+	}
+	return 0;
+}
+
 void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p)
 {
 	if (list_empty(&p->directq))

@@ -155,8 +155,11 @@ static int exited(const struct shm_peer *pe)
 	return kill(pe->pid, 0) != 0 && errno == ESRCH;
 }
 
-/* A local peer gone without a goodbye has crashed: fail its operations now
- * rather than after the retransmission timer gives up. */
+/* A local peer gone without a goodbye has crashed. What is in progress with
+ * it fails now (rather than after the retransmission timer gives up): it is
+ * lost. Otherwise it is as if it had said goodbye: what it sent stays
+ * receivable, receives only it could satisfy fail, and pp_finalize does not
+ * wait for its goodbye. */
 static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
 {
 	for (uint32_t i = 0; i < L->npeers; i++) {
@@ -164,11 +167,17 @@ static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
 		if (!pe->rx_on || pe->dead || !exited(pe))
 			continue;
 		pe->dead = 1;
-		if (!ctx->peers[pe->rank].bye) {
-			pp_warn("shm: local rank %u (pid %d) died; its operations fail", pe->rank,
-				(int)pe->pid);
+		struct pp_peer_info *pi = &ctx->peers[pe->rank];
+		if (pi->bye)
+			continue;
+		pp_warn("shm: local rank %u (pid %d) died; its operations fail", pe->rank,
+			(int)pe->pid);
+		if (pp_proto_peer_busy(ctx->eng, pe->rank))
 			pp_proto_peer_fail(ctx->eng, pe->rank);
-		}
+		else
+			pp_proto_peer_gone(ctx->eng, pe->rank);
+		pi->bye = pi->has_our_bye = 1;
+		ctx->nbye++;
 	}
 }
 

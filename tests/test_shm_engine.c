@@ -305,12 +305,27 @@ static void test_fail(void)
 {
 	static uint8_t s[100000], r[10];
 	world_init(PP_PROTO_PUSH_PULL, 16, 0, 1u << 20);
+	/* Busy: nothing at first; a whole small message waiting unreceived is
+	 * not; a big one with bytes still at the sender is. */
+	CU_ASSERT(!pp_proto_peer_busy(w.e[0], 1) && !pp_proto_peer_busy(w.e[1], 0));
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[1], 0, 9, s, 10, 7), 0);
+	pump();
+	CU_ASSERT(!pp_proto_peer_busy(w.e[0], 1) && !pp_proto_peer_busy(w.e[1], 0));
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[1], 0, 9, s, 1000, 8), 0);
+	pump();
+	CU_ASSERT(pp_proto_peer_busy(w.e[0], 1) && pp_proto_peer_busy(w.e[1], 0));
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(take(1, &c), 1); /* the small send */
+	pp_proto_destroy(w.e[1]);
+	w.e[1] = NULL;
+	/* It died: its unfinished message goes, a send to it fails at once. */
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, s, sizeof(s), 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[0], 1, 2, r, sizeof(r), 2), 0);
 	CU_ASSERT(pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now) > 0);
+	CU_ASSERT(pp_proto_peer_busy(w.e[0], 1));
 	pp_proto_peer_fail(w.e[0], 1);
 	CU_ASSERT(pp_proto_peer_lost(w.e[0], 1));
-	struct pp_proto_cpl c;
+	CU_ASSERT(!pp_proto_peer_busy(w.e[0], 1));
 	int n = 0;
 	while (take(0, &c)) {
 		CU_ASSERT_EQUAL(c.error, -ECONNRESET);

@@ -580,6 +580,42 @@ static void sc_killsend(pp_ctx *ctx, unsigned timeout_ms)
 	    peer, timeout_ms, failures ? "FAILED" : "ok");
 }
 
+/* --- crash: the upper half sends, then exits without pp_finalize ----------- */
+
+/* With its partner on the same node, a rank sees the death from the pid:
+ * the message that came before it is still received, a receive only the
+ * dead rank could satisfy and a send to it fail at once, and pp_finalize
+ * does not wait for its goodbye. */
+static void sc_crash(pp_ctx *ctx)
+{
+	int peer = partner(), rc;
+	uint8_t b[500];
+	if (!lower_half()) {
+		fill(b, sizeof(b), seed_of(rank_, peer, 1));
+		rc = pp_send(ctx, b, sizeof(b), peer, 1);
+		EXPECT(rc == 0, "send: %s", pp_strerror(rc));
+		say("crash: sent %zu B, exiting without pp_finalize", sizeof(b));
+		_exit(failures ? 1 : 0);
+	}
+	usleep(300000); /* the partner is gone by now, and seen to be */
+	pp_status st = {0};
+	memset(b, 0, sizeof(b));
+	rc = pp_recv(ctx, b, sizeof(b), peer, 1, &st);
+	EXPECT(rc == 0 && st.len == sizeof(b) &&
+		   first_bad(b, sizeof(b), seed_of(peer, rank_, 1)) == sizeof(b),
+	       "the message sent before the crash: %s", pp_strerror(rc));
+	double t0 = now_s();
+	rc = pp_recv(ctx, b, 10, peer, 2, NULL);
+	EXPECT(rc == -ECONNRESET, "a receive only the dead rank could satisfy: %s",
+	       pp_strerror(rc));
+	rc = pp_send(ctx, b, 10, peer, 3);
+	EXPECT(rc == -ECONNRESET, "a send to the dead rank: %s", pp_strerror(rc));
+	EXPECT(now_s() - t0 < 1.0, "the failures took %.1f s", now_s() - t0);
+	say("crash: rank %d died after sending; its message received, a receive from it and "
+	    "a send to it failed at once: %s",
+	    peer, failures ? "FAILED" : "ok");
+}
+
 /* --- handlers: a sender that computes while its receiver comes late -------- */
 
 #define H_LEN ((size_t)(4u << 20) + 7)
@@ -653,6 +689,8 @@ static void usage(FILE *f)
 	      "  killsend   the upper half exits mid 16 MiB send; receivers get -ETIMEDOUT,\n"
 	      "             then -ECONNRESET once a send finds the rank lost\n"
 	      "  handlers   late receiver of a sender that computes (run with pull_cores=)\n"
+	      "  crash      the upper half sends, then exits; its partner (on the same node)\n"
+	      "             receives the message and fails at once on what needs the dead rank\n"
 	      "  all        sizes, many, match, trunc, earlylate\n\n"
 	      "Options:\n"
 	      "  -c, --config CFG      extra pp_init settings, e.g. pull_cores=1,timeout_ms=3000\n"
@@ -748,7 +786,7 @@ int main(int argc, char **argv)
 	}
 	const char *sc = argv[optind];
 	static const char *const known[] = {"sizes", "many",	 "match",    "trunc", "earlylate",
-					    "kill",  "killsend", "handlers", "all"};
+					    "kill",  "killsend", "handlers", "crash", "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -794,6 +832,8 @@ int main(int argc, char **argv)
 		sc_killsend(ctx, timeout_ms);
 	if (strcmp(sc, "handlers") == 0)
 		sc_handlers(ctx, expect_served, max_s);
+	if (strcmp(sc, "crash") == 0)
+		sc_crash(ctx);
 
 	struct pp_stats ps;
 	if (pp_get_stats(ctx, &ps) == 0) {
@@ -807,7 +847,7 @@ int main(int argc, char **argv)
 	rc = pp_finalize(ctx);
 	/* After a kill, peers that never talked to the dead rank wait for its
 	 * goodbye in vain: pp_finalize then reports -ETIMEDOUT, as documented. */
-	if (strncmp(sc, "kill", 4) == 0 && rc == -ETIMEDOUT)
+	if ((strncmp(sc, "kill", 4) == 0 || strcmp(sc, "crash") == 0) && rc == -ETIMEDOUT)
 		rc = 0;
 	EXPECT(rc == 0, "pp_finalize: %s", pp_strerror(rc));
 	if (failures)

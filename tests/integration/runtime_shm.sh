@@ -13,7 +13,9 @@
 # 4. 3 and 8 ranks on one node: many outstanding, wildcards and order
 #    (8 ranks on 2 cores: small volumes);
 # 5. a receiver killed mid-transfer: its sender fails with -ECONNRESET within
-#    the timeout (2 ranks; 4 ranks on one node, two pairs);
+#    the timeout (2 ranks; 4 ranks on one node, two pairs); a rank that dies
+#    after sending: its message is still received, what needs it fails at
+#    once, pp_finalize does not wait for it;
 # 6. shm and Ethernet in one job: 2 nodes x 2 ranks, every scenario, each
 #    rank with one local peer through shared memory.
 set -uo pipefail
@@ -65,6 +67,9 @@ rt_timeout=120 run "8 ranks on 1 node, match" 1 -n 8 --nodes 1 -- "$rtc" -c time
 run "kill: receiver dies mid-transfer, 2 ranks" 1 -n 2 --nodes 1 -- "$rtc" kill
 grep -q 'died; its operations fail' "$log" || fail "kill: the death was not seen from the pid"
 run "kill: receivers die, 4 ranks on 1 node" 2 -n 4 --nodes 1 -- "$rtc" kill
+run "crash: a rank dies after sending; its message is still received" 1 -n 2 --nodes 1 -- \
+  "$rtc" crash
+grep -q 'pp_finalize' "$log" && { cat "$log"; fail "crash: pp_finalize waited for the dead rank"; }
 
 run "2 nodes x 2 ranks, shm and Ethernet, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
 shm_used 4
