@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -192,7 +193,7 @@ static int abandoned(const struct pp_shm_hdr *h)
 
 int pp_shm_seg_sweep(const char *dir, const char *node)
 {
-	char suffix[PP_SHM_NAME_MAX], name[PP_SHM_NAME_MAX + 8];
+	char suffix[PP_SHM_NAME_MAX], name[NAME_MAX + 2];
 	if (pp_shm_seg_name(suffix, sizeof(suffix), "x", node))
 		return 0;
 	const char *tail = suffix + 5; /* "-<node>" after "/pp-x" */
