@@ -50,7 +50,8 @@
  * to the caller's publish hook as they start. Where the engine would send
  * a PULL to such a peer, once every pushed byte is in, it asks the direct hook
  * to copy the rest, [P, L), straight from the sender's buffer into the
- * receive buffer, in chunks of direct_chunk bytes (one per output call, so
+ * receive buffer (unless fewer than direct_min bytes are left: a copy call
+ * costs more than DATA frames then), in chunks of direct_chunk bytes (one per output call, so
  * other work goes on), then completes the receive at once and sends a PULL
  * with DONE (offset L): the sender completes when it arrives and its pushes
  * are acknowledged. When the hook fails, the PULL asks for the bytes not yet
@@ -105,6 +106,7 @@ struct pp_proto_conf {
 	void (*publish)(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len);
 	void *hook_arg;	       /* first argument of direct and publish */
 	uint64_t direct_chunk; /* bytes per direct call */
+	uint64_t direct_min;   /* fewer bytes left than this: pulled as DATA instead */
 };
 
 /* One finished operation. */

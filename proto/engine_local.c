@@ -52,6 +52,11 @@ void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p)
 	struct rx *r = container_of(p->directq.next, struct rx, pq);
 	if (r->got < r->direct_from)
 		return; /* pushed bytes still on their way */
+	if (r->msg_len - r->got < e->c.direct_min) {
+		list_del(&r->pq); /* too little for a copy call: DATA frames */
+		list_add_tail(&p->pullq, &r->pq);
+		return;
+	}
 	if (p->done_tail - p->done_head > p->done_mask)
 		return; /* no room to owe another DONE yet */
 	uint64_t end =

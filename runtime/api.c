@@ -16,6 +16,9 @@
 /* Bytes per direct copy call: big enough that the syscall is noise, small
  * enough that other work goes on between the calls of a huge message. */
 #define PP_DIRECT_CHUNK (4u << 20)
+/* Fewer bytes than this left after the pushes are pulled as DATA frames
+ * through the rings: a copy system call costs more than that. */
+#define PP_DIRECT_MIN 4096
 
 static int check_config(const struct pp_config *c)
 {
@@ -58,6 +61,7 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	if (c->shm == PP_SHM_ON)
 		pc->direct = pp_shm_link_direct;
 	pc->direct_chunk = PP_DIRECT_CHUNK;
+	pc->direct_min = PP_DIRECT_MIN;
 	pc->publish = pp_shm_link_publish;
 	pc->hook_arg = (void *)ctx;
 }

@@ -257,6 +257,40 @@ static void test_fallback(void)
 		}
 }
 
+/* Fewer bytes than direct_min left after the pushes: DATA frames, no copy
+ * call; at direct_min and above: one copy. */
+static void test_direct_min(void)
+{
+	static uint8_t s[5000], r[5000 + 16];
+	world_init(PP_PROTO_PUSH_PULL, 16, 0, 1u << 20);
+	pp_proto_destroy(w.e[1]);
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	c.rank = 1;
+	c.nranks = 2;
+	c.job = 7;
+	c.mac[5] = 1;
+	c.direct = hook_direct;
+	c.publish = hook_publish;
+	c.hook_arg = (void *)(uintptr_t)1;
+	c.direct_chunk = 1u << 20;
+	c.direct_min = 1000;
+	uint8_t mac[6] = {0};
+	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[1], &c), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[1], 0, 16, 0), 0);
+	for (int late = 0; late < 2; late++) {
+		CU_ASSERT_EQUAL(one(1015, 1015, late, 1, s, r), 0); /* 999 left */
+		CU_ASSERT_EQUAL(w.calls, 0);
+		CU_ASSERT_EQUAL(one(1016, 1016, late, 2, s, r), 0); /* 1000 left */
+		CU_ASSERT_EQUAL(w.calls, 1);
+		CU_ASSERT_EQUAL(w.copied, 1000);
+		w.calls = 0;
+		w.copied = 0;
+	}
+	world_fini();
+}
+
 /* Many messages outstanding both ways, matched in order. */
 static void test_many(void)
 {
@@ -343,6 +377,7 @@ static CU_TestInfo tests[] = {
     {"a second push comes before the copy", test_second_push},
     {"truncated receives", test_truncated},
     {"hook refused at once or later: DATA frames", test_fallback},
+    {"too little for a copy call: DATA", test_direct_min},
     {"many outstanding both ways", test_many},
     {"a local peer that died", test_fail},
     CU_TEST_INFO_NULL,
