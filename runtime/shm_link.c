@@ -69,6 +69,7 @@ struct shm_peer {
 struct pp_shm_link {
 	struct pp_shm_seg seg;	 /* the mapping */
 	struct pp_shm_heap heap; /* own pp_malloc area (size 0: none) */
+	atomic_flag heap_lock;	 /* pp_malloc / pp_free from several threads */
 	int setup;		 /* set-up still running: refresh rx_on */
 	uint32_t npeers;	 /* other local ranks */
 	struct shm_peer *peer;	 /* them */
@@ -270,6 +271,7 @@ static int link_alloc(pp_ctx *ctx, struct pp_shm_link **out, const uint32_t *loc
 		L->by_rank[locals[i]] = (int32_t)L->npeers++;
 	}
 	L->frame_cap = (uint32_t)ctx->port_info.mtu + 14;
+	atomic_flag_clear(&L->heap_lock);
 	L->setup = 1;
 	*out = L;
 	return 0;
@@ -450,14 +452,30 @@ void pp_shm_link_fini(pp_ctx *ctx)
 
 /* ---- pp_malloc ---- */
 
+static void heap_lock(struct pp_shm_link *L)
+{
+	while (atomic_flag_test_and_set_explicit(&L->heap_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
 void *pp_shm_link_malloc(pp_ctx *ctx, size_t len)
 {
-	return ctx->shm ? pp_shm_heap_alloc(&ctx->shm->heap, len) : NULL;
+	struct pp_shm_link *L = ctx->shm;
+	if (!L)
+		return NULL;
+	heap_lock(L);
+	void *p = pp_shm_heap_alloc(&L->heap, len);
+	atomic_flag_clear_explicit(&L->heap_lock, memory_order_release);
+	return p;
 }
 
 int pp_shm_link_free(pp_ctx *ctx, void *p)
 {
-	if (!ctx->shm || !pp_shm_heap_owns(&ctx->shm->heap, p))
+	struct pp_shm_link *L = ctx->shm;
+	if (!L || !pp_shm_heap_owns(&L->heap, p))
 		return -ENOENT;
-	return pp_shm_heap_free(&ctx->shm->heap, p);
+	heap_lock(L);
+	int rc = pp_shm_heap_free(&L->heap, p);
+	atomic_flag_clear_explicit(&L->heap_lock, memory_order_release);
+	return rc;
 }
