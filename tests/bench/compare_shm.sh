@@ -10,6 +10,9 @@
 #   UCX           ucx_perftest tag_lat / tag_bw, UCX_TLS=sm,self (shared
 #                 memory with CMA)
 #   memcpy        tests/bench/memcpy_bw.c, one thread, two buffers
+#   pp_malloc     tests/bench/pp_malloc_bw.c: librt-pp push-pull bandwidth with
+#                 buffers from pp_malloc (in the segment: one memcpy by the
+#                 receiver), measured as pp_pingpong measures
 #
 # Figures: 8-byte one-way latency in us and 4 MiB bandwidth in MB/s (10^6
 # B/s). pp_pingpong and mpi_pingpong measure alike (latency: round trip / 2,
@@ -118,6 +121,10 @@ mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -o "$tmp/mpi_pingpong" "$here/mpi_pingpon
   die "mpicc could not build tests/bench/mpi_pingpong.c"
 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -o "$tmp/memcpy_bw" "$here/memcpy_bw.c" ||
   die "cc could not build tests/bench/memcpy_bw.c"
+[ -e "$build/runtime/librt-pp.so" ] || die "$build/runtime/librt-pp.so not built"
+cc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/runtime/include" -o "$tmp/pp_malloc_bw" \
+  "$here/pp_malloc_bw.c" -L"$build/runtime" -lrt-pp -Wl,-rpath,"$build/runtime" ||
+  die "cc could not build tests/bench/pp_malloc_bw.c"
 "$root/tests/testbed.sh" status >/dev/null 2>&1 || testbed_ours=1
 
 declare -A lat bw
@@ -151,6 +158,16 @@ if pp_job pp-bw "$tmp/pp-bw.csv" 90 --test bandwidth --sizes "$bw_size"; then
   for m in "${modes[@]}"; do
     bw[$m]=$(awk -F, -v m="$m" -v s="$bw_size" '$1 == "bandwidth" && $2 == m && $6 == s { print $11 }' "$tmp/pp-bw.csv")
   done
+fi
+
+log "librt-pp push-pull bandwidth, 4 MiB, pp_malloc buffers"
+if limit=$(budget 60) &&
+  run "$build/apps/pprun" -n 2 --nodes 1 --dev-kind af_packet --timeout "$limit" -- \
+    "$tmp/pp_malloc_bw" "$bw_size" "$iters" >"$tmp/pmalloc.log" 2>&1; then
+  bw[pmalloc]=$(awk '$2 == "RESULT" && $3 == "pp_malloc" { print $7 }' "$tmp/pmalloc.log")
+else
+  log "pp_malloc_bw failed:"
+  tail -5 "$tmp/pmalloc.log" >&2
 fi
 
 # --- Open MPI, vader (shared memory) with CMA -------------------------------------
@@ -203,10 +220,11 @@ if limit=$(budget 30) &&
 fi
 
 # --- the table ------------------------------------------------------------------
-rows=(push-pull push-all push-zero mpi ucx memcpy)
+rows=(push-pull push-all push-zero pmalloc mpi ucx memcpy)
 declare -A label=(
   [push-pull]="librt-pp push-pull (shm)" [push-all]="librt-pp push-all (shm)"
-  [push-zero]="librt-pp push-zero (shm)" [mpi]="Open MPI 4.1 vader+CMA"
+  [push-zero]="librt-pp push-zero (shm)" [pmalloc]="librt-pp pp_malloc bufs (shm)"
+  [mpi]="Open MPI 4.1 vader+CMA"
   [ucx]="UCX 1.13 sm (ucx_perftest)" [memcpy]="memcpy, 1 thread"
 )
 declare -A short=([mpi]="OMPI-vader" [ucx]="UCX-sm" [memcpy]="memcpy")
@@ -222,19 +240,20 @@ printf "%-32s %12s %12s\n" "system" "lat_us" "bw_MBps"
 for r in "${rows[@]}"; do
   l=$(val "${lat[$r]:-}")
   b=$(val "${bw[$r]:-}")
-  [ "$r" = memcpy ] && l="-"
+  [ "$r" = memcpy ] || [ "$r" = pmalloc ] && l="-"
   printf "%-32s %12s %12s\n" "${label[$r]}" "$l" "$b"
   emit_csv measure "shm-$r" "" lat_us "$l"
   emit_csv measure "shm-$r" "" bw_MBps "$b"
 done
-ratios() { # TITLE METRIC BASELINES...
+ratios() { # TITLE METRIC ROWS-ARRAY BASELINES...
   local title=$1 metric=$2 m b r
-  shift 2
+  local -n rows_=$3
+  shift 3
   echo "# $title"
   printf "%-20s" "pp mode"
   for b in "$@"; do printf " %10s" "${short[$b]}"; done
   echo
-  for m in "${modes[@]}"; do
+  for m in "${rows_[@]}"; do
     printf "%-20s" "$m"
     for b in "$@"; do
       if [ "$metric" = lat ]; then r=$(ratio "${lat[$b]:-}" "${lat[$m]:-}"); else r=$(ratio "${bw[$m]:-}" "${bw[$b]:-}"); fi
@@ -244,11 +263,12 @@ ratios() { # TITLE METRIC BASELINES...
     echo
   done
 }
-ratios "intranode latency ratio = baseline / librt-pp (> 1: librt-pp faster)" lat mpi ucx
-ratios "intranode bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster; memcpy: share of the ceiling)" bw mpi ucx memcpy
+bw_rows=(push-pull push-all push-zero pmalloc)
+ratios "intranode latency ratio = baseline / librt-pp (> 1: librt-pp faster)" lat modes mpi ucx
+ratios "intranode bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster; memcpy: share of the ceiling)" bw bw_rows mpi ucx memcpy
 
 missing=0
 for k in push-pull push-all push-zero mpi ucx; do [ -n "${lat[$k]:-}" ] || missing=1; done
-for k in push-pull push-all push-zero mpi ucx memcpy; do [ -n "${bw[$k]:-}" ] || missing=1; done
+for k in push-pull push-all push-zero pmalloc mpi ucx memcpy; do [ -n "${bw[$k]:-}" ] || missing=1; done
 [ "$missing" -eq 0 ] || die "some measurements failed (shown as '-')"
 exit 0
