@@ -32,6 +32,7 @@ void pp_proto_conf_default(struct pp_proto_conf *c)
 	c->mtu = 1500;
 	c->max_msgs = 256;
 	c->copy_max = 1024;
+	c->direct_chunk = 1u << 20;
 }
 
 int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
@@ -39,7 +40,8 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	if (!engp || !c || c->nranks == 0 || c->rank >= c->nranks || c->window == 0 ||
 	    (c->window & (c->window - 1)) || c->window > 32768 || c->mtu < PP_WIRE_HDR_LEN + 64 ||
 	    c->max_msgs == 0 || c->max_msgs > (1u << 24) || c->mode > PP_PROTO_PUSH_ZERO ||
-	    c->rto_ns == 0 || c->rto_tries == 0 || c->ack_every == 0)
+	    c->rto_ns == 0 || c->rto_tries == 0 || c->ack_every == 0 ||
+	    (c->direct && c->direct_chunk == 0))
 		return -EINVAL;
 	struct pp_proto *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -76,6 +78,7 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 		list_init(&p->sends);
 		list_init(&p->txq);
 		list_init(&p->pullq);
+		list_init(&p->directq);
 		list_init(&p->arrived);
 	}
 	*engp = e;
@@ -87,8 +90,10 @@ void pp_proto_destroy(struct pp_proto *e)
 	if (!e)
 		return;
 	if (e->peers)
-		for (uint32_t r = 0; r < e->c.nranks; r++)
+		for (uint32_t r = 0; r < e->c.nranks; r++) {
 			free(e->peers[r].ring);
+			free(e->peers[r].doneq);
+		}
 	free(e->peers);
 	free(e->sends);
 	free(e->rxs);
@@ -112,6 +117,10 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6])
 	memcpy(p->mac, mac, 6);
 	p->present = 1;
 	p->rto = e->c.rto_ns;
+	if (!p->local) {
+		p->btp1 = e->c.btp1;
+		p->btp2 = e->c.btp2;
+	}
 	p->credit_limit = (uint16_t)e->credit_share;
 	p->credit_adv = (uint16_t)e->credit_share;
 	return 0;
@@ -207,6 +216,13 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 	}
 	p->snd_una = p->rtx_nxt = p->rtx_end = p->snd_nxt;
 	p->owe = 0;
+	p->done_head = p->done_tail;
+}
+
+void pp_proto_peer_fail(struct pp_proto *e, uint32_t rank)
+{
+	if (rank < e->c.nranks && e->peers[rank].present && !e->peers[rank].lost)
+		pp_proto_peer_lose(e, rank);
 }
 
 void pp_proto_ping(struct pp_proto *e, uint32_t rank)
@@ -236,8 +252,8 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	struct send *s = container_of(e->send_free.next, struct send, q);
 	list_del(&s->q);
 	uint64_t push = len;
-	if (e->c.mode == PP_PROTO_PUSH_PULL && len > (uint64_t)e->c.btp1 + e->c.btp2)
-		push = (uint64_t)e->c.btp1 + e->c.btp2;
+	if (e->c.mode == PP_PROTO_PUSH_PULL && len > (uint64_t)p->btp1 + p->btp2)
+		push = (uint64_t)p->btp1 + p->btp2;
 	else if (e->c.mode == PP_PROTO_PUSH_ZERO)
 		push = 0;
 	s->state = SEND_ACTIVE;
@@ -271,6 +287,8 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 		complete(e, cookie, 1, dst, (uint32_t)tag, len, 0);
 		e->st.msgs_tx++;
 	}
+	if (p->local && push < len && e->c.publish)
+		e->c.publish(e->c.hook_arg, dst, s->msg_id, buf, len);
 	return 0;
 }
 
@@ -279,6 +297,14 @@ void pp_proto_queue_pull(struct peer *p, struct rx *r)
 	if (r->wants_pull && !r->pull_queued && r->got < r->msg_len) {
 		r->pull_queued = 1;
 		r->wants_pull = 0;
+		if (p->direct) {
+			/* Nothing pushed means Push-Zero (or no credit): else the
+			 * peer pushes [0, min(L, BTP1 + BTP2)) before we copy. */
+			uint64_t push = (uint64_t)p->btp1 + p->btp2;
+			r->direct_from = r->got == 0 ? 0 : push < r->msg_len ? push : r->msg_len;
+			list_add_tail(&p->directq, &r->pq);
+			return;
+		}
 		list_add_tail(&p->pullq, &r->pq);
 	}
 }
@@ -388,7 +414,8 @@ int pp_proto_idle(const struct pp_proto *e)
 		return 0;
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
 		const struct peer *p = &e->peers[r];
-		if (p->present && !p->lost && (p->snd_una != p->snd_nxt || (p->owe & OWE_ACK)))
+		if (p->present && !p->lost &&
+		    (p->snd_una != p->snd_nxt || (p->owe & OWE_ACK) || p->done_head != p->done_tail))
 			return 0;
 	}
 	return 1;

@@ -52,6 +52,21 @@
  * frame on it. An error after that completion (peer lost) is not reported
  * for such a send; the receives that depend on it fail instead.
  *
+ * Intranode peers (pp_proto_peer_local): frames to them come out of
+ * pp_proto_output_local (the caller puts them in a shared-memory ring), not
+ * pp_proto_output, and they have their own BTP. Sends to them are described
+ * to the caller's publish hook as they start. Where the engine would send
+ * a PULL to such a peer, once every pushed byte is in, it asks the direct hook
+ * to copy the rest, [P, L), straight from the sender's buffer into the
+ * receive buffer (unless fewer than direct_min bytes are left: a copy call
+ * costs more than DATA frames then), in chunks of direct_chunk bytes (one per output call, so
+ * other work goes on), then completes the receive at once and sends a PULL
+ * with DONE (offset L): the sender completes when it arrives and its pushes
+ * are acknowledged. When the hook fails, the PULL asks for the bytes not yet
+ * copied and they come as DATA frames (the two-copy path). Pushes of a local
+ * peer are expected to be [0, min(L, its BTP1 + BTP2)), or nothing when its
+ * FIRST frame is empty: both ends must give the pair the same BTP.
+ *
  * Limits: each peer engine uses one TX stream; the ack_stream of frames we
  * send is the stream of the peer's last sequenced frame.
  */
@@ -91,6 +106,16 @@ struct pp_proto_conf {
 	uint16_t mtu;		 /* largest frame after the Ethernet header */
 	uint32_t max_msgs;	 /* sends, and receives, outstanding at most */
 	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
+	/* Intranode hooks (NULL: none). direct copies [off, off + len) of
+	 * message msg_id from local rank src to dst: 0, or a negative errno
+	 * when it cannot (the bytes are then pulled as DATA). publish tells
+	 * that a send of len bytes at buf to local rank dst starts as msg_id. */
+	int (*direct)(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+		      uint64_t len);
+	void (*publish)(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len);
+	void *hook_arg;	       /* first argument of direct and publish */
+	uint64_t direct_chunk; /* bytes per direct call */
+	uint64_t direct_min;   /* fewer bytes left than this: pulled as DATA instead */
 };
 
 /* One finished operation. */
@@ -107,7 +132,8 @@ struct pp_proto;
 
 /* Defaults: Push-Pull, BTP 80/680, W 64, RTO 200 us..50 ms x 12, ack delay
  * 20 us or every 16 frames, 1 MiB pushed buffer, credits on, MTU 1500,
- * 256 messages, sends up to 1 KiB copied. rank, nranks, job and mac are left zero. */
+ * 256 messages, sends up to 1 KiB copied, no hooks, direct chunks of 1 MiB. rank,
+ * nranks, job and mac are left zero. */
 void pp_proto_conf_default(struct pp_proto_conf *c);
 
 /* Create an engine; every pool is allocated here.
@@ -118,6 +144,27 @@ void pp_proto_destroy(struct pp_proto *eng);
 
 /* Make rank reachable at mac. Errors: -EINVAL (own rank, out of range). */
 int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6]);
+
+/* Make rank, already added, an intranode peer with its own BTP: its frames
+ * come from pp_proto_output_local from now on. Cold path.
+ * Errors: -EINVAL (not added, own rank, out of range), -ENOMEM. */
+int pp_proto_peer_local(struct pp_proto *eng, uint32_t rank, uint32_t btp1, uint32_t btp2);
+
+/* Write the next frame for intranode peer rank into buf, as pp_proto_output
+ * does for the others (direct copies happen here too). Returns its length, 0
+ * when there is nothing to send to it now, -ENOSPC when cap < mtu + 14,
+ * -EINVAL when rank is not a local peer. */
+int pp_proto_output_local(struct pp_proto *eng, uint32_t rank, uint8_t *buf, size_t cap,
+			  uint64_t now);
+
+/* rank is known dead (its process is gone without a goodbye): declare it
+ * lost now, as the retransmission timer would: its operations fail with
+ * -ECONNRESET. */
+void pp_proto_peer_fail(struct pp_proto *eng, uint32_t rank);
+
+/* 1 when something in progress needs rank: a send to it, a message from it
+ * not wholly here (matched or not), or frames to it unacknowledged. */
+int pp_proto_peer_busy(const struct pp_proto *eng, uint32_t rank);
 
 /* Start a send of len bytes to dst with tag (any value but PP_PROTO_ANY;
  * tags below zero are the library's own, see pp_proto_recv); buf is read

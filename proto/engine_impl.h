@@ -102,14 +102,15 @@ struct rx {
 	uint64_t msg_len;	       /* message length */
 	uint64_t got;		       /* bytes received so far */
 	uint8_t wants_pull;	       /* sender waits for a PULL */
-	uint8_t pull_queued;	       /* on the peer's pullq */
+	uint8_t pull_queued;	       /* on the peer's pullq or directq */
+	uint64_t direct_from;	       /* local peer: bytes it pushes; the copy starts there */
 	struct pp_pushbuf_chain cells; /* pushed bytes (unexpected) */
 	uint8_t *stage;		       /* staging block holding the message, or NULL */
 	uint8_t evicted;	       /* pushed bytes given up: pull all again */
 	uint8_t rewind;		       /* the PULL carries AGAIN */
 	struct link q;		       /* posted or unexpected queue, or free pool */
 	struct link by_peer;	       /* peer's list of arrived messages */
-	struct link pq;		       /* peer's pullq */
+	struct link pq;		       /* peer's pullq or directq */
 };
 
 /* One sequenced frame in the window, enough to regenerate it. */
@@ -117,8 +118,15 @@ struct desc {
 	uint8_t type;	 /* PUSH, DATA or PULL */
 	uint8_t flags;	 /* wire flags as first sent */
 	uint16_t len;	 /* payload bytes */
-	void *obj;	 /* struct send (PUSH, DATA) or struct rx (PULL) */
+	void *obj;	 /* struct send (PUSH, DATA), struct rx (PULL), NULL (DONE PULL) */
 	uint64_t offset; /* payload position, or PULL offset */
+	uint32_t msg_id; /* DONE PULL: its message (the receive is gone) */
+};
+
+/* A message copied straight from a local peer's buffer, owed a DONE PULL. */
+struct done {
+	uint64_t msg_len; /* its length */
+	uint32_t msg_id;  /* its number */
 };
 
 struct peer {
@@ -126,6 +134,10 @@ struct peer {
 	uint8_t present; /* added with pp_proto_peer_add */
 	uint8_t lost;	 /* declared lost: operations fail */
 	uint8_t gone;	 /* said goodbye: it sends nothing more */
+	uint8_t local;	 /* intranode: frames via pp_proto_output_local */
+	uint8_t direct;	 /* local, and the engine has a direct hook */
+	uint32_t btp1;	 /* bytes of the first push to it */
+	uint32_t btp2;	 /* bytes of the second push to it */
 	/* TX channel (our stream to this peer). */
 	uint32_t snd_una;      /* oldest unacked seq */
 	uint32_t snd_nxt;      /* next new seq */
@@ -148,6 +160,11 @@ struct peer {
 	struct link sends;     /* active sends to it */
 	struct link txq;       /* sends with frames to produce */
 	struct link pullq;     /* receives owing it a PULL */
+	struct link directq;   /* local: receives copying straight from its buffers */
+	struct done *doneq;    /* local: messages owed a DONE PULL (ring) */
+	uint32_t done_mask;    /* its size - 1 */
+	uint32_t done_head;    /* next to send */
+	uint32_t done_tail;    /* next to fill */
 	/* RX channel (its stream to us). */
 	uint16_t rx_stream;    /* its stream, from its last sequenced frame */
 	uint32_t rcv_nxt;      /* next seq expected */
@@ -228,9 +245,22 @@ void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error);
 /* Declare a peer lost: its operations fail with -ECONNRESET. */
 void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);
 
-/* Queue a PULL for r if its sender waits for one and bytes remain. */
+/* Queue a PULL for r if its sender waits for one and bytes remain (for a
+ * local peer with a direct hook: queue the direct copy instead). */
 void pp_proto_queue_pull(struct peer *p, struct rx *r);
 
+/* Local peer: one chunk of the direct copy at the head of p->directq (see
+ * engine.h); a receive whose copy fails moves to p->pullq. */
+void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p);
+
+/* A PULL for s from a local peer: the DONE kind finishes s (returns 1); one
+ * asking from past the pushes (part was copied) moves s->next_off there.
+ * Returns 0 when the PULL is to be served as usual. */
+int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
+			const struct pp_wire_hdr *h);
+
+/* Local peer: fill d with the next owed DONE PULL; 0 when none is owed. */
+int pp_proto_done_desc(struct pp_proto *e, struct peer *p, struct desc *d);
 /* Staging (engine_stage.c). ask: a block for an unexpected FIRST, or NULL.
  * input: a frame of a staged or evicted unexpected message (stored or thrown
  * away). evict: make room for need cells, maybe by evicting self; returns 1

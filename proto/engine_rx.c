@@ -166,6 +166,8 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 			e->st.drops[PP_DROP_STATE]++;
 			return;
 		}
+		if (pp_proto_pull_local(e, p, s, h))
+			return;
 		/* The receiver gave the pushed bytes up: send them again as DATA. */
 		if ((h->flags & PP_WIRE_F_AGAIN) && h->offset < s->next_off) {
 			s->next_off = h->offset;

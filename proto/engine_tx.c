@@ -8,11 +8,11 @@
 
 /* ---- transmit path ---- */
 
-static uint32_t push_cells(const struct pp_proto *e, uint64_t push)
+static uint32_t push_cells(const struct pp_proto *e, uint32_t btp1, uint64_t push)
 {
 	uint64_t first = push;
-	if (e->c.mode == PP_PROTO_PUSH_PULL && first > e->c.btp1)
-		first = e->c.btp1;
+	if (e->c.mode == PP_PROTO_PUSH_PULL && first > btp1)
+		first = btp1;
 	if (first > e->maxp)
 		first = e->maxp;
 	uint64_t rest = push - first;
@@ -47,6 +47,9 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 	h.offset = d->offset;
 	if (d->type == PP_WIRE_PING) {
 		/* no message fields */
+	} else if (d->type == PP_WIRE_PULL && !d->obj) { /* DONE: the receive is gone */
+		h.msg_id = d->msg_id;
+		h.msg_len = d->offset;
 	} else if (d->type == PP_WIRE_PULL) {
 		const struct rx *r = d->obj;
 		h.msg_id = r->msg_id;
@@ -99,7 +102,7 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 	uint8_t flags = 0;
 	if (!s->first_sent) {
 		if (e->c.credits && s->push_end) {
-			uint32_t need = push_cells(e, s->push_end);
+			uint32_t need = push_cells(e, p->btp1, s->push_end);
 			uint16_t avail = (uint16_t)(p->credit_limit - p->credit_used);
 			if (need > avail || need > CREDIT_SHARE_MAX) {
 				s->push_end = 0; /* degrade to Push-Zero */
@@ -110,8 +113,8 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 			}
 		}
 		n = s->push_end;
-		if (e->c.mode == PP_PROTO_PUSH_PULL && n > e->c.btp1)
-			n = e->c.btp1;
+		if (e->c.mode == PP_PROTO_PUSH_PULL && n > p->btp1)
+			n = p->btp1;
 		if (n > e->maxp)
 			n = e->maxp;
 		flags = PP_WIRE_F_FIRST;
@@ -160,10 +163,15 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		e->st.nacks_tx++;
 		return emit_ctl(e, p, rank, PP_WIRE_NACK, buf, cap);
 	}
+	if (p->direct)
+		pp_proto_direct_step(e, rank, p);
 	int open = p->snd_nxt - p->snd_una < e->c.window;
-	if (open && (p->ping_owed || !list_empty(&p->pullq) || !list_empty(&p->txq))) {
+	int done = p->done_head != p->done_tail;
+	if (open && (done || p->ping_owed || !list_empty(&p->pullq) || !list_empty(&p->txq))) {
 		struct desc *d = &p->ring[p->snd_nxt & e->wmask];
-		if (p->ping_owed) {
+		if (done) {
+			pp_proto_done_desc(e, p, d);
+		} else if (p->ping_owed) {
 			p->ping_owed = 0;
 			d->type = PP_WIRE_PING;
 			d->flags = 0;
@@ -179,6 +187,7 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 			d->len = 0;
 			d->obj = r;
 			d->offset = r->got;
+			d->msg_id = r->msg_id;
 			e->st.pulls_tx++;
 		} else {
 			next_frame(e, p, container_of(p->txq.next, struct send, q), d);
@@ -209,7 +218,7 @@ int pp_proto_output(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t rank = (e->rr + i) % n;
 		struct peer *p = &e->peers[rank];
-		if (!p->present || p->lost)
+		if (!p->present || p->lost || p->local)
 			continue;
 		int len = peer_output(e, rank, buf, cap, now);
 		if (len > 0) {
@@ -230,6 +239,20 @@ int pp_proto_output_ref(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t n
 	int n = pp_proto_output(e, buf, cap, now);
 	e->ref_out = NULL;
 	return n;
+}
+
+int pp_proto_output_local(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
+{
+	if (rank >= e->c.nranks || !e->peers[rank].local)
+		return -EINVAL;
+	if (cap < (size_t)e->c.mtu + PP_WIRE_ETH_LEN)
+		return -ENOSPC;
+	if (e->peers[rank].lost)
+		return 0;
+	int len = peer_output(e, rank, buf, cap, now);
+	if (len > 0)
+		e->st.frames_tx++;
+	return len;
 }
 
 /* ---- timers ---- */

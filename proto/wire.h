@@ -17,6 +17,8 @@
  * sender pushes less than the whole message and waits for a PULL for the rest.
  * AGAIN on a PULL says the receiver gave up the pushed bytes (eviction): the
  * sender sends everything from the PULL's offset again, as DATA.
+ * DONE on a PULL (offset = msg_len) says the receiver copied the rest itself,
+ * straight from the sender's buffer (intranode): nothing is to be sent.
  */
 #ifndef PP_WIRE_H
 #define PP_WIRE_H
@@ -49,6 +51,7 @@ enum pp_wire_flag {
 	PP_WIRE_F_LAST = 0x02,	 /* last frame of a message */
 	PP_WIRE_F_RETX = 0x04,	 /* sent again by go-back-N */
 	PP_WIRE_F_PULL = 0x08,	 /* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_DONE = 0x10,	 /* on PULL (intranode): the receiver copied it all */
 	PP_WIRE_F_COPIED = 0x20, /* the sender holds a copy: its send is done, ack lazily */
 	PP_WIRE_F_AGAIN = 0x40,	 /* on PULL: pushed bytes were dropped, send from offset */
 };

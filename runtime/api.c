@@ -15,6 +15,12 @@
 
 #define PP_MAX_MSGS   1024 /* sends, and receives, outstanding at most */
 #define PP_RTO_MAX_NS 50000000u
+/* Bytes per direct copy call: big enough that the syscall is noise, small
+ * enough that other work goes on between the calls of a huge message. */
+#define PP_DIRECT_CHUNK (4u << 20)
+/* Fewer bytes than this left after the pushes are pulled as DATA frames
+ * through the rings: a copy system call costs more than that. */
+#define PP_DIRECT_MIN 4096
 
 static int check_config(const struct pp_config *c)
 {
@@ -50,11 +56,20 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	 * of tries: back-off reaches rto_max quickly, then it keeps trying. */
 	pc->rto_max_ns = PP_RTO_MAX_NS;
 	pc->rto_tries = (uint32_t)((uint64_t)c->timeout_ms * 1000000u / PP_RTO_MAX_NS) + 8;
+	/* Intranode: pulled bytes copied straight between user buffers, unless
+	 * shm=twocopy sends them through the rings. */
+	if (c->shm == PP_SHM_ON)
+		pc->direct = pp_shm_link_direct;
+	pc->direct_chunk = PP_DIRECT_CHUNK;
+	pc->direct_min = PP_DIRECT_MIN;
+	pc->publish = pp_shm_link_publish;
+	pc->hook_arg = (void *)ctx;
 }
 
 static void ctx_free(pp_ctx *ctx)
 {
 	pp_handlers_stop(ctx);
+	pp_shm_link_fini(ctx);
 	if (ctx->port) {
 		if (ctx->nspare)
 			pp_port_free(ctx->port, ctx->spare, ctx->nspare);
@@ -126,6 +141,8 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		if (r != ctx->rank &&
 		    (rc = pp_proto_peer_add(ctx->eng, (uint32_t)r, ctx->peers[r].mac)))
 			goto fail;
+	if ((rc = pp_shm_link_init(ctx)))
+		goto fail;
 	if ((rc = pp_handlers_start(ctx)))
 		goto fail;
 	*out = ctx;
@@ -359,9 +376,12 @@ PP_API void *pp_malloc(pp_ctx *ctx, size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
-	/* Registered shared memory comes with the shm transport; until then,
+	/* The rank's heap area in the node segment, else (no segment, or full)
 	 * cache-line-aligned memory of the process. */
-	void *p = aligned_alloc(64, (len + 63) & ~(size_t)63);
+	void *p = pp_shm_link_malloc(ctx, len);
+	if (p)
+		return p;
+	p = aligned_alloc(64, (len + 63) & ~(size_t)63);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -369,8 +389,8 @@ PP_API void *pp_malloc(pp_ctx *ctx, size_t len)
 
 PP_API void pp_free(pp_ctx *ctx, void *p)
 {
-	(void)ctx;
-	free(p);
+	if (p && (!ctx || pp_shm_link_free(ctx, p) == -ENOENT))
+		free(p);
 }
 
 PP_API int pp_prerecv(pp_ctx *ctx, unsigned site)

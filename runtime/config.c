@@ -31,6 +31,36 @@ static int parse_u32(const char *v, uint32_t max, uint32_t *out)
 	return 0;
 }
 
+/* A byte count: digits with an optional k, m or g (binary) suffix. */
+static int parse_bytes(const char *v, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)v[0]))
+		return -EINVAL;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 0);
+	unsigned shift = 0;
+	switch (tolower((unsigned char)*end)) {
+	case 'k':
+		shift = 10;
+		break;
+	case 'm':
+		shift = 20;
+		break;
+	case 'g':
+		shift = 30;
+		break;
+	default:
+		break;
+	}
+	if (shift)
+		end++;
+	if (errno || *end || x > (UINT64_MAX >> 34))
+		return -EINVAL;
+	*out = (uint64_t)x << shift;
+	return 0;
+}
+
 static int set_str(char *dst, const char *v)
 {
 	size_t n = strlen(v);
@@ -110,6 +140,17 @@ static int set_one(struct pp_config *c, const char *key, const char *v)
 		c->zerocopy = strcmp(v, "on") == 0;
 		return 0;
 	}
+	if (strcmp(key, "shm") == 0) {
+		static const char *const names[] = {"on", "off", "twocopy"};
+		for (unsigned i = 0; i < 3; i++)
+			if (strcmp(v, names[i]) == 0) {
+				c->shm = (enum pp_shm_mode)i;
+				return 0;
+			}
+		return -EINVAL;
+	}
+	if (strcmp(key, "shm_heap") == 0)
+		return parse_bytes(v, &c->shm_heap);
 
 	static const struct {
 		const char *key;
@@ -201,6 +242,8 @@ int pp_config_load(struct pp_config *c, const char *config)
 	c->stage_bytes = PP_STAGE_BYTES_DEFAULT;
 	c->pushbuf_bytes = PP_PUSHBUF_BYTES_DEFAULT;
 	c->credits = true;
+	c->shm = PP_SHM_ON;
+	c->shm_heap = PP_SHM_HEAP_DEFAULT;
 	strcpy(c->predict, "off");
 	set_one(c, "job", "0");
 

@@ -16,6 +16,12 @@ enum pp_mode {
 	PP_MODE_PUSH_ZERO,     /* header pushed, everything pulled (rendezvous) */
 };
 
+enum pp_shm_mode {
+	PP_SHM_ON = 0,	/* ranks of one node talk through shared memory, single copy */
+	PP_SHM_OFF,	/* every rank over the port */
+	PP_SHM_TWOCOPY, /* shared memory, but pulled bytes go through the rings */
+};
+
 #define PP_CFG_STR 256
 
 struct pp_config {
@@ -40,12 +46,15 @@ struct pp_config {
 	uint32_t stage_remap;	     /* fewest bytes a page remap moves (0: copy only) */
 	uint32_t pushbuf_bytes;	     /* pushed-buffer size */
 	bool credits;		     /* pushed-buffer credits (false: Push-All overflow) */
+	enum pp_shm_mode shm;	     /* intranode transport: on, off, twocopy */
+	uint64_t shm_heap;	     /* pp_malloc bytes per rank in the segment (0: none) */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
 #define PP_BTP1_ETH_DEFAULT   80
 #define PP_BTP2_ETH_DEFAULT   680
 #define PP_TIMEOUT_MS_DEFAULT 10000
+#define PP_SHM_HEAP_DEFAULT   (64u << 20)
 
 #define PP_STAGE_BYTES_DEFAULT	 (4u << 20) /* prediction staging budget */
 #define PP_PUSHBUF_BYTES_DEFAULT (1u << 20) /* the engine's default */

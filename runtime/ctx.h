@@ -53,6 +53,7 @@ struct pp_peer_info {
 };
 
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
+struct pp_shm_link;	 /* the node segment and its rings (shm_link.c) */
 struct pp_stage;	 /* prediction staging memory (predict/staging.h) */
 
 /* The buffer the last receive of a message id used (staging aims at it). */
@@ -122,6 +123,10 @@ struct pp_ctx {
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
+
+	struct pp_shm_link *shm; /* intranode link, NULL when no local peer uses it */
+	int shm_only;		 /* every peer is local: the port carries only membership */
+	unsigned port_skip;	 /* passes since the port was last polled (shm_only) */
 };
 
 /* Take and release the engine. Only pull handlers make this a real lock;
@@ -176,6 +181,24 @@ void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st);
  * registrations. */
 int pp_zc_output(pp_ctx *ctx, struct pp_buf *b, uint64_t now);
 void pp_zc_fini(pp_ctx *ctx);
+
+/* The intranode link (shm_link.c). init runs after discovery, with every
+ * peer added: it sets up the node segment with the ranks of the same node
+ * (Errors: -ENOMEM, -ETIMEDOUT, the errors of pp_wait; a segment that cannot
+ * be made is not an error: the port serves those ranks). rx and tx are the
+ * progress pass's share (ctx->shm set): they return frames handled. The
+ * hooks are the engine's direct and publish hooks (arg: the context). */
+int pp_shm_link_init(pp_ctx *ctx);
+void pp_shm_link_fini(pp_ctx *ctx);
+unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now);
+unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now);
+int pp_shm_link_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+		       uint64_t len);
+void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len);
+/* pp_malloc from the rank's heap area: NULL when none or full. free: 0, or
+ * -ENOENT when p is not from there. */
+void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);
+int pp_shm_link_free(pp_ctx *ctx, void *p);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);

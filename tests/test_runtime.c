@@ -47,8 +47,10 @@ static void *rank_main(void *arg)
 	struct rank_run *run = arg;
 	char cfg[512];
 	pp_ctx *ctx;
-	snprintf(cfg, sizeof(cfg), "rank=%d,size=%d,job=%s,dev=sim:%s/%d,timeout_ms=5000%s%s",
-		 run->rank, run->size, link_name, link_name, run->rank, run->extra ? "," : "",
+	/* A node per rank: these ranks talk over the (lossy) link, not shm. */
+	snprintf(cfg, sizeof(cfg),
+		 "rank=%d,size=%d,job=%s,node=n%d,dev=sim:%s/%d,timeout_ms=5000%s%s", run->rank,
+		 run->size, link_name, run->rank, link_name, run->rank, run->extra ? "," : "",
 		 run->extra ? run->extra : "");
 	if (run->rank == late_rank)
 		usleep((useconds_t)late_ms * 1000);

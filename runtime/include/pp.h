@@ -115,7 +115,12 @@ struct pp_stats {
  * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log,
  * zerocopy (on|off: payloads of 2 KiB or more leave from the user's buffer
  * where the port can; default off: on af_packet, whose PMD copies anyway,
- * it measured slower).
+ * it measured slower),
+ * shm (on|off|twocopy: ranks with the same node talk through a shared-memory
+ * segment, pulled bytes in one copy straight between the user buffers; off:
+ * over the port; twocopy: through the segment's rings; default on),
+ * shm_heap (bytes of pp_malloc memory per rank in the segment, k/m/g
+ * suffixes, 0 for none; default 64m).
  * Returns only when every rank of the job is known.
  * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
  * is named on stderr), -ENOMEM, -ENODEV (the port cannot be opened),
@@ -213,7 +218,10 @@ PP_API int pp_progress(pp_ctx *ctx);
 /*
  * Allocate len bytes of registered memory: the fastest path for sends and
  * receives, and (with the shared-memory transport) shareable with the other
- * ranks of the node. In this release: cache-line-aligned process memory.
+ * ranks of the node. When the rank shares a node segment with other ranks
+ * the memory comes from its heap area there (shm_heap bytes), and messages
+ * from it to a local rank move with one plain memcpy; otherwise (or when
+ * that area is full) it is cache-line-aligned process memory.
  * NULL on failure (errno set to EINVAL or ENOMEM).
  */
 PP_API void *pp_malloc(pp_ctx *ctx, size_t len);

@@ -8,6 +8,10 @@
 #   sockperf      TCP ping-pong, blocking (latency only)
 #   iperf3        TCP bandwidth (one stream)
 #
+# and then, through tests/bench/compare_shm.sh, the intranode part: two ranks
+# on one node (shared memory) against Open MPI's vader+CMA and UCX's sm
+# transports, and single-thread memcpy (8-byte latency, 4 MiB bandwidth).
+#
 # Figures: 8-byte one-way latency in us and 1 MiB bandwidth in MB/s (10^6 B/s),
 # every system over the same veth at MTU 9000 (TESTBED_MTU to change it).
 # Latency is round trip / 2 everywhere and the statistic is the mean of the
@@ -26,7 +30,7 @@
 # sides of every test are pinned to cores 0 and 1. Needs root, the build
 # (meson setup build && ninja -C build) and tests/bench/deps.sh.
 #
-# The whole run is bounded (--max-time, default 290 s): every step gets what
+# The whole run is bounded (--max-time, default 400 s): every step gets what
 # is left of it, a step that runs out is killed and its figures show as "-".
 # Exit status: 0 when every figure was measured, 1 otherwise, 2 on bad usage.
 #
@@ -34,8 +38,9 @@
 #   --build DIR   build directory with apps/pprun, apps/pp_pingpong (default build)
 #   --iters N     measured ping-pong iterations per point (default 1000)
 #   --time SEC    seconds per sockperf and iperf3 run (default 5)
-#   --max-time SEC  bound on the whole run (default 290)
-#   --csv FILE    also write every figure and ratio as CSV rows to FILE
+#   --max-time SEC  bound on the whole run (default 400)
+#   --csv FILE    also write every figure and ratio as CSV rows to FILE (the
+#                 intranode rows go to FILE.shm)
 #   -h, --help    this text
 set -uo pipefail
 
@@ -44,7 +49,7 @@ root=$(cd "$here/../.." && pwd)
 build=build
 iters=1000
 secs=5
-max_time=290
+max_time=400
 csv=
 ip0=10.77.0.1
 ip1=10.77.0.2
@@ -324,8 +329,18 @@ ratios() { # TITLE METRIC BASELINES...
 ratios "latency ratio = baseline / librt-pp (> 1: librt-pp faster)" lat mpi udp udp-busy tcp
 ratios "bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster)" bw mpi iperf
 
-# Every measurement must have produced its figure.
+# --- intranode: tests/bench/compare_shm.sh ------------------------------------
 missing=0
+echo
+if limit=$(budget 200) && [ "$limit" -ge 30 ]; then
+  run "$here/compare_shm.sh" --build "$build" --iters "$iters" --max-time "$limit" \
+    ${csv:+--csv "$csv.shm"} || missing=1
+else
+  log "no time left for the intranode part"
+  missing=1
+fi
+
+# Every measurement must have produced its figure.
 for k in push-pull push-all push-zero mpi udp udp-busy tcp; do [ -n "${lat[$k]:-}" ] || missing=1; done
 for k in push-pull push-all push-zero mpi iperf; do [ -n "${bw[$k]:-}" ] || missing=1; done
 [ "$missing" -eq 0 ] || die "some measurements failed (shown as '-')"

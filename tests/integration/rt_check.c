@@ -8,6 +8,7 @@
  * with ranks placed in blocks on two nodes every pair crosses the bridge;
  * "many" and "match" involve every rank.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -24,6 +25,10 @@
 #define BIG ((size_t)(16u << 20) + 3)
 
 static int rank_, size_, failures;
+static size_t big_size = BIG;	/* --max-size: the largest message of sizes */
+static size_t buf_offset;	/* --offset: sizes' buffers start this far into a page */
+static int use_pp_malloc;	/* --pp-malloc: sizes' buffers from pp_malloc */
+static const char *expect_copy; /* --expect-copy: direct or frames */
 
 static void say(const char *fmt, ...)
 {
@@ -124,18 +129,61 @@ static void one_way(pp_ctx *ctx, int sending, size_t n, int k, uint8_t *s, uint8
 	EXPECT(bad == n, "%zu B from %d: byte %zu wrong", n, peer, bad);
 }
 
+static void stats(pp_ctx *ctx, struct pp_stats *s);
+
+/* A buffer for sizes: page-aligned process memory, or pp_malloc's. */
+static uint8_t *sizes_buf(pp_ctx *ctx, size_t n)
+{
+	void *p = use_pp_malloc ? pp_malloc(ctx, n) : aligned_alloc(4096, (n + 4095) & ~4095ul);
+	if (!p) {
+		fprintf(stderr, "rt_check: out of memory (%zu bytes)\n", n);
+		exit(2);
+	}
+	return p;
+}
+
+static void sizes_free(pp_ctx *ctx, void *p)
+{
+	if (use_pp_malloc)
+		pp_free(ctx, p);
+	else
+		free(p);
+}
+
 static void sc_sizes(pp_ctx *ctx)
 {
-	uint8_t *s = xmalloc(BIG), *r = xmalloc(BIG);
+	uint8_t *sa = sizes_buf(ctx, big_size + buf_offset),
+		*ra = sizes_buf(ctx, big_size + buf_offset);
+	uint8_t *s = sa + buf_offset, *r = ra + buf_offset;
 	int before = failures;
+	struct pp_stats a, b;
+	uint64_t sent = 0;
+	stats(ctx, &a);
 	for (int k = 0; k < (int)NSIZES; k++) {
-		one_way(ctx, lower_half(), sizes[k], k, s, r);
-		one_way(ctx, !lower_half(), sizes[k], k, s, r);
+		size_t n = k == (int)NSIZES - 1 || sizes[k] > big_size ? big_size : sizes[k];
+		one_way(ctx, lower_half(), n, k, s, r);
+		one_way(ctx, !lower_half(), n, k, s, r);
+		sent += n;
 	}
-	free(s);
-	free(r);
-	say("sizes: %zu sizes 0 B .. %zu B both ways with rank %d, every byte checked: %s", NSIZES,
-	    BIG, partner(), failures == before ? "ok" : "FAILED");
+	stats(ctx, &b);
+	sizes_free(ctx, sa);
+	sizes_free(ctx, ra);
+	say("sizes: %zu sizes 0 B .. %zu B both ways with rank %d, buffers at page offset %zu%s, "
+	    "every byte checked: %s",
+	    NSIZES, big_size, partner(), buf_offset, use_pp_malloc ? " from pp_malloc" : "",
+	    failures == before ? "ok" : "FAILED");
+	if (!expect_copy)
+		return;
+	/* Bytes the rank put in frames: the pushes only when the receiver
+	 * copied the rest straight from our buffer; everything otherwise. */
+	uint64_t framed = b.bytes_tx - a.bytes_tx;
+	int direct = strcmp(expect_copy, "direct") == 0;
+	before = failures;
+	EXPECT(direct ? framed * 100 < sent : framed >= sent, "%llu of %llu B sent went in frames",
+	       (unsigned long long)framed, (unsigned long long)sent);
+	say("sizes: %llu of %llu B sent went in frames (%s): %s", (unsigned long long)framed,
+	    (unsigned long long)sent, direct ? "copied straight by the receiver" : "pulled as DATA",
+	    failures == before ? "ok" : "FAILED");
 }
 
 /* --- many: every rank to every other, many requests outstanding ------------ */
@@ -536,6 +584,42 @@ static void sc_killsend(pp_ctx *ctx, unsigned timeout_ms)
 	    peer, timeout_ms, failures ? "FAILED" : "ok");
 }
 
+/* --- crash: the upper half sends, then exits without pp_finalize ----------- */
+
+/* With its partner on the same node, a rank sees the death from the pid:
+ * the message that came before it is still received, a receive only the
+ * dead rank could satisfy and a send to it fail at once, and pp_finalize
+ * does not wait for its goodbye. */
+static void sc_crash(pp_ctx *ctx)
+{
+	int peer = partner(), rc;
+	uint8_t b[500];
+	if (!lower_half()) {
+		fill(b, sizeof(b), seed_of(rank_, peer, 1));
+		rc = pp_send(ctx, b, sizeof(b), peer, 1);
+		EXPECT(rc == 0, "send: %s", pp_strerror(rc));
+		say("crash: sent %zu B, exiting without pp_finalize", sizeof(b));
+		_exit(failures ? 1 : 0);
+	}
+	usleep(300000); /* the partner is gone by now, and seen to be */
+	pp_status st = {0};
+	memset(b, 0, sizeof(b));
+	rc = pp_recv(ctx, b, sizeof(b), peer, 1, &st);
+	EXPECT(rc == 0 && st.len == sizeof(b) &&
+		   first_bad(b, sizeof(b), seed_of(peer, rank_, 1)) == sizeof(b),
+	       "the message sent before the crash: %s", pp_strerror(rc));
+	double t0 = now_s();
+	rc = pp_recv(ctx, b, 10, peer, 2, NULL);
+	EXPECT(rc == -ECONNRESET, "a receive only the dead rank could satisfy: %s",
+	       pp_strerror(rc));
+	rc = pp_send(ctx, b, 10, peer, 3);
+	EXPECT(rc == -ECONNRESET, "a send to the dead rank: %s", pp_strerror(rc));
+	EXPECT(now_s() - t0 < 1.0, "the failures took %.1f s", now_s() - t0);
+	say("crash: rank %d died after sending; its message received, a receive from it and "
+	    "a send to it failed at once: %s",
+	    peer, failures ? "FAILED" : "ok");
+}
+
 /* --- handlers: a sender that computes while its receiver comes late -------- */
 
 #define H_LEN ((size_t)(4u << 20) + 7)
@@ -904,6 +988,8 @@ static void usage(FILE *f)
 	      "  killsend   the upper half exits mid 16 MiB send; receivers get -ECONNRESET\n"
 	      "             (their wait pings the silent sender), and so does a send to it\n"
 	      "  handlers   late receiver of a sender that computes (run with pull_cores=)\n"
+	      "  crash      the upper half sends, then exits; its partner (on the same node)\n"
+	      "             receives the message and fails at once on what needs the dead rank\n"
 	      "  predict    late receivers with predict=NAME: a cycle of tags (staged,\n"
 	      "             speculative pulls), page memory (remapped with stage_remap=,\n"
 	      "             never when incongruent or shared), random tags\n"
@@ -912,6 +998,12 @@ static void usage(FILE *f)
 	      "  all        sizes, many, match, trunc, earlylate\n\n"
 	      "Options:\n"
 	      "  -c, --config CFG      extra pp_init settings, e.g. pull_cores=1,timeout_ms=3000\n"
+	      "      --max-size B      sizes: the largest message (default 16 MiB + 3)\n"
+	      "      --offset N        sizes: buffers start N bytes into a page (unaligned)\n"
+	      "      --pp-malloc       sizes: buffers from pp_malloc\n"
+	      "      --expect-copy K   sizes: direct (the receiver copied all but the pushes\n"
+	      "                        straight from the sender's buffer) or frames (every byte\n"
+	      "                        was sent in frames)\n"
 	      "      --no-progress     handlers: expect the sender's ack NOT to arrive while it\n"
 	      "                        computes (the check without pull handlers)\n"
 	      "      --compute SEC     handlers: compute at most SEC seconds (default 5)\n"
@@ -926,9 +1018,16 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"config", required_argument, NULL, 'c'},  {"no-progress", no_argument, NULL, 'N'},
-	    {"compute", required_argument, NULL, 'C'}, {"expect-loss", no_argument, NULL, 'L'},
-	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"no-progress", no_argument, NULL, 'N'},
+	    {"compute", required_argument, NULL, 'C'},
+	    {"expect-loss", no_argument, NULL, 'L'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"max-size", required_argument, NULL, 'M'},
+	    {"offset", required_argument, NULL, 'O'},
+	    {"pp-malloc", no_argument, NULL, 'P'},
+	    {"expect-copy", required_argument, NULL, 'E'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *cfg = NULL;
 	int expect_served = 1, expect_loss = 0, c;
@@ -953,6 +1052,30 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'M':
+		case 'O': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 0);
+			if (*end || !isdigit((unsigned char)optarg[0]) ||
+			    (c == 'M' ? v < (4u << 20) || v > (1ull << 30) : v > 4095)) {
+				fprintf(stderr, "rt_check: --%s: want %s\n",
+					c == 'M' ? "max-size" : "offset",
+					c == 'M' ? "4 MiB .. 1 GiB" : "0 .. 4095");
+				return 2;
+			}
+			*(c == 'M' ? &big_size : &buf_offset) = (size_t)v;
+			break;
+		}
+		case 'P':
+			use_pp_malloc = 1;
+			break;
+		case 'E':
+			if (strcmp(optarg, "direct") && strcmp(optarg, "frames")) {
+				fprintf(stderr, "rt_check: --expect-copy: direct or frames\n");
+				return 2;
+			}
+			expect_copy = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -966,9 +1089,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *sc = argv[optind];
-	static const char *const known[] = {"sizes",	 "many",  "match",    "trunc",
-					    "earlylate", "kill",  "killsend", "handlers",
-					    "predict",	 "evict", "all"};
+	static const char *const known[] = {"sizes",	 "many",    "match",	"trunc",
+					    "earlylate", "kill",    "killsend", "handlers",
+					    "crash",	 "predict", "evict",	"all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -1014,6 +1137,8 @@ int main(int argc, char **argv)
 		sc_killsend(ctx, timeout_ms);
 	if (strcmp(sc, "handlers") == 0)
 		sc_handlers(ctx, expect_served, max_s);
+	if (strcmp(sc, "crash") == 0)
+		sc_crash(ctx);
 	if (strcmp(sc, "predict") == 0) {
 		const char *sb = getenv("PP_STAGE_BYTES");
 		uint64_t budget = sb ? strtoull(sb, NULL, 0) : 4u << 20;
@@ -1040,7 +1165,7 @@ int main(int argc, char **argv)
 	rc = pp_finalize(ctx);
 	/* After a kill, peers that never talked to the dead rank wait for its
 	 * goodbye in vain: pp_finalize then reports -ETIMEDOUT, as documented. */
-	if (strncmp(sc, "kill", 4) == 0 && rc == -ETIMEDOUT)
+	if ((strncmp(sc, "kill", 4) == 0 || strcmp(sc, "crash") == 0) && rc == -ETIMEDOUT)
 		rc = 0;
 	EXPECT(rc == 0, "pp_finalize: %s", pp_strerror(rc));
 	if (failures)

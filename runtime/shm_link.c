@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The intranode link: ranks of the job with the same node name share a
+ * segment (shm/segment.h) and the engine's frames to them go through its
+ * rings instead of the port; matching stays in the engine.
+ *
+ * Set-up (pp_shm_link_init, after discovery): the lowest local rank creates
+ * the segment and sends each other local rank its nonce (tag PP_TAG_SHM, over
+ * the port; 0 when it made no segment). Each opens and attaches (or refuses:
+ * shm=off, an error) and answers 1 or 0; the creator records refusals in the
+ * slots and, with every answer in, unlinks the name. A rank polls the ring
+ * from a peer as soon as both are attached, and sends into rings once every
+ * slot is settled; until then frames go by the port, and the engine takes
+ * frames from either.
+ *
+ * Pulled bytes (shm=on): the engine's publish hook describes each send to a
+ * local rank in the pair's send table; where the receiver would send a PULL
+ * its direct hook copies straight from the sender's buffer: memcpy when the
+ * buffer is in a heap area of the segment (pp_malloc), else one
+ * process_vm_readv. If cross-memory attach is refused, or with
+ * shm=twocopy, the hook fails or is absent and the bytes come as DATA frames
+ * through the rings. A local peer that dies without a goodbye is noticed
+ * from its pid (pidfd) within PP_SHM_CHECK_NS and declared lost.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "ctx.h"
+#include "heap.h"
+#include "pp_compiler.h"
+#include "pp_log.h"
+#include "ring.h"
+#include "segment.h"
+
+#define PP_TAG_SHM	  (-3)
+#define PP_SHM_RING_CELLS 4096 /* 256 KiB per ordered pair */
+/* Intranode BTP: the paper's 16 bytes in the first push, which is matched;
+ * the second push takes the total to the Ethernet default (760 bytes), so a
+ * message is eager (its send completes without waiting for the receive) up
+ * to the same size whether its ranks share a node or not, and no message
+ * that small pays for a copy system call and a DONE round trip. */
+#define PP_SHM_BTP1	16
+#define PP_SHM_BTP2	744
+#define PP_SHM_RX_BURST 64	  /* records per ring per pass at most */
+#define PP_SHM_CHECK_NS 10000000u /* liveness checks of local peers */
+
+/* One other local rank. */
+struct shm_peer {
+	uint32_t rank;	       /* its rank */
+	uint32_t idx;	       /* its slot */
+	int32_t pid;	       /* its process */
+	int pidfd;	       /* readable once it has exited; -1: use kill(pid, 0) */
+	uint8_t rx_on;	       /* its ring to us is polled */
+	uint8_t tx_on;	       /* the engine's frames to it go into our ring */
+	uint8_t dead;	       /* its process is gone */
+	struct pp_shm_ring tx; /* us -> it */
+	struct pp_shm_ring rx; /* it -> us */
+	void *rec;	       /* a record reserved in tx and not filled yet, or NULL */
+};
+
+struct pp_shm_link {
+	struct pp_shm_seg seg;	 /* the mapping */
+	struct pp_shm_heap heap; /* own pp_malloc area (size 0: none) */
+	atomic_flag heap_lock;	 /* pp_malloc / pp_free from several threads */
+	int setup;		 /* set-up still running: refresh rx_on */
+	uint32_t npeers;	 /* other local ranks */
+	struct shm_peer *peer;	 /* them */
+	int32_t *by_rank;	 /* rank -> index in peer, or -1 */
+	uint32_t frame_cap;	 /* bytes reserved per frame: MTU + Ethernet header */
+	uint64_t next_check;	 /* time of the next liveness check */
+	uint64_t copies;	 /* direct copies made */
+	uint64_t bytes;		 /* bytes they moved */
+};
+
+/* ---- engine hooks ---- */
+
+static struct shm_peer *peer_of(struct pp_shm_link *L, uint32_t rank)
+{
+	int32_t i = L->by_rank[rank];
+	return i >= 0 ? &L->peer[i] : NULL;
+}
+
+int pp_shm_link_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+		       uint64_t len)
+{
+	pp_ctx *ctx = arg;
+	struct pp_shm_link *L = ctx->shm;
+	struct shm_peer *pe = L ? peer_of(L, src) : NULL;
+	if (!pe || !pe->tx_on)
+		return -ENODEV;
+	const struct pp_shm_desc *d = pp_shm_seg_desc(&L->seg, pe->idx, L->seg.me, msg_id);
+	uint64_t key = atomic_load_explicit(&d->key, memory_order_acquire);
+	if (key != (((uint64_t)msg_id << 1) | 1) || off > d->len || len > d->len - off)
+		return -ENOENT;
+	if (d->seg_off != PP_SHM_NO_OFFSET && d->seg_off <= L->seg.size &&
+	    d->len <= L->seg.size - d->seg_off) {
+		memcpy(dst, L->seg.base + d->seg_off + off, (size_t)len);
+	} else {
+		if (pp_shm_cma_denied())
+			return -EPERM;
+		int rc = pp_shm_cma_read(pe->pid, dst, d->addr + off, (size_t)len);
+		if (rc)
+			return rc;
+	}
+	L->copies++;
+	L->bytes += len;
+	return 0;
+}
+
+void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len)
+{
+	pp_ctx *ctx = arg;
+	struct pp_shm_link *L = ctx->shm;
+	struct shm_peer *pe = L ? peer_of(L, dst) : NULL;
+	if (!pe)
+		return;
+	struct pp_shm_desc *d = pp_shm_seg_desc(&L->seg, L->seg.me, pe->idx, msg_id);
+	atomic_store_explicit(&d->key, 0, memory_order_relaxed);
+	d->addr = (uint64_t)(uintptr_t)buf;
+	d->len = len;
+	d->seg_off = pp_shm_seg_offset(&L->seg, buf, len);
+	atomic_store_explicit(&d->key, ((uint64_t)msg_id << 1) | 1, memory_order_release);
+}
+
+/* ---- progress ---- */
+
+/* Set-up: attach the rings of each peer that has attached too, and poll. */
+static void refresh(struct pp_shm_link *L)
+{
+	for (uint32_t i = 0; i < L->npeers; i++) {
+		struct shm_peer *pe = &L->peer[i];
+		if (pe->rx_on || pp_shm_seg_state(&L->seg, pe->idx) != PP_SHM_ATTACHED)
+			continue;
+		if (pp_shm_ring_attach(&pe->tx, pp_shm_seg_ring(&L->seg, L->seg.me, pe->idx)) ||
+		    pp_shm_ring_attach(&pe->rx, pp_shm_seg_ring(&L->seg, pe->idx, L->seg.me)))
+			continue; /* not a formatted ring: never polled */
+		pe->pid = pp_shm_seg_pid(&L->seg, pe->idx);
+		pe->rx_on = 1;
+	}
+}
+
+static int exited(const struct shm_peer *pe)
+{
+	if (pe->pidfd >= 0) {
+		struct pollfd p = {.fd = pe->pidfd, .events = POLLIN};
+		return poll(&p, 1, 0) == 1;
+	}
+	return kill(pe->pid, 0) != 0 && errno == ESRCH;
+}
+
+/* A local peer gone without a goodbye has crashed. What is in progress with
+ * it fails now (rather than after the retransmission timer gives up): it is
+ * lost. Otherwise it is as if it had said goodbye: what it sent stays
+ * receivable, receives only it could satisfy fail, and pp_finalize does not
+ * wait for its goodbye. */
+static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
+{
+	for (uint32_t i = 0; i < L->npeers; i++) {
+		struct shm_peer *pe = &L->peer[i];
+		if (!pe->rx_on || pe->dead || !exited(pe))
+			continue;
+		pe->dead = 1;
+		struct pp_peer_info *pi = &ctx->peers[pe->rank];
+		if (pi->bye)
+			continue;
+		pp_warn("shm: local rank %u (pid %d) died; its operations fail", pe->rank,
+			(int)pe->pid);
+		if (pp_proto_peer_busy(ctx->eng, pe->rank))
+			pp_proto_peer_fail(ctx->eng, pe->rank);
+		else
+			pp_proto_peer_gone(ctx->eng, pe->rank);
+		pi->bye = pi->has_our_bye = 1;
+		ctx->nbye++;
+	}
+}
+
+unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
+{
+	struct pp_shm_link *L = ctx->shm;
+	unsigned n = 0;
+	if (pp_unlikely(L->setup))
+		refresh(L);
+	for (uint32_t i = 0; i < L->npeers; i++) {
+		struct shm_peer *pe = &L->peer[i];
+		if (!pe->rx_on)
+			continue;
+		const void *rec;
+		uint32_t len;
+		for (unsigned k = 0; k < PP_SHM_RX_BURST && pp_shm_ring_peek(&pe->rx, &rec, &len);
+		     k++) {
+			pp_proto_input(ctx->eng, rec, len, now);
+			pp_shm_ring_release(&pe->rx);
+			n++;
+		}
+	}
+	if (n)
+		ctx->last_rx = now;
+	if (pp_unlikely(now >= L->next_check)) {
+		L->next_check = now + PP_SHM_CHECK_NS;
+		check_alive(ctx, L);
+	}
+	return n;
+}
+
+unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now)
+{
+	struct pp_shm_link *L = ctx->shm;
+	unsigned n = 0;
+	for (uint32_t i = 0; i < L->npeers; i++) {
+		struct shm_peer *pe = &L->peer[i];
+		if (!pe->tx_on)
+			continue;
+		/* The engine writes each frame straight into a ring record; a
+		 * record it did not fill is kept for the next pass. */
+		for (;;) {
+			if (!pe->rec && pp_shm_ring_reserve(&pe->tx, L->frame_cap, &pe->rec))
+				break; /* full: the peer has not caught up */
+			int len =
+			    pp_proto_output_local(ctx->eng, pe->rank, pe->rec, L->frame_cap, now);
+			if (len <= 0)
+				break;
+			pp_shm_ring_commit(&pe->tx, (uint32_t)len);
+			pe->rec = NULL;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* ---- set-up ---- */
+
+/* Send, or receive, one 8-byte set-up word with a local rank. */
+static int xfer(pp_ctx *ctx, int is_send, uint64_t *word, int peer)
+{
+	pp_req *r;
+	int rc = pp_ctx_start(ctx, is_send, word, sizeof(*word), peer, PP_TAG_SHM, &r);
+	return rc ? rc : pp_wait(&r, NULL);
+}
+
+static int link_alloc(pp_ctx *ctx, struct pp_shm_link **out, const uint32_t *locals,
+		      uint32_t nlocal)
+{
+	struct pp_shm_link *L = calloc(1, sizeof(*L));
+	if (!L)
+		return -ENOMEM;
+	L->peer = calloc(nlocal, sizeof(*L->peer));
+	L->by_rank = malloc((size_t)ctx->size * sizeof(*L->by_rank));
+	if (!L->peer || !L->by_rank) {
+		free(L->peer);
+		free(L->by_rank);
+		free(L);
+		return -ENOMEM;
+	}
+	for (int r = 0; r < ctx->size; r++)
+		L->by_rank[r] = -1;
+	for (uint32_t i = 0; i < nlocal; i++) {
+		if (locals[i] == (uint32_t)ctx->rank)
+			continue;
+		struct shm_peer *pe = &L->peer[L->npeers];
+		pe->rank = locals[i];
+		pe->idx = i;
+		pe->pidfd = -1;
+		L->by_rank[locals[i]] = (int32_t)L->npeers++;
+	}
+	L->frame_cap = (uint32_t)ctx->port_info.mtu + 14;
+	atomic_flag_clear(&L->heap_lock);
+	L->setup = 1;
+	*out = L;
+	return 0;
+}
+
+static void link_free(struct pp_shm_link *L)
+{
+	for (uint32_t i = 0; i < L->npeers; i++)
+		if (L->peer[i].pidfd >= 0)
+			close(L->peer[i].pidfd);
+	pp_shm_seg_detach(&L->seg);
+	free(L->peer);
+	free(L->by_rank);
+	free(L);
+}
+
+/* Every slot settled: the engine's frames to attached peers go to the
+ * rings from now on. */
+static int activate(pp_ctx *ctx, struct pp_shm_link *L)
+{
+	const struct pp_config *c = &ctx->cfg;
+	uint32_t btp1 = c->btp_set ? c->btp1 : PP_SHM_BTP1;
+	uint32_t btp2 = c->btp_set ? c->btp2 : PP_SHM_BTP2;
+	uint32_t active = 0;
+	refresh(L);
+	for (uint32_t i = 0; i < L->npeers; i++) {
+		struct shm_peer *pe = &L->peer[i];
+		if (!pe->rx_on)
+			continue;
+		pe->pidfd = (int)syscall(SYS_pidfd_open, pe->pid, 0);
+		int rc = pp_proto_peer_local(ctx->eng, pe->rank, btp1, btp2);
+		if (rc)
+			return rc;
+		pe->tx_on = 1;
+		active++;
+	}
+	L->setup = 0;
+	ctx->shm_only = active == (uint32_t)ctx->size - 1;
+	pp_info("shm: segment %s, %u local peer(s) through shared memory (%s)", L->seg.name, active,
+		c->shm == PP_SHM_TWOCOPY ? "two copies" : "single copy");
+	return 0;
+}
+
+/* Wait (serving the engine) until every slot has left PENDING. */
+static int settle(pp_ctx *ctx, struct pp_shm_link *L)
+{
+	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+	for (;;) {
+		uint32_t pending = 0;
+		for (uint32_t i = 0; i < L->seg.geom.nlocal; i++)
+			pending += pp_shm_seg_state(&L->seg, i) == PP_SHM_PENDING;
+		if (!pending)
+			return 0;
+		if (pp_now_ns() > deadline) {
+			pp_err("shm: %u local rank(s) never attached to %s", pending, L->seg.name);
+			return -ETIMEDOUT;
+		}
+		pp_ctx_progress(ctx);
+	}
+}
+
+static int create_side(pp_ctx *ctx, struct pp_shm_link *L, const uint32_t *locals, uint32_t nlocal,
+		       const char *name)
+{
+	uint64_t nonce = 0;
+	int made = 0;
+	if (ctx->cfg.shm != PP_SHM_OFF) {
+		struct pp_shm_geom g = {nlocal, PP_SHM_RING_CELLS, ctx->cfg.shm_heap};
+		if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+			nonce = (uint64_t)pp_now_ns() ^ ((uint64_t)getpid() << 32);
+		nonce |= 1;
+		int swept = pp_shm_seg_sweep("/dev/shm", ctx->peers[ctx->rank].node);
+		if (swept)
+			pp_info("shm: removed %d segment(s) that crashed jobs left on this node",
+				swept);
+		int rc = pp_shm_seg_create(&L->seg, name, &g, locals, nonce);
+		if (rc) {
+			pp_warn("shm: cannot create segment %s (%s): local ranks use the port",
+				name, strerror(-rc));
+			nonce = 0;
+		} else {
+			made = 1;
+			ctx->shm = L; /* rings from peers are polled as they attach */
+		}
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < L->npeers && rc == 0; i++)
+		rc = xfer(ctx, 1, &nonce, (int)L->peer[i].rank);
+	for (uint32_t i = 0; i < L->npeers && rc == 0; i++) {
+		uint64_t ok = 0;
+		rc = xfer(ctx, 0, &ok, (int)L->peer[i].rank);
+		if (rc == 0 && made && ok != 1)
+			pp_shm_seg_set_state(&L->seg, L->peer[i].idx, PP_SHM_REFUSED);
+	}
+	if (made)
+		pp_shm_seg_unlink(name);
+	if (rc || !made)
+		return rc ? rc : 1;
+	return settle(ctx, L);
+}
+
+static int attach_side(pp_ctx *ctx, struct pp_shm_link *L, uint32_t creator, const char *name)
+{
+	uint64_t nonce = 0, ok = 0;
+	int rc = xfer(ctx, 0, &nonce, (int)creator);
+	if (rc)
+		return rc;
+	if (nonce && ctx->cfg.shm != PP_SHM_OFF) {
+		int a = pp_shm_seg_attach(&L->seg, name, nonce, (uint32_t)ctx->rank);
+		if (a)
+			pp_warn("shm: cannot attach to segment %s (%s): local ranks use the port",
+				name, strerror(-a));
+		else
+			ok = 1;
+	}
+	if (ok)
+		ctx->shm = L;
+	rc = xfer(ctx, 1, &ok, (int)creator);
+	if (rc || !ok)
+		return rc ? rc : 1;
+	return settle(ctx, L);
+}
+
+int pp_shm_link_init(pp_ctx *ctx)
+{
+	const char *node = ctx->peers[ctx->rank].node;
+	uint32_t *locals = malloc((size_t)ctx->size * sizeof(*locals)), nlocal = 0;
+	if (!locals)
+		return -ENOMEM;
+	for (int r = 0; r < ctx->size; r++)
+		if (strncmp(ctx->peers[r].node, node, PP_NODE_NAME) == 0)
+			locals[nlocal++] = (uint32_t)r;
+	int rc = 0;
+	if (nlocal < 2)
+		goto out;
+	if (nlocal > PP_SHM_MAX_LOCAL) {
+		pp_warn("shm: %u ranks on node %s, more than %d: they use the port", nlocal, node,
+			PP_SHM_MAX_LOCAL);
+		goto out;
+	}
+	char name[PP_SHM_NAME_MAX];
+	if ((rc = pp_shm_seg_name(name, sizeof(name), ctx->cfg.job_name, node))) {
+		pp_err("shm: no segment name for job %s on node %s", ctx->cfg.job_name, node);
+		goto out;
+	}
+	struct pp_shm_link *L;
+	if ((rc = link_alloc(ctx, &L, locals, nlocal)))
+		goto out;
+	rc = locals[0] == (uint32_t)ctx->rank ? create_side(ctx, L, locals, nlocal, name)
+					      : attach_side(ctx, L, locals[0], name);
+	if (rc == 0 && (rc = activate(ctx, L)) == 0) {
+		size_t bytes;
+		void *area = pp_shm_seg_heap(&L->seg, L->seg.me, &bytes);
+		if (bytes && pp_shm_heap_init(&L->heap, area, bytes))
+			memset(&L->heap, 0, sizeof(L->heap));
+	}
+	if (rc) {
+		/* 1: no segment, the port serves everyone; else a real error. */
+		ctx->shm = NULL;
+		link_free(L);
+		rc = rc == 1 ? 0 : rc;
+	}
+out:
+	free(locals);
+	return rc;
+}
+
+void pp_shm_link_fini(pp_ctx *ctx)
+{
+	ctx->shm_only = 0;
+	if (!ctx->shm)
+		return;
+	pp_info("shm: %llu direct copies moved %llu bytes straight between user buffers",
+		(unsigned long long)ctx->shm->copies, (unsigned long long)ctx->shm->bytes);
+	link_free(ctx->shm);
+	ctx->shm = NULL;
+}
+
+/* ---- pp_malloc ---- */
+
+static void heap_lock(struct pp_shm_link *L)
+{
+	while (atomic_flag_test_and_set_explicit(&L->heap_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
+void *pp_shm_link_malloc(pp_ctx *ctx, size_t len)
+{
+	struct pp_shm_link *L = ctx->shm;
+	if (!L)
+		return NULL;
+	heap_lock(L);
+	void *p = pp_shm_heap_alloc(&L->heap, len);
+	atomic_flag_clear_explicit(&L->heap_lock, memory_order_release);
+	return p;
+}
+
+int pp_shm_link_free(pp_ctx *ctx, void *p)
+{
+	struct pp_shm_link *L = ctx->shm;
+	if (!L || !pp_shm_heap_owns(&L->heap, p))
+		return -ENOENT;
+	heap_lock(L);
+	int rc = pp_shm_heap_free(&L->heap, p);
+	atomic_flag_clear_explicit(&L->heap_lock, memory_order_release);
+	return rc;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The node segment: one POSIX shared-memory object per (job, node), named
+ * /pp-<job>-<node> (characters other than [A-Za-z0-9._-] become '_'), mode
+ * 0600, shared by the ranks of the job on that node ("local ranks").
+ *
+ * Layout (every part 4096-byte aligned):
+ *   header     magic, version, nonce, geometry, and a slot per local rank
+ *              (its rank, pid, state: pending, attached, refused, left)
+ *   rings      one SPSC ring (ring.h) per ordered pair of local ranks, for
+ *              frames of the wire format from the first to the second
+ *   send table per ordered pair, PP_SHM_DESC_SLOTS descriptors of sends in
+ *              progress (msg_id, address, length, segment offset), so the
+ *              receiver can copy straight from the sender's buffer
+ *   heaps      per local rank heap_bytes for pp_malloc (heap.h)
+ *
+ * Life: the lowest local rank removes a stale object of the same name,
+ * creates the object with O_EXCL, sizes and formats it, and gives the others
+ * the nonce it wrote (over the network); they open it, check magic, version
+ * and nonce, and attach (pid, state). Once every local rank has attached or
+ * refused, the creator unlinks the name: the memory lives until the last
+ * rank unmaps it, and a crash leaves nothing behind (a crash before the
+ * unlink is cleaned by the next run's unlink of the name, and by
+ * pp_shm_seg_sweep, run by every creator first, which removes the node's
+ * segments whose processes are all gone). Cold path throughout.
+ */
+#ifndef PP_SHM_SEGMENT_H
+#define PP_SHM_SEGMENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PP_SHM_NAME_MAX	  128  /* bytes of a segment name, NUL included */
+#define PP_SHM_MAX_LOCAL  64   /* local ranks per segment at most */
+#define PP_SHM_DESC_SLOTS 2048 /* send descriptors per ordered pair, a power of two */
+#define PP_SHM_NO_OFFSET  UINT64_MAX
+
+enum pp_shm_state {
+	PP_SHM_PENDING = 0, /* not attached yet */
+	PP_SHM_ATTACHED,    /* mapped and polling its rings */
+	PP_SHM_REFUSED,	    /* will not use the segment */
+	PP_SHM_LEFT,	    /* detached */
+};
+
+/* One local rank, in the header. */
+struct pp_shm_slot {
+	uint32_t rank;		/* its rank in the job */
+	_Atomic uint32_t state; /* enum pp_shm_state */
+	_Atomic int32_t pid;	/* its process id once attached */
+	uint32_t reserved;	/* zero */
+};
+
+/* A send in progress, published by the sender for the receiver. */
+struct pp_shm_desc {
+	_Atomic uint64_t key; /* (msg_id << 1) | 1 once valid, 0 before */
+	uint64_t addr;	      /* the buffer in the sender's address space */
+	uint64_t len;	      /* its length */
+	uint64_t seg_off;     /* its offset in the segment, or PP_SHM_NO_OFFSET */
+};
+
+/* Sizes chosen by the creator. */
+struct pp_shm_geom {
+	uint32_t nlocal;     /* local ranks */
+	uint32_t ring_cells; /* cells per ring, a power of two */
+	uint64_t heap_bytes; /* pp_malloc bytes per local rank (0: none) */
+};
+
+struct pp_shm_hdr; /* the header, in the segment */
+
+/* One rank's mapping of the segment. */
+struct pp_shm_seg {
+	uint8_t *base;		    /* start of the mapping */
+	size_t size;		    /* its length */
+	struct pp_shm_hdr *hdr;	    /* the header (= base) */
+	struct pp_shm_slot *slots;  /* the slot table */
+	struct pp_shm_geom geom;    /* sizes */
+	uint32_t me;		    /* own slot */
+	char name[PP_SHM_NAME_MAX]; /* object name */
+};
+
+/* Write "/pp-<job>-<node>", sanitised, to out.
+ * Errors: -ENAMETOOLONG (does not fit cap bytes), -EINVAL (empty part). */
+int pp_shm_seg_name(char *out, size_t cap, const char *job, const char *node);
+
+/* Creator: remove a stale object of that name, create a new one (O_EXCL,
+ * 0600), size and format it for the local ranks ranks[0..g->nlocal) (ranks
+ * in increasing order; ranks[0] is the creator, attached), and write nonce
+ * (non-zero) into it.
+ * Errors: -EINVAL (bad geometry or nonce), -EEXIST (raced by another
+ * creator), -ENOMEM / -ENOSPC / -errno of shm_open, ftruncate, mmap. */
+int pp_shm_seg_create(struct pp_shm_seg *s, const char *name, const struct pp_shm_geom *g,
+		      const uint32_t *ranks, uint64_t nonce);
+
+/* Others: open the object, check it and attach as rank.
+ * Errors: -ENOENT (no such object), -EPROTO (bad magic or version),
+ * -ESTALE (another nonce: not this job's segment), -ESRCH (rank has no
+ * slot), -errno of shm_open, fstat, mmap. */
+int pp_shm_seg_attach(struct pp_shm_seg *s, const char *name, uint64_t nonce, uint32_t rank);
+
+/* Remove every segment of this node left behind by a crashed job: objects
+ * named /pp-*-<node> (node sanitised as in pp_shm_seg_name) in dir (the
+ * shm mount, "/dev/shm") whose header lists no live process. Returns how
+ * many it removed; errors are skipped. Cold path. */
+int pp_shm_seg_sweep(const char *dir, const char *node);
+
+/* Remove the name (the memory stays while mapped). Errors: -errno. */
+int pp_shm_seg_unlink(const char *name);
+
+/* Mark own slot left and unmap. */
+void pp_shm_seg_detach(struct pp_shm_seg *s);
+
+/* Slot index of rank, or -1 when it has none. */
+int pp_shm_seg_index(const struct pp_shm_seg *s, uint32_t rank);
+
+/* Set slot i's state (the creator records refusals this way). */
+void pp_shm_seg_set_state(struct pp_shm_seg *s, uint32_t i, enum pp_shm_state st);
+
+/* State and pid of slot i. */
+enum pp_shm_state pp_shm_seg_state(const struct pp_shm_seg *s, uint32_t i);
+int pp_shm_seg_pid(const struct pp_shm_seg *s, uint32_t i);
+
+/* Memory of the ring from slot i to slot j (i != j), for pp_shm_ring_attach. */
+void *pp_shm_seg_ring(const struct pp_shm_seg *s, uint32_t i, uint32_t j);
+
+/* The send descriptor of msg_id from slot i to slot j. */
+struct pp_shm_desc *pp_shm_seg_desc(const struct pp_shm_seg *s, uint32_t i, uint32_t j,
+				    uint32_t msg_id);
+
+/* Heap area of slot i; *bytes gets its length (0: no heap). */
+void *pp_shm_seg_heap(const struct pp_shm_seg *s, uint32_t i, size_t *bytes);
+
+/* Offset of [p, p + len) in the segment, or PP_SHM_NO_OFFSET when it is
+ * not wholly inside a heap area. */
+uint64_t pp_shm_seg_offset(const struct pp_shm_seg *s, const void *p, uint64_t len);
+
+#endif

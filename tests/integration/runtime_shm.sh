@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Intranode (shared-memory) integration tests, with rt_check started by
+# pprun with every rank on one node of the test bed:
+#   runtime_shm.sh PPRUN RT_CHECK TESTBED DEV_KIND
+# 1. 2 ranks, every mode, every scenario (sizes, many outstanding, wildcards
+#    and order, truncation, early and late receivers);
+# 2. 2 ranks, sizes to 64 MiB with buffers 3 bytes into a page (unaligned,
+#    spanning many pages), the pulled bytes copied straight by the receiver
+#    (checked from the bytes that went in frames); the same from pp_malloc
+#    buffers (in the segment: memcpy);
+# 3. the two-copy fallback forced (shm=twocopy): every byte in frames
+#    through the rings, every scenario;
+# 4. 3 and 8 ranks on one node: many outstanding, wildcards and order
+#    (8 ranks on 2 cores: small volumes);
+# 5. a receiver killed mid-transfer: its sender fails with -ECONNRESET within
+#    the timeout (2 ranks; 4 ranks on one node, two pairs); a rank that dies
+#    after sending: its message is still received, what needs it fails at
+#    once, pp_finalize does not wait for it;
+# 6. shm and Ethernet in one job: 2 nodes x 2 ranks, every scenario, each
+#    rank with one local peer through shared memory.
+set -uo pipefail
+pprun=$1 rtc=$2 tb=$3 kind=$4
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+export PP_TIMEOUT_MS=3000
+"$tb" up 2 8 >/dev/null || fail "test bed"
+log=$(mktemp /tmp/pp-rtshm.XXXXXX)
+trap 'rm -f "$log"; "$tb" down >/dev/null 2>&1' EXIT
+
+. "$(dirname "$0")/rt_run.sh"
+run() {
+  rt_run "$@" || return
+  echo "ok: $rt_name ($rt_ok checks)"
+}
+# shm_used N: N ranks said they reach local peers through shared memory.
+shm_used() {
+  local n
+  n=$(grep -c 'local peer(s) through shared memory' "$log")
+  [ "$n" -eq "$1" ] || { cat "$log"; fail "$rt_name: $n of $1 ranks use shared memory"; }
+}
+export PP_LOG=info
+
+for mode in push-pull push-all push-zero; do
+  run "2 ranks on 1 node, $mode, all scenarios" 9 -n 2 --nodes 1 --mode "$mode" -- "$rtc" all
+  shm_used 2
+done
+run "2 ranks, 0 B .. 64 MiB, unaligned, single copy" 4 -n 2 --nodes 1 -- \
+  "$rtc" --max-size 67108864 --offset 3 --expect-copy direct sizes
+run "2 ranks, pp_malloc buffers (memcpy in the segment)" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_heap=80m --pp-malloc --max-size 33554432 --offset 1 --expect-copy direct sizes
+grep -q 'two copies' "$log" && fail "single copy expected"
+
+run "two-copy fallback forced, sizes in frames" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm=twocopy --offset 4093 --expect-copy frames sizes
+grep -q 'two copies' "$log" || fail "shm=twocopy: no notice of the two-copy path"
+run "two-copy fallback forced, all scenarios" 9 -n 2 --nodes 1 -- "$rtc" -c shm=twocopy all
+
+run "3 ranks on 1 node, many" 3 -n 3 --nodes 1 -- "$rtc" many
+shm_used 3
+run "3 ranks on 1 node, match" 1 -n 3 --nodes 1 -- "$rtc" match
+rt_timeout=120 run "8 ranks on 1 node, many" 8 -n 8 --nodes 1 -- "$rtc" -c timeout_ms=10000 many
+shm_used 8
+rt_timeout=120 run "8 ranks on 1 node, match" 1 -n 8 --nodes 1 -- "$rtc" -c timeout_ms=10000 match
+
+# The dead rank exits 0 without pp_finalize; rt_check bounds the sender's
+# failure by timeout + 2 s.
+run "kill: receiver dies mid-transfer, 2 ranks" 1 -n 2 --nodes 1 -- "$rtc" kill
+grep -q 'died; its operations fail' "$log" || fail "kill: the death was not seen from the pid"
+run "kill: receivers die, 4 ranks on 1 node" 2 -n 4 --nodes 1 -- "$rtc" kill
+run "crash: a rank dies after sending; its message is still received" 1 -n 2 --nodes 1 -- \
+  "$rtc" crash
+grep -q 'warn: pp_finalize' "$log" && { cat "$log"; fail "crash: pp_finalize waited for the dead rank"; }
+
+run "2 nodes x 2 ranks, shm and Ethernet, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
+shm_used 4
+echo "PASS: intranode rt_check over $kind"

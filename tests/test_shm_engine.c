@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine with intranode peers (proto/engine.h, "Intranode peers"): two
+ * engines whose frames go through pp_proto_output_local, with a direct hook
+ * that copies from the sender's published buffer, as the runtime's does
+ * through the segment. Early and late receivers, every mode, BTP with a
+ * second push, truncation, a hook that fails at once or after some chunks
+ * (the rest comes as DATA), and a peer that dies. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "engine.h"
+#include "wire.h"
+
+#define SLOTS		 64
+#define PP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A published send. */
+struct pub {
+	const uint8_t *buf; /* sender's buffer */
+	uint64_t len;	    /* its length */
+	uint32_t msg_id;    /* the message */
+	int valid;	    /* published */
+};
+
+static struct world {
+	struct pp_proto *e[2];	  /* engine of rank 0 and 1 */
+	struct pub pub[2][SLOTS]; /* [sender][msg_id % SLOTS] */
+	int fail_from;		  /* direct calls before they fail (-1: never) */
+	int calls;		  /* direct calls made */
+	uint64_t copied;	  /* bytes they copied */
+	int published;		  /* publish calls */
+	uint8_t frame[2000];	  /* scratch */
+	uint64_t now;		  /* virtual time */
+} w;
+
+static int hook_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+		       uint64_t len)
+{
+	(void)arg;
+	struct pub *p = &w.pub[src][msg_id % SLOTS];
+	if (!p->valid || p->msg_id != msg_id || off + len > p->len)
+		return -ENOENT;
+	if (w.fail_from >= 0 && w.calls >= w.fail_from)
+		return -EPERM;
+	w.calls++;
+	memcpy(dst, p->buf + off, len);
+	w.copied += len;
+	return 0;
+}
+
+static void hook_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len)
+{
+	uint32_t src = (uint32_t)(uintptr_t)arg;
+	(void)dst;
+	w.pub[src][msg_id % SLOTS] = (struct pub){buf, len, msg_id, 1};
+	w.published++;
+}
+
+static void world_init(enum pp_proto_mode mode, uint32_t btp1, uint32_t btp2, uint64_t chunk)
+{
+	memset(&w, 0, sizeof(w));
+	w.fail_from = -1;
+	w.now = 1000;
+	for (uint32_t i = 0; i < 2; i++) {
+		struct pp_proto_conf c;
+		pp_proto_conf_default(&c);
+		c.rank = i;
+		c.nranks = 2;
+		c.job = 7;
+		c.mac[5] = (uint8_t)i;
+		c.mode = mode;
+		c.direct = hook_direct;
+		c.publish = hook_publish;
+		c.hook_arg = (void *)(uintptr_t)i;
+		c.direct_chunk = chunk;
+		CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[i], &c), 0);
+	}
+	for (uint32_t i = 0; i < 2; i++) {
+		uint8_t mac[6] = {0, 0, 0, 0, 0, (uint8_t)(1 - i)};
+		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[i], 1 - i, mac), 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[i], 1 - i, btp1, btp2), 0);
+	}
+}
+
+static void world_fini(void)
+{
+	pp_proto_destroy(w.e[0]);
+	pp_proto_destroy(w.e[1]);
+}
+
+/* Move frames both ways, and run timers, until nothing has happened for a
+ * few rounds (a direct copy in chunks moves no frame); returns the frames
+ * moved. */
+static unsigned pump(void)
+{
+	unsigned total = 0;
+	for (int quiet = 0; quiet < 8;) {
+		int moved = 0;
+		for (uint32_t i = 0; i < 2; i++) {
+			pp_proto_handle_expiry(w.e[i], w.now);
+			/* Nothing for a local peer comes out of the port path. */
+			CU_ASSERT_EQUAL(pp_proto_output(w.e[i], w.frame, sizeof(w.frame), w.now),
+					0);
+			int len =
+			    pp_proto_output_local(w.e[i], 1 - i, w.frame, sizeof(w.frame), w.now);
+			CU_ASSERT_FATAL(len >= 0);
+			if (len > 0) {
+				CU_ASSERT_EQUAL(
+				    pp_proto_input(w.e[1 - i], w.frame, (size_t)len, w.now), 0);
+				moved = 1;
+				total++;
+			}
+		}
+		w.now += 1000;
+		uint64_t t0 = pp_proto_expiry(w.e[0]), t1 = pp_proto_expiry(w.e[1]);
+		uint64_t t = t0 < t1 ? t0 : t1;
+		if (moved)
+			quiet = 0;
+		else if (t == UINT64_MAX)
+			quiet++;
+		else if (t > w.now)
+			w.now = t; /* only a timer can move things now */
+	}
+	return total;
+}
+
+static int take(uint32_t i, struct pp_proto_cpl *c)
+{
+	return pp_proto_poll(w.e[i], c);
+}
+
+static void fill(uint8_t *b, uint64_t n, unsigned seed)
+{
+	for (uint64_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 12));
+}
+
+static int same(const uint8_t *b, uint64_t n, unsigned seed)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (b[i] != (uint8_t)(i * 7 + seed * 13 + (i >> 12)))
+			return 0;
+	return 1;
+}
+
+/* One message of n bytes from 0 to 1, the receive posted before (early) or
+ * after (late) the pushes arrive, into a buffer of cap bytes (r has 16 more,
+ * to see that nothing is written past it). Returns the
+ * receive's completion error. */
+static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, uint8_t *r)
+{
+	struct pp_proto_cpl c;
+	fill(s, n, seed);
+	memset(r, 0xEE, cap + 16);
+	if (!late)
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, s, n, 1), 0);
+	pump();
+	if (late) {
+		CU_ASSERT_EQUAL(pp_proto_probe(w.e[1], 0, 5, &c), 1);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+		pump();
+	}
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.cookie == 2 && !c.is_send && c.len == n && c.source == 0);
+	int err = c.error;
+	uint64_t k = n < cap ? n : cap;
+	CU_ASSERT(same(r, k, seed));
+	CU_ASSERT_EQUAL(r[cap], 0xEE); /* nothing past the buffer */
+	CU_ASSERT_EQUAL_FATAL(take(0, &c), 1);
+	CU_ASSERT(c.cookie == 1 && c.is_send && c.error == 0 && c.len == n);
+	CU_ASSERT_EQUAL(take(0, &c) + take(1, &c), 0);
+	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
+	return err;
+}
+
+static const uint64_t sizes[] = {0, 1, 15, 16, 17, 31, 32, 33, 1000, 65536, 65537, 3u << 20};
+
+/* Single copy: everything past the pushes is copied by the receiver; the
+ * sender frames only the pushes. Every mode, early and late. */
+static void test_direct(void)
+{
+	static uint8_t s[(3u << 20) + 64], r[(3u << 20) + 64];
+	for (int mode = 0; mode < 3; mode++) {
+		world_init((enum pp_proto_mode)mode, 16, 0, 1u << 20);
+		for (size_t k = 0; k < PP_ARRAY_SIZE(sizes); k++)
+			for (int late = 0; late < 2; late++) {
+				uint64_t n = sizes[k];
+				struct pp_stats a, b;
+				pp_proto_stats(w.e[0], &a);
+				uint64_t copied = w.copied;
+				CU_ASSERT_EQUAL(one(n, n, late, (unsigned)(k + late), s, r), 0);
+				pp_proto_stats(w.e[0], &b);
+				uint64_t push = mode == PP_PROTO_PUSH_ALL    ? n
+						: mode == PP_PROTO_PUSH_ZERO ? 0
+						: n < 16		     ? n
+									     : 16;
+				CU_ASSERT_EQUAL(b.bytes_tx - a.bytes_tx, push);
+				CU_ASSERT_EQUAL(w.copied - copied, n - push);
+			}
+		struct pp_stats st;
+		pp_proto_stats(w.e[1], &st);
+		CU_ASSERT_EQUAL(st.msgs_rx, 2 * PP_ARRAY_SIZE(sizes));
+		CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 0);
+		world_fini();
+	}
+}
+
+/* BTP 16 + 16: the copy waits for the second push, early or late. */
+static void test_second_push(void)
+{
+	static uint8_t s[100000], r[100000 + 16];
+	world_init(PP_PROTO_PUSH_PULL, 16, 16, 1u << 20);
+	for (int late = 0; late < 2; late++) {
+		uint64_t copied = w.copied;
+		CU_ASSERT_EQUAL(one(100000, 100000, late, 3, s, r), 0);
+		CU_ASSERT_EQUAL(w.copied - copied, 100000 - 32);
+	}
+	struct pp_stats st;
+	pp_proto_stats(w.e[1], &st);
+	CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 0);
+	world_fini();
+}
+
+/* A receive buffer shorter than the message: the copy stops at its end. */
+static void test_truncated(void)
+{
+	static uint8_t s[300000], r[300000 + 16];
+	world_init(PP_PROTO_PUSH_PULL, 16, 0, 65536);
+	uint64_t caps[] = {8, 16, 20, 70000, 299999};
+	for (size_t k = 0; k < PP_ARRAY_SIZE(caps); k++)
+		for (int late = 0; late < 2; late++)
+			CU_ASSERT_EQUAL(one(300000, caps[k], late, 9, s, r), -EMSGSIZE);
+	world_fini();
+}
+
+/* The hook fails at once (cross-memory attach refused) or after two chunks:
+ * the PULL asks for what is missing and it comes as DATA frames. */
+static void test_fallback(void)
+{
+	static uint8_t s[1u << 20], r[(1u << 20) + 16];
+	for (int after = 0; after <= 2; after += 2)
+		for (int late = 0; late < 2; late++) {
+			world_init(PP_PROTO_PUSH_PULL, 16, 0, 100000);
+			w.fail_from = after;
+			struct pp_stats a;
+			CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), late, 4, s, r), 0);
+			CU_ASSERT_EQUAL(w.copied, (uint64_t)after * 100000);
+			pp_proto_stats(w.e[0], &a);
+			CU_ASSERT_EQUAL(a.bytes_tx, sizeof(s) - w.copied);
+			CU_ASSERT_EQUAL(a.pulls_served, 1);
+			/* And the next message too. */
+			CU_ASSERT_EQUAL(one(5000, 5000, !late, 6, s, r), 0);
+			world_fini();
+		}
+}
+
+/* Fewer bytes than direct_min left after the pushes: DATA frames, no copy
+ * call; at direct_min and above: one copy. */
+static void test_direct_min(void)
+{
+	static uint8_t s[5000], r[5000 + 16];
+	world_init(PP_PROTO_PUSH_PULL, 16, 0, 1u << 20);
+	pp_proto_destroy(w.e[1]);
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	c.rank = 1;
+	c.nranks = 2;
+	c.job = 7;
+	c.mac[5] = 1;
+	c.direct = hook_direct;
+	c.publish = hook_publish;
+	c.hook_arg = (void *)(uintptr_t)1;
+	c.direct_chunk = 1u << 20;
+	c.direct_min = 1000;
+	uint8_t mac[6] = {0};
+	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[1], &c), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[1], 0, 16, 0), 0);
+	for (int late = 0; late < 2; late++) {
+		CU_ASSERT_EQUAL(one(1015, 1015, late, 1, s, r), 0); /* 999 left */
+		CU_ASSERT_EQUAL(w.calls, 0);
+		CU_ASSERT_EQUAL(one(1016, 1016, late, 2, s, r), 0); /* 1000 left */
+		CU_ASSERT_EQUAL(w.calls, 1);
+		CU_ASSERT_EQUAL(w.copied, 1000);
+		w.calls = 0;
+		w.copied = 0;
+	}
+	world_fini();
+}
+
+/* Many messages outstanding both ways, matched in order. */
+static void test_many(void)
+{
+	enum { N = 40 };
+	static uint8_t s[2][N][9000], r[2][N][9000];
+	world_init(PP_PROTO_PUSH_PULL, 16, 0, 4096);
+	for (uint32_t i = 0; i < 2; i++)
+		for (int k = 0; k < N; k++) {
+			uint64_t n = 1000 + (uint64_t)k * 200;
+			fill(s[i][k], n, (unsigned)(i * 100 + k));
+			if (k % 2)
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1 - i], (int)i, PP_PROTO_ANY,
+							      r[i][k], 9000, 1000 + (uint64_t)k),
+						0);
+			CU_ASSERT_EQUAL(pp_proto_send(w.e[i], 1 - i, k, s[i][k], n, (uint64_t)k),
+					0);
+		}
+	pump();
+	for (uint32_t i = 0; i < 2; i++)
+		for (int k = 0; k < N; k += 2)
+			CU_ASSERT_EQUAL(pp_proto_recv(w.e[1 - i], (int)i, PP_PROTO_ANY, r[i][k],
+						      9000, 1000 + (uint64_t)k),
+					0);
+	pump();
+	int got[2] = {0, 0};
+	struct pp_proto_cpl c;
+	for (uint32_t j = 0; j < 2; j++)
+		while (take(j, &c)) {
+			CU_ASSERT_EQUAL(c.error, 0);
+			if (c.is_send)
+				continue;
+			/* Odd receives were posted first, so in order; the even
+			 * ones then take the rest in arrival order. */
+			uint32_t i = 1 - j;
+			int k = (int)(c.cookie - 1000);
+			CU_ASSERT_EQUAL(c.len, 1000 + (uint64_t)c.tag * 200);
+			CU_ASSERT(same(r[i][k], c.len, (unsigned)(i * 100 + c.tag)));
+			got[j]++;
+		}
+	CU_ASSERT(got[0] == N && got[1] == N);
+	world_fini();
+}
+
+/* A local peer that died: its sends and posted receives fail at once. */
+static void test_fail(void)
+{
+	static uint8_t s[100000], r[10];
+	world_init(PP_PROTO_PUSH_PULL, 16, 0, 1u << 20);
+	/* Busy: nothing at first; a whole small message waiting unreceived is
+	 * not; a big one with bytes still at the sender is. */
+	CU_ASSERT(!pp_proto_peer_busy(w.e[0], 1) && !pp_proto_peer_busy(w.e[1], 0));
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[1], 0, 9, s, 10, 7), 0);
+	pump();
+	CU_ASSERT(!pp_proto_peer_busy(w.e[0], 1) && !pp_proto_peer_busy(w.e[1], 0));
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[1], 0, 9, s, 1000, 8), 0);
+	pump();
+	CU_ASSERT(pp_proto_peer_busy(w.e[0], 1) && pp_proto_peer_busy(w.e[1], 0));
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(take(1, &c), 1); /* the small send */
+	pp_proto_destroy(w.e[1]);
+	w.e[1] = NULL;
+	/* It died: its unfinished message goes, a send to it fails at once. */
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, s, sizeof(s), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[0], 1, 2, r, sizeof(r), 2), 0);
+	CU_ASSERT(pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now) > 0);
+	CU_ASSERT(pp_proto_peer_busy(w.e[0], 1));
+	pp_proto_peer_fail(w.e[0], 1);
+	CU_ASSERT(pp_proto_peer_lost(w.e[0], 1));
+	CU_ASSERT(!pp_proto_peer_busy(w.e[0], 1));
+	int n = 0;
+	while (take(0, &c)) {
+		CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+		n++;
+	}
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, s, 1, 3), -ECONNRESET);
+	CU_ASSERT_EQUAL(pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now), 0);
+	CU_ASSERT_EQUAL(pp_proto_output_local(w.e[0], 0, w.frame, sizeof(w.frame), w.now), -EINVAL);
+	world_fini();
+}
+
+static CU_TestInfo tests[] = {
+    {"single copy, every mode, early and late", test_direct},
+    {"a second push comes before the copy", test_second_push},
+    {"truncated receives", test_truncated},
+    {"hook refused at once or later: DATA frames", test_fallback},
+    {"too little for a copy call: DATA", test_direct_min},
+    {"many outstanding both ways", test_many},
+    {"a local peer that died", test_fail},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"shm_engine", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)
