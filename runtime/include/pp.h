@@ -22,14 +22,15 @@
  * with -EMSGSIZE and st->len set to the full message length; a send buffer may
  * be reused once its send completes. Messages of 0 bytes to at least 1 GiB.
  *
- * This release runs an embedded engine: every rank owns a port (DPDK or
- * libpcap, dev=...). With predict=NAME every completed receive feeds that
- * predictor and its guesses are scored in pp_stats, and a message it expects
- * among the next receives that arrives first waits in staging memory
- * (stage_bytes=, default 4 MiB) with its rest pulled at once. Not yet
- * available: the node daemon (daemon=... gives -ENOSYS), the shared-memory
- * path between ranks of one node (they talk over the port), and sends to the
- * caller's own rank (-EINVAL).
+ * Each rank runs the protocol engine itself. It owns a port (DPDK or
+ * libpcap, dev=...), or with daemon=SOCKET it attaches to the node daemon
+ * ppd, which owns the NIC. Ranks with the same node= talk through a shared
+ * segment, the bytes beyond the push copied once between the user buffers.
+ * With predict=NAME every completed receive feeds that predictor and its
+ * guesses are scored in pp_stats, and a message it expects among the next
+ * receives that arrives first waits in staging memory (stage_bytes=,
+ * default 4 MiB) with its rest pulled at once. Sends to the caller's own
+ * rank are refused (-EINVAL).
  */
 #ifndef PP_H
 #define PP_H
@@ -112,7 +113,8 @@ struct pp_stats {
  * Create a context and join the job. config is "key=value,key=value"
  * overriding the PP_<KEY> environment variables, or NULL. Keys: rank, size,
  * job, node, dev, mode (push-pull|push-all|push-zero), btp1, btp2,
- * pull_cores, daemon, predict, pcap_dump, timeout_ms, cluster, log,
+ * pull_cores, daemon (ppd socket path), predict, pcap_dump, timeout_ms,
+ * cluster, log, stage_bytes, stage_remap, credits, pushbuf_bytes,
  * zerocopy (on|off: payloads of 2 KiB or more leave from the user's buffer
  * where the port can; default off: on af_packet, whose PMD copies anyway,
  * it measured slower),
@@ -124,8 +126,8 @@ struct pp_stats {
  * Returns only when every rank of the job is known.
  * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
  * is named on stderr), -ENOMEM, -ENODEV (the port cannot be opened),
- * -ETIMEDOUT (ranks missing after timeout_ms; they are named on stderr),
- * -ENOSYS (daemon= given: not available in this release).
+ * -ETIMEDOUT (ranks missing after timeout_ms; they are named on stderr);
+ * with daemon=, -ENODEV also when the daemon cannot be reached or refuses.
  */
 PP_API int pp_init(pp_ctx **ctx, const char *config);
 
