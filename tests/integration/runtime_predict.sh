@@ -12,8 +12,8 @@
 #    lost or corrupt, staging within its budget;
 # 4. a full pushed buffer (credits=0): eviction instead of refused frames.
 # Run with the default budget (4 MiB) and a small one (512 KiB), with page
-# remaps on (stage_remap=BYTES) and off (the default: a copy). The shared-
-# memory transport gets the same runs once it lands.
+# remaps on (stage_remap=BYTES) and off (the default: a copy), and over the
+# shared-memory transport, where nothing is staged.
 set -uo pipefail
 pprun=$1 rtc=$2 tb=$3 kind=$4
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -46,4 +46,10 @@ run "credits off, full pushed buffer, predict=hybrid: evictions" 2 -n 2 --nodes 
   "$rtc" -c "predict=hybrid,$ev" evict
 run "credits off, full pushed buffer, predict=off: refusals (control)" 2 -n 2 --nodes 2 -- \
   "$rtc" -c "predict=off,$ev" evict
+# Shared memory (2 ranks on one node; once, not per port kind): every byte
+# checked and the counters consistent; nothing is staged there by design.
+if [ "$kind" = af_packet ]; then
+  run "predict=hybrid, 2 ranks on one node (shm)" 6 -n 2 --nodes 1 -- \
+    "$rtc" -c predict=hybrid --expect-copy direct predict
+fi
 echo "PASS: predictor at work over $kind"
