@@ -59,10 +59,10 @@ port_tcp=17712
 port_iperf=17713
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-bad() { echo "compare.sh: $*" >&2; echo "try: compare.sh --help" >&2; exit 2; }
-die() { echo "compare.sh: $*" >&2; exit 1; }
-log() { echo "compare.sh: $*" >&2; }
-posint() { [[ $1 =~ ^[1-9][0-9]{0,6}$ ]]; }
+prog=compare.sh
+pp_nodes=2
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -94,50 +94,7 @@ for p in apps/pprun apps/pp_pingpong; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
 
-# Seconds a step may take: LIMIT, or what is left of --max-time (less a
-# margin for the clean-up); fails when too little is left to start it.
-SECONDS=0
-budget() {
-  local left=$((max_time - SECONDS - 5))
-  [ "$left" -ge 5 ] || { log "out of time (--max-time $max_time), skipping"; return 1; }
-  echo $((left < $1 ? left : $1))
-}
-
-# --- clean-up, also on failure -------------------------------------------
-tmp=$(mktemp -d /tmp/pp-bench.XXXXXX)
-pids=()
-cur=
-addrs=()
-testbed_ours=0
-# shellcheck disable=SC2317  # called from the EXIT trap
-cleanup() {
-  local p a
-  if [ -n "$cur" ]; then
-    # pprun's ranks lead their own process groups; stop them with it.
-    for p in $(pgrep -P "$cur"); do kill -TERM -- "-$p" 2>/dev/null; done
-    kill -TERM "$cur" 2>/dev/null
-    wait "$cur" 2>/dev/null
-  fi
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  for a in "${addrs[@]}"; do ip -n "${a%% *}" addr del "${a#* }" dev pp0 2>/dev/null; done
-  [ "$testbed_ours" -eq 0 ] || "$root/tests/testbed.sh" down >/dev/null 2>&1
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Run a step in the background and wait for it, so that INT/TERM reach the
-# traps at once (bash runs a trap only after a foreground command ends).
-run() {
-  local rc
-  "$@" &
-  cur=$!
-  wait "$cur"
-  rc=$?
-  cur=
-  return "$rc"
-}
+bench_start pp-bench
 # Start a server in a namespace on a core; its pid (exec'd through) is kept.
 server() { # NS CPU LOGFILE CMD...
   local ns=$1 cpu=$2 out=$3
@@ -198,24 +155,6 @@ stats() {
 }
 
 # --- librt-pp: pp_pingpong, three modes ------------------------------------
-# One pprun job per test, at most LIMIT seconds; a job that fails is run once
-# more if there is time.
-pp_job() { # NAME CSV LIMIT PINGPONG-ARGS...
-  local name=$1 out=$2 limit=$3 try
-  shift 3
-  for try in 1 2; do
-    rm -f "$out"
-    limit=$(budget "$limit") || return 1
-    if run "$build/apps/pprun" -n 2 --nodes 2 --dev-kind af_packet --timeout "$limit" -- \
-      "$build/apps/pp_pingpong" --mode all --iters "$iters" --csv "$out" "$@" \
-      >"$tmp/$name.log" 2>&1; then
-      return 0
-    fi
-    log "pp_pingpong $name failed (try $try):"
-    tail -5 "$tmp/$name.log" >&2
-  done
-  return 1
-}
 log "pp_pingpong latency, 8 B, 3 modes"
 if pp_job pp-lat "$tmp/pp-lat.csv" 60 --test latency --sizes 8; then
   for m in "${modes[@]}"; do
@@ -292,12 +231,8 @@ declare -A label=(
   [iperf]="iperf3 TCP (1 stream)"
 )
 declare -A short=([mpi]="OMPI-TCP" [udp]="UDP-blk" [udp-busy]="UDP-busy" [tcp]="TCP-blk" [iperf]="iperf3")
-val() { local v=${1:-}; [ -n "$v" ] && echo "$v" || echo "-"; }
-# ratio A B = A / B, or "-" when either is missing.
-ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'; }
 
 [ -z "$csv" ] || echo "record,system,baseline,metric,value" >"$csv" || die "cannot write $csv"
-emit_csv() { [ -z "$csv" ] || [ "$5" = "-" ] || echo "$1,$2,$3,$4,$5" >>"$csv"; }
 
 echo "# librt-pp vs. the same veth (ppn0/pp0 <-> ppn1/pp0 over ppbr0), $iters iterations, ${secs} s runs"
 echo "# latency: one-way (round trip / 2), mean of middle 80 %, 8 B unless noted; bandwidth: 1 MiB, MB/s"

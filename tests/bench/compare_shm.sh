@@ -48,10 +48,10 @@ ucx_port=17821
 bw_size=4194304
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-bad() { echo "compare_shm.sh: $*" >&2; echo "try: compare_shm.sh --help" >&2; exit 2; }
-die() { echo "compare_shm.sh: $*" >&2; exit 1; }
-log() { echo "compare_shm.sh: $*" >&2; }
-posint() { [[ $1 =~ ^[1-9][0-9]{0,6}$ ]]; }
+prog=compare_shm.sh
+pp_nodes=1
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -80,42 +80,7 @@ for p in apps/pprun apps/pp_pingpong; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
 
-SECONDS=0
-budget() {
-  local left=$((max_time - SECONDS - 5))
-  [ "$left" -ge 5 ] || { log "out of time (--max-time $max_time), skipping"; return 1; }
-  echo $((left < $1 ? left : $1))
-}
-
-tmp=$(mktemp -d /tmp/pp-bench-shm.XXXXXX)
-pids=()
-cur=
-testbed_ours=0
-# shellcheck disable=SC2317  # called from the EXIT trap
-cleanup() {
-  local p
-  if [ -n "$cur" ]; then
-    for p in $(pgrep -P "$cur"); do kill -TERM -- "-$p" 2>/dev/null; done
-    kill -TERM "$cur" 2>/dev/null
-    wait "$cur" 2>/dev/null
-  fi
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  [ "$testbed_ours" -eq 0 ] || "$root/tests/testbed.sh" down >/dev/null 2>&1
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-run() {
-  local rc
-  "$@" &
-  cur=$!
-  wait "$cur"
-  rc=$?
-  cur=
-  return "$rc"
-}
+bench_start pp-bench-shm
 
 mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -o "$tmp/mpi_pingpong" "$here/mpi_pingpong.c" ||
   die "mpicc could not build tests/bench/mpi_pingpong.c"
@@ -131,22 +96,6 @@ declare -A lat bw
 modes=(push-pull push-all push-zero)
 
 # --- librt-pp: pp_pingpong, three modes, one node -------------------------------
-pp_job() { # NAME CSV LIMIT PINGPONG-ARGS...
-  local name=$1 out=$2 limit=$3 try
-  shift 3
-  for try in 1 2; do
-    rm -f "$out"
-    limit=$(budget "$limit") || return 1
-    if run "$build/apps/pprun" -n 2 --nodes 1 --dev-kind af_packet --timeout "$limit" -- \
-      "$build/apps/pp_pingpong" --mode all --iters "$iters" --csv "$out" "$@" \
-      >"$tmp/$name.log" 2>&1; then
-      return 0
-    fi
-    log "pp_pingpong $name failed (try $try):"
-    tail -5 "$tmp/$name.log" >&2
-  done
-  return 1
-}
 log "pp_pingpong intranode latency, 8 B, 3 modes"
 if pp_job pp-lat "$tmp/pp-lat.csv" 60 --test latency --sizes 8; then
   for m in "${modes[@]}"; do
@@ -228,11 +177,8 @@ declare -A label=(
   [ucx]="UCX 1.13 sm (ucx_perftest)" [memcpy]="memcpy, 1 thread"
 )
 declare -A short=([mpi]="OMPI-vader" [ucx]="UCX-sm" [memcpy]="memcpy")
-val() { local v=${1:-}; [ -n "$v" ] && echo "$v" || echo "-"; }
-ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'; }
 
 [ -z "$csv" ] || echo "record,system,baseline,metric,value" >"$csv" || die "cannot write $csv"
-emit_csv() { [ -z "$csv" ] || [ "$5" = "-" ] || echo "$1,$2,$3,$4,$5" >>"$csv"; }
 
 echo "# librt-pp intranode (2 ranks, cores 0 and 1), $iters iterations"
 echo "# latency: one-way, 8 B (UCX: median; others: mean of middle 80 %); bandwidth: 4 MiB, MB/s"
