@@ -6,10 +6,10 @@
  * embedded mode every rank owns a port of its own (rank i of a node gets port
  * pp<i>); with --daemon, pprun first starts one node daemon ppd per node
  * (on the node's port pp0), the ranks attach to it, and the daemons are
- * stopped (SIGTERM, which drains) after the ranks. Each rank gets its PP_* settings in the environment, is pinned to a
- * core (round robin, so busy-polling ranks do not starve each other), and has
- * its output prefixed with "[rank] ". pprun exits with the first non-zero
- * status of a rank, killing the others, or 124 on --timeout.
+ * stopped (SIGTERM, which drains) after the ranks. Each rank gets its PP_* settings in the
+ * environment, is pinned to a core (round robin, so busy-polling ranks do not starve each other),
+ * and has its output prefixed with "[rank] ". pprun exits with the first non-zero status of a rank,
+ * killing the others, or 124 on --timeout.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,13 +37,13 @@ struct opts {
 	const char *dev_kind; /* af_xdp | af_packet | pcap */
 	const char *mode;     /* passed through as PP_MODE */
 	const char *btp1, *btp2;
-	int daemon;	     /* --daemon */
-	int timeout_s;	     /* --timeout, 0 = none */
-	const char *testbed; /* path of testbed.sh */
-	int no_pin;	     /* --no-pin */
-	const char *ppd;     /* --ppd PATH */
+	int daemon;	       /* --daemon */
+	int timeout_s;	       /* --timeout, 0 = none */
+	const char *testbed;   /* path of testbed.sh */
+	int no_pin;	       /* --no-pin */
+	const char *ppd;       /* --ppd PATH */
 	const char *ppd_cores; /* --ppd-cores LIST, else core node % ncpu */
-	char **argv;	     /* program and its arguments */
+	char **argv;	       /* program and its arguments */
 };
 
 /* One rank's output stream being cut into prefixed lines. */
@@ -212,15 +212,17 @@ static void place(const struct opts *o, int rank, int *node, int *port)
 	}
 }
 
-/* testbed.sh: --testbed, $PPRUN_TESTBED, next to the source tree this binary was
- * built from (build/apps/../../tests), or on PATH. */
-static const char *find_testbed(const struct opts *o, char *buf, size_t len)
+/* A program pprun runs: the option's value, else $ENV, else the first of
+ * rel[] (relative to this binary's folder, e.g. the build tree) that is
+ * executable, else name on PATH. */
+static const char *find_tool(const char *given, const char *env, const char *const *rel,
+			     unsigned nrel, const char *name, char *buf, size_t len)
 {
-	if (o->testbed)
-		return o->testbed;
-	const char *env = getenv("PPRUN_TESTBED");
-	if (env && *env)
-		return env;
+	if (given)
+		return given;
+	const char *e = getenv(env);
+	if (e && *e)
+		return e;
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
@@ -228,12 +230,22 @@ static const char *find_testbed(const struct opts *o, char *buf, size_t len)
 		char *slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
-			snprintf(buf, len, "%s/../../tests/testbed.sh", self);
-			if (access(buf, X_OK) == 0)
-				return buf;
+			for (unsigned i = 0; i < nrel; i++) {
+				snprintf(buf, len, "%s/%s", self, rel[i]);
+				if (access(buf, X_OK) == 0)
+					return buf;
+			}
 		}
 	}
-	return "testbed.sh";
+	return name;
+}
+
+/* testbed.sh: --testbed, $PPRUN_TESTBED, the source tree this binary was built
+ * from (build/apps/../../tests), or PATH. */
+static const char *find_testbed(const struct opts *o, char *buf, size_t len)
+{
+	static const char *const rel[] = {"../../tests/testbed.sh"};
+	return find_tool(o->testbed, "PPRUN_TESTBED", rel, 1, "testbed.sh", buf, len);
 }
 
 static int testbed_up(const struct opts *o)
@@ -387,30 +399,11 @@ static void kill_all(const pid_t *pids, int n, int sig)
 }
 
 /* The ppd program: --ppd, $PPRUN_PPD, beside this binary (build tree:
- * apps/ppd/ppd), or on PATH. */
+ * apps/ppd/ppd), or PATH. */
 static const char *find_ppd(const struct opts *o, char *buf, size_t len)
 {
-	if (o->ppd)
-		return o->ppd;
-	const char *env = getenv("PPRUN_PPD");
-	if (env && *env)
-		return env;
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			static const char *const rel[] = {"ppd/ppd", "ppd"};
-			for (unsigned i = 0; i < 2; i++) {
-				snprintf(buf, len, "%s/%s", self, rel[i]);
-				if (access(buf, X_OK) == 0)
-					return buf;
-			}
-		}
-	}
-	return "ppd";
+	static const char *const rel[] = {"ppd/ppd", "ppd"};
+	return find_tool(o->ppd, "PPRUN_PPD", rel, 2, "ppd", buf, len);
 }
 
 /* Start node's daemon in its namespace, on the node's port pp0. */
@@ -508,7 +501,8 @@ int main(int argc, char **argv)
 			dpids[n] = daemon_start(&o, n);
 		for (int n = 0; n < o.nodes; n++) {
 			if (dpids[n] < 0 || daemon_wait(dpids[n], n) != 0) {
-				fprintf(stderr, "pprun: the daemon of node ppn%d did not start\n", n);
+				fprintf(stderr, "pprun: the daemon of node ppn%d did not start\n",
+					n);
 				daemons_stop(dpids, o.nodes);
 				return 2;
 			}
@@ -582,7 +576,9 @@ int main(int argc, char **argv)
 				for (int n = 0; o.daemon && n < o.nodes; n++)
 					if (dpids[n] == pid) {
 						dpids[n] = -1;
-						fprintf(stderr, "pprun: the daemon of node ppn%d exited\n", n);
+						fprintf(stderr,
+							"pprun: the daemon of node ppn%d exited\n",
+							n);
 					}
 				continue;
 			}

@@ -249,8 +249,9 @@ static uint16_t port_mtu(const struct rte_eth_dev_info *di, uint32_t frame_cap)
 {
 	uint32_t mtu = RTE_ETHER_MTU;
 	char name[IF_NAMESIZE];
-	if (di->if_index && if_indextoname(di->if_index, name) && iface_mtu(name))
-		mtu = iface_mtu(name);
+	uint32_t kmtu = di->if_index && if_indextoname(di->if_index, name) ? iface_mtu(name) : 0;
+	if (kmtu)
+		mtu = kmtu;
 	if (mtu > di->max_mtu)
 		mtu = di->max_mtu;
 	uint32_t limit = frame_cap ? frame_cap - RTE_ETHER_HDR_LEN
