@@ -37,7 +37,7 @@ static void test_geometry(void)
 {
 	CU_ASSERT_EQUAL(pp_shm_ring_bytes(3), 0);
 	CU_ASSERT_EQUAL(pp_shm_ring_bytes(1), 0);
-	CU_ASSERT_EQUAL(pp_shm_ring_bytes(16), 3 * 64 + 16 * 64);
+	CU_ASSERT_EQUAL(pp_shm_ring_bytes(16), 3 * 128 + 16 * 64);
 	uint8_t raw[4096] __attribute__((aligned(64)));
 	CU_ASSERT_EQUAL(pp_shm_ring_format(raw + 8, 16), -EINVAL);
 	CU_ASSERT_EQUAL(pp_shm_ring_format(raw, 12), -EINVAL);
