@@ -81,6 +81,8 @@ struct pp_wire_check {
 	uint32_t rank;	 /* our rank */
 	uint32_t nranks; /* ranks in the job */
 	uint16_t mtu;	 /* largest frame after the Ethernet header */
+	uint8_t trusted; /* 1: the frame came through memory (an intranode ring),
+			  * written with no crc32c (zero); the CRC is not checked */
 };
 
 /* 1 when frames of this type carry a sequence number. */

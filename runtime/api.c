@@ -233,7 +233,7 @@ static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer,
 	*out = r;
 	/* The first push goes out now, before any other work. */
 	if (is_send)
-		pp_ctx_progress(ctx);
+		pp_ctx_push(ctx);
 	return 0;
 }
 

@@ -127,6 +127,9 @@ struct pp_ctx {
 	struct pp_shm_link *shm; /* intranode link, NULL when no local peer uses it */
 	int shm_only;		 /* every peer is local: the port carries only membership */
 	unsigned port_skip;	 /* passes since the port was last polled (shm_only) */
+	uint64_t now;		 /* the clock as the last pass read it */
+	unsigned clock_skip;	 /* idle passes left that reuse it */
+	unsigned expiry_skip;	 /* passes since the timers were last looked at */
 };
 
 /* Take and release the engine. Only pull handlers make this a real lock;
@@ -149,6 +152,10 @@ uint64_t pp_now_ns(void);
 
 /* One progress pass; returns the events handled. */
 int pp_ctx_progress(pp_ctx *ctx);
+
+/* Only the sending half of a pass and the completions (a send was just
+ * posted: its first push goes out before anything else is looked at). */
+void pp_ctx_push(pp_ctx *ctx);
 
 /* Discovery: find every rank of the job or fail after timeout_ms.
  * Errors: -ETIMEDOUT (the missing ranks are logged), -EINVAL (cluster file). */

@@ -196,7 +196,7 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 		uint32_t len;
 		for (unsigned k = 0; k < PP_SHM_RX_BURST && pp_shm_ring_peek(&pe->rx, &rec, &len);
 		     k++) {
-			pp_proto_input(ctx->eng, rec, len, now);
+			pp_proto_input_local(ctx->eng, rec, len, now);
 			pp_shm_ring_release(&pe->rx);
 			n++;
 		}

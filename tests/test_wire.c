@@ -101,6 +101,35 @@ static void test_roundtrip(void)
 }
 
 /* Build the sample, apply a change, expect rejection for reason r. */
+/* A ring frame: headers without a CRC, the payload after them. Checked input
+ * takes it only as trusted, and trusted input still applies every other rule. */
+static void test_trusted(void)
+{
+	uint8_t f[256] = {0}, pl[100];
+	static const uint8_t mac[6] = {2, 0, 0, 0, 0, 1};
+	pat_fill(pl, sizeof(pl), 2);
+	struct pp_wire_hdr h = sample(), g;
+	CU_ASSERT_EQUAL_FATAL(pp_wire_encode_hdr(f, sizeof(f), mac, mac, &h, NULL),
+			      PP_WIRE_MIN_FRAME);
+	memcpy(f + PP_WIRE_MIN_FRAME, pl, h.payload_len);
+	size_t n = PP_WIRE_MIN_FRAME + h.payload_len;
+	const uint8_t *p;
+	enum pp_drop_reason why = PP_DROP_MAX;
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_CRC);
+	struct pp_wire_check tc = chk;
+	tc.trusted = 1;
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &tc, &g, &p, &why), 0);
+	CU_ASSERT_TRUE(hdr_eq(&g, &h));
+	CU_ASSERT_EQUAL(memcmp(p, pl, h.payload_len), 0);
+	tc.job++;
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &tc, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_JOB);
+	tc.job--;
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n - 1, &tc, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_LENGTH);
+}
+
 static void expect(enum pp_drop_reason r, void (*mutate)(struct pp_wire_hdr *h), int byte_off,
 		   uint8_t byte_val, int fix_crc, int trim)
 {
@@ -238,6 +267,7 @@ static CU_TestInfo tests[] = {
     {"encode/decode round trip", test_roundtrip},
     {"every rejection reason", test_reject},
     {"hello to all ranks", test_hello_broadcast},
+    {"trusted (ring) frames skip only the CRC", test_trusted},
     CU_TEST_INFO_NULL,
 };
 
