@@ -13,9 +13,9 @@
 #include "pp_compiler.h"
 #include "wire.h"
 
-#define PP_PORT_EVERY	  32 /* passes per port poll when every peer is local */
-#define PP_CLOCK_EVERY	  4  /* idle passes per clock read */
-#define PP_EXPIRY_EVERY	  8  /* passes per look at the timers */
+#define PP_PORT_EVERY	32 /* passes per port poll when every peer is local */
+#define PP_CLOCK_EVERY	4  /* idle passes per clock read */
+#define PP_EXPIRY_EVERY 8  /* passes per look at the timers */
 
 static uint64_t mono_ns(void)
 {
