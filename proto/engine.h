@@ -151,9 +151,9 @@ int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6])
 int pp_proto_peer_local(struct pp_proto *eng, uint32_t rank, uint32_t btp1, uint32_t btp2);
 
 /* Write the next frame for intranode peer rank into buf, as pp_proto_output
- * does for the others (direct copies happen here too), but with no crc32c:
- * memory does not flip bits the way a link does, and the receiver takes it
- * with pp_proto_input_local. Returns its length, 0
+ * does for the others (direct copies happen here too), but in the local form
+ * (wire.h: host order, no CRC), which the receiver takes with
+ * pp_proto_input_local. Returns its length, 0
  * when there is nothing to send to it now, -ENOSPC when cap < mtu + 14,
  * -EINVAL when rank is not a local peer. */
 int pp_proto_output_local(struct pp_proto *eng, uint32_t rank, uint8_t *buf, size_t cap,
@@ -193,8 +193,7 @@ int pp_proto_probe(const struct pp_proto *eng, int src, int tag, struct pp_proto
  * dropped (counted in stats.drops by reason). */
 int pp_proto_input(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
 
-/* The same for a frame of pp_proto_output_local from an intranode ring: every
- * check but the crc32c. */
+/* The same for a frame of pp_proto_output_local from an intranode ring. */
 int pp_proto_input_local(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
 
 /* Write the next frame to transmit into buf. Returns its length, 0 when there

@@ -202,7 +202,7 @@ struct pp_proto {
 	struct pp_stats st;	      /* counters */
 	struct pp_proto_stage_ops so; /* staging hooks */
 	int staging;		      /* 1 when the hooks are set */
-	uint8_t no_crc;		      /* in pp_proto_output_local: frames get no crc32c */
+	uint8_t local_out;	      /* in pp_proto_output_local: frames in the local form */
 };
 
 static inline int seq_lt(uint32_t a, uint32_t b)

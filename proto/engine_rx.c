@@ -185,15 +185,15 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 	e->st.drops[PP_DROP_STATE]++;
 }
 
-static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now,
-		 uint8_t trusted)
+static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now, int local)
 {
 	struct pp_wire_hdr h;
 	const uint8_t *pl;
 	enum pp_drop_reason why;
-	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu, trusted};
+	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu};
 	e->st.frames_rx++;
-	if (pp_wire_decode(frame, len, &chk, &h, &pl, &why)) {
+	if (local ? pp_wire_decode_local(frame, len, &chk, &h, &pl, &why)
+		  : pp_wire_decode(frame, len, &chk, &h, &pl, &why)) {
 		e->st.drops[why]++;
 		return -EPROTO;
 	}

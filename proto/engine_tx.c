@@ -34,18 +34,13 @@ static void hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t 
 }
 
 /* Encode the frame of descriptor d with sequence seq. */
-/* A whole frame: with its crc32c for a link, without for an intranode ring. */
+/* A whole frame: the wire's for a link, the local form for an intranode ring. */
 static int encode(const struct pp_proto *e, uint8_t *buf, size_t cap, const struct peer *p,
 		  const struct pp_wire_hdr *h, const void *pl)
 {
-	if (!e->no_crc)
-		return pp_wire_encode(buf, cap, p->mac, e->c.mac, h, pl);
-	if (cap < PP_WIRE_MIN_FRAME + (size_t)h->payload_len)
-		return -ENOSPC;
-	int rc = pp_wire_encode_hdr(buf, cap, p->mac, e->c.mac, h, NULL);
-	if (rc > 0 && h->payload_len)
-		memcpy(buf + PP_WIRE_MIN_FRAME, pl, h->payload_len);
-	return rc < 0 ? rc : rc + h->payload_len;
+	if (e->local_out)
+		return pp_wire_encode_local(buf, cap, h, pl);
+	return pp_wire_encode(buf, cap, p->mac, e->c.mac, h, pl);
 }
 
 static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const struct desc *d,
@@ -263,9 +258,9 @@ int pp_proto_output_local(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_
 		return -ENOSPC;
 	if (e->peers[rank].lost)
 		return 0;
-	e->no_crc = 1;
+	e->local_out = 1;
 	int len = peer_output(e, rank, buf, cap, now);
-	e->no_crc = 0;
+	e->local_out = 0;
 	if (len > 0)
 		e->st.frames_tx++;
 	return len;

@@ -104,6 +104,27 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	return PP_WIRE_MIN_FRAME;
 }
 
+/* The rules after length and CRC: job, ranks, ranges. PP_DROP_MAX when the
+ * header passes. */
+static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
+					const struct pp_wire_check *chk)
+{
+	if (x->job != chk->job)
+		return PP_DROP_JOB;
+	if (x->src_rank >= chk->nranks || x->src_rank == chk->rank ||
+	    (x->dst_rank != chk->rank &&
+	     !(x->type == PP_WIRE_HELLO && x->dst_rank == PP_WIRE_RANK_ALL)))
+		return PP_DROP_RANK;
+	if ((x->type == PP_WIRE_PUSH || x->type == PP_WIRE_DATA) &&
+	    (x->offset > x->msg_len || x->msg_len - x->offset < x->payload_len ||
+	     ((x->flags & PP_WIRE_F_FIRST) && x->offset != 0) ||
+	     (x->type == PP_WIRE_DATA && (x->flags & PP_WIRE_F_FIRST))))
+		return PP_DROP_RANGE;
+	if (x->type == PP_WIRE_PULL && x->offset > x->msg_len)
+		return PP_DROP_RANGE;
+	return PP_DROP_MAX;
+}
+
 int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
 		   struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why)
 {
@@ -132,20 +153,14 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 	}
 	/* CRC over the header with its crc field as zero, then the payload. */
 	static const uint8_t zero4[4];
-	if (!chk->trusted) {
-		uint32_t crc = pp_crc32c(0, p, OFF_CRC);
-		crc = pp_crc32c(crc, zero4, 4);
-		crc = pp_crc32c(crc, p + PP_WIRE_HDR_LEN, x.payload_len);
-		if (crc != get32(p + OFF_CRC)) {
-			r = PP_DROP_CRC;
-			goto drop;
-		}
-	}
-	x.job = get32(p + 4);
-	if (x.job != chk->job) {
-		r = PP_DROP_JOB;
+	uint32_t crc = pp_crc32c(0, p, OFF_CRC);
+	crc = pp_crc32c(crc, zero4, 4);
+	crc = pp_crc32c(crc, p + PP_WIRE_HDR_LEN, x.payload_len);
+	if (crc != get32(p + OFF_CRC)) {
+		r = PP_DROP_CRC;
 		goto drop;
 	}
+	x.job = get32(p + 4);
 	x.stream = get16(p + 8);
 	x.ack_stream = get16(p + 10);
 	x.seq = get32(p + 12);
@@ -153,29 +168,56 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 	x.credit = get16(p + 20);
 	x.src_rank = get32(p + 24);
 	x.dst_rank = get32(p + 28);
-	if (x.src_rank >= chk->nranks || x.src_rank == chk->rank ||
-	    (x.dst_rank != chk->rank &&
-	     !(x.type == PP_WIRE_HELLO && x.dst_rank == PP_WIRE_RANK_ALL))) {
-		r = PP_DROP_RANK;
-		goto drop;
-	}
 	x.msg_id = get32(p + 32);
 	x.tag = get32(p + 36);
 	x.msg_len = get64(p + 40);
 	x.offset = get64(p + 48);
-	if ((x.type == PP_WIRE_PUSH || x.type == PP_WIRE_DATA) &&
-	    (x.offset > x.msg_len || x.msg_len - x.offset < x.payload_len ||
-	     ((x.flags & PP_WIRE_F_FIRST) && x.offset != 0) ||
-	     (x.type == PP_WIRE_DATA && (x.flags & PP_WIRE_F_FIRST)))) {
-		r = PP_DROP_RANGE;
+	r = check_fields(&x, chk);
+	if (r != PP_DROP_MAX)
 		goto drop;
-	}
-	if (x.type == PP_WIRE_PULL && x.offset > x.msg_len) {
-		r = PP_DROP_RANGE;
-		goto drop;
-	}
 	*h = x;
 	*payload = p + PP_WIRE_HDR_LEN;
+	return 0;
+drop:
+	*why = r;
+	return -EPROTO;
+}
+
+int pp_wire_encode_local(uint8_t *frame, size_t cap, const struct pp_wire_hdr *h,
+			 const void *payload)
+{
+	if (!type_valid(h->type))
+		return -EINVAL;
+	size_t total = PP_WIRE_LOCAL_HDR + (size_t)h->payload_len;
+	if (cap < total)
+		return -ENOSPC;
+	memcpy(frame, h, PP_WIRE_LOCAL_HDR);
+	if (h->payload_len)
+		memcpy(frame + PP_WIRE_LOCAL_HDR, payload, h->payload_len);
+	return (int)total;
+}
+
+int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
+			 struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why)
+{
+	enum pp_drop_reason r = PP_DROP_SHORT;
+	struct pp_wire_hdr x;
+	if (len < PP_WIRE_LOCAL_HDR)
+		goto drop;
+	memcpy(&x, frame, PP_WIRE_LOCAL_HDR);
+	r = PP_DROP_TYPE;
+	if (!type_valid(x.type))
+		goto drop;
+	r = PP_DROP_LENGTH;
+	if (len != PP_WIRE_LOCAL_HDR + (size_t)x.payload_len ||
+	    (size_t)x.payload_len + PP_WIRE_HDR_LEN > chk->mtu ||
+	    (x.payload_len && !type_has_payload(x.type)))
+		goto drop;
+	r = check_fields(&x, chk);
+	if (r != PP_DROP_MAX)
+		goto drop;
+	*h = x;
+	*payload = frame + PP_WIRE_LOCAL_HDR;
 	return 0;
 drop:
 	*why = r;

@@ -81,8 +81,6 @@ struct pp_wire_check {
 	uint32_t rank;	 /* our rank */
 	uint32_t nranks; /* ranks in the job */
 	uint16_t mtu;	 /* largest frame after the Ethernet header */
-	uint8_t trusted; /* 1: the frame came through memory (an intranode ring),
-			  * written with no crc32c (zero); the CRC is not checked */
 };
 
 /* 1 when frames of this type carry a sequence number. */
@@ -117,6 +115,24 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
  */
 int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
 		   struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why);
+
+/*
+ * Intranode frames (shared-memory rings between processes of one host) are
+ * not the wire format: struct pp_wire_hdr in host order, then the payload,
+ * no Ethernet header and no CRC (memory does not flip bits the way a link
+ * does, and byte swapping and the CRC were a third of the cost of a small
+ * message). Decoding applies every rule of pp_wire_decode but the CRC (the
+ * MTU bounds the payload as if the header were the wire's).
+ */
+#define PP_WIRE_LOCAL_HDR sizeof(struct pp_wire_hdr)
+
+/* Write such a frame: returns its length, -ENOSPC, -EINVAL on a bad type. */
+int pp_wire_encode_local(uint8_t *frame, size_t cap, const struct pp_wire_hdr *h,
+			 const void *payload);
+
+/* Parse and validate one; as pp_wire_decode. */
+int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
+			 struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why);
 
 /* Name of a drop reason ("short", "crc", ...), "?" when out of range. */
 const char *pp_wire_drop_name(enum pp_drop_reason r);

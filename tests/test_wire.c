@@ -101,32 +101,58 @@ static void test_roundtrip(void)
 }
 
 /* Build the sample, apply a change, expect rejection for reason r. */
-/* A ring frame: headers without a CRC, the payload after them. Checked input
- * takes it only as trusted, and trusted input still applies every other rule. */
-static void test_trusted(void)
+/* The local (ring) form: a round trip, and every rule but the CRC. */
+static void test_local(void)
 {
-	uint8_t f[256] = {0}, pl[100];
-	static const uint8_t mac[6] = {2, 0, 0, 0, 0, 1};
+	uint8_t f[256], pl[100];
 	pat_fill(pl, sizeof(pl), 2);
 	struct pp_wire_hdr h = sample(), g;
-	CU_ASSERT_EQUAL_FATAL(pp_wire_encode_hdr(f, sizeof(f), mac, mac, &h, NULL),
-			      PP_WIRE_MIN_FRAME);
-	memcpy(f + PP_WIRE_MIN_FRAME, pl, h.payload_len);
-	size_t n = PP_WIRE_MIN_FRAME + h.payload_len;
+	int n = pp_wire_encode_local(f, sizeof(f), &h, pl);
+	CU_ASSERT_EQUAL_FATAL(n, (int)(PP_WIRE_LOCAL_HDR + h.payload_len));
 	const uint8_t *p;
 	enum pp_drop_reason why = PP_DROP_MAX;
-	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
-	CU_ASSERT_EQUAL(why, PP_DROP_CRC);
-	struct pp_wire_check tc = chk;
-	tc.trusted = 1;
-	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &tc, &g, &p, &why), 0);
+	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)n, &chk, &g, &p, &why), 0);
 	CU_ASSERT_TRUE(hdr_eq(&g, &h));
 	CU_ASSERT_EQUAL(memcmp(p, pl, h.payload_len), 0);
-	tc.job++;
-	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &tc, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(pp_wire_encode_local(f, (size_t)n - 1, &h, pl), -ENOSPC);
+	struct {
+		int len_delta;		  /* frame length change */
+		enum pp_drop_reason want; /* the rule it breaks */
+	} bad[] = {
+	    {-1, PP_DROP_LENGTH},
+	    {-(int)h.payload_len - 1, PP_DROP_SHORT},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = PP_DROP_MAX;
+		CU_ASSERT_EQUAL(
+		    pp_wire_decode_local(f, (size_t)(n + bad[i].len_delta), &chk, &g, &p, &why),
+		    -EPROTO);
+		CU_ASSERT_EQUAL(why, bad[i].want);
+	}
+	struct pp_wire_hdr x = h;
+	x.job++;
+	pp_wire_encode_local(f, sizeof(f), &x, pl);
+	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)n, &chk, &g, &p, &why), -EPROTO);
 	CU_ASSERT_EQUAL(why, PP_DROP_JOB);
-	tc.job--;
-	CU_ASSERT_EQUAL(pp_wire_decode(f, n - 1, &tc, &g, &p, &why), -EPROTO);
+	x = h;
+	x.src_rank = chk.rank;
+	pp_wire_encode_local(f, sizeof(f), &x, pl);
+	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_RANK);
+	x = h;
+	x.offset = x.msg_len;
+	pp_wire_encode_local(f, sizeof(f), &x, pl);
+	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_RANGE);
+	x = h;
+	x.type = 0;
+	memcpy(f, &x, PP_WIRE_LOCAL_HDR); /* the encoder refuses it */
+	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_TYPE);
+	x = h;
+	x.type = PP_WIRE_ACK; /* carries no payload */
+	pp_wire_encode_local(f, sizeof(f), &x, pl);
+	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)n, &chk, &g, &p, &why), -EPROTO);
 	CU_ASSERT_EQUAL(why, PP_DROP_LENGTH);
 }
 
@@ -267,7 +293,7 @@ static CU_TestInfo tests[] = {
     {"encode/decode round trip", test_roundtrip},
     {"every rejection reason", test_reject},
     {"hello to all ranks", test_hello_broadcast},
-    {"trusted (ring) frames skip only the CRC", test_trusted},
+    {"local (ring) form: round trip and every rule", test_local},
     CU_TEST_INFO_NULL,
 };
 
