@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer target: the frame decoder must reject or accept any bytes
- * without crashing, and what it accepts must encode back to the same frame. */
+/* libFuzzer target: the frame decoders (wire and local form) must reject or
+ * accept any bytes without crashing, and what they accept must encode back
+ * to the same frame. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,35 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The local form: accepted bytes re-encode to themselves (padding aside). */
+static void local_form(const uint8_t *data, size_t size, const struct pp_wire_check *chk)
+{
+	struct pp_wire_hdr h;
+	const uint8_t *pl;
+	enum pp_drop_reason why = PP_DROP_MAX;
+	if (pp_wire_decode_local(data, size, chk, &h, &pl, &why)) {
+		if ((unsigned)why >= PP_DROP_MAX)
+			abort();
+		return;
+	}
+	if (pl != data + PP_WIRE_LOCAL_HDR || size != PP_WIRE_LOCAL_HDR + (size_t)h.payload_len)
+		abort();
+	uint8_t out[PP_WIRE_LOCAL_HDR + 65536];
+	struct pp_wire_hdr g;
+	const uint8_t *pl2;
+	int n = pp_wire_encode_local(out, sizeof(out), &h, pl);
+	if (n != (int)size || pp_wire_decode_local(out, size, chk, &g, &pl2, &why) ||
+	    memcmp(&g, &h, sizeof(g)) || memcmp(pl2, pl, h.payload_len))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct pp_wire_check chk = {0x5eed, 1, 4, 1500};
 	struct pp_wire_hdr h;
 	const uint8_t *pl;
 	enum pp_drop_reason why = PP_DROP_MAX;
+	local_form(data, size, &chk);
 	if (pp_wire_decode(data, size, &chk, &h, &pl, &why)) {
 		if ((unsigned)why >= PP_DROP_MAX)
 			abort();
