@@ -80,6 +80,7 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 {
 	struct rx *r;
 	if (h->flags & PP_WIRE_F_FIRST) {
+		p->rx_msg_next = h->msg_id + 1;
 		r = NULL;
 		for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
 			struct rx *x = container_of(l, struct rx, q);
@@ -92,6 +93,9 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 			list_del(&r->q);
 			r->state = RX_ACTIVE;
 			e->st.early_matches++;
+		} else if (h->flags & PP_WIRE_F_WRITTEN) {
+			e->st.drops[PP_DROP_STATE]++; /* written for no receive of ours */
+			return 0;
 		} else {
 			if (list_empty(&e->pp_proto_rx_free))
 				return PP_DROP_STATE + 1;
@@ -114,6 +118,8 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 		r->got = 0;
 		r->wants_pull = (h->flags & PP_WIRE_F_PULL) != 0;
 		list_add_tail(&p->arrived, &r->by_peer);
+		if (r->state == RX_ACTIVE && pp_proto_rq_match(e, r, h))
+			return 0; /* the sender wrote it all: finished */
 	} else {
 		r = find_arrived(p, h->msg_id);
 		if (!r || r->msg_len != h->msg_len || h->offset != r->got ||
