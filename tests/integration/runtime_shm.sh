@@ -88,7 +88,7 @@ ppp=$(dirname "$pprun")/pp_pingpong
 writes_of() { sed -n 's/.*shm: sender writes: \([0-9]*\) messages.*/\1/p' "$log"; }
 for sw in on off; do
   "$pprun" --dev-kind "$kind" --timeout 60 -n 2 --nodes 1 -- "$ppp" --test early \
-    --sizes 1048576 --iters 20 --warmup 2 --check -c "shm_write=$sw" >"$log" 2>&1 ||
+    --sizes 1048576 --iters 20 --warmup 2 --check --config "shm_write=$sw" >"$log" 2>&1 ||
     { cat "$log"; fail "pp_pingpong early, shm_write=$sw"; }
   w=$(writes_of)
   [ "$(echo "$w" | wc -w)" -eq 2 ] || { cat "$log"; fail "shm_write=$sw: no counters from 2 ranks"; }
