@@ -80,7 +80,6 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 {
 	struct rx *r;
 	if (h->flags & PP_WIRE_F_FIRST) {
-		p->rx_msg_next = h->msg_id + 1;
 		r = NULL;
 		for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
 			struct rx *x = container_of(l, struct rx, q);
@@ -259,6 +258,8 @@ int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_
 		p->owe |= OWE_ACK | OWE_ACK_NOW;
 		return -EPROTO;
 	}
+	if (h.type == PP_WIRE_PUSH && (h.flags & PP_WIRE_F_FIRST))
+		p->rx_msg_next = h.msg_id + 1; /* seen: a receive posted now waits for the next */
 	p->rx_stream = h.stream;
 	p->rcv_nxt++;
 	p->nacked = 0;
