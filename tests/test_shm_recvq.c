@@ -387,7 +387,7 @@ static void test_late_read(void)
 
 /* Two receives from one source: tags 1 then 2, messages tag 2 then tag 1:
  * each lands in its own buffer. Then two receives of one tag, two
- * messages: in order. */
+ * messages: in order. Then a receive for any tag. */
 static void test_two_tags(void)
 {
 	static uint8_t s1[50000], s2[50000], r1[50000], r2[50000];
@@ -426,6 +426,16 @@ static void test_two_tags(void)
 		CU_ASSERT_EQUAL(take(1, &c), 1);
 		CU_ASSERT(c.error == 0 && c.cookie == 31 + (uint64_t)i);
 	}
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	/* Any tag from this source: published, and written. */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, PP_PROTO_ANY, r1, sizeof(r1), 51), 0);
+	CU_ASSERT_EQUAL(w.posts, 5);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 9, s1, sizeof(s1), 61), 0);
+	CU_ASSERT_EQUAL(w.writes, 3);
+	pump();
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT(c.error == 0 && c.cookie == 51 && c.tag == 9 && same(r1, sizeof(r1), 1));
 	while (take(0, &c))
 		CU_ASSERT_EQUAL(c.error, 0);
 	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
