@@ -27,8 +27,10 @@
  * buffer); a sender that finds its message's receive there claims it and
  * writes the whole message in (one process_vm_writev, or memcpy into the
  * segment), then sends one empty FIRST frame with WRITTEN. Leaving, a rank
- * withdraws what it still has published. A local peer that dies without a goodbye is noticed
- * from its pid (pidfd) within PP_SHM_CHECK_NS and declared lost.
+ * withdraws what it still has published.
+ *
+ * A local peer that dies without a goodbye is noticed from its pid (pidfd)
+ * within PP_SHM_CHECK_NS and declared lost.
  */
 #include <errno.h>
 #include <poll.h>
