@@ -89,6 +89,8 @@ void pp_proto_destroy(struct pp_proto *e)
 {
 	if (!e)
 		return;
+	if (e->recvq)
+		pp_proto_set_recvq(e, NULL); /* withdraw what is published */
 	if (e->peers)
 		for (uint32_t r = 0; r < e->c.nranks; r++) {
 			free(e->peers[r].ring);
@@ -167,6 +169,8 @@ void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 
 void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
 {
+	if (r->state == RX_POSTED && r->rq_slot)
+		pp_proto_rq_withdraw(e, r);
 	if (r->state == RX_UNEXPECTED || r->state == RX_POSTED)
 		list_del(&r->q);
 	if (r->state == RX_UNEXPECTED || r->state == RX_ACTIVE)
@@ -271,23 +275,28 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	s->gen_done = 0;
 	s->queued = 1;
 	s->copied = 0;
+	s->written = 0;
 	list_add_tail(&p->sends, &s->all);
 	list_add_tail(&p->txq, &s->q);
 	e->user_ops++;
-	if (e->c.copy_max && len <= e->c.copy_max && push == len) {
+	/* Written straight into a receive the peer published: done too. */
+	int written = pp_proto_rq_write(e, p, s);
+	if (written || (e->c.copy_max && len <= e->c.copy_max && push == len)) {
 		/* Eager: pushed whole, so nothing waits for a PULL that a
 		 * sender gone computing would serve late; the user's buffer is
 		 * free again now. */
-		uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
-		if (len)
-			memcpy(copy, buf, (size_t)len);
-		s->buf = copy;
+		if (!written) {
+			uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
+			if (len)
+				memcpy(copy, buf, (size_t)len);
+			s->buf = copy;
+		}
 		s->copied = 1;
 		e->nsends_copied++;
 		complete(e, cookie, 1, dst, (uint32_t)tag, len, 0);
 		e->st.msgs_tx++;
 	}
-	if (p->local && push < len && e->c.publish)
+	if (p->local && push < len && e->c.publish && !written)
 		e->c.publish(e->c.hook_arg, dst, s->msg_id, buf, len);
 	return 0;
 }
@@ -365,6 +374,7 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 	pp_pushbuf_chain_init(&r->cells);
 	list_add_tail(&e->posted, &r->q);
 	e->user_ops++;
+	pp_proto_rq_post(e, r);
 	return 0;
 }
 

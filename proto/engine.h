@@ -67,6 +67,24 @@
  * peer are expected to be [0, min(L, its BTP1 + BTP2)), or nothing when its
  * FIRST frame is empty: both ends must give the pair the same BTP.
  *
+ * Early receiver, sender writes (pp_proto_set_recvq): a receive posted for
+ * a specific local source s, of at least direct_min + the pair's push bytes
+ * (not in Push-All), that finds nothing arrived is published through the
+ * post hook, expecting the next message number from s not seen yet, but
+ * only when no earlier posted receive could take a message from s first (one
+ * for any source, or one for s not published). When a published receive
+ * matches a message the ordinary way the take hook marks it taken; one that
+ * ends otherwise (peer lost or gone, engine destroyed) is withdrawn. A send
+ * to a local peer that would otherwise be copied by the receiver (at least
+ * direct_min bytes past the pushes) first offers itself to the write hook:
+ * when the receiver's first matching published receive waits for exactly
+ * this message and holds it, the hook writes the whole message into it;
+ * the send then completes at once (as a copied one) and its only frame is an
+ * empty FIRST PUSH with WRITTEN. The receiver matches that frame as usual
+ * (the first match must be the claimed receive, else the receive fails with
+ * -EPROTO and a STATE drop is counted) and completes it with no PULL and no
+ * copy. Any other case takes the path above.
+ *
  * Limits: each peer engine uses one TX stream; the ack_stream of frames we
  * send is the stream of the peer's last sequenced frame.
  */
@@ -278,6 +296,35 @@ struct pp_proto_stage_ops {
 	int (*ahead)(void *arg, uint32_t src, uint32_t tag);
 	void *arg; /* passed to every hook */
 };
+
+/*
+ * The receive-queue hooks of the intranode peers (see "Early receiver,
+ * sender writes" above). src and dst are local ranks.
+ */
+struct pp_proto_recvq_ops {
+	/* Publish a receive of cap bytes at buf for a message from src with
+	 * tag (or PP_PROTO_ANY), expected to be message number expect:
+	 * returns its slot (>= 0), or a negative errno (not published). */
+	int (*post)(void *arg, uint32_t src, int tag, void *buf, uint64_t cap, uint32_t expect);
+	/* The receive of slot matched message msg_id (written: a WRITTEN
+	 * frame): 0, or -EPROTO when the entry was not in the state that
+	 * implies. The entry is taken either way. */
+	int (*take)(void *arg, uint32_t src, int slot, uint32_t msg_id, int written);
+	/* The receive of slot ends without a message: 0, or -EBUSY when the
+	 * sender has claimed it. */
+	int (*withdraw)(void *arg, uint32_t src, int slot);
+	/* Write message msg_id (tag, len bytes at buf) into dst's receive
+	 * posted for it, if there is one: 0 when written, else a negative
+	 * errno (nothing claimed; send it the ordinary way). */
+	int (*write)(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+		     uint64_t len);
+	void *arg; /* passed to every hook */
+};
+
+/* Install the receive-queue hooks (copied; every hook must be set), or
+ * remove them with NULL (receives published already are withdrawn). Cold
+ * path. Errors: -EINVAL (a hook missing). */
+int pp_proto_set_recvq(struct pp_proto *eng, const struct pp_proto_recvq_ops *ops);
 
 /* Install the staging hooks (copied; every hook must be set), or remove them
  * with NULL. Set them before traffic flows. Errors: -EINVAL (a hook missing). */

@@ -85,6 +85,7 @@ struct send {
 	uint8_t gen_done;      /* every frame is produced */
 	uint8_t queued;	       /* on the peer's txq */
 	uint8_t copied;	       /* buf is the engine's copy; completion already given */
+	uint8_t written;       /* written into the receive buffer: one empty FIRST frame */
 	struct link all;       /* peer's list of active sends */
 	struct link q;	       /* peer's txq, or the free pool */
 };
@@ -108,6 +109,7 @@ struct rx {
 	uint8_t *stage;		       /* staging block holding the message, or NULL */
 	uint8_t evicted;	       /* pushed bytes given up: pull all again */
 	uint8_t rewind;		       /* the PULL carries AGAIN */
+	int rq_slot;		       /* receive-queue entry + 1 when published, else 0 */
 	struct link q;		       /* posted or unexpected queue, or free pool */
 	struct link by_peer;	       /* peer's list of arrived messages */
 	struct link pq;		       /* peer's pullq or directq */
@@ -155,6 +157,7 @@ struct peer {
 	uint32_t rtt_seq;      /* the timed frame (one at a time, Karn) */
 	uint8_t rtt_on;	       /* a frame is being timed */
 	uint32_t next_msg_id;  /* next message number to this peer */
+	uint32_t rx_msg_next;  /* next message number from it not seen yet */
 	uint16_t credit_limit; /* cells the peer has allowed us, cumulative */
 	uint16_t credit_used;  /* cells we pushed, cumulative */
 	struct link sends;     /* active sends to it */
@@ -203,6 +206,8 @@ struct pp_proto {
 	struct pp_proto_stage_ops so; /* staging hooks */
 	int staging;		      /* 1 when the hooks are set */
 	uint8_t local_out;	      /* in pp_proto_output_local: frames in the local form */
+	struct pp_proto_recvq_ops rq; /* receive-queue hooks */
+	int recvq;		      /* 1 when they are set */
 };
 
 static inline int seq_lt(uint32_t a, uint32_t b)
@@ -262,6 +267,16 @@ int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
 
 /* Local peer: fill d with the next owed DONE PULL; 0 when none is owed. */
 int pp_proto_done_desc(struct pp_proto *e, struct peer *p, struct desc *d);
+/* Receive queue (engine_local.c). post: publish r, just queued, if the
+ * rules allow. match: r (active) matched the FIRST frame h: take its entry;
+ * returns 1 when it finished r (a WRITTEN message, or a protocol error), 0
+ * when r goes on as usual. withdraw: r, posted, ends without a message.
+ * write: let the receiver's hook take s whole; returns 1 when it did. */
+void pp_proto_rq_post(struct pp_proto *e, struct rx *r);
+int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr *h);
+void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r);
+int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s);
+
 /* Staging (engine_stage.c). ask: a block for an unexpected FIRST, or NULL.
  * input: a frame of a staged or evicted unexpected message (stored or thrown
  * away). evict: make room for need cells, maybe by evicting self; returns 1

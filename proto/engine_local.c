@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine's intranode additions (engine.h, "Intranode peers"): local peers,
- * direct copies in place of pulled DATA, and DONE PULLs.
+ * direct copies in place of pulled DATA, DONE PULLs, and the receive queue
+ * (published receives the sender writes into).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -121,4 +122,92 @@ int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
 	if (p->local && h->offset > s->next_off && h->offset < s->len && s->next_off >= s->push_end)
 		s->next_off = h->offset;
 	return 0;
+}
+
+/* ---- receive queue ---- */
+
+int pp_proto_set_recvq(struct pp_proto *e, const struct pp_proto_recvq_ops *ops)
+{
+	if (ops && (!ops->post || !ops->take || !ops->withdraw || !ops->write))
+		return -EINVAL;
+	if (e->recvq)
+		for (struct link *l = e->posted.next; l != &e->posted; l = l->next)
+			pp_proto_rq_withdraw(e, container_of(l, struct rx, q));
+	e->recvq = ops != NULL;
+	if (ops)
+		e->rq = *ops;
+	return 0;
+}
+
+/* Bytes a local peer pushes of a message longer than that. */
+static uint64_t local_push(const struct pp_proto *e, const struct peer *p)
+{
+	return e->c.mode == PP_PROTO_PUSH_ZERO ? 0 : (uint64_t)p->btp1 + p->btp2;
+}
+
+void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
+{
+	if (!e->recvq || r->want_src < 0 || e->c.mode == PP_PROTO_PUSH_ALL)
+		return;
+	struct peer *p = &e->peers[r->want_src];
+	uint64_t push = local_push(e, p);
+	if (!p->local || r->cap <= push || r->cap - push < e->c.direct_min)
+		return;
+	/* A message from the peer must not find a receive the sender cannot
+	 * see before this one: one for any source, or one not published. */
+	for (struct link *l = e->posted.next; l != &r->q; l = l->next) {
+		const struct rx *x = container_of(l, struct rx, q);
+		if (x->want_src == PP_PROTO_ANY || (x->want_src == r->want_src && !x->rq_slot))
+			return;
+	}
+	int slot = e->rq.post(e->rq.arg, (uint32_t)r->want_src, r->want_tag, r->buf, r->cap,
+			      p->rx_msg_next);
+	if (slot >= 0)
+		r->rq_slot = slot + 1;
+}
+
+int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr *h)
+{
+	int written = (h->flags & PP_WIRE_F_WRITTEN) != 0;
+	if (!r->rq_slot && !written)
+		return 0;
+	int rc = r->rq_slot && e->recvq
+		     ? e->rq.take(e->rq.arg, r->peer, r->rq_slot - 1, h->msg_id, written)
+		     : -EPROTO;
+	r->rq_slot = 0;
+	if (rc)
+		e->st.drops[PP_DROP_STATE]++;
+	if (!written)
+		return 0;
+	if (rc || r->msg_len > r->cap) {
+		pp_proto_rx_finish(e, r, -EPROTO);
+		return 1;
+	}
+	/* Every byte is in the buffer already: no PULL, no copy. */
+	r->got = r->msg_len;
+	e->st.bytes_rx += r->msg_len;
+	e->st.copies_avoided += r->msg_len;
+	pp_proto_rx_finish(e, r, 0);
+	return 1;
+}
+
+void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r)
+{
+	/* A claimed entry (-EBUSY) means the sender is writing this message:
+	 * the receive ends anyway (its peer is lost or the engine goes). */
+	if (r->rq_slot && e->recvq)
+		e->rq.withdraw(e->rq.arg, (uint32_t)r->want_src, r->rq_slot - 1);
+	r->rq_slot = 0;
+}
+
+int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
+{
+	if (!e->recvq || !p->local || e->c.mode == PP_PROTO_PUSH_ALL || s->push_end >= s->len ||
+	    s->len - s->push_end < e->c.direct_min)
+		return 0;
+	if (e->rq.write(e->rq.arg, s->peer, s->msg_id, s->tag, s->buf, s->len))
+		return 0;
+	s->written = 1;
+	s->push_end = s->end_off = 0;
+	return 1;
 }

@@ -92,6 +92,9 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 			list_del(&r->q);
 			r->state = RX_ACTIVE;
 			e->st.early_matches++;
+		} else if (h->flags & PP_WIRE_F_WRITTEN) {
+			e->st.drops[PP_DROP_STATE]++; /* written for no receive of ours */
+			return 0;
 		} else {
 			if (list_empty(&e->pp_proto_rx_free))
 				return PP_DROP_STATE + 1;
@@ -114,6 +117,8 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 		r->got = 0;
 		r->wants_pull = (h->flags & PP_WIRE_F_PULL) != 0;
 		list_add_tail(&p->arrived, &r->by_peer);
+		if (r->state == RX_ACTIVE && pp_proto_rq_match(e, r, h))
+			return 0; /* the sender wrote it all: finished */
 	} else {
 		r = find_arrived(p, h->msg_id);
 		if (!r || r->msg_len != h->msg_len || h->offset != r->got ||
@@ -254,6 +259,8 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 		p->owe |= OWE_ACK | OWE_ACK_NOW;
 		return -EPROTO;
 	}
+	if (h.type == PP_WIRE_PUSH && (h.flags & PP_WIRE_F_FIRST))
+		p->rx_msg_next = h.msg_id + 1; /* seen: a receive posted now waits for the next */
 	p->rx_stream = h.stream;
 	p->rcv_nxt++;
 	p->nacked = 0;

@@ -127,7 +127,9 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 		if (n > e->maxp)
 			n = e->maxp;
 		flags = PP_WIRE_F_FIRST;
-		if (s->push_end < s->len)
+		if (s->written)
+			flags |= PP_WIRE_F_WRITTEN | PP_WIRE_F_LAST;
+		else if (s->push_end < s->len)
 			flags |= PP_WIRE_F_PULL;
 		s->first_sent = 1;
 	} else {
@@ -145,7 +147,7 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 	d->len = (uint16_t)n;
 	d->obj = s;
 	d->offset = off;
-	s->next_off = off + n;
+	s->next_off = s->written ? s->len : off + n;
 	s->unacked++;
 	if (s->next_off == s->len)
 		s->gen_done = 1;

@@ -19,6 +19,10 @@
  * sender sends everything from the PULL's offset again, as DATA.
  * DONE on a PULL (offset = msg_len) says the receiver copied the rest itself,
  * straight from the sender's buffer (intranode): nothing is to be sent.
+ * WRITTEN on a FIRST PUSH with no payload (intranode) says the sender wrote
+ * the whole message straight into the receive buffer the receiver described
+ * in its receive-queue area: the matched receive completes with every byte,
+ * and no PULL follows.
  */
 #ifndef PP_WIRE_H
 #define PP_WIRE_H
@@ -54,6 +58,7 @@ enum pp_wire_flag {
 	PP_WIRE_F_DONE = 0x10,	 /* on PULL (intranode): the receiver copied it all */
 	PP_WIRE_F_COPIED = 0x20, /* the sender holds a copy: its send is done, ack lazily */
 	PP_WIRE_F_AGAIN = 0x40,	 /* on PULL: pushed bytes were dropped, send from offset */
+	PP_WIRE_F_WRITTEN = 0x80, /* on FIRST (intranode): the sender wrote it all */
 };
 
 /* The protocol header in host byte order. */

@@ -149,6 +149,12 @@ static int set_one(struct pp_config *c, const char *key, const char *v)
 			}
 		return -EINVAL;
 	}
+	if (strcmp(key, "shm_write") == 0) {
+		if (strcmp(v, "on") && strcmp(v, "off"))
+			return -EINVAL;
+		c->shm_write = strcmp(v, "on") == 0;
+		return 0;
+	}
 	if (strcmp(key, "shm_heap") == 0)
 		return parse_bytes(v, &c->shm_heap);
 
@@ -244,6 +250,7 @@ int pp_config_load(struct pp_config *c, const char *config)
 	c->credits = true;
 	c->shm = PP_SHM_ON;
 	c->shm_heap = PP_SHM_HEAP_DEFAULT;
+	c->shm_write = true;
 	strcpy(c->predict, "off");
 	set_one(c, "job", "0");
 

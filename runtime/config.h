@@ -48,6 +48,7 @@ struct pp_config {
 	bool credits;		     /* pushed-buffer credits (false: Push-All overflow) */
 	enum pp_shm_mode shm;	     /* intranode transport: on, off, twocopy */
 	uint64_t shm_heap;	     /* pp_malloc bytes per rank in the segment (0: none) */
+	bool shm_write;		     /* shm=on: a sender writes into a receive posted early */
 };
 
 /* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */

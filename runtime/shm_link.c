@@ -19,8 +19,18 @@
  * buffer is in a heap area of the segment (pp_malloc), else one
  * process_vm_readv. If cross-memory attach is refused, or with
  * shm=twocopy, the hook fails or is absent and the bytes come as DATA frames
- * through the rings. A local peer that dies without a goodbye is noticed
- * from its pid (pidfd) within PP_SHM_CHECK_NS and declared lost.
+ * through the rings.
+ *
+ * Early receiver (shm=on, shm_write=on): the engine's receive-queue hooks
+ * describe each receive it may publish in the pair's receive-queue area
+ * (shm/recvq.h: buffer address, or its segment offset for a pp_malloc
+ * buffer); a sender that finds its message's receive there claims it and
+ * writes the whole message in (one process_vm_writev, or memcpy into the
+ * segment), then sends one empty FIRST frame with WRITTEN. Leaving, a rank
+ * withdraws what it still has published.
+ *
+ * A local peer that dies without a goodbye is noticed from its pid (pidfd)
+ * within PP_SHM_CHECK_NS and declared lost.
  */
 #include <errno.h>
 #include <poll.h>
@@ -37,6 +47,7 @@
 #include "heap.h"
 #include "pp_compiler.h"
 #include "pp_log.h"
+#include "recvq.h"
 #include "ring.h"
 #include "segment.h"
 
@@ -78,6 +89,10 @@ struct pp_shm_link {
 	uint64_t next_check;	 /* time of the next liveness check */
 	uint64_t copies;	 /* direct copies made */
 	uint64_t bytes;		 /* bytes they moved */
+	uint64_t posted;	 /* receives published in receive-queue areas */
+	uint64_t writes;	 /* messages this rank wrote into a peer's receive */
+	uint64_t write_bytes;	 /* bytes they moved */
+	uint64_t write_fails;	 /* claimed receives whose write failed (sent as usual) */
 };
 
 /* ---- engine hooks ---- */
@@ -128,6 +143,78 @@ void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *b
 	d->len = len;
 	d->seg_off = pp_shm_seg_offset(&L->seg, buf, len);
 	atomic_store_explicit(&d->key, ((uint64_t)msg_id << 1) | 1, memory_order_release);
+}
+
+/* Receive-queue hooks (pp_proto_set_recvq). */
+
+/* The peer rank reaches through the rings, alive; NULL otherwise. */
+static struct shm_peer *live_peer(pp_ctx *ctx, uint32_t rank)
+{
+	struct pp_shm_link *L = ctx->shm;
+	struct shm_peer *pe = L ? peer_of(L, rank) : NULL;
+	return pe && pe->tx_on && !pe->dead ? pe : NULL;
+}
+
+static int rq_post(void *arg, uint32_t src, int tag, void *buf, uint64_t cap, uint32_t expect)
+{
+	pp_ctx *ctx = arg;
+	struct shm_peer *pe = live_peer(ctx, src);
+	if (!pe)
+		return -ENODEV;
+	struct pp_shm_link *L = ctx->shm;
+	uint64_t off = pp_shm_seg_offset(&L->seg, buf, cap);
+	if (off == PP_SHM_NO_OFFSET && pp_shm_cma_denied())
+		return -EPERM; /* the sender could not write it either */
+	int slot = pp_shm_rq_post(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me),
+				  tag == PP_PROTO_ANY ? PP_SHM_RQ_ANY_TAG : tag,
+				  (uint64_t)(uintptr_t)buf, off, cap, expect);
+	if (slot >= 0)
+		L->posted++;
+	return slot;
+}
+
+static int rq_take(void *arg, uint32_t src, int slot, uint32_t msg_id, int written)
+{
+	pp_ctx *ctx = arg;
+	struct pp_shm_link *L = ctx->shm;
+	struct shm_peer *pe = L ? peer_of(L, src) : NULL;
+	if (!pe)
+		return -EPROTO;
+	int rc =
+	    pp_shm_rq_take(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), slot, msg_id, written);
+	if (rc)
+		pp_warn("shm: receive-queue entry of rank %u for message %u in the wrong state",
+			src, msg_id);
+	return rc;
+}
+
+static int rq_withdraw(void *arg, uint32_t src, int slot)
+{
+	pp_ctx *ctx = arg;
+	struct pp_shm_link *L = ctx->shm;
+	struct shm_peer *pe = L ? peer_of(L, src) : NULL;
+	if (!pe)
+		return 0; /* the areas were closed already */
+	return pp_shm_rq_withdraw(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), slot);
+}
+
+static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+		    uint64_t len)
+{
+	pp_ctx *ctx = arg;
+	struct shm_peer *pe = live_peer(ctx, dst);
+	if (!pe)
+		return -ENODEV;
+	struct pp_shm_link *L = ctx->shm;
+	int rc = pp_shm_rq_deliver(pp_shm_seg_recvq(&L->seg, L->seg.me, pe->idx), pe->pid,
+				   L->seg.base, L->seg.size, tag, msg_id, buf, len);
+	if (rc == 0) {
+		L->writes++;
+		L->write_bytes += len;
+	} else if (rc != -ENOENT) {
+		L->write_fails++;
+	}
+	return rc;
 }
 
 /* ---- progress ---- */
@@ -308,6 +395,12 @@ static int activate(pp_ctx *ctx, struct pp_shm_link *L)
 		pe->tx_on = 1;
 		active++;
 	}
+	if (c->shm == PP_SHM_ON && c->shm_write) {
+		struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write, ctx};
+		int rc = pp_proto_set_recvq(ctx->eng, &ops);
+		if (rc)
+			return rc;
+	}
 	L->setup = 0;
 	ctx->shm_only = active == (uint32_t)ctx->size - 1;
 	pp_info("shm: segment %s, %u local peer(s) through shared memory (%s)", L->seg.name, active,
@@ -444,9 +537,24 @@ void pp_shm_link_fini(pp_ctx *ctx)
 	ctx->shm_only = 0;
 	if (!ctx->shm)
 		return;
+	struct pp_shm_link *L = ctx->shm;
 	pp_info("shm: %llu direct copies moved %llu bytes straight between user buffers",
-		(unsigned long long)ctx->shm->copies, (unsigned long long)ctx->shm->bytes);
-	link_free(ctx->shm);
+		(unsigned long long)L->copies, (unsigned long long)L->bytes);
+	pp_info("shm: sender writes: %llu messages, %llu bytes written into receives posted "
+		"early; %llu receives published, %llu writes failed",
+		(unsigned long long)L->writes, (unsigned long long)L->write_bytes,
+		(unsigned long long)L->posted, (unsigned long long)L->write_fails);
+	/* Nothing published may outlive us: a sender would write into freed
+	 * memory. A claimed entry's write is under way or done already. */
+	pp_proto_set_recvq(ctx->eng, NULL);
+	int claimed = 0;
+	for (uint32_t i = 0; i < L->npeers; i++)
+		if (L->peer[i].rx_on)
+			claimed +=
+			    pp_shm_rq_close(pp_shm_seg_recvq(&L->seg, L->peer[i].idx, L->seg.me));
+	if (claimed)
+		pp_warn("shm: %d receive(s) claimed by their sender at finalize", claimed);
+	link_free(L);
 	ctx->shm = NULL;
 }
 

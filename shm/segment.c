@@ -13,10 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "recvq.h"
 #include "ring.h"
 
 #define SEG_MAGIC   0x70705347u /* "ppSG" */
-#define SEG_VERSION 1u
+#define SEG_VERSION 2u
 #define SEG_ALIGN   4096u
 
 struct pp_shm_hdr {
@@ -29,6 +30,7 @@ struct pp_shm_hdr {
 	uint64_t ring_bytes;			   /* bytes per ring, aligned */
 	uint64_t rings_off;			   /* first ring */
 	uint64_t descs_off;			   /* first send table */
+	uint64_t recvqs_off;			   /* first receive-queue area */
 	uint64_t heaps_off;			   /* first heap */
 	uint64_t heap_bytes;			   /* bytes per heap */
 	struct pp_shm_slot slot[PP_SHM_MAX_LOCAL]; /* local ranks, ascending */
@@ -54,7 +56,9 @@ static uint64_t layout(struct pp_shm_hdr *h, const struct pp_shm_geom *g)
 	h->descs_off = h->rings_off + h->ring_bytes * npairs(g->nlocal);
 	uint64_t descs =
 	    (uint64_t)npairs(g->nlocal) * PP_SHM_DESC_SLOTS * sizeof(struct pp_shm_desc);
-	h->heaps_off = align_up(h->descs_off + descs);
+	h->recvqs_off = align_up(h->descs_off + descs);
+	uint64_t recvqs = (uint64_t)npairs(g->nlocal) * sizeof(struct pp_shm_rq);
+	h->heaps_off = align_up(h->recvqs_off + recvqs);
 	h->heap_bytes = align_up(g->heap_bytes);
 	return h->heaps_off + h->heap_bytes * g->nlocal;
 }
@@ -114,7 +118,8 @@ int pp_shm_seg_create(struct pp_shm_seg *s, const char *name, const struct pp_sh
 		return rc;
 	}
 	struct pp_shm_hdr *h = base;
-	*h = tmp; /* the object is zero-filled: descriptors start invalid */
+	*h = tmp; /* the object is zero-filled: descriptors start invalid, and
+		   * receive-queue areas empty */
 	h->version = SEG_VERSION;
 	h->nonce = nonce;
 	h->size = size;
@@ -283,6 +288,12 @@ struct pp_shm_desc *pp_shm_seg_desc(const struct pp_shm_seg *s, uint32_t i, uint
 {
 	struct pp_shm_desc *t = (struct pp_shm_desc *)(s->base + s->hdr->descs_off);
 	return &t[(uint64_t)pair(s, i, j) * PP_SHM_DESC_SLOTS + (msg_id & (PP_SHM_DESC_SLOTS - 1))];
+}
+
+struct pp_shm_rq *pp_shm_seg_recvq(const struct pp_shm_seg *s, uint32_t i, uint32_t j)
+{
+	struct pp_shm_rq *q = (struct pp_shm_rq *)(s->base + s->hdr->recvqs_off);
+	return &q[pair(s, i, j)];
 }
 
 void *pp_shm_seg_heap(const struct pp_shm_seg *s, uint32_t i, size_t *bytes)

@@ -12,6 +12,8 @@
  *   send table per ordered pair, PP_SHM_DESC_SLOTS descriptors of sends in
  *              progress (msg_id, address, length, segment offset), so the
  *              receiver can copy straight from the sender's buffer
+ *   recv queues per ordered pair (i -> j), the receives j has posted for
+ *              messages from i (recvq.h), so i can write straight into them
  *   heaps      per local rank heap_bytes for pp_malloc (heap.h)
  *
  * Life: the lowest local rank removes a stale object of the same name,
@@ -126,6 +128,12 @@ void *pp_shm_seg_ring(const struct pp_shm_seg *s, uint32_t i, uint32_t j);
 /* The send descriptor of msg_id from slot i to slot j. */
 struct pp_shm_desc *pp_shm_seg_desc(const struct pp_shm_seg *s, uint32_t i, uint32_t j,
 				    uint32_t msg_id);
+
+struct pp_shm_rq;
+
+/* The receive-queue area of the pair from slot i to slot j (i != j): the
+ * receives j posted for messages from i. */
+struct pp_shm_rq *pp_shm_seg_recvq(const struct pp_shm_seg *s, uint32_t i, uint32_t j);
 
 /* Heap area of slot i; *bytes gets its length (0: no heap). */
 void *pp_shm_seg_heap(const struct pp_shm_seg *s, uint32_t i, size_t *bytes);

@@ -21,6 +21,7 @@
 #include "cma.h"
 #include "cu_main.h"
 #include "heap.h"
+#include "recvq.h"
 #include "ring.h"
 #include "segment.h"
 
@@ -118,6 +119,29 @@ static void test_create_attach(void)
 	d->len = 77;
 	CU_ASSERT_EQUAL(pp_shm_seg_desc(&b, 0, 1, 9 + PP_SHM_DESC_SLOTS)->len, 77);
 	CU_ASSERT_NOT_EQUAL(pp_shm_seg_desc(&b, 1, 0, 9)->len, 77);
+
+	/* Receive-queue areas: per ordered pair, distinct, empty at first, a
+	 * receive b posts for messages from a is seen (and claimed) by a, and
+	 * none is inside a heap. */
+	for (uint32_t i = 0; i < 3; i++)
+		for (uint32_t j = 0; j < 3; j++)
+			if (i != j) {
+				struct pp_shm_rq *x = pp_shm_seg_recvq(&a, i, j);
+				CU_ASSERT(atomic_load(&x->head) == 0 && atomic_load(&x->tail) == 0);
+				CU_ASSERT_EQUAL(pp_shm_seg_offset(&a, x, sizeof(*x)),
+						PP_SHM_NO_OFFSET);
+				for (uint32_t k = 0; k < 3; k++)
+					for (uint32_t l = 0; l < 3; l++)
+						if (k != l && (i != k || j != l))
+							CU_ASSERT_PTR_NOT_EQUAL(
+							    x, pp_shm_seg_recvq(&a, k, l));
+			}
+	struct pp_shm_rq_target t;
+	CU_ASSERT_EQUAL(
+	    pp_shm_rq_post(pp_shm_seg_recvq(&b, 0, 1), 4, 0x1234, PP_SHM_NO_OFFSET, 100, 0), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(pp_shm_seg_recvq(&a, 1, 0), 4, 0, 100, &t), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(pp_shm_seg_recvq(&a, 0, 1), 4, 0, 100, &t), 0);
+	CU_ASSERT_EQUAL(t.addr, 0x1234);
 
 	/* Heaps: per slot, disjoint; offsets only inside them. */
 	size_t n0, n1;

@@ -121,6 +121,9 @@ struct pp_stats {
  * shm (on|off|twocopy: ranks with the same node talk through a shared-memory
  * segment, pulled bytes in one copy straight between the user buffers; off:
  * over the port; twocopy: through the segment's rings; default on),
+ * shm_write (on|off, with shm=on: when the receive is posted before the
+ * message is sent, the sender writes the whole message straight into the
+ * receive buffer, instead of the receiver copying it; default on),
  * shm_heap (bytes of pp_malloc memory per rank in the segment, k/m/g
  * suffixes, 0 for none; default 64m).
  * Returns only when every rank of the job is known.

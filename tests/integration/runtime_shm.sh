@@ -17,7 +17,10 @@
 #    after sending: its message is still received, what needs it fails at
 #    once, pp_finalize does not wait for it;
 # 6. shm and Ethernet in one job: 2 nodes x 2 ranks, every scenario, each
-#    rank with one local peer through shared memory.
+#    rank with one local peer through shared memory;
+# 7. early receiver, sender writes: pp_pingpong's early test of 1 MiB (bytes
+#    checked) has every rank write its messages into the receive its peer
+#    posted (the counters at PP_LOG=info), and none with shm_write=off.
 set -uo pipefail
 pprun=$1 rtc=$2 tb=$3 kind=$4
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -63,14 +66,42 @@ shm_used 8
 rt_timeout=120 run "8 ranks on 1 node, match" 1 -n 8 --nodes 1 -- "$rtc" -c timeout_ms=10000 match
 
 # The dead rank exits 0 without pp_finalize; rt_check bounds the sender's
-# failure by timeout + 2 s.
-run "kill: receiver dies mid-transfer, 2 ranks" 1 -n 2 --nodes 1 -- "$rtc" kill
+# failure by timeout + 2 s. Its receive is posted first, so with
+# shm_write=on the sender would write the whole message into it at once and
+# its send would complete before the receiver dies: no transfer is in
+# progress to fail. The receiver-copies path is the one with a transfer in
+# flight, so these run with shm_write=off.
+run "kill: receiver dies mid-transfer, 2 ranks" 1 -n 2 --nodes 1 -- "$rtc" -c shm_write=off kill
 grep -q 'died; its operations fail' "$log" || fail "kill: the death was not seen from the pid"
-run "kill: receivers die, 4 ranks on 1 node" 2 -n 4 --nodes 1 -- "$rtc" kill
+run "kill: receivers die, 4 ranks on 1 node" 2 -n 4 --nodes 1 -- "$rtc" -c shm_write=off kill
 run "crash: a rank dies after sending; its message is still received" 1 -n 2 --nodes 1 -- \
   "$rtc" crash
 grep -q 'warn: pp_finalize' "$log" && { cat "$log"; fail "crash: pp_finalize waited for the dead rank"; }
 
 run "2 nodes x 2 ranks, shm and Ethernet, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
 shm_used 4
+
+# pp_pingpong is built beside pprun.
+ppp=$(dirname "$pprun")/pp_pingpong
+[ -x "$ppp" ] || fail "no pp_pingpong beside $pprun"
+# writes_of LOG: the messages each rank wrote into its peer's receive.
+writes_of() { sed -n 's/.*shm: sender writes: \([0-9]*\) messages.*/\1/p' "$log"; }
+for sw in on off; do
+  "$pprun" --dev-kind "$kind" --timeout 60 -n 2 --nodes 1 -- "$ppp" --test early \
+    --sizes 1048576 --iters 20 --warmup 2 --check --config "shm_write=$sw" >"$log" 2>&1 ||
+    { cat "$log"; fail "pp_pingpong early, shm_write=$sw"; }
+  w=$(writes_of)
+  [ "$(echo "$w" | wc -w)" -eq 2 ] || { cat "$log"; fail "shm_write=$sw: no counters from 2 ranks"; }
+  for n in $w; do
+    if [ "$sw" = on ]; then
+      # 22 iterations each way: a receive posted late now and then (the
+      # two cores are shared) takes the ordinary path, most must not.
+      [ "$n" -ge 11 ] || { cat "$log"; fail "shm_write=on: a rank wrote $n messages, want >= 11"; }
+    else
+      [ "$n" -eq 0 ] || { cat "$log"; fail "shm_write=off: a rank wrote $n messages"; }
+    fi
+  done
+  echo "ok: early receiver pingpong 1 MiB, shm_write=$sw: sender writes per rank: $w" | tr '\n' ' '
+  echo
+done
 echo "PASS: intranode rt_check over $kind"

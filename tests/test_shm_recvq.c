@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The receive-queue area (shm/recvq.h) alone, then the engine's early
+ * receiver path over it (proto/engine.h, "Early receiver, sender writes"):
+ * two engines in this process whose hooks use real areas, the sender
+ * writing with process_vm_writev into this process (or memcpy into a
+ * stand-in segment for pp_malloc buffers), the late path's direct hook
+ * copying from a published send as the runtime's does. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cu_main.h"
+#include "engine.h"
+#include "recvq.h"
+#include "segment.h"
+#include "wire.h"
+
+#define SLOTS		 64
+#define PP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define BIG		 (8u << 20)
+#define SEG_BYTES	 (BIG + (1u << 20))
+
+/* ---- the area alone ---- */
+
+static struct pp_shm_rq area;
+
+static void test_rq_claim_order(void)
+{
+	memset(&area, 0, sizeof(area));
+	struct pp_shm_rq_target t;
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 1, 0, 10, &t), -ENOENT); /* empty */
+	int a = pp_shm_rq_post(&area, 1, 0x1000, PP_SHM_NO_OFFSET, 100, 0);
+	int b = pp_shm_rq_post(&area, 2, 0x2000, 64, 200, 0);
+	int c = pp_shm_rq_post(&area, PP_SHM_RQ_ANY_TAG, 0x3000, PP_SHM_NO_OFFSET, 300, 0);
+	CU_ASSERT(a == 0 && b == 1 && c == 2);
+	/* The first matching entry decides: tag 1 waits for message 0 only,
+	 * and holds 100 bytes only. */
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 1, 1, 10, &t), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 1, 0, 101, &t), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, a), PP_SHM_RQ_POSTED);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 2, 0, 200, &t), b);
+	CU_ASSERT(t.addr == 0x2000 && t.seg_off == 64 && t.len == 200);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, b), PP_SHM_RQ_CLAIMED);
+	/* Claimed: skipped, the wildcard is next, and it waits for message 0;
+	 * a library tag (< 0) never matches the wildcard. */
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 2, 1, 1, &t), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, (uint32_t)-5, 0, 1, &t), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 7, 0, 300, &t), c);
+	CU_ASSERT(t.addr == 0x3000 && t.seg_off == PP_SHM_NO_OFFSET);
+	/* A claim given back is posted again. */
+	pp_shm_rq_unclaim(&area, c);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, c), PP_SHM_RQ_POSTED);
+	/* Take: a written message needs the claim for its number; an ordinary
+	 * one an unclaimed entry. Taken either way. */
+	CU_ASSERT_EQUAL(pp_shm_rq_take(&area, b, 1, 1), -EPROTO);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, b), PP_SHM_RQ_TAKEN);
+	CU_ASSERT_EQUAL(pp_shm_rq_take(&area, a, 0, 0), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, a), PP_SHM_RQ_TAKEN);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 7, 0, 300, &t), c);
+	CU_ASSERT_EQUAL(pp_shm_rq_take(&area, c, 0, 1), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 7, 0, 1, &t), -ENOENT);
+}
+
+static void test_rq_withdraw_full(void)
+{
+	memset(&area, 0, sizeof(area));
+	struct pp_shm_rq_target t;
+	for (int i = 0; i < PP_SHM_RQ_ENTRIES; i++)
+		CU_ASSERT_EQUAL(pp_shm_rq_post(&area, i, 0x1000u * (unsigned)i, PP_SHM_NO_OFFSET,
+					       10, (uint32_t)i),
+				i);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 99, 0, PP_SHM_NO_OFFSET, 10, 0), -ENOSPC);
+	/* Withdraw: posted -> free; claimed: busy. */
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 1, 1, 10, &t), 1);
+	CU_ASSERT_EQUAL(pp_shm_rq_withdraw(&area, 1), -EBUSY);
+	CU_ASSERT_EQUAL(pp_shm_rq_withdraw(&area, 0), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, 0), PP_SHM_RQ_FREE);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 0, 0, 10, &t), -ENOENT);
+	/* The head passes the free entry and stops at the claimed one: one
+	 * entry for a new receive, after the others in post order. */
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 2, 0xA000, PP_SHM_NO_OFFSET, 10, 2), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 99, 0, PP_SHM_NO_OFFSET, 10, 0), -ENOSPC);
+	CU_ASSERT_EQUAL(pp_shm_rq_take(&area, 1, 1, 1), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 2, 0xB000, PP_SHM_NO_OFFSET, 10, 2), 1);
+	/* Tag 2 finds the old entry 2 first, then the newer ones in order. */
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 2, 2, 10, &t), 2);
+	CU_ASSERT_EQUAL(t.addr, 0x2000);
+	CU_ASSERT_EQUAL(pp_shm_rq_take(&area, 2, 2, 1), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 2, 2, 10, &t), 0);
+	CU_ASSERT_EQUAL(t.addr, 0xA000);
+	/* Closing withdraws what is posted and reports what is claimed. */
+	CU_ASSERT_EQUAL(pp_shm_rq_close(&area), 1);
+	for (int i = 1; i < PP_SHM_RQ_ENTRIES; i++)
+		CU_ASSERT_NOT_EQUAL(pp_shm_rq_state(&area, i), PP_SHM_RQ_POSTED);
+}
+
+/* ---- the engine over the areas ---- */
+
+/* A published send, for the late path's direct hook. */
+struct pub {
+	const uint8_t *buf; /* sender's buffer */
+	uint64_t len;	    /* its length */
+	uint32_t msg_id;    /* the message */
+	int valid;	    /* published */
+};
+
+static struct world {
+	struct pp_proto *e[2];	  /* engine of rank 0 and 1 */
+	struct pp_shm_rq rq[2];	  /* [s]: receives posted by 1 - s for messages from s */
+	struct pub pub[2][SLOTS]; /* [sender][msg_id % SLOTS] */
+	uint8_t *seg;		  /* stand-in segment: buffers here are "pp_malloc" ones */
+	pid_t pid;		  /* where writes go (this process, or a dead one) */
+	int fake_fail;		  /* write: claim, give it back, fail with this error */
+	int lie;		  /* write: claim nothing and say it was written */
+	int posts;		  /* receives published */
+	int withdrawn;		  /* withdraw calls */
+	int writes;		  /* messages written by the sender */
+	int write_fails;	  /* writes that failed after a claim */
+	uint64_t copied;	  /* bytes the receiver's direct hook copied */
+	uint8_t frame[2000];	  /* scratch */
+	uint64_t now;		  /* virtual time */
+} w;
+
+static int hook_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+		       uint64_t len)
+{
+	(void)arg;
+	struct pub *p = &w.pub[src][msg_id % SLOTS];
+	if (!p->valid || p->msg_id != msg_id || off + len > p->len)
+		return -ENOENT;
+	memcpy(dst, p->buf + off, len);
+	w.copied += len;
+	return 0;
+}
+
+static void hook_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len)
+{
+	uint32_t src = (uint32_t)(uintptr_t)arg;
+	(void)dst;
+	w.pub[src][msg_id % SLOTS] = (struct pub){buf, len, msg_id, 1};
+}
+
+static uint64_t seg_offset(const void *p, uint64_t len)
+{
+	const uint8_t *b = p;
+	return b >= w.seg && b < w.seg + SEG_BYTES && len <= (uint64_t)(w.seg + SEG_BYTES - b)
+		   ? (uint64_t)(b - w.seg)
+		   : PP_SHM_NO_OFFSET;
+}
+
+static int rq_post(void *arg, uint32_t src, int tag, void *buf, uint64_t cap, uint32_t expect)
+{
+	(void)arg;
+	int slot = pp_shm_rq_post(&w.rq[src], tag, (uint64_t)(uintptr_t)buf, seg_offset(buf, cap),
+				  cap, expect);
+	w.posts += slot >= 0;
+	return slot;
+}
+
+static int rq_take(void *arg, uint32_t src, int slot, uint32_t msg_id, int written)
+{
+	(void)arg;
+	return pp_shm_rq_take(&w.rq[src], slot, msg_id, written);
+}
+
+static int rq_withdraw(void *arg, uint32_t src, int slot)
+{
+	(void)arg;
+	w.withdrawn++;
+	return pp_shm_rq_withdraw(&w.rq[src], slot);
+}
+
+static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+		    uint64_t len)
+{
+	uint32_t me = (uint32_t)(uintptr_t)arg;
+	(void)dst;
+	if (w.lie)
+		return 0;
+	struct pp_shm_rq *q = &w.rq[me];
+	if (w.fake_fail) {
+		struct pp_shm_rq_target t;
+		int slot = pp_shm_rq_claim(q, tag, msg_id, len, &t);
+		if (slot < 0)
+			return slot;
+		pp_shm_rq_unclaim(q, slot);
+		w.write_fails++;
+		return w.fake_fail;
+	}
+	int rc = pp_shm_rq_deliver(q, w.pid, w.seg, SEG_BYTES, tag, msg_id, buf, len);
+	if (rc == 0)
+		w.writes++;
+	else if (rc != -ENOENT)
+		w.write_fails++;
+	return rc;
+}
+
+static void world_init(enum pp_proto_mode mode)
+{
+	uint8_t *seg = w.seg;
+	memset(&w, 0, sizeof(w));
+	w.seg = seg;
+	w.pid = getpid();
+	w.now = 1000;
+	for (uint32_t i = 0; i < 2; i++) {
+		struct pp_proto_conf c;
+		pp_proto_conf_default(&c);
+		c.rank = i;
+		c.nranks = 2;
+		c.job = 7;
+		c.mac[5] = (uint8_t)i;
+		c.mode = mode;
+		c.direct = hook_direct;
+		c.publish = hook_publish;
+		c.hook_arg = (void *)(uintptr_t)i;
+		CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[i], &c), 0);
+		struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write,
+						 (void *)(uintptr_t)i};
+		CU_ASSERT_EQUAL_FATAL(pp_proto_set_recvq(w.e[i], &ops), 0);
+	}
+	for (uint32_t i = 0; i < 2; i++) {
+		uint8_t mac[6] = {0, 0, 0, 0, 0, (uint8_t)(1 - i)};
+		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[i], 1 - i, mac), 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[i], 1 - i, 16, 744), 0);
+	}
+}
+
+static void world_fini(void)
+{
+	pp_proto_destroy(w.e[0]);
+	pp_proto_destroy(w.e[1]);
+}
+
+/* Move frames both ways, and run timers, until nothing has happened for a
+ * few rounds; returns the frames moved. */
+static unsigned pump(void)
+{
+	unsigned total = 0;
+	for (int quiet = 0; quiet < 8;) {
+		int moved = 0;
+		for (uint32_t i = 0; i < 2; i++) {
+			pp_proto_handle_expiry(w.e[i], w.now);
+			int len =
+			    pp_proto_output_local(w.e[i], 1 - i, w.frame, sizeof(w.frame), w.now);
+			CU_ASSERT_FATAL(len >= 0);
+			if (len > 0) {
+				pp_proto_input_local(w.e[1 - i], w.frame, (size_t)len, w.now);
+				moved = 1;
+				total++;
+			}
+		}
+		w.now += 1000;
+		uint64_t t0 = pp_proto_expiry(w.e[0]), t1 = pp_proto_expiry(w.e[1]);
+		uint64_t t = t0 < t1 ? t0 : t1;
+		if (moved)
+			quiet = 0;
+		else if (t == UINT64_MAX)
+			quiet++;
+		else if (t > w.now)
+			w.now = t; /* only a timer can move things now */
+	}
+	return total;
+}
+
+static int take(uint32_t i, struct pp_proto_cpl *c)
+{
+	return pp_proto_poll(w.e[i], c);
+}
+
+static void fill(uint8_t *b, uint64_t n, unsigned seed)
+{
+	for (uint64_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 12));
+}
+
+static int same(const uint8_t *b, uint64_t n, unsigned seed)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (b[i] != (uint8_t)(i * 7 + seed * 13 + (i >> 12)))
+			return 0;
+	return 1;
+}
+
+/* Rank 1 posts a receive from 0 (tag 5, cap bytes at r, r has 16 more to
+ * see nothing is written past it) before (early) or after (late) rank 0
+ * sends n bytes from s. Checks the bytes, the completions (an early
+ * written send completes before any frame moves) and idleness; returns the
+ * receive's error. */
+static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, uint8_t *r)
+{
+	struct pp_proto_cpl c;
+	fill(s, n, seed);
+	memset(r, 0xEE, cap + 16);
+	int writes = w.writes;
+	if (!late)
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, s, n, 1), 0);
+	int sent_now = take(0, &c);
+	CU_ASSERT_EQUAL(sent_now, w.writes > writes);
+	pump();
+	if (late) {
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+		pump();
+	}
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.cookie == 2 && !c.is_send && c.len == n && c.source == 0);
+	int err = c.error;
+	if (err == 0 || err == -EMSGSIZE)
+		CU_ASSERT(same(r, n < cap ? n : cap, seed));
+	CU_ASSERT_EQUAL(r[cap], 0xEE); /* nothing past the buffer */
+	if (!sent_now) {
+		CU_ASSERT_EQUAL_FATAL(take(0, &c), 1);
+		CU_ASSERT(c.cookie == 1 && c.is_send && c.error == 0 && c.len == n);
+	}
+	CU_ASSERT_EQUAL(take(0, &c) + take(1, &c), 0);
+	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
+	return err;
+}
+
+static const uint64_t wsizes[] = {4096, 4097, 65536, 100003, 1u << 20, (4u << 20) + 5, BIG};
+static const size_t offs[] = {0, 1, 3, 4093};
+
+static uint8_t sbuf[BIG + 8192], rbuf[BIG + 8192];
+
+/* Early receiver: the sender wrote every byte (no frame payload, no copy by
+ * the receiver), at unaligned offsets of both buffers; its send completed
+ * at once. Then from a pp_malloc-like buffer in the segment: memcpy (the
+ * pid is a dead one, so cross-memory attach could not have done it). */
+static void test_early_written(void)
+{
+	for (int mode = 0; mode < 3; mode += 2) { /* Push-Pull and Push-Zero */
+		world_init((enum pp_proto_mode)mode);
+		int k = 0;
+		for (size_t i = 0; i < PP_ARRAY_SIZE(wsizes); i++) {
+			uint64_t n = wsizes[i];
+			size_t so = offs[i % PP_ARRAY_SIZE(offs)],
+			       ro = offs[(i + 1) % PP_ARRAY_SIZE(offs)];
+			struct pp_stats a, b;
+			pp_proto_stats(w.e[0], &a);
+			int writes = w.writes;
+			CU_ASSERT_EQUAL(one(n, n, 0, (unsigned)i, sbuf + so, rbuf + ro), 0);
+			pp_proto_stats(w.e[0], &b);
+			CU_ASSERT_EQUAL(w.writes, writes + 1);
+			CU_ASSERT_EQUAL(b.bytes_tx - a.bytes_tx, 0);
+			CU_ASSERT_EQUAL(w.copied, 0);
+			k++;
+		}
+		struct pp_stats st;
+		pp_proto_stats(w.e[1], &st);
+		CU_ASSERT_EQUAL(st.msgs_rx, (uint64_t)k);
+		CU_ASSERT_EQUAL(st.pulls_tx, 0);
+		CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 0);
+		CU_ASSERT_EQUAL(w.posts, k);
+		world_fini();
+	}
+	/* Into the segment: memcpy, no cross-memory attach. */
+	world_init(PP_PROTO_PUSH_PULL);
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	w.pid = child; /* reaped: writing there fails with -ESRCH */
+	for (size_t i = 0; i < 3; i++) {
+		uint64_t n = wsizes[i * 3];
+		CU_ASSERT_EQUAL(one(n, n, 0, 40 + (unsigned)i, sbuf + 5, w.seg + 64 + i), 0);
+	}
+	CU_ASSERT_EQUAL(w.writes, 3);
+	CU_ASSERT_EQUAL(w.copied, 0);
+	world_fini();
+}
+
+/* Late receiver: nothing is published when the message is here already;
+ * the receiver copies, as before. */
+static void test_late_read(void)
+{
+	world_init(PP_PROTO_PUSH_PULL);
+	for (size_t i = 0; i < PP_ARRAY_SIZE(wsizes); i++) {
+		uint64_t n = wsizes[i], copied = w.copied;
+		CU_ASSERT_EQUAL(one(n, n, 1, (unsigned)i, sbuf + 1, rbuf + 2), 0);
+		CU_ASSERT_EQUAL(w.copied - copied, n - 760);
+	}
+	CU_ASSERT_EQUAL(w.writes + w.posts, 0);
+	world_fini();
+}
+
+/* Two receives from one source: tags 1 then 2, messages tag 2 then tag 1:
+ * each lands in its own buffer. Then two receives of one tag, two
+ * messages: in order. Then a receive for any tag. */
+static void test_two_tags(void)
+{
+	static uint8_t s1[50000], s2[50000], r1[50000], r2[50000];
+	struct pp_proto_cpl c;
+	world_init(PP_PROTO_PUSH_PULL);
+	fill(s1, sizeof(s1), 1);
+	fill(s2, sizeof(s2), 2);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, r1, sizeof(r1), 11), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, r2, sizeof(r2), 12), 0);
+	CU_ASSERT_EQUAL(w.posts, 2);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 2, s2, sizeof(s2), 21), 0);
+	CU_ASSERT_EQUAL(w.writes, 1); /* message 0, tag 2: the second receive */
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, s1, sizeof(s1), 22), 0);
+	CU_ASSERT_EQUAL(w.writes, 1); /* message 1: the first waits for 0, so not */
+	pump();
+	int n = 0;
+	while (take(1, &c)) {
+		CU_ASSERT_EQUAL(c.error, 0);
+		CU_ASSERT_EQUAL(c.tag, (int)c.cookie - 10);
+		n++;
+	}
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT(same(r1, sizeof(r1), 1) && same(r2, sizeof(r2), 2));
+	CU_ASSERT_EQUAL(w.copied, sizeof(s1) - 760);
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	/* Same tag twice: first message into the first receive. */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, r1, sizeof(r1), 31), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, r2, sizeof(r2), 32), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s2, sizeof(s2), 41), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s1, sizeof(s1), 42), 0);
+	pump();
+	CU_ASSERT(same(r1, sizeof(r1), 2) && same(r2, sizeof(r2), 1));
+	CU_ASSERT_EQUAL(w.writes, 2);
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+		CU_ASSERT(c.error == 0 && c.cookie == 31 + (uint64_t)i);
+	}
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	/* Any tag from this source: published, and written. */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, PP_PROTO_ANY, r1, sizeof(r1), 51), 0);
+	CU_ASSERT_EQUAL(w.posts, 5);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 9, s1, sizeof(s1), 61), 0);
+	CU_ASSERT_EQUAL(w.writes, 3);
+	pump();
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT(c.error == 0 && c.cookie == 51 && c.tag == 9 && same(r1, sizeof(r1), 1));
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
+	world_fini();
+}
+
+/* A receive for any source blocks publishing after it until it is matched;
+ * it is never published itself. Order stays MPI's. */
+static void test_any_source(void)
+{
+	static uint8_t s[3][20000], r[3][20000];
+	struct pp_proto_cpl c;
+	world_init(PP_PROTO_PUSH_PULL);
+	for (int i = 0; i < 3; i++)
+		fill(s[i], sizeof(s[i]), 50 + (unsigned)i);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], PP_PROTO_ANY, 5, r[0], sizeof(r[0]), 100), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[1], sizeof(r[1]), 101), 0);
+	CU_ASSERT_EQUAL(w.posts, 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s[i], sizeof(s[i]), (uint64_t)i), 0);
+	pump();
+	CU_ASSERT(same(r[0], sizeof(r[0]), 50) && same(r[1], sizeof(r[1]), 51));
+	CU_ASSERT_EQUAL(w.writes, 0);
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+		CU_ASSERT(c.error == 0 && c.cookie == 100 + (uint64_t)i);
+	}
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	/* Specific first (published), then any source (not): the message
+	 * goes to the first, written; the next to the second. */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[0], sizeof(r[0]), 200), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], PP_PROTO_ANY, PP_PROTO_ANY, r[1], sizeof(r[1]), 201),
+			0);
+	CU_ASSERT_EQUAL(w.posts, 1);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s[2], sizeof(s[2]), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 6, s[0], sizeof(s[0]), 3), 0);
+	CU_ASSERT_EQUAL(w.writes, 1);
+	pump();
+	CU_ASSERT(same(r[0], sizeof(r[0]), 52) && same(r[1], sizeof(r[1]), 50));
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+		CU_ASSERT(c.error == 0 && c.cookie == 200 + (uint64_t)i);
+	}
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	/* A receive from 0 too small to publish blocks the next one. */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, r[0], 700, 300), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, r[1], sizeof(r[1]), 301), 0);
+	CU_ASSERT_EQUAL(w.posts, 1);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[1], 600, 4), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[2], sizeof(s[2]), 5), 0);
+	pump();
+	CU_ASSERT(same(r[0], 600, 51) && same(r[1], sizeof(r[1]), 52));
+	CU_ASSERT_EQUAL(w.writes, 1);
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+		CU_ASSERT(c.error == 0 && c.cookie == 300 + (uint64_t)i);
+	}
+	world_fini();
+}
+
+/* A published receive shorter than the message: not written, truncated
+ * as before (-EMSGSIZE, nothing past its end). */
+static void test_truncated(void)
+{
+	world_init(PP_PROTO_PUSH_PULL);
+	uint64_t caps[] = {5000, 70000, 299999};
+	for (size_t k = 0; k < PP_ARRAY_SIZE(caps); k++)
+		CU_ASSERT_EQUAL(one(300000, caps[k], 0, 9, sbuf + 3, rbuf + 1), -EMSGSIZE);
+	CU_ASSERT_EQUAL(w.posts, 3);
+	CU_ASSERT_EQUAL(w.writes, 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_NOT_EQUAL(pp_shm_rq_state(&w.rq[0], i), PP_SHM_RQ_POSTED);
+	world_fini();
+}
+
+/* Published receives that end without a message withdraw their entry: the
+ * peer lost, gone, or the engine destroyed. */
+static void test_withdrawn(void)
+{
+	static uint8_t r[3][20000];
+	struct pp_proto_cpl c;
+	struct pp_shm_rq_target t;
+	world_init(PP_PROTO_PUSH_PULL);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[0], sizeof(r[0]), 1), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&w.rq[0], 0), PP_SHM_RQ_POSTED);
+	pp_proto_peer_fail(w.e[1], 0);
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&w.rq[0], 0), PP_SHM_RQ_FREE);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&w.rq[0], 5, 0, 100, &t), -ENOENT);
+	world_fini();
+
+	world_init(PP_PROTO_PUSH_PULL);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[0], sizeof(r[0]), 1), 0);
+	pp_proto_peer_gone(w.e[1], 0);
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&w.rq[0], 0), PP_SHM_RQ_FREE);
+	world_fini();
+
+	world_init(PP_PROTO_PUSH_PULL);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5 + i, r[i], sizeof(r[i]), 1), 0);
+	CU_ASSERT_EQUAL(w.posts, 3);
+	pp_proto_destroy(w.e[1]);
+	w.e[1] = NULL;
+	CU_ASSERT_EQUAL(w.withdrawn, 3);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(pp_shm_rq_state(&w.rq[0], i), PP_SHM_RQ_FREE);
+	world_fini();
+}
+
+/* The write fails after the claim (cross-memory attach refused, or the
+ * process gone): the message goes the ordinary way, delivered once. */
+static void test_write_fails(void)
+{
+	for (int how = 0; how < 2; how++) {
+		world_init(PP_PROTO_PUSH_PULL);
+		if (how == 0) {
+			w.fake_fail = -EPERM;
+		} else {
+			pid_t child = fork();
+			if (child == 0)
+				_exit(0);
+			waitpid(child, NULL, 0);
+			w.pid = child;
+		}
+		uint64_t n = 1u << 20;
+		CU_ASSERT_EQUAL(one(n, n, 0, 77, sbuf + 1, rbuf + 3), 0);
+		CU_ASSERT_EQUAL(w.write_fails, 1);
+		CU_ASSERT_EQUAL(w.writes, 0);
+		CU_ASSERT_EQUAL(w.copied, n - 760);
+		CU_ASSERT_EQUAL(pp_shm_rq_state(&w.rq[0], 0), PP_SHM_RQ_TAKEN);
+		struct pp_stats st;
+		pp_proto_stats(w.e[1], &st);
+		CU_ASSERT_EQUAL(st.msgs_rx, 1);
+		CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 0);
+		/* And the next one, written or not, arrives too. */
+		w.fake_fail = 0;
+		w.pid = getpid();
+		CU_ASSERT_EQUAL(one(5000, 5000, 0, 78, sbuf, rbuf), 0);
+		CU_ASSERT_EQUAL(w.writes, 1);
+		world_fini();
+	}
+}
+
+/* A sender that says it wrote what it did not claim: the receive fails with
+ * -EPROTO, a STATE drop is counted; with no receive posted the frame is
+ * dropped. Nothing is written anywhere. */
+static void test_bad_written(void)
+{
+	static uint8_t s[20000], r[20000 + 16];
+	struct pp_proto_cpl c;
+	world_init(PP_PROTO_PUSH_PULL);
+	w.lie = 1;
+	memset(r, 0xEE, sizeof(r));
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r, 20000, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s, sizeof(s), 2), 0);
+	pump();
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT_EQUAL(c.error, -EPROTO);
+	CU_ASSERT_EQUAL(r[0], 0xEE);
+	struct pp_stats st;
+	pp_proto_stats(w.e[1], &st);
+	CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 1);
+	/* No receive at all: dropped, nothing completes. */
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s, sizeof(s), 3), 0);
+	pump();
+	CU_ASSERT_EQUAL(take(1, &c), 0);
+	CU_ASSERT_EQUAL(pp_proto_probe(w.e[1], 0, 5, &c), 0);
+	pp_proto_stats(w.e[1], &st);
+	CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 2);
+	world_fini();
+}
+
+/* A FIRST frame the receiver refuses (no receive record free) is not seen:
+ * a receive posted then still waits for that message, which comes again
+ * the ordinary way, so the sender must not write the next message into it. */
+static void test_refused_first(void)
+{
+	static uint8_t s[2][20000], r[2][20000], small[4][10];
+	struct pp_proto_cpl c;
+	world_init(PP_PROTO_PUSH_PULL);
+	pp_proto_destroy(w.e[1]);
+	struct pp_proto_conf cf;
+	pp_proto_conf_default(&cf);
+	cf.rank = 1;
+	cf.nranks = 2;
+	cf.job = 7;
+	cf.mac[5] = 1;
+	cf.max_msgs = 2; /* 4 receive records */
+	cf.direct = hook_direct;
+	cf.publish = hook_publish;
+	cf.hook_arg = (void *)(uintptr_t)1;
+	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[1], &cf), 0);
+	struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write, (void *)1};
+	CU_ASSERT_EQUAL_FATAL(pp_proto_set_recvq(w.e[1], &ops), 0);
+	uint8_t mac[6] = {0};
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[1], 0, 16, 744), 0);
+	/* Four small messages (one frame each) fill every record; the FIRST
+	 * of message 4 is refused. */
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, small[i], 10, (uint64_t)i), 0);
+	fill(s[0], sizeof(s[0]), 60);
+	fill(s[1], sizeof(s[1]), 61);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 2, s[0], sizeof(s[0]), 4), 0);
+	for (int i = 0; i < 5; i++) {
+		int len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now);
+		CU_ASSERT_FATAL(len > 0);
+		CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], w.frame, (size_t)len, w.now),
+				i < 4 ? 0 : -EPROTO);
+	}
+	/* One small receive frees a record; the big receive, posted now, is
+	 * published waiting for message 4. */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, small[0], 10, 10), 0);
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, r[0], sizeof(r[0]), 20), 0);
+	CU_ASSERT_EQUAL(w.posts, 1);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 2, s[1], sizeof(s[1]), 5), 0);
+	CU_ASSERT_EQUAL(w.writes, 0); /* message 5 is not the one it waits for */
+	for (int i = 1; i < 4; i++) {
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, small[i], 10, 10), 0);
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+	}
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, r[1], sizeof(r[1]), 21), 0);
+	pump();
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+		CU_ASSERT(c.error == 0 && c.cookie == 20 + (uint64_t)i);
+	}
+	CU_ASSERT(same(r[0], sizeof(r[0]), 60) && same(r[1], sizeof(r[1]), 61));
+	CU_ASSERT_EQUAL(w.writes, 0);
+	world_fini();
+}
+
+static int suite_init(void)
+{
+	w.seg = aligned_alloc(4096, SEG_BYTES);
+	return w.seg ? 0 : -1;
+}
+
+static int suite_fini(void)
+{
+	free(w.seg);
+	return 0;
+}
+
+static CU_TestInfo area_tests[] = {
+    {"claim: the first matching entry, its message, its length", test_rq_claim_order},
+    {"withdraw, full ring, reclaim in post order, close", test_rq_withdraw_full},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo engine_tests[] = {
+    {"early receiver: the sender writes, 4 KiB .. 8 MiB, unaligned", test_early_written},
+    {"late receiver: the receiver reads", test_late_read},
+    {"two tags from one source, sent in the other order", test_two_tags},
+    {"any source blocks publishing; order kept", test_any_source},
+    {"published receive truncated", test_truncated},
+    {"withdrawn: peer lost, gone, engine destroyed", test_withdrawn},
+    {"the write fails after the claim: delivered once", test_write_fails},
+    {"written with no claim: -EPROTO, nothing written", test_bad_written},
+    {"a refused FIRST frame is not seen", test_refused_first},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"shm_recvq_area", NULL, NULL, NULL, NULL, area_tests},
+    {"shm_recvq_engine", suite_init, suite_fini, NULL, NULL, engine_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)
