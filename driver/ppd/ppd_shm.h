@@ -94,25 +94,25 @@ struct ppd_pull {
 
 /* The header page of a region. Offsets are from the region's start. */
 struct ppd_region_hdr {
-	uint32_t magic;	      /* PPD_MAGIC */
-	uint32_t version;     /* PPD_VERSION */
-	uint32_t job;	      /* job key the rank attached with */
-	uint32_t rank;	      /* its rank */
-	uint8_t mac[6];	      /* the NIC's MAC: every rank of the node sends from it */
-	uint16_t mtu;	      /* the NIC's MTU */
-	uint32_t slot_bytes;  /* bytes per slot (a multiple of 64) */
-	uint32_t tx_slots;    /* PPD_TX_SLOTS */
-	uint32_t rx_slots;    /* PPD_RX_SLOTS */
-	uint32_t pad;	      /* zero */
-	uint64_t tx_ring_off; /* the rank -> daemon ring */
-	uint64_t rx_ring_off; /* the daemon -> rank ring */
-	uint64_t tx_slot_off; /* first tx slot */
-	uint64_t rx_slot_off; /* first rx slot */
-	uint64_t tx_done;     /* frame records the daemon consumed (written by it) */
-	uint64_t tx_failed;   /* ... of which it refused or could not send */
-	uint64_t rx_dropped;  /* frames for the rank dropped: its ring or slots full */
-	uint8_t daemon_gone;  /* 1 once the daemon stopped serving */
-	uint64_t pulls_done;  /* pull entries the daemon ended (DONE or FAILED), ever */
+	uint32_t magic;			  /* PPD_MAGIC */
+	uint32_t version;		  /* PPD_VERSION */
+	uint32_t job;			  /* job key the rank attached with */
+	uint32_t rank;			  /* its rank */
+	uint8_t mac[6];			  /* the NIC's MAC: every rank of the node sends from it */
+	uint16_t mtu;			  /* the NIC's MTU */
+	uint32_t slot_bytes;		  /* bytes per slot (a multiple of 64) */
+	uint32_t tx_slots;		  /* PPD_TX_SLOTS */
+	uint32_t rx_slots;		  /* PPD_RX_SLOTS */
+	uint32_t pad;			  /* zero */
+	uint64_t tx_ring_off;		  /* the rank -> daemon ring */
+	uint64_t rx_ring_off;		  /* the daemon -> rank ring */
+	uint64_t tx_slot_off;		  /* first tx slot */
+	uint64_t rx_slot_off;		  /* first rx slot */
+	uint64_t tx_done;		  /* frame records the daemon consumed (written by it) */
+	uint64_t tx_failed;		  /* ... of which it refused or could not send */
+	uint64_t rx_dropped;		  /* frames for the rank dropped: its ring or slots full */
+	uint8_t daemon_gone;		  /* 1 once the daemon stopped serving */
+	uint64_t pulls_done;		  /* pull entries the daemon ended (DONE or FAILED), ever */
 	struct ppd_pull pulls[PPD_PULLS]; /* pull descriptors */
 };
 

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ppd's pull handlers: PULLs of ranks served from the daemon, each handler
+ * on its own go-back-N stream (see ppd.h, "Pull serving"). Hot path: no
+ * allocation; the one syscall is the CMA read of each frame's payload. */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "engine.h"
+#include "pp_log.h"
+#include "ppd.h"
+#include "wire.h"
+
+#define WINDOW	   64u	     /* frames in flight per job */
+#define RTO_NS	   200000u   /* first timeout */
+#define RTO_MAX_NS 50000000u /* largest after back-off */
+#define MAX_TRIES  400u	     /* timeouts without progress (~20 s): then FAILED */
+#define TX_ROOM	   PPD_BURST /* frames a pass may queue for the NIC */
+
+#define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int seq_lt(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+static int rank_alive(const struct ppd_rank *r, pid_t pid)
+{
+	return atomic_load_explicit(&r->state, memory_order_acquire) == PPD_RANK_ACTIVE &&
+	       r->pid == pid;
+}
+
+static int cas_state(struct ppd_pull *x, uint32_t from, uint32_t to)
+{
+	return __atomic_compare_exchange_n(&x->state, &from, to, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* Put m in handler to's inbox; 0, or -ENOSPC when full. */
+static int post(struct ppd_handler *to, const struct ppd_msg *m)
+{
+	int rc = -ENOSPC;
+	while (atomic_flag_test_and_set_explicit(&to->inbox_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+	if (to->ninbox < PPD_INBOX) {
+		to->inbox[to->ninbox++] = *m;
+		rc = 0;
+	}
+	atomic_flag_clear_explicit(&to->inbox_lock, memory_order_release);
+	return rc;
+}
+
+/* The least loaded serving handler: queue depth, then busy time. */
+static struct ppd_handler *least_loaded(struct ppd *d)
+{
+	int n = d->nh < PPD_SERVERS ? d->nh : PPD_SERVERS;
+	struct ppd_handler *best = &d->h[0];
+	for (int i = 1; i < n; i++) {
+		struct ppd_handler *a = &d->h[i];
+		unsigned la = atomic_load_explicit(&a->load, memory_order_relaxed);
+		unsigned lb = atomic_load_explicit(&best->load, memory_order_relaxed);
+		if (la < lb ||
+		    (la == lb && __atomic_load_n(&a->c.busy_ns, __ATOMIC_RELAXED) <
+				     __atomic_load_n(&best->c.busy_ns, __ATOMIC_RELAXED)))
+			best = a;
+	}
+	return best;
+}
+
+/* A PULL from the NIC for rank r: take the matching POSTED entry. */
+static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp_wire_hdr *w,
+		      const uint8_t *f)
+{
+	struct ppd *d = h->d;
+	if (w->flags & (PP_WIRE_F_AGAIN | PP_WIRE_F_DONE))
+		return; /* everything again, or nothing: the rank's engine does it */
+	for (uint32_t i = 0; i < PPD_PULLS; i++) {
+		struct ppd_pull *x = &r->hdr->pulls[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PULL_POSTED ||
+		    x->dst != w->src_rank || x->msg_id != w->msg_id)
+			continue;
+		/* The entry is the rank's to write: copy it, then check the copy. */
+		struct ppd_msg m = {.type = PPD_MSG_JOB,
+				    .r = r,
+				    .pid = r->pid,
+				    .slot = i,
+				    .job = r->job,
+				    .src = r->rank,
+				    .dst = w->src_rank,
+				    .msg_id = w->msg_id,
+				    .tag = x->tag,
+				    .addr = x->addr,
+				    .len = x->len,
+				    .off = x->off};
+		memcpy(m.mac, f + 6, 6);
+		if (m.len != w->msg_len || m.off >= m.len)
+			return; /* not what the PULL is for: the rank serves it */
+		struct ppd_handler *to = least_loaded(d);
+		/* Taken only when the job can be queued; the rank takes an
+		 * entry back only once it sees this PULL, after us. */
+		while (atomic_flag_test_and_set_explicit(&to->inbox_lock, memory_order_acquire))
+			__builtin_ia32_pause();
+		if (to->ninbox < PPD_INBOX && cas_state(x, PPD_PULL_POSTED, PPD_PULL_SERVING)) {
+			to->inbox[to->ninbox++] = m;
+			atomic_fetch_add_explicit(&to->load, 1, memory_order_relaxed);
+		}
+		atomic_flag_clear_explicit(&to->inbox_lock, memory_order_release);
+		return;
+	}
+}
+
+int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+{
+	struct ppd *d = h->d;
+	uint8_t type = f[PP_WIRE_ETH_LEN] & 0x0f;
+	if (type != PP_WIRE_PULL && type != PP_WIRE_ACK && type != PP_WIRE_NACK)
+		return 0;
+	uint16_t ack_stream = (uint16_t)(f[PP_WIRE_ETH_LEN + 10] << 8 | f[PP_WIRE_ETH_LEN + 11]);
+	int ours = ack_stream >= 1 && ack_stream <= PPD_SERVERS && ack_stream <= d->nh;
+	if (type == PP_WIRE_PULL ? d->no_pull_serve : !ours)
+		return 0;
+	struct pp_wire_hdr w;
+	const uint8_t *pl;
+	enum pp_drop_reason why;
+	struct pp_wire_check chk = {r->job, r->rank, r->size, d->info.mtu};
+	if (pp_wire_decode(f, len, &chk, &w, &pl, &why))
+		return 0; /* the rank's engine counts it */
+	if (type == PP_WIRE_PULL) {
+		take_pull(h, r, &w, f);
+		return 0; /* the rank needs it for its own sequence */
+	}
+	struct ppd_msg m = {.type = type == PP_WIRE_ACK ? PPD_MSG_ACK : PPD_MSG_NACK,
+			    .job = r->job,
+			    .src = r->rank,
+			    .dst = w.src_rank,
+			    .ack = w.ack};
+	post(&d->h[ack_stream - 1], &m); /* full: go-back-N recovers */
+	return 1;
+}
+
+/* ---- the serving handler's side ---- */
+
+static struct ppd_flow *flow_get(struct ppd_handler *h, uint32_t job, uint32_t src, uint32_t dst)
+{
+	uint32_t k = (job * 2654435761u ^ src * 40503u ^ dst) % PPD_FLOWS;
+	struct ppd_flow *free_one = NULL;
+	for (uint32_t i = 0; i < PPD_FLOWS; i++) {
+		struct ppd_flow *f = &h->flows[(k + i) % PPD_FLOWS];
+		if (!f->used) {
+			free_one = free_one ? free_one : f;
+			break;
+		}
+		if (f->job == job && f->src == src && f->dst == dst)
+			return f;
+	}
+	if (!free_one)
+		return NULL;
+	*free_one = (struct ppd_flow){.job = job, .src = src, .dst = dst, .used = 1};
+	return free_one;
+}
+
+/* End job j: the entry goes DONE or FAILED (or was dropped by the rank, or
+ * the rank is gone: nothing to tell). */
+static void job_end(struct ppd_handler *h, struct ppd_pjob *j, int ok)
+{
+	if (j->started) {
+		j->flow->snd_nxt = j->seq0 + j->nxt;
+		j->flow->busy = 0;
+	}
+	if (rank_alive(j->r, j->pid)) {
+		struct ppd_pull *x = &j->r->hdr->pulls[j->slot];
+		if (!cas_state(x, PPD_PULL_SERVING, ok ? PPD_PULL_DONE : PPD_PULL_FAILED))
+			cas_state(x, PPD_PULL_CANCEL, PPD_PULL_FAILED);
+		__atomic_fetch_add(&j->r->hdr->pulls_done, 1, __ATOMIC_RELEASE);
+	}
+	if (ok)
+		COUNT(h, pulls_served, 1);
+	else
+		COUNT(h, pulls_failed, 1);
+	j->used = 0;
+	atomic_fetch_sub_explicit(&h->load, 1, memory_order_relaxed);
+}
+
+static uint32_t maxp(const struct ppd *d)
+{
+	return d->info.mtu - PP_WIRE_HDR_LEN;
+}
+
+/* Frame k of job j into a NIC buffer on h's txq. 1 sent, 0 no buffer now,
+ * -1 the rank's range cannot be read. */
+static int send_frame(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, int retx)
+{
+	struct ppd *d = h->d;
+	uint32_t mp = maxp(d);
+	uint64_t off = j->off + (uint64_t)k * mp;
+	uint32_t n = (uint32_t)(j->len - off < mp ? j->len - off : mp);
+	struct pp_buf *b;
+	if (pp_port_alloc(d->port, &b, 1) != 1)
+		return 0;
+	uint8_t *pl = b->data + PP_WIRE_MIN_FRAME;
+	struct iovec local = {pl, n};
+	struct iovec remote = {(void *)(uintptr_t)(j->addr + off), n};
+	if (process_vm_readv(j->pid, &local, 1, &remote, 1, 0) != (ssize_t)n) {
+		pp_port_free(d->port, &b, 1);
+		COUNT(h, drops[PPD_DROP_BAD_RANGE], 1);
+		return -1;
+	}
+	COUNT(h, ext_bytes, n);
+	struct pp_wire_hdr w = {.type = PP_WIRE_DATA,
+				.flags = (uint8_t)((off + n == j->len ? PP_WIRE_F_LAST : 0) |
+						   (retx ? PP_WIRE_F_RETX : 0)),
+				.payload_len = (uint16_t)n,
+				.job = j->job,
+				.stream = (uint16_t)(1 + h->id),
+				.ack_stream = PP_PROTO_NO_ACK,
+				.seq = j->seq0 + k,
+				.src_rank = j->src,
+				.dst_rank = j->dst,
+				.msg_id = j->msg_id,
+				.tag = j->tag,
+				.msg_len = j->len,
+				.offset = off};
+	if (pp_wire_encode_hdr(b->data, b->cap, j->mac, d->info.mac, &w, pl) <= 0) {
+		pp_port_free(d->port, &b, 1);
+		return -1;
+	}
+	b->len = PP_WIRE_MIN_FRAME + n;
+	h->txq[h->ntxq++] = b;
+	COUNT(h, pull_frames, 1);
+	if (retx)
+		COUNT(h, pull_retx, 1);
+	return 1;
+}
+
+static void take_msgs(struct ppd_handler *h, uint64_t now)
+{
+	struct ppd_msg in[PPD_INBOX];
+	unsigned n;
+	while (atomic_flag_test_and_set_explicit(&h->inbox_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+	n = h->ninbox;
+	memcpy(in, h->inbox, n * sizeof(in[0]));
+	h->ninbox = 0;
+	atomic_flag_clear_explicit(&h->inbox_lock, memory_order_release);
+	for (unsigned i = 0; i < n; i++) {
+		const struct ppd_msg *m = &in[i];
+		if (m->type == PPD_MSG_JOB) {
+			struct ppd_pjob *j = NULL;
+			for (unsigned k = 0; k < PPD_PJOBS && !j; k++)
+				if (!h->jobs[k].used)
+					j = &h->jobs[k];
+			if (!j) { /* cannot happen often: the inbox bounds it */
+				struct ppd_pjob tmp = {.r = m->r, .pid = m->pid, .slot = m->slot};
+				job_end(h, &tmp, 0);
+				continue;
+			}
+			uint32_t mp = maxp(h->d);
+			*j = (struct ppd_pjob){.used = 1,
+					       .r = m->r,
+					       .pid = m->pid,
+					       .job = m->job,
+					       .src = m->src,
+					       .dst = m->dst,
+					       .msg_id = m->msg_id,
+					       .tag = m->tag,
+					       .slot = m->slot,
+					       .addr = m->addr,
+					       .len = m->len,
+					       .off = m->off,
+					       .nframes =
+						   (uint32_t)((m->len - m->off + mp - 1) / mp),
+					       .rto = RTO_NS};
+			memcpy(j->mac, m->mac, 6);
+			continue;
+		}
+		/* An ACK or NACK for the job running on its flow. */
+		for (unsigned k = 0; k < PPD_PJOBS; k++) {
+			struct ppd_pjob *j = &h->jobs[k];
+			if (!j->used || !j->started || j->job != m->job || j->src != m->src ||
+			    j->dst != m->dst)
+				continue;
+			uint32_t una = j->seq0 + j->una, sent = j->seq0 + j->sent;
+			if (seq_lt(una, m->ack) && !seq_lt(sent, m->ack)) {
+				j->una = m->ack - j->seq0;
+				j->tries = 0;
+				j->rto = RTO_NS;
+				j->deadline = now + j->rto;
+				if (seq_lt(j->seq0 + j->nxt, m->ack))
+					j->nxt = j->una;
+			}
+			if (m->type == PPD_MSG_NACK && !seq_lt(m->ack, j->seq0 + j->una) &&
+			    seq_lt(m->ack, j->seq0 + j->nxt))
+				j->nxt = m->ack - j->seq0; /* go back */
+			break;
+		}
+	}
+}
+
+unsigned ppd_pull_run(struct ppd_handler *h)
+{
+	if (!atomic_load_explicit(&h->load, memory_order_relaxed) &&
+	    !__atomic_load_n(&h->ninbox, __ATOMIC_RELAXED))
+		return 0;
+	uint64_t now = now_ns();
+	unsigned work = 0;
+	take_msgs(h, now);
+	for (unsigned k = 0; k < PPD_PJOBS; k++) {
+		struct ppd_pjob *j = &h->jobs[k];
+		if (!j->used)
+			continue;
+		if (!rank_alive(j->r, j->pid)) {
+			job_end(h, j, 0); /* withdrawn: no more DATA */
+			continue;
+		}
+		if (__atomic_load_n(&j->r->hdr->pulls[j->slot].state, __ATOMIC_ACQUIRE) ==
+		    PPD_PULL_CANCEL)
+			j->failing = 1; /* the rank dropped the send */
+		if (!j->started) {
+			struct ppd_flow *f = flow_get(h, j->job, j->src, j->dst);
+			if (!f) {
+				job_end(h, j, 0);
+				continue;
+			}
+			if (f->busy)
+				continue; /* one job per flow at a time */
+			f->busy = 1;
+			j->flow = f;
+			j->seq0 = f->snd_nxt;
+			j->started = 1;
+			j->deadline = now + j->rto;
+		}
+		if (j->una == j->nframes) {
+			job_end(h, j, 1);
+			work++;
+			continue;
+		}
+		if (j->failing && j->una == j->nxt) {
+			job_end(h, j, 0);
+			work++;
+			continue;
+		}
+		if (j->una != j->nxt && now >= j->deadline) {
+			if (++j->tries > MAX_TRIES) {
+				j->nxt = j->una;
+				job_end(h, j, 0);
+				continue;
+			}
+			j->rto = j->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS : j->rto * 2;
+			j->deadline = now + j->rto;
+			j->nxt = j->una; /* go back */
+		}
+		while (!j->failing && j->nxt < j->nframes && j->nxt - j->una < WINDOW &&
+		       h->ntxq < TX_ROOM) {
+			if (j->una == j->nxt)
+				j->deadline = now + j->rto;
+			int rc = send_frame(h, j, j->nxt, j->nxt < j->sent);
+			if (rc == 0)
+				break;
+			if (rc < 0) {
+				j->failing = 1;
+				break;
+			}
+			j->nxt++;
+			if (j->nxt > j->sent)
+				j->sent = j->nxt;
+			work++;
+		}
+	}
+	__atomic_store_n(&h->c.pull_jobs, atomic_load(&h->load), __ATOMIC_RELAXED);
+	return work;
+}
