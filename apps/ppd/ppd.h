@@ -139,6 +139,7 @@ struct ppd_counters {
 struct ppd_flow {
 	uint32_t job, src, dst; /* job key, serving rank, receiving rank */
 	uint32_t snd_nxt;	/* next seq a new job starts at */
+	uint64_t srtt, rttvar;	/* round-trip estimate, ns (srtt 0: none yet) */
 	uint8_t used;		/* entry taken */
 	uint8_t busy;		/* a job runs on it (one at a time) */
 };
@@ -162,6 +163,11 @@ struct ppd_pjob {
 	uint32_t una, nxt;	/* frames acked, next frame to send (index) */
 	uint32_t sent;		/* frames sent at least once */
 	uint32_t tries;		/* timeouts without progress */
+	uint8_t probing;	/* a timeout resent frame una alone; its ack decides */
+	uint8_t probe_owed;	/* ... and it is still to be sent */
+	uint8_t rtt_on;		/* frame rtt_k is being timed (one at a time, Karn) */
+	uint32_t rtt_k;		/* the timed frame */
+	uint64_t rtt_t0;	/* when it was sent */
 	uint64_t rto;		/* current timeout */
 	uint64_t deadline;	/* when it fires (frames unacked) */
 };

@@ -13,7 +13,7 @@
 #include "wire.h"
 
 #define WINDOW	   64u	     /* frames in flight per job */
-#define RTO_NS	   200000u   /* first timeout */
+#define RTO_NS	   1000000u  /* smallest timeout: ranks share cores with the daemon */
 #define RTO_MAX_NS 50000000u /* largest after back-off */
 #define MAX_TRIES  400u	     /* timeouts without progress (~20 s): then FAILED */
 #define TX_ROOM	   PPD_BURST /* frames a pass may queue for the NIC */
@@ -104,11 +104,14 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 		if (m.len != w->msg_len || m.off >= m.len)
 			return; /* not what the PULL is for: the rank serves it */
 		struct ppd_handler *to = least_loaded(d);
-		/* Taken only when the job can be queued; the rank takes an
+		/* Taken only when the job has room (load, which only posters
+		 * raise, under the inbox lock); the rank takes an
 		 * entry back only once it sees this PULL, after us. */
 		while (atomic_flag_test_and_set_explicit(&to->inbox_lock, memory_order_acquire))
 			__builtin_ia32_pause();
-		if (to->ninbox < PPD_INBOX && cas_state(x, PPD_PULL_POSTED, PPD_PULL_SERVING)) {
+		if (to->ninbox < PPD_INBOX &&
+		    atomic_load_explicit(&to->load, memory_order_relaxed) < PPD_PJOBS &&
+		    cas_state(x, PPD_PULL_POSTED, PPD_PULL_SERVING)) {
 			to->inbox[to->ninbox++] = m;
 			atomic_fetch_add_explicit(&to->load, 1, memory_order_relaxed);
 		}
@@ -165,6 +168,27 @@ static struct ppd_flow *flow_get(struct ppd_handler *h, uint32_t job, uint32_t s
 		return NULL;
 	*free_one = (struct ppd_flow){.job = job, .src = src, .dst = dst, .used = 1};
 	return free_one;
+}
+
+/* Round-trip estimate of a flow (RFC 6298 gains), one timed frame at a
+ * time; samples include the receiving rank's scheduling gaps, which is
+ * what the timeout must ride out. */
+static void rtt_sample(struct ppd_flow *f, uint64_t r)
+{
+	if (!f->srtt) {
+		f->srtt = r ? r : 1;
+		f->rttvar = r / 2;
+		return;
+	}
+	uint64_t d = f->srtt > r ? f->srtt - r : r - f->srtt;
+	f->rttvar = (3 * f->rttvar + d) / 4;
+	f->srtt = (7 * f->srtt + r) / 8;
+}
+
+static uint64_t rto_of(const struct ppd_flow *f)
+{
+	uint64_t t = f->srtt + 4 * f->rttvar;
+	return t < RTO_NS ? RTO_NS : t > RTO_MAX_NS ? RTO_MAX_NS : t;
 }
 
 /* End job j: the entry goes DONE or FAILED (or was dropped by the rank, or
@@ -257,7 +281,7 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 			for (unsigned k = 0; k < PPD_PJOBS && !j; k++)
 				if (!h->jobs[k].used)
 					j = &h->jobs[k];
-			if (!j) { /* cannot happen often: the inbox bounds it */
+			if (!j) { /* cannot happen: load bounds the jobs */
 				struct ppd_pjob tmp = {.r = m->r, .pid = m->pid, .slot = m->slot};
 				job_end(h, &tmp, 0);
 				continue;
@@ -289,16 +313,27 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 				continue;
 			uint32_t una = j->seq0 + j->una, sent = j->seq0 + j->sent;
 			if (seq_lt(una, m->ack) && !seq_lt(sent, m->ack)) {
+				/* After a probe, an ack for exactly it says the
+				 * receiver lacks the rest: go back. */
+				int lacks_rest = j->probing && m->ack == una + 1;
+				j->probing = j->probe_owed = 0;
 				j->una = m->ack - j->seq0;
+				if (j->rtt_on && j->rtt_k < j->una) {
+					rtt_sample(j->flow, now - j->rtt_t0);
+					j->rtt_on = 0;
+				}
 				j->tries = 0;
-				j->rto = RTO_NS;
+				j->rto = rto_of(j->flow);
 				j->deadline = now + j->rto;
-				if (seq_lt(j->seq0 + j->nxt, m->ack))
+				if (lacks_rest || seq_lt(j->seq0 + j->nxt, m->ack))
 					j->nxt = j->una;
 			}
 			if (m->type == PPD_MSG_NACK && !seq_lt(m->ack, j->seq0 + j->una) &&
-			    seq_lt(m->ack, j->seq0 + j->nxt))
+			    seq_lt(m->ack, j->seq0 + j->sent)) {
 				j->nxt = m->ack - j->seq0; /* go back */
+				j->probing = j->probe_owed = 0;
+				j->rtt_on = 0;
+			}
 			break;
 		}
 	}
@@ -335,6 +370,7 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 			j->flow = f;
 			j->seq0 = f->snd_nxt;
 			j->started = 1;
+			j->rto = rto_of(f);
 			j->deadline = now + j->rto;
 		}
 		if (j->una == j->nframes) {
@@ -347,7 +383,7 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 			work++;
 			continue;
 		}
-		if (j->una != j->nxt && now >= j->deadline) {
+		if (j->una != j->sent && now >= j->deadline) {
 			if (++j->tries > MAX_TRIES) {
 				j->nxt = j->una;
 				job_end(h, j, 0);
@@ -355,12 +391,28 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 			}
 			j->rto = j->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS : j->rto * 2;
 			j->deadline = now + j->rto;
-			j->nxt = j->una; /* go back */
+			/* Resend only the oldest frame: a receiver that was
+			 * merely slow has the rest, and its ack says so. */
+			j->probing = j->probe_owed = 1;
+			j->rtt_on = 0;
 		}
-		while (!j->failing && j->nxt < j->nframes && j->nxt - j->una < WINDOW &&
-		       h->ntxq < TX_ROOM) {
-			if (j->una == j->nxt)
+		if (j->probe_owed && h->ntxq < TX_ROOM) {
+			int rc = send_frame(h, j, j->una, 1);
+			if (rc < 0)
+				j->failing = 1;
+			else if (rc > 0)
+				j->probe_owed = 0;
+			work += rc > 0;
+		}
+		while (!j->failing && !j->probing && j->nxt < j->nframes &&
+		       j->nxt - j->una < WINDOW && h->ntxq < TX_ROOM) {
+			if (j->una == j->sent)
 				j->deadline = now + j->rto;
+			if (!j->rtt_on && j->nxt == j->sent) {
+				j->rtt_on = 1;
+				j->rtt_k = j->nxt;
+				j->rtt_t0 = now;
+			}
 			int rc = send_frame(h, j, j->nxt, j->nxt < j->sent);
 			if (rc == 0)
 				break;
