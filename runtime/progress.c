@@ -159,7 +159,8 @@ static unsigned completions(pp_ctx *ctx)
 static int handoff_post(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
 			uint64_t len, uint64_t off)
 {
-	return ppd_port_pull_post(((pp_ctx *)arg)->port, dst, msg_id, tag, buf, len, off);
+	pp_ctx *ctx = arg;
+	return ppd_port_pull_post(ctx->port, dst, msg_id, tag, buf, len, off, ctx->cfg.timeout_ms);
 }
 
 static int handoff_claim(void *arg, uint32_t dst, uint32_t msg_id)

@@ -163,6 +163,8 @@ struct ppd_pjob {
 	uint32_t una, nxt;	/* frames acked, next frame to send (index) */
 	uint32_t sent;		/* frames sent at least once */
 	uint32_t tries;		/* timeouts without progress */
+	uint64_t timeout_ns;	/* no progress this long: FAILED */
+	uint64_t progress;	/* when an ack last moved una (or the job started) */
 	uint8_t probing;	/* a timeout resent frame una alone; its ack decides */
 	uint8_t probe_owed;	/* ... and it is still to be sent */
 	uint8_t rtt_on;		/* frame rtt_k is being timed (one at a time, Karn) */
@@ -176,6 +178,7 @@ enum ppd_msg_type {
 	PPD_MSG_JOB = 1, /* serve a PULL */
 	PPD_MSG_ACK,	 /* an ACK on the handler's stream */
 	PPD_MSG_NACK,	 /* a NACK on it */
+	PPD_MSG_BYE,	 /* the receiving rank left: its jobs end */
 };
 
 /* A message for a handler, from any handler. */
@@ -190,6 +193,7 @@ struct ppd_msg {
 	uint32_t dst;		 /* receiving rank (the ack's source) */
 	uint32_t msg_id, tag;	 /* JOB: the message */
 	uint64_t addr, len, off; /* JOB: what to send, copied from the entry */
+	uint64_t timeout_ns;	 /* JOB: receiver silent this long: FAILED */
 	uint32_t ack;		 /* ACK/NACK: cumulative ack (NACK: go back to it) */
 };
 

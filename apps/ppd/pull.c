@@ -12,11 +12,11 @@
 #include "ppd.h"
 #include "wire.h"
 
-#define WINDOW	   64u	     /* frames in flight per job */
-#define RTO_NS	   1000000u  /* smallest timeout: ranks share cores with the daemon */
-#define RTO_MAX_NS 50000000u /* largest after back-off */
-#define MAX_TRIES  400u	     /* timeouts without progress (~20 s): then FAILED */
-#define TX_ROOM	   PPD_BURST /* frames a pass may queue for the NIC */
+#define WINDOW	       64u	  /* frames in flight per job */
+#define RTO_NS	       1000000u	  /* smallest timeout: ranks share cores with the daemon */
+#define RTO_MAX_NS     50000000u  /* largest after back-off */
+#define TIMEOUT_MIN_NS 100000000u /* least silence before a job fails */
+#define TX_ROOM	       PPD_BURST  /* frames a pass may queue for the NIC */
 
 #define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
 
@@ -99,7 +99,10 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 				    .tag = x->tag,
 				    .addr = x->addr,
 				    .len = x->len,
-				    .off = x->off};
+				    .off = x->off,
+				    .timeout_ns = (uint64_t)x->timeout_ms * 1000000u};
+		if (m.timeout_ns < TIMEOUT_MIN_NS)
+			m.timeout_ns = TIMEOUT_MIN_NS;
 		memcpy(m.mac, f + 6, 6);
 		if (m.len != w->msg_len || m.off >= m.len)
 			return; /* not what the PULL is for: the rank serves it */
@@ -124,6 +127,21 @@ int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t 
 {
 	struct ppd *d = h->d;
 	uint8_t type = f[PP_WIRE_ETH_LEN] & 0x0f;
+	if (type == PP_WIRE_BYE && !d->no_pull_serve) {
+		/* The receiver left: what it did not ack by now it never will. */
+		struct ppd_msg m = {.type = PPD_MSG_BYE,
+				    .job = r->job,
+				    .src = r->rank,
+				    .dst = (uint32_t)f[PP_WIRE_ETH_LEN + 24] << 24 |
+					   (uint32_t)f[PP_WIRE_ETH_LEN + 25] << 16 |
+					   (uint32_t)f[PP_WIRE_ETH_LEN + 26] << 8 |
+					   f[PP_WIRE_ETH_LEN + 27]};
+		int n = d->nh < PPD_SERVERS ? d->nh : PPD_SERVERS;
+		for (int i = 0; i < n; i++)
+			if (atomic_load_explicit(&d->h[i].load, memory_order_relaxed))
+				post(&d->h[i], &m);
+		return 0; /* the rank needs it too */
+	}
 	if (type != PP_WIRE_PULL && type != PP_WIRE_ACK && type != PP_WIRE_NACK)
 		return 0;
 	uint16_t ack_stream = (uint16_t)(f[PP_WIRE_ETH_LEN + 10] << 8 | f[PP_WIRE_ETH_LEN + 11]);
@@ -299,10 +317,23 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 					       .addr = m->addr,
 					       .len = m->len,
 					       .off = m->off,
+					       .timeout_ns = m->timeout_ns,
+					       .progress = now,
 					       .nframes =
 						   (uint32_t)((m->len - m->off + mp - 1) / mp),
 					       .rto = RTO_NS};
 			memcpy(j->mac, m->mac, 6);
+			continue;
+		}
+		if (m->type == PPD_MSG_BYE) {
+			for (unsigned k = 0; k < PPD_PJOBS; k++) {
+				struct ppd_pjob *j = &h->jobs[k];
+				if (j->used && j->job == m->job && j->src == m->src &&
+				    j->dst == m->dst && j->una < j->nframes) {
+					j->failing = 1;
+					j->nxt = j->una;
+				}
+			}
 			continue;
 		}
 		/* An ACK or NACK for the job running on its flow. */
@@ -323,6 +354,7 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 					j->rtt_on = 0;
 				}
 				j->tries = 0;
+				j->progress = now;
 				j->rto = rto_of(j->flow);
 				j->deadline = now + j->rto;
 				if (lacks_rest || seq_lt(j->seq0 + j->nxt, m->ack))
@@ -370,6 +402,7 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 			j->flow = f;
 			j->seq0 = f->snd_nxt;
 			j->started = 1;
+			j->progress = now;
 			j->rto = rto_of(f);
 			j->deadline = now + j->rto;
 		}
@@ -384,7 +417,8 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 			continue;
 		}
 		if (j->una != j->sent && now >= j->deadline) {
-			if (++j->tries > MAX_TRIES) {
+			j->tries++;
+			if (now - j->progress > j->timeout_ns) {
 				j->nxt = j->una;
 				job_end(h, j, 0);
 				continue;

@@ -442,7 +442,7 @@ static struct ppd_pull *pull_find(struct ppd_port *p, uint32_t dst, uint32_t msg
 }
 
 int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint32_t tag,
-		       const void *buf, uint64_t len, uint64_t off)
+		       const void *buf, uint64_t len, uint64_t off, uint32_t timeout_ms)
 {
 	struct ppd_port *p = pull_port(port);
 	if (!p)
@@ -461,6 +461,7 @@ int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint
 		x->addr = (uint64_t)(uintptr_t)buf;
 		x->len = len;
 		x->off = off;
+		x->timeout_ms = timeout_ms;
 		__atomic_store_n(&x->state, PPD_PULL_POSTED, __ATOMIC_RELEASE);
 		p->pulls_used++;
 		return 0;

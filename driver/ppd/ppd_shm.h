@@ -83,13 +83,15 @@ enum ppd_pull_state {
 
 /* One send whose rest the daemon may serve. */
 struct ppd_pull {
-	uint32_t state;	 /* enum ppd_pull_state, changed by compare-and-swap */
-	uint32_t dst;	 /* rank the message goes to */
-	uint32_t msg_id; /* its number (per pair of ranks) */
-	uint32_t tag;	 /* its tag */
-	uint64_t addr;	 /* the send buffer, in the rank's address space */
-	uint64_t len;	 /* message length */
-	uint64_t off;	 /* bytes pushed: the rest is [off, len) */
+	uint32_t state;	     /* enum ppd_pull_state, changed by compare-and-swap */
+	uint32_t dst;	     /* rank the message goes to */
+	uint32_t msg_id;     /* its number (per pair of ranks) */
+	uint32_t tag;	     /* its tag */
+	uint64_t addr;	     /* the send buffer, in the rank's address space */
+	uint64_t len;	     /* message length */
+	uint64_t off;	     /* bytes pushed: the rest is [off, len) */
+	uint32_t timeout_ms; /* receiver silent this long: FAILED */
+	uint32_t pad;	     /* zero */
 };
 
 /* The header page of a region. Offsets are from the region's start. */
