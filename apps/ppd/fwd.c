@@ -518,9 +518,11 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 		for (int k = 0; k < PPD_DROP_COUNT; k++)
 			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
 			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
-		OUT(" pulls_served=%llu pulls_failed=%llu pull_frames=%llu pull_retx=%llu",
+		OUT(" pulls_served=%llu pulls_failed=%llu pulls_left=%llu pull_frames=%llu "
+		    "pull_retx=%llu",
 		    (unsigned long long)__atomic_load_n(&c->pulls_served, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->pulls_failed, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pulls_left, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->pull_frames, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->pull_retx, __ATOMIC_RELAXED));
 		OUT("\n");

@@ -130,6 +130,7 @@ struct ppd_counters {
 	uint64_t drops[PPD_DROP_COUNT]; /* by enum ppd_drop */
 	uint64_t pulls_served;		/* pull jobs this handler finished (DONE) */
 	uint64_t pulls_failed;		/* ... it gave up (FAILED) */
+	uint64_t pulls_left;		/* PULLs from the NIC it left to the rank */
 	uint64_t pull_frames;		/* DATA frames it sent for them */
 	uint64_t pull_retx;		/* ... of which sent again */
 	uint64_t pull_jobs;		/* jobs in its inbox or running now */

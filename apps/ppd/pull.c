@@ -80,8 +80,10 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 		      const uint8_t *f)
 {
 	struct ppd *d = h->d;
-	if (w->flags & (PP_WIRE_F_AGAIN | PP_WIRE_F_DONE))
-		return; /* everything again, or nothing: the rank's engine does it */
+	if (w->flags & (PP_WIRE_F_AGAIN | PP_WIRE_F_DONE)) {
+		COUNT(h, pulls_left, 1); /* everything again, or nothing */
+		return;
+	}
 	for (uint32_t i = 0; i < PPD_PULLS; i++) {
 		struct ppd_pull *x = &r->hdr->pulls[i];
 		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PULL_POSTED ||
@@ -104,8 +106,10 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 		if (m.timeout_ns < TIMEOUT_MIN_NS)
 			m.timeout_ns = TIMEOUT_MIN_NS;
 		memcpy(m.mac, f + 6, 6);
-		if (m.len != w->msg_len || m.off >= m.len)
-			return; /* not what the PULL is for: the rank serves it */
+		if (m.len != w->msg_len || m.off >= m.len) {
+			COUNT(h, pulls_left, 1); /* not what the PULL is for */
+			return;
+		}
 		struct ppd_handler *to = least_loaded(d);
 		/* Taken only when the job has room (load, which only posters
 		 * raise, under the inbox lock); the rank takes an
@@ -117,10 +121,13 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 		    cas_state(x, PPD_PULL_POSTED, PPD_PULL_SERVING)) {
 			to->inbox[to->ninbox++] = m;
 			atomic_fetch_add_explicit(&to->load, 1, memory_order_relaxed);
+		} else {
+			COUNT(h, pulls_left, 1); /* no room: the rank serves it */
 		}
 		atomic_flag_clear_explicit(&to->inbox_lock, memory_order_release);
 		return;
 	}
+	COUNT(h, pulls_left, 1); /* a PULL seen again, or never described */
 }
 
 int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)

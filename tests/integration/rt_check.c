@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -677,6 +678,116 @@ static void sc_handlers(pp_ctx *ctx, int expect_served, double max_s)
 	free(b);
 }
 
+/* --- daemonpull: the node daemon serves a computing sender's PULLs --------- */
+
+static const size_t dp_len[] = {1024, 64 << 10, 1 << 20, (16 << 20) + 3};
+
+/* "Received" flag of round k between this pair: a file both ranks see. */
+static void dp_flag(char *path, size_t len, int sender, int k)
+{
+	const char *job = getenv("PP_JOB");
+	snprintf(path, len, "/tmp/rt_check-dp-%s-%d-%d", job ? job : "0", sender, k);
+}
+
+/* Progress until the engine counter *at (bytes_tx or bytes_rx) has grown by
+ * want, or for 10 s. */
+static int dp_progress(pp_ctx *ctx, size_t off, uint64_t base, uint64_t want)
+{
+	struct pp_stats s;
+	double t0 = now_s();
+	do {
+		pp_progress(ctx);
+		pp_get_stats(ctx, &s);
+		if (*(const uint64_t *)((const char *)&s + off) - base >= want)
+			return 1;
+	} while (now_s() - t0 < 10);
+	return 0;
+}
+
+/* The sender posts an isend, makes progress until its pushes are out, then
+ * computes without any pp_* call until the receiver says (a file) that the
+ * whole message arrived, or max_s. With the daemon serving PULLs the
+ * receiver's late receive completes while the sender computes; without,
+ * it cannot (the rest of the message is only in the sender's memory). */
+static void sc_daemonpull(pp_ctx *ctx, int expect_served, double max_s)
+{
+	int peer = partner(), rc;
+	int before = failures;
+	char path[128];
+	/* Both engines know each other before a frame must get through at once
+	 * (a computing sender resends nothing). */
+	rc = pp_barrier(ctx);
+	EXPECT(rc == 0, "barrier: %s", pp_strerror(rc));
+	for (int k = 0; k < (int)(sizeof(dp_len) / sizeof(dp_len[0])); k++) {
+		size_t n = dp_len[k];
+		uint64_t push = n < 760 ? n : 760;
+		uint8_t *b = xmalloc(n);
+		struct pp_stats s0;
+		pp_get_stats(ctx, &s0);
+		if (lower_half()) {
+			pp_req *sq;
+			uint8_t tok;
+			dp_flag(path, sizeof(path), rank_, k);
+			unlink(path);
+			fill(b, n, seed_of(rank_, peer, k));
+			rc = pp_isend(ctx, b, n, peer, 20 + k, &sq);
+			EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+			EXPECT(dp_progress(ctx, offsetof(struct pp_stats, bytes_tx), s0.bytes_tx,
+					   push),
+			       "%zu B: the pushes did not go out", n);
+			/* Framed is not yet sent: a few more passes hand them on. */
+			for (double t1 = now_s(); now_s() - t1 < 0.02;)
+				pp_progress(ctx);
+			double t0 = now_s(), dt;
+			volatile uint64_t x = 1;
+			int served;
+			while (!(served = access(path, F_OK) == 0) && (dt = now_s() - t0) < max_s)
+				for (int i = 0; i < 10000; i++)
+					x = x * 6364136223846793005u + 1442695040888963407u;
+			say("daemonpull: %zu B: computed %.3f s without pp_* calls; the receiver "
+			    "%s "
+			    "the message during it",
+			    n, now_s() - t0, served ? "received" : "did not receive");
+			EXPECT(served == expect_served,
+			       "%zu B: received during compute: %d, expected %d", n, served,
+			       expect_served);
+			rc = pp_wait(&sq, NULL);
+			EXPECT(rc == 0, "%zu B: send: %s", n, pp_strerror(rc));
+			rc = pp_recv(ctx, &tok, 1, peer, 40 + k, NULL); /* the flag is written */
+			EXPECT(rc == 0, "%zu B: token: %s", n, pp_strerror(rc));
+			unlink(path);
+		} else {
+			pp_status st = {0};
+			uint8_t tok = 1;
+			dp_flag(path, sizeof(path), peer, k);
+			/* Late: the pushes are here before the receive is posted. */
+			EXPECT(dp_progress(ctx, offsetof(struct pp_stats, bytes_rx), s0.bytes_rx,
+					   push),
+			       "%zu B: the pushes did not arrive", n);
+			memset(b, 0xEE, n);
+			rc = pp_recv(ctx, b, n, peer, 20 + k, &st);
+			EXPECT(rc == 0 && st.len == n, "%zu B: recv: %s", n, pp_strerror(rc));
+			size_t bad = first_bad(b, n, seed_of(peer, rank_, k));
+			EXPECT(bad == n, "%zu B: byte %zu wrong", n, bad);
+			struct pp_stats s1;
+			pp_get_stats(ctx, &s1);
+			EXPECT(s1.late_matches == s0.late_matches + 1, "%zu B: not a late receive",
+			       n);
+			FILE *f = fopen(path, "w");
+			EXPECT(f != NULL, "%s: %s", path, strerror(errno));
+			if (f)
+				fclose(f);
+			rc = pp_send(ctx, &tok, 1, peer, 40 + k);
+			EXPECT(rc == 0, "%zu B: token: %s", n, pp_strerror(rc));
+		}
+		free(b);
+	}
+	if (!lower_half())
+		say("daemonpull: %zu late receives of 1 KiB .. 16 MiB from a computing rank %d, "
+		    "bytes checked: %s",
+		    sizeof(dp_len) / sizeof(dp_len[0]), peer, failures == before ? "ok" : "FAILED");
+}
+
 /* --- predict: late receivers with the predictor on (predict=NAME) ---------- */
 
 /* One message, late: the sender's isend, then a token behind it; the receiver
@@ -997,6 +1108,9 @@ static void usage(FILE *f)
 	      "  killsend   the upper half exits mid 16 MiB send; receivers get -ECONNRESET\n"
 	      "             (their wait pings the silent sender), and so does a send to it\n"
 	      "  handlers   late receiver of a sender that computes (run with pull_cores=)\n"
+	      "  daemonpull late receives of 1 KiB .. 16 MiB from a sender that computes\n"
+	      "             without pp_* calls until they completed (daemon=: its pull\n"
+	      "             handlers serve the PULLs; --no-progress: expect them not to)\n"
 	      "  crash      the upper half sends, then exits; its partner (on the same node)\n"
 	      "             receives the message and fails at once on what needs the dead rank\n"
 	      "  predict    late receivers with predict=NAME: a cycle of tags (staged,\n"
@@ -1013,9 +1127,11 @@ static void usage(FILE *f)
 	      "      --expect-copy K   sizes: direct (the receiver copied all but the pushes\n"
 	      "                        straight from the sender's buffer) or frames (every byte\n"
 	      "                        was sent in frames)\n"
-	      "      --no-progress     handlers: expect the sender's ack NOT to arrive while it\n"
-	      "                        computes (the check without pull handlers)\n"
-	      "      --compute SEC     handlers: compute at most SEC seconds (default 5)\n"
+	      "      --no-progress     handlers, daemonpull: expect the message NOT to arrive\n"
+	      "                        while the sender computes (the check without pull\n"
+	      "                        handlers)\n"
+	      "      --compute SEC     handlers, daemonpull: compute at most SEC seconds\n"
+	      "                        (default 5)\n"
 	      "      --expect-loss     fail unless some frame was retransmitted or NACKed\n"
 	      "                        (the link drops frames: the loss was real)\n"
 	      "  -h, --help            this text\n\n"
@@ -1098,9 +1214,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *sc = argv[optind];
-	static const char *const known[] = {"sizes",	 "many",    "match",	"trunc",
-					    "earlylate", "kill",    "killsend", "handlers",
-					    "crash",	 "predict", "evict",	"all"};
+	static const char *const known[] = {"sizes", "many",	   "match",    "trunc", "earlylate",
+					    "kill",  "killsend",   "handlers", "crash", "predict",
+					    "evict", "daemonpull", "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -1148,6 +1264,8 @@ int main(int argc, char **argv)
 		sc_handlers(ctx, expect_served, max_s);
 	if (strcmp(sc, "crash") == 0)
 		sc_crash(ctx);
+	if (strcmp(sc, "daemonpull") == 0)
+		sc_daemonpull(ctx, expect_served, max_s);
 	if (strcmp(sc, "predict") == 0) {
 		const char *sb = getenv("PP_STAGE_BYTES");
 		uint64_t budget = sb ? strtoull(sb, NULL, 0) : 4u << 20;
