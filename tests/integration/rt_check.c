@@ -682,38 +682,47 @@ static void sc_handlers(pp_ctx *ctx, int expect_served, double max_s)
 
 static const size_t dp_len[] = {1024, 64 << 10, 1 << 20, (16 << 20) + 3};
 
-/* "Received" flag of round k between this pair: a file both ranks see. */
-static void dp_flag(char *path, size_t len, int sender, int k)
+/* Flag what of round k between this pair: a file both ranks see. */
+static void dp_flag(char *path, size_t len, int sender, int k, const char *what)
 {
 	const char *job = getenv("PP_JOB");
-	snprintf(path, len, "/tmp/rt_check-dp-%s-%d-%d", job ? job : "0", sender, k);
+	snprintf(path, len, "/tmp/rt_check-dp-%s-%d-%d-%s", job ? job : "0", sender, k, what);
 }
 
-/* Progress until the engine counter *at (bytes_tx or bytes_rx) has grown by
- * want, or for 10 s. */
-static int dp_progress(pp_ctx *ctx, size_t off, uint64_t base, uint64_t want)
+static void dp_set(const char *path)
 {
-	struct pp_stats s;
-	double t0 = now_s();
-	do {
-		pp_progress(ctx);
-		pp_get_stats(ctx, &s);
-		if (*(const uint64_t *)((const char *)&s + off) - base >= want)
+	FILE *f = fopen(path, "w");
+	EXPECT(f != NULL, "%s: %s", path, strerror(errno));
+	if (f)
+		fclose(f);
+}
+
+/* Wait up to max_s for a flag, calling pp_progress meanwhile when ctx. */
+static int dp_wait(pp_ctx *ctx, const char *path, double max_s)
+{
+	for (double t0 = now_s(); now_s() - t0 < max_s;) {
+		if (access(path, F_OK) == 0)
 			return 1;
-	} while (now_s() - t0 < 10);
+		if (ctx)
+			pp_progress(ctx);
+		else
+			usleep(100);
+	}
 	return 0;
 }
 
-/* The sender posts an isend, makes progress until its pushes are out, then
- * computes without any pp_* call until the receiver says (a file) that the
- * whole message arrived, or max_s. With the daemon serving PULLs the
- * receiver's late receive completes while the sender computes; without,
- * it cannot (the rest of the message is only in the sender's memory). */
+/* Each round, in this order (flag files; nothing is timed): the sender
+ * posts an isend and makes progress until the receiver has the pushes
+ * ("pushed"); it says "computing" and computes without any pp_* call until
+ * the receiver says "received", or max_s; the receiver posts its receive
+ * (late) only once the sender computes. With the daemon serving PULLs the
+ * receive completes while the sender computes; without, it cannot (the rest
+ * of the message is only in the sender's memory). */
 static void sc_daemonpull(pp_ctx *ctx, int expect_served, double max_s)
 {
 	int peer = partner(), rc;
 	int before = failures;
-	char path[128];
+	char pushed[128], computing[128], received[128];
 	/* Both engines know each other before a frame must get through at once
 	 * (a computing sender resends nothing). */
 	rc = pp_barrier(ctx);
@@ -722,26 +731,27 @@ static void sc_daemonpull(pp_ctx *ctx, int expect_served, double max_s)
 		size_t n = dp_len[k];
 		uint64_t push = n < 760 ? n : 760;
 		uint8_t *b = xmalloc(n);
+		int sender = lower_half() ? rank_ : peer;
+		dp_flag(pushed, sizeof(pushed), sender, k, "pushed");
+		dp_flag(computing, sizeof(computing), sender, k, "computing");
+		dp_flag(received, sizeof(received), sender, k, "received");
 		struct pp_stats s0;
 		pp_get_stats(ctx, &s0);
 		if (lower_half()) {
 			pp_req *sq;
 			uint8_t tok;
-			dp_flag(path, sizeof(path), rank_, k);
-			unlink(path);
+			unlink(pushed);
+			unlink(computing);
+			unlink(received);
 			fill(b, n, seed_of(rank_, peer, k));
 			rc = pp_isend(ctx, b, n, peer, 20 + k, &sq);
 			EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
-			EXPECT(dp_progress(ctx, offsetof(struct pp_stats, bytes_tx), s0.bytes_tx,
-					   push),
-			       "%zu B: the pushes did not go out", n);
-			/* Framed is not yet sent: a few more passes hand them on. */
-			for (double t1 = now_s(); now_s() - t1 < 0.02;)
-				pp_progress(ctx);
-			double t0 = now_s(), dt;
+			EXPECT(dp_wait(ctx, pushed, 30), "%zu B: the pushes did not arrive", n);
+			dp_set(computing);
+			double t0 = now_s();
 			volatile uint64_t x = 1;
 			int served;
-			while (!(served = access(path, F_OK) == 0) && (dt = now_s() - t0) < max_s)
+			while (!(served = access(received, F_OK) == 0) && now_s() - t0 < max_s)
 				for (int i = 0; i < 10000; i++)
 					x = x * 6364136223846793005u + 1442695040888963407u;
 			say("daemonpull: %zu B: computed %.3f s without pp_* calls; the receiver "
@@ -753,17 +763,25 @@ static void sc_daemonpull(pp_ctx *ctx, int expect_served, double max_s)
 			       expect_served);
 			rc = pp_wait(&sq, NULL);
 			EXPECT(rc == 0, "%zu B: send: %s", n, pp_strerror(rc));
-			rc = pp_recv(ctx, &tok, 1, peer, 40 + k, NULL); /* the flag is written */
+			rc = pp_recv(ctx, &tok, 1, peer, 40 + k, NULL); /* the flags are set */
 			EXPECT(rc == 0, "%zu B: token: %s", n, pp_strerror(rc));
-			unlink(path);
+			unlink(pushed);
+			unlink(computing);
+			unlink(received);
 		} else {
 			pp_status st = {0};
 			uint8_t tok = 1;
-			dp_flag(path, sizeof(path), peer, k);
-			/* Late: the pushes are here before the receive is posted. */
-			EXPECT(dp_progress(ctx, offsetof(struct pp_stats, bytes_rx), s0.bytes_rx,
-					   push),
-			       "%zu B: the pushes did not arrive", n);
+			struct pp_stats s;
+			double t0 = now_s();
+			do {
+				pp_progress(ctx);
+				pp_get_stats(ctx, &s);
+			} while (s.bytes_rx - s0.bytes_rx < push && now_s() - t0 < 30);
+			EXPECT(s.bytes_rx - s0.bytes_rx >= push, "%zu B: the pushes did not arrive",
+			       n);
+			dp_set(pushed);
+			EXPECT(dp_wait(NULL, computing, 30), "%zu B: the sender did not compute",
+			       n);
 			memset(b, 0xEE, n);
 			rc = pp_recv(ctx, b, n, peer, 20 + k, &st);
 			EXPECT(rc == 0 && st.len == n, "%zu B: recv: %s", n, pp_strerror(rc));
@@ -773,10 +791,7 @@ static void sc_daemonpull(pp_ctx *ctx, int expect_served, double max_s)
 			pp_get_stats(ctx, &s1);
 			EXPECT(s1.late_matches == s0.late_matches + 1, "%zu B: not a late receive",
 			       n);
-			FILE *f = fopen(path, "w");
-			EXPECT(f != NULL, "%s: %s", path, strerror(errno));
-			if (f)
-				fclose(f);
+			dp_set(received);
 			rc = pp_send(ctx, &tok, 1, peer, 40 + k);
 			EXPECT(rc == 0, "%zu B: token: %s", n, pp_strerror(rc));
 		}
