@@ -5,8 +5,12 @@
 #
 #   1. pp_pingpong latency, early and late receiver (the paper's Figure 5)
 #   2. the late receiver with the sender busy computing while the PULL comes
-#      (pp_pingpong late, larger sizes), without and with a pull handler in
-#      the sender, rank 0 (pull_cores=CORE for rank 0 only)
+#      (pp_pingpong late, larger sizes): embedded without and with a pull
+#      handler thread in the sender, rank 0 (pull_cores=CORE for rank 0
+#      only); through daemons without pull serving (ppd --no-pull-serve: the
+#      rank's engine answers the PULL when it calls in again), with the
+#      daemon's handlers serving it (the default), and with both the daemon's
+#      handlers and a pull thread in the rank
 #
 # Figures are pp_pingpong's: one-way latency in us, mean of the middle 80 %
 # of --iters samples. The ratio column is daemon / embedded (above 1: the
@@ -45,10 +49,13 @@ done
 [[ $px =~ ^[0-9]+$ ]] || { echo "ppd_compare.sh: --pull-x wants a number" >&2; exit 2; }
 [[ $pcore =~ ^[0-9]+$ ]] || { echo "ppd_compare.sh: --pull-core wants a core number" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "ppd_compare.sh: needs root (pprun enters namespaces)" >&2; exit 2; }
-pprun=$build/apps/pprun pingpong=$build/apps/pp_pingpong
-[ -x "$pprun" ] && [ -x "$pingpong" ] || { echo "ppd_compare.sh: no build in $build" >&2; exit 2; }
+pprun=$build/apps/pprun pingpong=$build/apps/pp_pingpong ppd=$build/apps/ppd/ppd
+[ -x "$pprun" ] && [ -x "$pingpong" ] && [ -x "$ppd" ] || { echo "ppd_compare.sh: no build in $build" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/ppd-compare.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# The daemon without pull serving, for part 2.
+printf '#!/bin/sh\nexec "%s" --no-pull-serve "$@"\n' "$(realpath "$ppd")" >"$tmp/ppd-nps"
+chmod +x "$tmp/ppd-nps"
 
 # one NAME PPRUN_ARGS -- PINGPONG_ARGS: a pp_pingpong run into $tmp/NAME.csv
 one() {
@@ -81,6 +88,7 @@ export H=
 one emb -- --test latency,early,late --sizes "$sizes"
 one dmn --daemon -- --test latency,early,late --sizes "$sizes"
 one emb_nh -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_nps --daemon --ppd "$tmp/ppd-nps" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
 one dmn_nh --daemon -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
 H=$pcore
 one emb_h -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
@@ -100,12 +108,12 @@ for t in latency early late; do
   done
 done
 echo
-echo "2. late receiver, sender computing when the PULL comes (us): without / with a pull handler in the sender (core $pcore)"
-printf "%9s %14s %14s %14s %14s\n" size emb-no-handler emb-handler dmn-no-handler dmn-handler
+echo "2. late receiver, sender computing when the PULL comes (us): embedded without / with a pull thread in the sender (core $pcore); daemon without pull serving (--no-pull-serve), with its handlers serving, with its handlers and the rank's pull thread"
+printf "%9s %14s %14s %14s %14s %14s\n" size emb-no-handler emb-handler dmn-no-serve dmn-serve dmn-serve+thr
 for s in ${psizes//,/ }; do
   b=$(bytes "$s")
-  printf "%9s %14s %14s %14s %14s\n" "$b" "$(fig emb_nh late "$b")" "$(fig emb_h late "$b")" \
-    "$(fig dmn_nh late "$b")" "$(fig dmn_h late "$b")"
-  for c in emb_nh emb_h dmn_nh dmn_h; do row "2,late,$b,$c,$(fig $c late "$b")"; done
+  printf "%9s %14s %14s %14s %14s %14s\n" "$b" "$(fig emb_nh late "$b")" "$(fig emb_h late "$b")" \
+    "$(fig dmn_nps late "$b")" "$(fig dmn_nh late "$b")" "$(fig dmn_h late "$b")"
+  for c in emb_nh emb_h dmn_nps dmn_nh dmn_h; do row "2,late,$b,$c,$(fig $c late "$b")"; done
 done
 exit $failed
