@@ -56,10 +56,10 @@
 #define PPD_MAX_RANKS	 64
 #define PPD_MAX_HANDLERS 16
 #define PPD_BURST	 32
-#define PPD_PJOBS	 64  /* pull jobs a handler holds */
-#define PPD_FLOWS	 256 /* (job, rank, peer) sequences a handler keeps */
-#define PPD_INBOX	 256 /* messages waiting for a handler */
-#define PPD_SERVERS	 7   /* handlers that serve pulls (streams 1..7) */
+#define PPD_PJOBS	 64   /* pull jobs a handler holds */
+#define PPD_FLOWS	 1024 /* (job, rank, peer) sequences a handler keeps */
+#define PPD_INBOX	 256  /* messages waiting for a handler */
+#define PPD_SERVERS	 7    /* handlers that serve pulls (streams 1..7) */
 
 enum ppd_rank_state {
 	PPD_RANK_FREE = 0, /* unused entry */

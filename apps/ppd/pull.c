@@ -176,23 +176,44 @@ int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t 
 
 /* ---- the serving handler's side ---- */
 
+/* 1 when rank src of job is attached here. */
+static int attached(const struct ppd *d, uint32_t job, uint32_t src)
+{
+	for (int i = 0; i < PPD_MAX_RANKS; i++) {
+		const struct ppd_rank *r = &d->ranks[i];
+		if (atomic_load_explicit(&r->state, memory_order_acquire) == PPD_RANK_ACTIVE &&
+		    r->job == job && r->rank == src)
+			return 1;
+	}
+	return 0;
+}
+
+/* The sequence of (job, src, dst) on h's stream; a new one starts at 0 (so
+ * does the receiver's, for a new job). A full table reuses the entry of a
+ * rank no longer attached (its job is over). NULL when none can go. */
 static struct ppd_flow *flow_get(struct ppd_handler *h, uint32_t job, uint32_t src, uint32_t dst)
 {
 	uint32_t k = (job * 2654435761u ^ src * 40503u ^ dst) % PPD_FLOWS;
-	struct ppd_flow *free_one = NULL;
+	struct ppd_flow *slot = NULL;
 	for (uint32_t i = 0; i < PPD_FLOWS; i++) {
 		struct ppd_flow *f = &h->flows[(k + i) % PPD_FLOWS];
 		if (!f->used) {
-			free_one = free_one ? free_one : f;
+			slot = f;
 			break;
 		}
 		if (f->job == job && f->src == src && f->dst == dst)
 			return f;
 	}
-	if (!free_one)
+	/* Cold: the table is full (or this key's probe run is). */
+	for (uint32_t i = 0; !slot && i < PPD_FLOWS; i++) {
+		struct ppd_flow *f = &h->flows[i];
+		if (!f->busy && !attached(h->d, f->job, f->src))
+			slot = f;
+	}
+	if (!slot)
 		return NULL;
-	*free_one = (struct ppd_flow){.job = job, .src = src, .dst = dst, .used = 1};
-	return free_one;
+	*slot = (struct ppd_flow){.job = job, .src = src, .dst = dst, .used = 1};
+	return slot;
 }
 
 /* Round-trip estimate of a flow (RFC 6298 gains), one timed frame at a

@@ -803,6 +803,78 @@ static void sc_daemonpull(pp_ctx *ctx, int expect_served, double max_s)
 		    sizeof(dp_len) / sizeof(dp_len[0]), peer, failures == before ? "ok" : "FAILED");
 }
 
+/* --- badpull: the daemon cannot read what it should serve ------------------ */
+
+#define BP_LEN ((size_t)256 << 10)
+
+/* The sender's buffer is gone (unmapped after the pushes were acked) when
+ * the PULL comes: the daemon's read fails, it sends nothing and fails the
+ * entry; the send fails with -ECONNRESET; the receiver gets nothing past the
+ * pushes (its receive can never complete: it stays posted). */
+static void sc_badpull(pp_ctx *ctx)
+{
+	int peer = partner(), rc, before = failures;
+	uint8_t tok = 1;
+	rc = pp_barrier(ctx);
+	EXPECT(rc == 0, "barrier: %s", pp_strerror(rc));
+	if (lower_half()) {
+		uint8_t *b =
+		    mmap(NULL, BP_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		EXPECT(b != MAP_FAILED, "mmap: %s", strerror(errno));
+		if (b == MAP_FAILED)
+			return;
+		fill(b, BP_LEN, 3);
+		pp_req *q;
+		rc = pp_isend(ctx, b, BP_LEN, peer, 30, &q);
+		EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+		/* The receiver has the pushes; its token carries their ack. */
+		rc = pp_recv(ctx, &tok, 1, peer, 31, NULL);
+		EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+		munmap(b, BP_LEN);
+		rc = pp_send(ctx, &tok, 1, peer, 32);
+		EXPECT(rc == 0, "go: %s", pp_strerror(rc));
+		pp_status st = {0};
+		rc = pp_wait(&q, &st);
+		EXPECT(rc == -ECONNRESET, "send from an unmapped buffer: %s, want -ECONNRESET",
+		       pp_strerror(rc));
+		rc = pp_send(ctx, &tok, 1, peer, 33);
+		EXPECT(rc == 0, "done: %s", pp_strerror(rc));
+		say("badpull: a send whose buffer was gone when its PULL came failed: %s",
+		    failures == before ? "ok" : "FAILED");
+	} else {
+		uint8_t *b = xmalloc(BP_LEN);
+		struct pp_stats s0, s;
+		pp_get_stats(ctx, &s0);
+		double t0 = now_s();
+		do {
+			pp_progress(ctx);
+			pp_get_stats(ctx, &s);
+		} while (s.bytes_rx - s0.bytes_rx < 760 && now_s() - t0 < 30);
+		rc = pp_send(ctx, &tok, 1, peer, 31);
+		EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+		rc = pp_recv(ctx, &tok, 1, peer, 32, NULL);
+		EXPECT(rc == 0, "go: %s", pp_strerror(rc));
+		memset(b, 0xEE, BP_LEN);
+		pp_req *q;
+		rc = pp_irecv(ctx, b, BP_LEN, peer, 30, &q);
+		EXPECT(rc == 0, "irecv: %s", pp_strerror(rc));
+		rc = pp_recv(ctx, &tok, 1, peer, 33, NULL);
+		EXPECT(rc == 0, "done: %s", pp_strerror(rc));
+		int done = 1;
+		rc = pp_test(&q, &done, NULL);
+		EXPECT(rc == 0 && !done, "the receive completed (%s)", pp_strerror(rc));
+		size_t bad = first_bad(b, 760, 3), past = 760;
+		while (past < BP_LEN && b[past] == 0xEE)
+			past++;
+		EXPECT(bad == 760 && past == BP_LEN,
+		       "the pushes (first bad byte %zu), and nothing after them (byte %zu written)",
+		       bad, past);
+		say("badpull: the receiver got the pushes and nothing more: %s",
+		    failures == before ? "ok" : "FAILED");
+		/* b stays: the receive is still posted into it. */
+	}
+}
+
 /* --- predict: late receivers with the predictor on (predict=NAME) ---------- */
 
 /* One message, late: the sender's isend, then a token behind it; the receiver
@@ -1126,6 +1198,8 @@ static void usage(FILE *f)
 	      "  daemonpull late receives of 1 KiB .. 16 MiB from a sender that computes\n"
 	      "             without pp_* calls until they completed (daemon=: its pull\n"
 	      "             handlers serve the PULLs; --no-progress: expect them not to)\n"
+	      "  badpull    daemon=: a send whose buffer is unmapped when its PULL comes\n"
+	      "             fails with -ECONNRESET, nothing past the pushes is sent\n"
 	      "  crash      the upper half sends, then exits; its partner (on the same node)\n"
 	      "             receives the message and fails at once on what needs the dead rank\n"
 	      "  predict    late receivers with predict=NAME: a cycle of tags (staged,\n"
@@ -1231,7 +1305,7 @@ int main(int argc, char **argv)
 	const char *sc = argv[optind];
 	static const char *const known[] = {"sizes", "many",	   "match",    "trunc", "earlylate",
 					    "kill",  "killsend",   "handlers", "crash", "predict",
-					    "evict", "daemonpull", "all"};
+					    "evict", "daemonpull", "badpull",  "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -1281,6 +1355,8 @@ int main(int argc, char **argv)
 		sc_crash(ctx);
 	if (strcmp(sc, "daemonpull") == 0)
 		sc_daemonpull(ctx, expect_served, max_s);
+	if (strcmp(sc, "badpull") == 0)
+		sc_badpull(ctx);
 	if (strcmp(sc, "predict") == 0) {
 		const char *sb = getenv("PP_STAGE_BYTES");
 		uint64_t budget = sb ? strtoull(sb, NULL, 0) : 4u << 20;
@@ -1308,6 +1384,9 @@ int main(int argc, char **argv)
 	/* After a kill, peers that never talked to the dead rank wait for its
 	 * goodbye in vain: pp_finalize then reports -ETIMEDOUT, as documented. */
 	if ((strncmp(sc, "kill", 4) == 0 || strcmp(sc, "crash") == 0) && rc == -ETIMEDOUT)
+		rc = 0;
+	/* badpull: the receive of the failed send stays posted. */
+	if (strcmp(sc, "badpull") == 0 && rc == -ETIMEDOUT && !lower_half())
 		rc = 0;
 	EXPECT(rc == 0, "pp_finalize: %s", pp_strerror(rc));
 	if (failures)

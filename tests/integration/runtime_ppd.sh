@@ -131,6 +131,10 @@ BPF
   fi
   rm -rf "$bpf"
 fi
+run "a send whose buffer is gone when its PULL comes" 2 -n 2 --nodes 2 --daemon -- "$rtc" badpull
+[ "$(named pulls_failed)" -eq 1 ] && [ "$(named bad_range)" -eq 1 ] && [ "$(named pull_frames)" -eq 0 ] ||
+  { cat "$log"; fail "badpull: want 1 pull failed on 1 bad range, no DATA frame sent"; }
+echo "ok: the daemon could not read the buffer: it sent nothing, the send failed with -ECONNRESET"
 
 # 2. A rank killed while its node-mate keeps exchanging.
 run "rank 1 killed mid-transfer, node-mate 0 keeps exchanging with 2" 3 -n 4 --nodes 2 --daemon -- "$ppdc" killmate
