@@ -11,12 +11,14 @@
  *   late       the same with x=100000, y=300000: the message arrives first and
  *              waits in the pushed buffer
  *   busy       the late receiver of a sender busy computing: rank 0 posts an
- *              isend, and once rank 1 says it has the pushes, computes
- *              --compute-us microseconds without pp_* calls; rank 1 then
- *              posts the receive; the sample is rank 1's time from posting
- *              to completion (with the pull served only by the sender's
- *              engine, about the rest of the compute; served by a pull
- *              handler or the node daemon, the transfer alone)
+ *              isend, and once rank 1 says it has the pushes, computes C =
+ *              --compute-us microseconds without pp_* calls; rank 1 waits
+ *              C/2 (so the sender is computing: a PULL that came with the
+ *              "go" would be served before the compute), then posts the
+ *              receive; the sample is rank 1's time from posting to
+ *              completion (PULL served only by the sender's engine: about
+ *              C/2 plus the transfer; by a pull handler or the node daemon:
+ *              the transfer alone)
  * For early/late the reported one-way latency is (iteration time - the
  * compute on the critical path, max(x, y) + x NOPs, timed beforehand) / 2,
  * and each row is followed by the predictor and staging counters of the
@@ -490,6 +492,7 @@ static void busy(struct run *r, size_t len, unsigned iters, int keep)
 			} while (s.bytes_rx - s0.bytes_rx < push);
 			if ((rc = pp_send(r->ctx, &go, 1, 0, 11)))
 				die("pp_send", rc);
+			busy_wait_us(r->o->compute_us / 2);
 			uint64_t t0 = pp_perf_now();
 			xrecv(r, len, 10, 0);
 			if (keep)

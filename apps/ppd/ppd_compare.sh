@@ -31,10 +31,12 @@
 #                       computes from x to x + y, so without a pull handler
 #                       the PULL waits about x
 #   --busy-us N         part 3: the sender computes N us (default 2000)
+#   --ppd-cores LIST    the daemons' handler cores (default pprun's: node i on
+#                       core i, sharing it with rank i)
 #   --csv FILE          also write every figure as CSV (part,test,size,config,us)
 #   -h, --help          this text
 set -uo pipefail
-build=build iters=300 sizes=4,1k,64k psizes=64k,1m pcore=1 px=1000000 csv= busyus=2000
+build=build iters=300 sizes=4,1k,64k psizes=64k,1m pcore=1 px=1000000 csv= busyus=2000 dcores=()
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
   --pull-core) pcore=$2; shift 2 ;;
   --pull-x) px=$2; shift 2 ;;
   --busy-us) busyus=$2; shift 2 ;;
+  --ppd-cores) dcores=(--ppd-cores "$2"); shift 2 ;;
   --csv) csv=$2; shift 2 ;;
   -h | --help) usage; exit 0 ;;
   *) echo "ppd_compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -92,17 +95,17 @@ bytes() {
 failed=0
 export H=
 one emb -- --test latency,early,late --sizes "$sizes"
-one dmn --daemon -- --test latency,early,late --sizes "$sizes"
+one dmn --daemon "${dcores[@]}" -- --test latency,early,late --sizes "$sizes"
 one emb_nh -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
-one dmn_nps --daemon --ppd "$tmp/ppd-nps" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
-one dmn_nh --daemon -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_nps --daemon "${dcores[@]}" --ppd "$tmp/ppd-nps" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_nh --daemon "${dcores[@]}" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
 one emb_nh_b -- --test busy --sizes "$psizes" --compute-us "$busyus"
-one dmn_nps_b --daemon --ppd "$tmp/ppd-nps" -- --test busy --sizes "$psizes" --compute-us "$busyus"
-one dmn_nh_b --daemon -- --test busy --sizes "$psizes" --compute-us "$busyus"
+one dmn_nps_b --daemon "${dcores[@]}" --ppd "$tmp/ppd-nps" -- --test busy --sizes "$psizes" --compute-us "$busyus"
+one dmn_nh_b --daemon "${dcores[@]}" -- --test busy --sizes "$psizes" --compute-us "$busyus"
 H=$pcore
 one emb_h_b -- --test busy --sizes "$psizes" --compute-us "$busyus"
 one emb_h -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
-one dmn_h --daemon -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_h --daemon "${dcores[@]}" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
 H=
 
 [ -n "$csv" ] && echo "part,test,size,config,us" >"$csv"
