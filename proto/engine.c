@@ -421,8 +421,12 @@ int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int
 	struct peer *p = &e->peers[dst];
 	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
 		struct send *s = container_of(l, struct send, all);
-		if (s->msg_id != msg_id || !s->served)
+		if (s->msg_id != msg_id)
 			continue;
+		if (s->handed)
+			return -EAGAIN; /* its PULL is not in yet: say it again then */
+		if (!s->served)
+			return -ENOENT;
 		s->served = 0;
 		s->next_off = s->end_off = s->len;
 		s->gen_done = 1;

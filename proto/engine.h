@@ -258,7 +258,8 @@ int pp_proto_poll(struct pp_proto *eng, struct pp_proto_cpl *cpl);
 /* The layer below finished serving the PULL of send msg_id to dst (error 0)
  * or gave up (error < 0: the send fails with -ECONNRESET). The send
  * completes once its pushed frames are acked too.
- * Errors: -EINVAL (bad rank), -ENOENT (no such send served below). */
+ * Errors: -EINVAL (bad rank), -ENOENT (no such send served below), -EAGAIN
+ * (the engine has not seen that PULL yet: report it again once it has). */
 int pp_proto_handoff_done(struct pp_proto *eng, uint32_t dst, uint32_t msg_id, int error);
 
 /* Copy the counters (the pp_stats fields the engine knows). */

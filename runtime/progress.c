@@ -173,9 +173,9 @@ static void handoff_cancel(void *arg, uint32_t dst, uint32_t msg_id)
 	ppd_port_pull_cancel(((pp_ctx *)arg)->port, dst, msg_id);
 }
 
-static void handoff_done(void *arg, uint32_t dst, uint32_t msg_id, int error)
+static int handoff_done(void *arg, uint32_t dst, uint32_t msg_id, int error)
 {
-	pp_proto_handoff_done(((pp_ctx *)arg)->eng, dst, msg_id, error);
+	return pp_proto_handoff_done(((pp_ctx *)arg)->eng, dst, msg_id, error);
 }
 
 void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)

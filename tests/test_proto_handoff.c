@@ -229,6 +229,31 @@ static void test_failed_below(void)
 	net_fini(&net);
 }
 
+/* The layer below may end before the engine has seen the PULL (it took the
+ * PULL on its way in): told again after the claim, the engine acts then; in
+ * between it neither completes the send nor serves the PULL itself. */
+static void test_done_before_pull(void)
+{
+	struct net net;
+	struct below b;
+	setup(&net, &b, 1, 1);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, LEN, 1), 0);
+	net_run(&net, 1000000);
+	CU_ASSERT_EQUAL(b.handoffs, 1);
+	CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, -EFAULT), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0);
+	net_run(&net, 1000000);
+	CU_ASSERT_EQUAL(b.claims, 1);
+	CU_ASSERT_EQUAL(b.data0, 0);
+	CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, -EFAULT), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+	CU_ASSERT_EQUAL(b.data0, 0);
+	net_fini(&net);
+}
+
 static int drop_to_1(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h)
 {
 	(void)arg, (void)src, (void)h;
@@ -267,6 +292,7 @@ static CU_TestInfo tests[] = {
     {"PULL given back: the engine serves it", test_given_back},
     {"description not taken: served as before", test_not_taken},
     {"failure below fails the send", test_failed_below},
+    {"done reported before the engine saw the PULL", test_done_before_pull},
     {"a send that ends otherwise is withdrawn", test_withdrawn},
     {"hooks all or none", test_conf},
     CU_TEST_INFO_NULL,

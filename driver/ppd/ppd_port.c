@@ -57,6 +57,7 @@ struct ppd_port {
 	struct pp_port_stats st;       /* counters */
 	uint64_t pulls_seen;	       /* hdr->pulls_done when last polled */
 	uint32_t pulls_used;	       /* pull entries not FREE (ours to count) */
+	int pulls_again;	       /* an ended entry waits for its PULL: poll again */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -503,15 +504,15 @@ void ppd_port_pull_cancel(struct pp_port *port, uint32_t dst, uint32_t msg_id)
 }
 
 unsigned ppd_port_pull_poll(struct pp_port *port,
-			    void (*done)(void *arg, uint32_t dst, uint32_t msg_id, int error),
+			    int (*done)(void *arg, uint32_t dst, uint32_t msg_id, int error),
 			    void *arg)
 {
 	struct ppd_port *p = pull_port(port);
 	if (!p || !p->pulls_used)
 		return 0;
 	uint64_t n = __atomic_load_n(&p->hdr->pulls_done, __ATOMIC_ACQUIRE);
-	int gone = p->hdr->daemon_gone;
-	if (n == p->pulls_seen && !gone)
+	int gone = p->hdr->daemon_gone, again = 0;
+	if (n == p->pulls_seen && !gone && !p->pulls_again)
 		return 0;
 	p->pulls_seen = n;
 	unsigned calls = 0;
@@ -525,11 +526,14 @@ unsigned ppd_port_pull_poll(struct pp_port *port,
 			st = PPD_PULL_FAILED;
 		if (st != PPD_PULL_DONE && st != PPD_PULL_FAILED)
 			continue;
-		uint32_t dst = x->dst, msg_id = x->msg_id;
+		if (done(arg, x->dst, x->msg_id, st == PPD_PULL_DONE ? 0 : -EIO) == -EAGAIN) {
+			again = 1; /* the daemon was quicker than the PULL's way here */
+			continue;
+		}
 		__atomic_store_n(&x->state, PPD_PULL_FREE, __ATOMIC_RELEASE);
 		p->pulls_used--;
-		done(arg, dst, msg_id, st == PPD_PULL_DONE ? 0 : -EIO);
 		calls++;
 	}
+	p->pulls_again = again;
 	return calls;
 }

@@ -28,10 +28,12 @@ int ppd_port_pull_claim(struct pp_port *port, uint32_t dst, uint32_t msg_id);
 void ppd_port_pull_cancel(struct pp_port *port, uint32_t dst, uint32_t msg_id);
 
 /* For each entry the daemon ended, call done(arg, dst, msg_id, error) (0 or
- * -EIO) and free it; also ends every SERVING entry with -EIO once the daemon
- * is gone. Returns the calls made. */
+ * -EIO) and free it, unless done returns -EAGAIN (the engine has not seen
+ * the PULL yet: the entry stays and is reported again next time); also ends
+ * every SERVING entry with -EIO once the daemon is gone. Returns the
+ * entries freed. */
 unsigned ppd_port_pull_poll(struct pp_port *port,
-			    void (*done)(void *arg, uint32_t dst, uint32_t msg_id, int error),
+			    int (*done)(void *arg, uint32_t dst, uint32_t msg_id, int error),
 			    void *arg);
 
 #endif
