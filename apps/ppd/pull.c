@@ -18,6 +18,8 @@
 #define TIMEOUT_MIN_NS 100000000u /* least silence before a job fails */
 #define TX_ROOM	       PPD_BURST  /* frames a pass may queue for the NIC */
 
+_Static_assert(PPD_SERVERS == PP_PROTO_STREAMS - 1, "a stream per serving handler");
+
 #define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
 
 static uint64_t now_ns(void)
@@ -242,7 +244,9 @@ static uint64_t rto_of(const struct ppd_flow *f)
 static void job_end(struct ppd_handler *h, struct ppd_pjob *j, int ok)
 {
 	if (j->started) {
-		j->flow->snd_nxt = j->seq0 + j->nxt;
+		/* Frames sent but not acked may or may not be in: the next
+		 * job resynchronises on the receiver's first ack. */
+		j->flow->snd_nxt = j->seq0 + j->sent;
 		j->flow->busy = 0;
 	}
 	if (rank_alive(j->r, j->pid)) {
@@ -371,6 +375,19 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 			    j->dst != m->dst)
 				continue;
 			uint32_t una = j->seq0 + j->una, sent = j->seq0 + j->sent;
+			if (j->una == 0 && m->ack != j->seq0 &&
+			    (seq_lt(m->ack, j->seq0) || seq_lt(sent, m->ack)) &&
+			    (uint32_t)(m->ack - j->seq0 + 4 * WINDOW) < 8 * WINDOW) {
+				/* The receiver expects another seq than this job
+				 * started at (a job before it ended with frames
+				 * unacked): nothing of this one is in, so it starts
+				 * again there. */
+				j->seq0 = m->ack;
+				j->nxt = j->sent = 0;
+				j->probing = j->probe_owed = 0;
+				j->rtt_on = 0;
+				break;
+			}
 			if (seq_lt(una, m->ack) && !seq_lt(sent, m->ack)) {
 				/* After a probe, an ack for exactly it says the
 				 * receiver lacks the rest: go back. */
