@@ -10,6 +10,15 @@
  *              receive is posted before the send starts
  *   late       the same with x=100000, y=300000: the message arrives first and
  *              waits in the pushed buffer
+ *   busy       the late receiver of a sender busy computing: rank 0 posts an
+ *              isend, and once rank 1 says it has the pushes, computes C =
+ *              --compute-us microseconds without pp_* calls; rank 1 waits
+ *              C/2 (so the sender is computing: a PULL that came with the
+ *              "go" would be served before the compute), then posts the
+ *              receive; the sample is rank 1's time from posting to
+ *              completion (PULL served only by the sender's engine: about
+ *              C/2 plus the transfer; by a pull handler or the node daemon:
+ *              the transfer alone)
  * For early/late the reported one-way latency is (iteration time - the
  * compute on the critical path, max(x, y) + x NOPs, timed beforehand) / 2,
  * and each row is followed by the predictor and staging counters of the
@@ -32,8 +41,8 @@
 
 #include "perf.h"
 
-enum test { T_LATENCY, T_BANDWIDTH, T_EARLY, T_LATE, T_COUNT };
-static const char *const test_names[T_COUNT] = {"latency", "bandwidth", "early", "late"};
+enum test { T_LATENCY, T_BANDWIDTH, T_EARLY, T_LATE, T_BUSY, T_COUNT };
+static const char *const test_names[T_COUNT] = {"latency", "bandwidth", "early", "late", "busy"};
 static const char *const mode_names[] = {"push-pull", "push-all", "push-zero"};
 
 struct opts {
@@ -49,14 +58,15 @@ struct opts {
 	const char *csv;	   /* CSV file or NULL */
 	const char *config;	   /* extra pp_init settings */
 	enum pp_perf_clock clock;
-	int check;     /* verify every received byte */
-	uint64_t poll; /* early/late: NOPs between pp_progress calls (0: none) */
+	int check;	     /* verify every received byte */
+	uint64_t poll;	     /* early/late: NOPs between pp_progress calls (0: none) */
+	uint64_t compute_us; /* busy: the sender's compute, microseconds */
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: pp_pingpong [options]   (run 2 ranks, e.g. pprun -n 2 pp_pingpong ...)\n"
-	      "  --test LIST        latency,bandwidth,early,late (default latency)\n"
+	      "  --test LIST        latency,bandwidth,early,late,busy (default latency)\n"
 	      "  --mode LIST        push-pull,push-all,push-zero or all (default push-pull)\n"
 	      "  --sizes SPEC       message sizes: V | V,V,... | A:B[:xF|:+S] with k/m/g\n"
 	      "                     suffixes (default 0:1m:x4)\n"
@@ -71,6 +81,7 @@ static void usage(FILE *f)
 	      "                     loops (default 0: the paper's loops, no calls); models\n"
 	      "                     asynchronous progress, the polling is not counted as\n"
 	      "                     compute\n"
+	      "  --compute-us N     busy: the sender computes N us (default 2000)\n"
 	      "  --config STR       more pp_init settings, key=value,...\n"
 	      "  --clock KIND       auto | tsc | mono (default auto)\n"
 	      "  --check            verify every byte received\n"
@@ -150,6 +161,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"clock", required_argument, NULL, 'k'},
 	    {"check", no_argument, NULL, 'C'},
 	    {"poll", required_argument, NULL, 'P'},
+	    {"compute-us", required_argument, NULL, 'U'},
 	    {"csv", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -162,6 +174,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->iters = 1000;
 	o->warmup = 10;
 	o->compute_x = o->compute_y = -1;
+	o->compute_us = 2000;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -202,6 +215,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'P':
 			o->poll = (uint64_t)num_opt("--poll", optarg, 0, 1000000000);
+			break;
+		case 'U':
+			o->compute_us = (uint64_t)num_opt("--compute-us", optarg, 1, 10000000);
 			break;
 		case 'o':
 			o->csv = optarg;
@@ -438,6 +454,60 @@ static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint
 	}
 }
 
+/* Compute us microseconds by the clock, without pp_* calls. */
+static void busy_wait_us(uint64_t us)
+{
+	uint64_t t0 = pp_perf_now();
+	while (pp_perf_ticks_to_us(pp_perf_now() - t0) < (double)us)
+		pp_perf_compute(1000);
+}
+
+/* The late receiver of a sender busy computing (see the top of the file).
+ * Samples are rank 1's, sent to rank 0 after the loop. */
+static void busy(struct run *r, size_t len, unsigned iters, int keep)
+{
+	uint8_t go = 1;
+	int rc;
+	for (unsigned i = 0; i < iters; i++) {
+		struct pp_stats s0, s;
+		pp_get_stats(r->ctx, &s0); /* before: the barrier may take pushes in */
+		xbarrier(r);
+		if (r->rank == 0) {
+			pp_req *q;
+			if ((rc = pp_isend(r->ctx, r->sbuf, len, 1, 10, &q)))
+				die("pp_isend", rc);
+			/* Progress until the receiver has the pushes. */
+			if ((rc = pp_recv(r->ctx, &go, 1, 1, 11, NULL)))
+				die("pp_recv", rc);
+			busy_wait_us(r->o->compute_us);
+			if ((rc = pp_wait(&q, NULL)))
+				die("pp_wait", rc);
+		} else {
+			/* Pushed bytes with the default BTP1 + BTP2 (other BTPs:
+			 * the receive may be posted early). */
+			uint64_t push = len < 760 ? len : 760;
+			do {
+				pp_progress(r->ctx);
+				pp_get_stats(r->ctx, &s);
+			} while (s.bytes_rx - s0.bytes_rx < push);
+			if ((rc = pp_send(r->ctx, &go, 1, 0, 11)))
+				die("pp_send", rc);
+			busy_wait_us(r->o->compute_us / 2);
+			uint64_t t0 = pp_perf_now();
+			xrecv(r, len, 10, 0);
+			if (keep)
+				r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
+		}
+	}
+	if (!keep)
+		return;
+	size_t bytes = iters * sizeof(double);
+	rc = r->rank == 0 ? pp_recv(r->ctx, r->samples, bytes, 1, 12, NULL)
+			  : pp_send(r->ctx, r->samples, bytes, 0, 12);
+	if (rc)
+		die("exchanging busy samples", rc);
+}
+
 /* --- one configuration: a mode and a BTP pair ------------------------- */
 
 struct point {
@@ -492,6 +562,10 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 			printf("# %s: x=%" PRIu64 " y=%" PRIu64 " NOPs (x %.1f us, y %.1f us)\n",
 			       test_names[t], x, y, time_compute(x), time_compute(y));
 	}
+	if (t == T_BUSY && r->rank == 0)
+		printf("# busy: the sender computes %" PRIu64
+		       " us; receiver's post-to-completion\n",
+		       o->compute_us);
 	for (int si = 0; si < o->nsizes; si++) {
 		size_t len = o->sizes[si];
 		struct pp_perf_summary s;
@@ -504,6 +578,8 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 				latency(r, len, n, pass);
 			else if (t == T_BANDWIDTH)
 				bandwidth(r, len, n, pass);
+			else if (t == T_BUSY)
+				busy(r, len, n, pass);
 			else
 				early_late(r, len, n, pass, x, y);
 		}

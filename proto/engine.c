@@ -41,7 +41,9 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	    (c->window & (c->window - 1)) || c->window > 32768 || c->mtu < PP_WIRE_HDR_LEN + 64 ||
 	    c->max_msgs == 0 || c->max_msgs > (1u << 24) || c->mode > PP_PROTO_PUSH_ZERO ||
 	    c->rto_ns == 0 || c->rto_tries == 0 || c->ack_every == 0 ||
-	    (c->direct && c->direct_chunk == 0))
+	    (c->direct && c->direct_chunk == 0) ||
+	    (c->stream >= 1 && c->stream < PP_PROTO_STREAMS) ||
+	    (!c->handoff != !c->handoff_claim || !c->handoff != !c->handoff_cancel))
 		return -EINVAL;
 	struct pp_proto *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -156,6 +158,9 @@ void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 	if (s->copied) {
 		e->nsends_copied--; /* its completion went out at pp_proto_send */
 	} else {
+		/* The layer below still holds it: no byte more is read. */
+		if (s->handed || s->served)
+			e->c.handoff_cancel(e->c.hook_arg, s->peer, s->msg_id);
 		complete(e, s->cookie, 1, s->peer, s->tag, s->len, error);
 		if (!error)
 			e->st.msgs_tx++;
@@ -221,6 +226,9 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 	p->snd_una = p->rtx_nxt = p->rtx_end = p->snd_nxt;
 	p->owe = 0;
 	p->done_head = p->done_tail;
+	for (unsigned i = 0; i < PP_PROTO_STREAMS; i++)
+		p->xs[i].owe = 0;
+	p->xowe = 0;
 }
 
 void pp_proto_peer_fail(struct pp_proto *e, uint32_t rank)
@@ -276,6 +284,9 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	s->queued = 1;
 	s->copied = 0;
 	s->written = 0;
+	s->handed = 0;
+	s->served = 0;
+	s->error = 0;
 	list_add_tail(&p->sends, &s->all);
 	list_add_tail(&p->txq, &s->q);
 	e->user_ops++;
@@ -413,6 +424,30 @@ void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
 	}
 }
 
+int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int error)
+{
+	if (!e || dst >= e->c.nranks || !e->peers[dst].present)
+		return -EINVAL;
+	struct peer *p = &e->peers[dst];
+	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
+		struct send *s = container_of(l, struct send, all);
+		if (s->msg_id != msg_id)
+			continue;
+		if (s->handed)
+			return -EAGAIN; /* its PULL is not in yet: say it again then */
+		if (!s->served)
+			return -ENOENT;
+		s->served = 0;
+		s->next_off = s->end_off = s->len;
+		s->gen_done = 1;
+		s->error = error ? -ECONNRESET : 0;
+		if (s->unacked == 0)
+			pp_proto_send_finish(e, s, s->error);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int pp_proto_peer_lost(const struct pp_proto *e, uint32_t rank)
 {
 	return rank < e->c.nranks && e->peers[rank].present && e->peers[rank].lost;
@@ -425,7 +460,8 @@ int pp_proto_idle(const struct pp_proto *e)
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
 		const struct peer *p = &e->peers[r];
 		if (p->present && !p->lost &&
-		    (p->snd_una != p->snd_nxt || (p->owe & OWE_ACK) || p->done_head != p->done_tail))
+		    (p->snd_una != p->snd_nxt || (p->owe & OWE_ACK) || p->xowe ||
+		     p->done_head != p->done_tail))
 			return 0;
 	}
 	return 1;

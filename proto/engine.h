@@ -85,8 +85,31 @@
  * -EPROTO and a STATE drop is counted) and completes it with no PULL and no
  * copy. Any other case takes the path above.
  *
- * Limits: each peer engine uses one TX stream; the ack_stream of frames we
- * send is the stream of the peer's last sequenced frame.
+ * Extra streams (pull handlers, DESIGN.md 7): a peer's engine sends on its
+ * own stream (0); a node daemon's pull handlers send DATA on its behalf on
+ * streams 1..PP_PROTO_STREAMS-1, each its own go-back-N sequence. The
+ * receiver keeps rcv_nxt, ack and NACK state per (peer, stream); a DATA
+ * frame on an extra stream is accepted, dropped as a duplicate or NACKed
+ * against that stream, placed by msg_id and offset (its bytes may overtake a
+ * late push of stream 0), and acked by standalone ACK or NACK frames whose
+ * ack_stream is that stream (piggybacked acks always refer to stream 0).
+ * Frames on extra streams carry no ack or credit for us (ack_stream 0xFFFF).
+ * A staged message takes extra-stream DATA only in order (offset = bytes
+ * here): a frame that overtook a push is refused and comes again.
+ *
+ * Pull serving by the layer below (handoff hooks): when a send's FIRST frame
+ * goes out and the rest waits for a PULL (not to a local peer, not a copied
+ * send), handoff() is given its description; 0 means the layer below keeps
+ * it. When the PULL arrives (without AGAIN), claim() says whether the layer
+ * below serves it (1: the PULL is acked as usual but the engine sends no
+ * DATA; the send completes when pp_proto_handoff_done reports the layer
+ * below done and every pushed frame is acked) or gave the description back
+ * (0: the engine serves the PULL as usual). A send that ends otherwise (peer
+ * lost) while the layer below holds it is withdrawn with cancel().
+ *
+ * Limits: each peer engine uses one TX stream (0, or PP_PROTO_STREAMS and
+ * above); the ack_stream of frames we send is the stream of the peer's last
+ * sequenced frame on its own stream.
  */
 #ifndef PP_PROTO_ENGINE_H
 #define PP_PROTO_ENGINE_H
@@ -96,7 +119,9 @@
 
 #include "pp.h"
 
-#define PP_PROTO_ANY (-1) /* wildcard source or tag of pp_proto_recv */
+#define PP_PROTO_ANY	 (-1)	/* wildcard source or tag of pp_proto_recv */
+#define PP_PROTO_STREAMS 8	/* a peer's own stream + pull handlers' streams 1..7 */
+#define PP_PROTO_NO_ACK	 0xFFFF /* ack_stream of frames that carry no ack */
 
 enum pp_proto_mode {
 	PP_PROTO_PUSH_PULL = 0, /* BTP1 + BTP2 pushed, the rest pulled */
@@ -131,7 +156,16 @@ struct pp_proto_conf {
 	int (*direct)(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
 		      uint64_t len);
 	void (*publish)(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len);
-	void *hook_arg;	       /* first argument of direct and publish */
+	/* Pull serving hooks (NULL: none; all three or none), see above.
+	 * handoff: the rest [off, len) of send msg_id to dst (tag, buf) waits
+	 * for a PULL; 0 when the layer below took the description. claim: its
+	 * PULL came; 1 when the layer below serves it, 0 when it gave it back.
+	 * cancel: forget the description (the send ended without it). */
+	int (*handoff)(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+		       uint64_t len, uint64_t off);
+	int (*handoff_claim)(void *arg, uint32_t dst, uint32_t msg_id);
+	void (*handoff_cancel)(void *arg, uint32_t dst, uint32_t msg_id);
+	void *hook_arg;	       /* first argument of direct, publish and the handoff hooks */
 	uint64_t direct_chunk; /* bytes per direct call */
 	uint64_t direct_min;   /* fewer bytes left than this: pulled as DATA instead */
 };
@@ -156,7 +190,8 @@ void pp_proto_conf_default(struct pp_proto_conf *c);
 
 /* Create an engine; every pool is allocated here.
  * Errors: -EINVAL (bad conf: rank >= nranks, window not a power of two or
- * above 32768, mtu too small, zero max_msgs), -ENOMEM. */
+ * above 32768, mtu too small, zero max_msgs, stream in 1..PP_PROTO_STREAMS-1,
+ * only some of the handoff hooks), -ENOMEM. */
 int pp_proto_create(struct pp_proto **eng, const struct pp_proto_conf *c);
 void pp_proto_destroy(struct pp_proto *eng);
 
@@ -242,6 +277,13 @@ void pp_proto_handle_expiry(struct pp_proto *eng, uint64_t now);
 
 /* Take one completion. Returns 1 and fills *cpl, or 0 when none. */
 int pp_proto_poll(struct pp_proto *eng, struct pp_proto_cpl *cpl);
+
+/* The layer below finished serving the PULL of send msg_id to dst (error 0)
+ * or gave up (error < 0: the send fails with -ECONNRESET). The send
+ * completes once its pushed frames are acked too.
+ * Errors: -EINVAL (bad rank), -ENOENT (no such send served below), -EAGAIN
+ * (the engine has not seen that PULL yet: report it again once it has). */
+int pp_proto_handoff_done(struct pp_proto *eng, uint32_t dst, uint32_t msg_id, int error);
 
 /* Copy the counters (the pp_stats fields the engine knows). */
 void pp_proto_stats(const struct pp_proto *eng, struct pp_stats *st);

@@ -86,6 +86,9 @@ struct send {
 	uint8_t queued;	       /* on the peer's txq */
 	uint8_t copied;	       /* buf is the engine's copy; completion already given */
 	uint8_t written;       /* written into the receive buffer: one empty FIRST frame */
+	uint8_t handed;	       /* the handoff hook holds its description, no PULL yet */
+	uint8_t served;	       /* the lower layer serves its PULL; handoff_done pending */
+	int error;	       /* result given once its frames are acknowledged */
 	struct link all;       /* peer's list of active sends */
 	struct link q;	       /* peer's txq, or the free pool */
 };
@@ -110,6 +113,8 @@ struct rx {
 	uint8_t evicted;	       /* pushed bytes given up: pull all again */
 	uint8_t rewind;		       /* the PULL carries AGAIN */
 	int rq_slot;		       /* receive-queue entry + 1 when published, else 0 */
+	uint64_t xnext;		       /* next offset expected on an extra stream (0: none yet) */
+	uint64_t xgot;		       /* bytes that came on extra streams (after the pushes) */
 	struct link q;		       /* posted or unexpected queue, or free pool */
 	struct link by_peer;	       /* peer's list of arrived messages */
 	struct link pq;		       /* peer's pullq or directq */
@@ -129,6 +134,15 @@ struct desc {
 struct done {
 	uint64_t msg_len; /* its length */
 	uint32_t msg_id;  /* its number */
+};
+
+/* Receive state of one extra stream of a peer (a pull handler's DATA). */
+struct xstream {
+	uint32_t rcv_nxt;      /* next seq expected */
+	uint32_t unacked_rx;   /* frames accepted since our last ack on it */
+	uint32_t nacked;       /* rcv_nxt a NACK was last sent for, + 1 (0: none) */
+	uint64_t ack_deadline; /* when an owed ack must go */
+	uint8_t owe;	       /* enum owe bits */
 };
 
 struct peer {
@@ -177,6 +191,9 @@ struct peer {
 	uint8_t owe;	       /* enum owe bits */
 	uint16_t credit_adv;   /* cells allowed to it, cumulative (advertised) */
 	struct link arrived;   /* unexpected and active receives from it */
+	/* Extra streams 1..PP_PROTO_STREAMS-1: DATA from pull handlers. */
+	struct xstream xs[PP_PROTO_STREAMS]; /* indexed by stream; [0] unused */
+	uint32_t xowe;			     /* bit s: stream s owes an ACK or NACK */
 };
 
 struct pp_proto {

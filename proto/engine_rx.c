@@ -38,7 +38,7 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 			continue;
 		struct send *s = d->obj;
 		if (--s->unacked == 0 && s->gen_done)
-			pp_proto_send_finish(e, s, 0);
+			pp_proto_send_finish(e, s, s->error);
 	}
 	if (seq_lt(p->rtx_nxt, p->snd_una))
 		p->rtx_nxt = p->snd_una;
@@ -121,7 +121,7 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 			return 0; /* the sender wrote it all: finished */
 	} else {
 		r = find_arrived(p, h->msg_id);
-		if (!r || r->msg_len != h->msg_len || h->offset != r->got ||
+		if (!r || r->msg_len != h->msg_len || h->offset != r->got - r->xgot ||
 		    (h->type == PP_WIRE_DATA && r->state != RX_ACTIVE && !r->stage)) {
 			if (h->type == PP_WIRE_PUSH) /* the sender counted its cells */
 				p->credit_adv =
@@ -173,6 +173,18 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 		}
 		if (pp_proto_pull_local(e, p, s, h))
 			return;
+		if (s->handed) {
+			/* The layer below decides once, seeing this PULL too. */
+			s->handed = 0;
+			if (!(h->flags & PP_WIRE_F_AGAIN) &&
+			    e->c.handoff_claim(e->c.hook_arg, s->peer, s->msg_id)) {
+				s->served = 1;
+				s->end_off = s->len;
+				return;
+			}
+			if (h->flags & PP_WIRE_F_AGAIN) /* it may still hold it */
+				e->c.handoff_cancel(e->c.hook_arg, s->peer, s->msg_id);
+		}
 		/* The receiver gave the pushed bytes up: send them again as DATA. */
 		if ((h->flags & PP_WIRE_F_AGAIN) && h->offset < s->next_off) {
 			s->next_off = h->offset;
@@ -188,6 +200,75 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 		return;
 	}
 	e->st.drops[PP_DROP_STATE]++;
+}
+
+/* DATA on an extra stream, at its rcv_nxt. Returns 0 when accepted, or the
+ * drop reason + 1 when it must not be (it comes again). */
+static int x_data(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+		  const uint8_t *pl)
+{
+	struct rx *r = find_arrived(p, h->msg_id);
+	uint64_t end = h->offset + h->payload_len;
+	if (!r || r->msg_len != h->msg_len || end > r->msg_len ||
+	    (r->state != RX_ACTIVE && !r->stage) || (r->xnext && h->offset != r->xnext)) {
+		e->st.drops[PP_DROP_STATE]++;
+		return 0; /* accepted in sequence, fits nothing */
+	}
+	if (r->state == RX_ACTIVE) {
+		place(e, r, h->offset, pl, h->payload_len);
+	} else {
+		/* Staged: matching moves the first got bytes, so only in order. */
+		if (h->offset != r->got)
+			return PP_DROP_STATE + 1;
+		pp_proto_stage_input(e, p, r, h, pl);
+	}
+	r->xnext = end;
+	r->xgot += h->payload_len;
+	e->st.bytes_rx += h->payload_len;
+	if (r->state == RX_ACTIVE && r->got == r->msg_len)
+		pp_proto_rx_finish(e, r, 0);
+	return 0;
+}
+
+/* A frame on extra stream h->stream (a pull handler's): only DATA, which is
+ * sequenced and acked on that stream alone. */
+static int x_input(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+		   const uint8_t *pl, uint64_t now)
+{
+	struct xstream *x = &p->xs[h->stream];
+	uint32_t bit = 1u << h->stream;
+	if (h->type != PP_WIRE_DATA) {
+		e->st.drops[PP_DROP_STATE]++;
+		return -EPROTO;
+	}
+	if (h->seq != x->rcv_nxt) {
+		e->st.drops[PP_DROP_DUP]++;
+		if (seq_lt(h->seq, x->rcv_nxt)) {
+			x->owe |= OWE_ACK | OWE_ACK_NOW; /* re-ack a duplicate */
+			p->xowe |= bit;
+		} else if (x->nacked != x->rcv_nxt + 1) {
+			x->owe |= OWE_NACK;
+			x->nacked = x->rcv_nxt + 1;
+			p->xowe |= bit;
+		}
+		return -EPROTO;
+	}
+	int rc = x_data(e, p, h, pl);
+	p->xowe |= bit;
+	if (rc) {
+		e->st.drops[rc - 1]++;
+		x->owe |= OWE_ACK | OWE_ACK_NOW; /* alive; the frame comes again */
+		return -EPROTO;
+	}
+	x->rcv_nxt++;
+	x->nacked = 0;
+	if (!(x->owe & OWE_ACK)) {
+		x->owe |= OWE_ACK;
+		x->ack_deadline = now + e->c.ack_delay_ns;
+	}
+	if (++x->unacked_rx >= e->c.ack_every || (h->flags & PP_WIRE_F_LAST))
+		x->owe |= OWE_ACK_NOW;
+	return 0;
 }
 
 static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now, int local)
@@ -209,7 +290,10 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 		e->st.drops[PP_DROP_STATE]++;
 		return -EPROTO;
 	}
-	/* Every authentic frame carries the peer's ack and credit. */
+	if (h.stream >= 1 && h.stream < PP_PROTO_STREAMS)
+		return x_input(e, p, &h, pl, now);
+	/* Every authentic frame of the peer's own stream carries its ack and
+	 * credit. */
 	if ((int16_t)(h.credit - p->credit_limit) > 0)
 		p->credit_limit = h.credit;
 	if (h.ack_stream == e->c.stream)

@@ -104,6 +104,45 @@ static int emit_ctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t t
 	return encode(e, buf, cap, p, &h, NULL);
 }
 
+/* The ACK or NACK an extra stream owes, if any is due: its ack_stream is
+ * that stream, so the peer's own ack state is left alone. */
+static int emit_xctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t *buf, size_t cap,
+		     uint64_t now)
+{
+	for (uint32_t i = 1; i < PP_PROTO_STREAMS; i++) {
+		if (!(p->xowe & (1u << i)))
+			continue;
+		struct xstream *x = &p->xs[i];
+		uint8_t type;
+		if (x->owe & OWE_NACK) {
+			x->owe &= (uint8_t)~OWE_NACK;
+			type = PP_WIRE_NACK;
+			e->st.nacks_tx++;
+		} else if ((x->owe & OWE_ACK) &&
+			   ((x->owe & OWE_ACK_NOW) || now >= x->ack_deadline)) {
+			x->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
+			x->unacked_rx = 0;
+			type = PP_WIRE_ACK;
+			e->st.acks_tx++;
+		} else {
+			if (!x->owe)
+				p->xowe &= ~(1u << i);
+			continue;
+		}
+		if (!x->owe)
+			p->xowe &= ~(1u << i);
+		struct pp_wire_hdr h;
+		memset(&h, 0, sizeof(h));
+		hdr_common(e, p, rank, &h);
+		h.type = type;
+		h.ack_stream = (uint16_t)i;
+		h.ack = x->rcv_nxt;
+		h.seq = x->rcv_nxt;
+		return pp_wire_encode(buf, cap, p->mac, e->c.mac, &h, NULL);
+	}
+	return 0;
+}
+
 /* Take the next frame of the send at the head of txq into d. */
 static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d)
 {
@@ -127,10 +166,16 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 		if (n > e->maxp)
 			n = e->maxp;
 		flags = PP_WIRE_F_FIRST;
-		if (s->written)
+		if (s->written) {
 			flags |= PP_WIRE_F_WRITTEN | PP_WIRE_F_LAST;
-		else if (s->push_end < s->len)
+		} else if (s->push_end < s->len) {
 			flags |= PP_WIRE_F_PULL;
+			/* The rest may be served below: say so before the
+			 * FIRST frame, and with it the PULL, can exist. */
+			if (e->c.handoff && !p->local && !s->copied)
+				s->handed = e->c.handoff(e->c.hook_arg, s->peer, s->msg_id, s->tag,
+							 s->buf, s->len, s->push_end) == 0;
+		}
 		s->first_sent = 1;
 	} else {
 		uint64_t lim = off < s->push_end ? s->push_end : s->end_off;
@@ -173,6 +218,11 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		p->owe &= (uint8_t)~OWE_NACK;
 		e->st.nacks_tx++;
 		return emit_ctl(e, p, rank, PP_WIRE_NACK, buf, cap);
+	}
+	if (p->xowe) {
+		int len = emit_xctl(e, p, rank, buf, cap, now);
+		if (len)
+			return len;
 	}
 	if (p->direct)
 		pp_proto_direct_step(e, rank, p);
@@ -281,6 +331,11 @@ uint64_t pp_proto_expiry(const struct pp_proto *e)
 			t = p->rto_deadline;
 		if ((p->owe & OWE_ACK) && !(p->owe & OWE_ACK_NOW) && p->ack_deadline < t)
 			t = p->ack_deadline;
+		for (uint32_t i = 1; p->xowe && i < PP_PROTO_STREAMS; i++) {
+			const struct xstream *x = &p->xs[i];
+			if ((x->owe & OWE_ACK) && !(x->owe & OWE_ACK_NOW) && x->ack_deadline < t)
+				t = x->ack_deadline;
+		}
 	}
 	return t;
 }
@@ -293,6 +348,11 @@ void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
 			continue;
 		if ((p->owe & OWE_ACK) && now >= p->ack_deadline)
 			p->owe |= OWE_ACK_NOW;
+		for (uint32_t i = 1; p->xowe && i < PP_PROTO_STREAMS; i++) {
+			struct xstream *x = &p->xs[i];
+			if ((x->owe & OWE_ACK) && now >= x->ack_deadline)
+				x->owe |= OWE_ACK_NOW;
+		}
 		if (p->snd_una == p->snd_nxt || now < p->rto_deadline)
 			continue;
 		if (++p->tries > e->c.rto_tries) {

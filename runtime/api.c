@@ -64,6 +64,7 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->direct_min = PP_DIRECT_MIN;
 	pc->publish = pp_shm_link_publish;
 	pc->hook_arg = (void *)ctx;
+	pp_rt_handoff_conf(ctx, pc);
 }
 
 static void ctx_free(pp_ctx *ctx)

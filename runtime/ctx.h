@@ -207,6 +207,11 @@ void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *b
 void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);
 int pp_shm_link_free(pp_ctx *ctx, void *p);
 
+/* Daemon mode (daemon=SOCKET): set the engine's handoff hooks in pc so the
+ * daemon's pull handlers may serve our PULLs (progress.c polls their
+ * completions). Nothing without a daemon. */
+void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc);
+
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);
 void pp_req_pool_fini(pp_ctx *ctx);

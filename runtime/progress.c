@@ -11,6 +11,7 @@
 
 #include "ctx.h"
 #include "pp_compiler.h"
+#include "ppd/ppd_pull.h"
 #include "wire.h"
 
 #define PP_PORT_EVERY	32 /* passes per port poll when every peer is local */
@@ -155,6 +156,39 @@ static unsigned completions(pp_ctx *ctx)
 	return n;
 }
 
+/* Pull serving by the node daemon (daemon=SOCKET): the engine's handoff
+ * hooks are the port's pull descriptors. */
+static int handoff_post(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+			uint64_t len, uint64_t off)
+{
+	pp_ctx *ctx = arg;
+	return ppd_port_pull_post(ctx->port, dst, msg_id, tag, buf, len, off, ctx->cfg.timeout_ms);
+}
+
+static int handoff_claim(void *arg, uint32_t dst, uint32_t msg_id)
+{
+	return ppd_port_pull_claim(((pp_ctx *)arg)->port, dst, msg_id);
+}
+
+static void handoff_cancel(void *arg, uint32_t dst, uint32_t msg_id)
+{
+	ppd_port_pull_cancel(((pp_ctx *)arg)->port, dst, msg_id);
+}
+
+static int handoff_done(void *arg, uint32_t dst, uint32_t msg_id, int error)
+{
+	return pp_proto_handoff_done(((pp_ctx *)arg)->eng, dst, msg_id, error);
+}
+
+void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
+{
+	if (!ctx->cfg.daemon[0])
+		return;
+	pc->handoff = handoff_post;
+	pc->handoff_claim = handoff_claim;
+	pc->handoff_cancel = handoff_cancel;
+}
+
 static int progress_locked(pp_ctx *ctx)
 {
 	/* An idle pass costs well under 0.1 us, a fifth of it the clock read and
@@ -186,6 +220,8 @@ static int progress_locked(pp_ctx *ctx)
 		n += tx(ctx, now);
 	if (ctx->shm)
 		n += pp_shm_link_tx(ctx, now);
+	if (ctx->cfg.daemon[0]) /* one load unless the daemon finished a pull */
+		n += ppd_port_pull_poll(ctx->port, handoff_done, ctx);
 	n += completions(ctx);
 	if (n)
 		ctx->clock_skip = 0;

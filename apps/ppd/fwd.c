@@ -123,6 +123,8 @@ static unsigned nic_rx(struct ppd_handler *h)
 			continue;
 		}
 		struct ppd_rank *r = lookup(d, job, dst);
+		if (r && ppd_pull_intercept(h, r, f, len))
+			continue; /* a pull handler's ACK or NACK */
 		if (r)
 			deliver(h, r, f, len);
 		else
@@ -424,6 +426,7 @@ static void *handler_main(void *arg)
 						      memory_order_release);
 			}
 		}
+		n += ppd_pull_run(h);
 		n += flush(h);
 		uint64_t t1 = now_ns();
 		if (n) {
@@ -458,6 +461,7 @@ int ppd_handlers_start(struct ppd *d, const int *cores, int n)
 		h->id = i;
 		h->core = cores[i];
 		h->queue = (uint16_t)i;
+		atomic_flag_clear(&h->inbox_lock);
 		int rc = pthread_create(&h->thread, NULL, handler_main, h);
 		if (rc) {
 			pp_err("ppd: cannot start handler %d: %s", i, strerror(rc));
@@ -514,6 +518,13 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 		for (int k = 0; k < PPD_DROP_COUNT; k++)
 			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
 			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
+		OUT(" pulls_served=%llu pulls_failed=%llu pulls_left=%llu pull_frames=%llu "
+		    "pull_retx=%llu",
+		    (unsigned long long)__atomic_load_n(&c->pulls_served, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pulls_failed, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pulls_left, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pull_frames, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pull_retx, __ATOMIC_RELAXED));
 		OUT("\n");
 	}
 #undef OUT

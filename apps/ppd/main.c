@@ -39,6 +39,7 @@ struct opts {
 	int topology;	    /* --topology */
 	int stats;	    /* --stats */
 	int tx_copy;	    /* --tx-copy */
+	int no_pull_serve;  /* --no-pull-serve */
 	unsigned drain_ms;  /* --drain-ms */
 	char sock_buf[108]; /* default socket path */
 };
@@ -64,6 +65,9 @@ static void usage(FILE *f)
 	      "  --tx-copy       copy every frame out of the ranks' slots (default: large\n"
 	      "                  frames to other nodes leave straight from the slot where\n"
 	      "                  the port supports external buffers)\n"
+	      "  --no-pull-serve leave every PULL to the rank's own engine (default: the\n"
+	      "                  handlers send the pulled bytes of a rank's sends, so a\n"
+	      "                  rank busy computing still answers PULLs)\n"
 	      "  --topology      print cores, caches, NUMA nodes, the NIC's node and the\n"
 	      "                  handler placement, then exit\n"
 	      "  --stats         print the running daemon's per-handler counters, then exit\n"
@@ -74,7 +78,7 @@ static void usage(FILE *f)
 
 static void parse(int argc, char **argv, struct opts *o)
 {
-	enum { O_DEV = 256, O_SOCK, O_NODE, O_CORES, O_TOPO, O_STATS, O_DRAIN, O_TXCOPY };
+	enum { O_DEV = 256, O_SOCK, O_NODE, O_CORES, O_TOPO, O_STATS, O_DRAIN, O_TXCOPY, O_NOPULL };
 	static const struct option lo[] = {
 	    {"dev", required_argument, NULL, O_DEV},
 	    {"socket", required_argument, NULL, O_SOCK},
@@ -84,6 +88,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"topology", no_argument, NULL, O_TOPO},
 	    {"stats", no_argument, NULL, O_STATS},
 	    {"tx-copy", no_argument, NULL, O_TXCOPY},
+	    {"no-pull-serve", no_argument, NULL, O_NOPULL},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -112,6 +117,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_TXCOPY:
 			o->tx_copy = 1;
+			break;
+		case O_NOPULL:
+			o->no_pull_serve = 1;
 			break;
 		case O_DRAIN:
 			errno = 0;
@@ -615,6 +623,7 @@ int main(int argc, char **argv)
 
 	static struct ppd d;
 	d.tx_copy = o.tx_copy;
+	d.no_pull_serve = o.no_pull_serve;
 	int cores[PPD_MAX_HANDLERS], ncores;
 	int rc = start(&d, &o, cores, &ncores);
 	int lfd = rc ? -1 : listen_on(o.sock);

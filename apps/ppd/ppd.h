@@ -22,6 +22,19 @@
  * thread frees an entry's memory only after every handler has started a new
  * pass (its epoch moved), so no handler still holds a pointer into it.
  *
+ * Pull serving (pull.c). A rank's send whose rest waits for a PULL is
+ * described in its region (ppd_shm.h). When that PULL comes from the NIC the
+ * receiving handler takes the description (POSTED -> SERVING) before it
+ * hands the PULL to the rank, and queues the job in the inbox of the least
+ * loaded handler (queue depth, then busy time). That handler sends the rest
+ * as DATA frames with the rank as source on its own stream (1 + its index),
+ * its own go-back-N sequence per (job, rank, peer): payload read from the
+ * rank with process_vm_readv straight into the NIC buffer, window, ACKs and
+ * NACKs on its stream (routed to its inbox, never to the rank), timeouts
+ * with back-off and bounded tries. It marks the description DONE when every
+ * byte is acked, FAILED on a range the rank cannot read or a silent
+ * receiver. A rank that dies has its jobs dropped.
+ *
  * A rank's life: FREE -> ACTIVE (attached) -> DYING (connection closed or its
  * pidfd fired: nothing more is delivered to it) -> GONE (its home handler
  * sent what it had queued and a BYE on its behalf to every other rank of its
@@ -43,6 +56,10 @@
 #define PPD_MAX_RANKS	 64
 #define PPD_MAX_HANDLERS 16
 #define PPD_BURST	 32
+#define PPD_PJOBS	 64   /* pull jobs a handler holds */
+#define PPD_FLOWS	 1024 /* (job, rank, peer) sequences a handler keeps */
+#define PPD_INBOX	 256  /* messages waiting for a handler */
+#define PPD_SERVERS	 7    /* handlers that serve pulls (streams 1..7) */
 
 enum ppd_rank_state {
 	PPD_RANK_FREE = 0, /* unused entry */
@@ -111,6 +128,74 @@ struct ppd_counters {
 	uint64_t run_ns;		/* time since the handler started */
 	uint64_t queue;			/* frames waiting for the NIC now */
 	uint64_t drops[PPD_DROP_COUNT]; /* by enum ppd_drop */
+	uint64_t pulls_served;		/* pull jobs this handler finished (DONE) */
+	uint64_t pulls_failed;		/* ... it gave up (FAILED) */
+	uint64_t pulls_left;		/* PULLs from the NIC it left to the rank */
+	uint64_t pull_frames;		/* DATA frames it sent for them */
+	uint64_t pull_retx;		/* ... of which sent again */
+	uint64_t pull_jobs;		/* jobs in its inbox or running now */
+};
+
+/* One (job, rank, peer) DATA sequence of a handler's stream. */
+struct ppd_flow {
+	uint32_t job, src, dst; /* job key, serving rank, receiving rank */
+	uint32_t snd_nxt;	/* next seq a new job starts at */
+	uint64_t srtt, rttvar;	/* round-trip estimate, ns (srtt 0: none yet) */
+	uint8_t used;		/* entry taken */
+	uint8_t busy;		/* a job runs on it (one at a time) */
+};
+
+/* One PULL served by a handler. */
+struct ppd_pjob {
+	uint8_t used;		/* entry taken */
+	uint8_t started;	/* it has its flow and first seq */
+	uint8_t failing;	/* a read failed: send nothing more, then FAILED */
+	struct ppd_rank *r;	/* serving rank's entry */
+	pid_t pid;		/* ... and its pid then (the entry may be reused) */
+	uint32_t job, src, dst; /* job key, serving rank, receiving rank */
+	uint32_t msg_id, tag;	/* the message */
+	uint32_t slot;		/* its pull entry in the rank's region */
+	uint64_t addr, len;	/* send buffer in the rank, message length */
+	uint64_t off;		/* first byte to send */
+	uint8_t mac[6];		/* the receiver's MAC (the PULL's source) */
+	struct ppd_flow *flow;	/* its sequence */
+	uint32_t seq0;		/* seq of the frame at off */
+	uint32_t nframes;	/* frames in all */
+	uint32_t una, nxt;	/* frames acked, next frame to send (index) */
+	uint32_t sent;		/* frames sent at least once */
+	uint32_t tries;		/* timeouts without progress */
+	uint64_t timeout_ns;	/* no progress this long: FAILED */
+	uint64_t progress;	/* when an ack last moved una (or the job started) */
+	uint8_t probing;	/* a timeout resent frame una alone; its ack decides */
+	uint8_t probe_owed;	/* ... and it is still to be sent */
+	uint8_t rtt_on;		/* frame rtt_k is being timed (one at a time, Karn) */
+	uint32_t rtt_k;		/* the timed frame */
+	uint64_t rtt_t0;	/* when it was sent */
+	uint64_t rto;		/* current timeout */
+	uint64_t deadline;	/* when it fires (frames unacked) */
+};
+
+enum ppd_msg_type {
+	PPD_MSG_JOB = 1, /* serve a PULL */
+	PPD_MSG_ACK,	 /* an ACK on the handler's stream */
+	PPD_MSG_NACK,	 /* a NACK on it */
+	PPD_MSG_BYE,	 /* the receiving rank left: its jobs end */
+};
+
+/* A message for a handler, from any handler. */
+struct ppd_msg {
+	uint8_t type;		 /* enum ppd_msg_type */
+	uint8_t mac[6];		 /* JOB: receiver's MAC */
+	struct ppd_rank *r;	 /* JOB: the serving rank */
+	pid_t pid;		 /* JOB: its pid */
+	uint32_t slot;		 /* JOB: its pull entry */
+	uint32_t job;		 /* job key */
+	uint32_t src;		 /* serving rank (the ack's destination) */
+	uint32_t dst;		 /* receiving rank (the ack's source) */
+	uint32_t msg_id, tag;	 /* JOB: the message */
+	uint64_t addr, len, off; /* JOB: what to send, copied from the entry */
+	uint64_t timeout_ns;	 /* JOB: receiver silent this long: FAILED */
+	uint32_t ack;		 /* ACK/NACK: cumulative ack (NACK: go back to it) */
 };
 
 struct ppd_handler {
@@ -124,6 +209,12 @@ struct ppd_handler {
 	struct pp_buf *txq[2 * PPD_BURST]; /* frames the NIC did not take yet */
 	unsigned ntxq;			   /* how many */
 	struct ppd_counters c;		   /* counters */
+	atomic_flag inbox_lock;		   /* guards inbox and ninbox (any handler) */
+	struct ppd_msg inbox[PPD_INBOX];   /* messages for it */
+	unsigned ninbox;		   /* how many */
+	_Atomic unsigned load;		   /* inbox + running jobs (least-loaded choice) */
+	struct ppd_pjob jobs[PPD_PJOBS];   /* its pull jobs (its own) */
+	struct ppd_flow flows[PPD_FLOWS];  /* its sequences (its own) */
 };
 
 struct ppd {
@@ -134,6 +225,7 @@ struct ppd {
 	struct ppd_handler h[PPD_MAX_HANDLERS]; /* the handlers */
 	int nh;					/* how many */
 	int tx_copy;				/* --tx-copy: never send from slots */
+	int no_pull_serve;			/* --no-pull-serve: ranks serve their PULLs */
 	_Atomic int nattached;			/* ranks not FREE (main thread writes) */
 	_Atomic int stop;			/* handlers end their loop */
 };
@@ -141,6 +233,13 @@ struct ppd {
 /* Start and stop the handler threads (fwd.c). start: -errno. */
 int ppd_handlers_start(struct ppd *d, const int *cores, int n);
 void ppd_handlers_stop(struct ppd *d);
+
+/* Pull serving (pull.c). intercept: a frame from the NIC for rank r; returns
+ * 1 when it was a handler's ACK or NACK (taken: not for the rank), else 0
+ * (a PULL matching a POSTED entry has started a job). run: one pass of
+ * handler h's jobs; returns frames and messages handled. */
+int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len);
+unsigned ppd_pull_run(struct ppd_handler *h);
 
 /* Print the handlers' counters into buf (at most len bytes, NUL-ended). */
 void ppd_stats_format(const struct ppd *d, char *buf, size_t len);

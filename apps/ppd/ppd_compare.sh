@@ -5,8 +5,15 @@
 #
 #   1. pp_pingpong latency, early and late receiver (the paper's Figure 5)
 #   2. the late receiver with the sender busy computing while the PULL comes
-#      (pp_pingpong late, larger sizes), without and with a pull handler in
-#      the sender, rank 0 (pull_cores=CORE for rank 0 only)
+#      (pp_pingpong late, larger sizes): embedded without and with a pull
+#      handler thread in the sender, rank 0 (pull_cores=CORE for rank 0
+#      only); through daemons without pull serving (ppd --no-pull-serve: the
+#      rank's engine answers the PULL when it calls in again), with the
+#      daemon's handlers serving it (the default), and with both the daemon's
+#      handlers and a pull thread in the rank
+#   3. the same four ways, pp_pingpong busy: the receiver's time from posting
+#      its late receive to completion while the sender computes --busy-us
+#      without pp_* calls (the figure the pull handlers change most)
 #
 # Figures are pp_pingpong's: one-way latency in us, mean of the middle 80 %
 # of --iters samples. The ratio column is daemon / embedded (above 1: the
@@ -23,10 +30,13 @@
 #                       1000000): the receiver posts after y, the sender
 #                       computes from x to x + y, so without a pull handler
 #                       the PULL waits about x
+#   --busy-us N         part 3: the sender computes N us (default 2000)
+#   --ppd-cores LIST    the daemons' handler cores (default pprun's: node i on
+#                       core i, sharing it with rank i)
 #   --csv FILE          also write every figure as CSV (part,test,size,config,us)
 #   -h, --help          this text
 set -uo pipefail
-build=build iters=300 sizes=4,1k,64k psizes=64k,1m pcore=1 px=1000000 csv=
+build=build iters=300 sizes=4,1k,64k psizes=64k,1m pcore=1 px=1000000 csv= busyus=2000 dcores=()
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -36,6 +46,8 @@ while [ $# -gt 0 ]; do
   --pull-sizes) psizes=$2; shift 2 ;;
   --pull-core) pcore=$2; shift 2 ;;
   --pull-x) px=$2; shift 2 ;;
+  --busy-us) busyus=$2; shift 2 ;;
+  --ppd-cores) dcores=(--ppd-cores "$2"); shift 2 ;;
   --csv) csv=$2; shift 2 ;;
   -h | --help) usage; exit 0 ;;
   *) echo "ppd_compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -43,12 +55,16 @@ while [ $# -gt 0 ]; do
 done
 [[ $iters =~ ^[1-9][0-9]*$ ]] || { echo "ppd_compare.sh: --iters wants a positive number" >&2; exit 2; }
 [[ $px =~ ^[0-9]+$ ]] || { echo "ppd_compare.sh: --pull-x wants a number" >&2; exit 2; }
+[[ $busyus =~ ^[1-9][0-9]*$ ]] || { echo "ppd_compare.sh: --busy-us wants a positive number" >&2; exit 2; }
 [[ $pcore =~ ^[0-9]+$ ]] || { echo "ppd_compare.sh: --pull-core wants a core number" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "ppd_compare.sh: needs root (pprun enters namespaces)" >&2; exit 2; }
-pprun=$build/apps/pprun pingpong=$build/apps/pp_pingpong
-[ -x "$pprun" ] && [ -x "$pingpong" ] || { echo "ppd_compare.sh: no build in $build" >&2; exit 2; }
+pprun=$build/apps/pprun pingpong=$build/apps/pp_pingpong ppd=$build/apps/ppd/ppd
+[ -x "$pprun" ] && [ -x "$pingpong" ] && [ -x "$ppd" ] || { echo "ppd_compare.sh: no build in $build" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/ppd-compare.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# The daemon without pull serving, for part 2.
+printf '#!/bin/sh\nexec "%s" --no-pull-serve "$@"\n' "$(realpath "$ppd")" >"$tmp/ppd-nps"
+chmod +x "$tmp/ppd-nps"
 
 # one NAME PPRUN_ARGS -- PINGPONG_ARGS: a pp_pingpong run into $tmp/NAME.csv
 one() {
@@ -79,12 +95,17 @@ bytes() {
 failed=0
 export H=
 one emb -- --test latency,early,late --sizes "$sizes"
-one dmn --daemon -- --test latency,early,late --sizes "$sizes"
+one dmn --daemon "${dcores[@]}" -- --test latency,early,late --sizes "$sizes"
 one emb_nh -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
-one dmn_nh --daemon -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_nps --daemon "${dcores[@]}" --ppd "$tmp/ppd-nps" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_nh --daemon "${dcores[@]}" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one emb_nh_b -- --test busy --sizes "$psizes" --compute-us "$busyus"
+one dmn_nps_b --daemon "${dcores[@]}" --ppd "$tmp/ppd-nps" -- --test busy --sizes "$psizes" --compute-us "$busyus"
+one dmn_nh_b --daemon "${dcores[@]}" -- --test busy --sizes "$psizes" --compute-us "$busyus"
 H=$pcore
+one emb_h_b -- --test busy --sizes "$psizes" --compute-us "$busyus"
 one emb_h -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
-one dmn_h --daemon -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
+one dmn_h --daemon "${dcores[@]}" -- --test late --sizes "$psizes" --compute-x "$px" --compute-y "$((3 * px))"
 H=
 
 [ -n "$csv" ] && echo "part,test,size,config,us" >"$csv"
@@ -100,12 +121,21 @@ for t in latency early late; do
   done
 done
 echo
-echo "2. late receiver, sender computing when the PULL comes (us): without / with a pull handler in the sender (core $pcore)"
-printf "%9s %14s %14s %14s %14s\n" size emb-no-handler emb-handler dmn-no-handler dmn-handler
+echo "2. late receiver, sender computing when the PULL comes (us): embedded without / with a pull thread in the sender (core $pcore); daemon without pull serving (--no-pull-serve), with its handlers serving, with its handlers and the rank's pull thread"
+printf "%9s %14s %14s %14s %14s %14s\n" size emb-no-handler emb-handler dmn-no-serve dmn-serve dmn-serve+thr
 for s in ${psizes//,/ }; do
   b=$(bytes "$s")
-  printf "%9s %14s %14s %14s %14s\n" "$b" "$(fig emb_nh late "$b")" "$(fig emb_h late "$b")" \
-    "$(fig dmn_nh late "$b")" "$(fig dmn_h late "$b")"
-  for c in emb_nh emb_h dmn_nh dmn_h; do row "2,late,$b,$c,$(fig $c late "$b")"; done
+  printf "%9s %14s %14s %14s %14s %14s\n" "$b" "$(fig emb_nh late "$b")" "$(fig emb_h late "$b")" \
+    "$(fig dmn_nps late "$b")" "$(fig dmn_nh late "$b")" "$(fig dmn_h late "$b")"
+  for c in emb_nh emb_h dmn_nps dmn_nh dmn_h; do row "2,late,$b,$c,$(fig $c late "$b")"; done
+done
+echo
+echo "3. busy: the late receiver's post-to-completion time (us) while the sender computes $busyus us without pp_* calls"
+printf "%9s %14s %14s %14s %14s\n" size emb-no-handler emb-handler dmn-no-serve dmn-serve
+for s in ${psizes//,/ }; do
+  b=$(bytes "$s")
+  printf "%9s %14s %14s %14s %14s\n" "$b" "$(fig emb_nh_b busy "$b")" "$(fig emb_h_b busy "$b")" \
+    "$(fig dmn_nps_b busy "$b")" "$(fig dmn_nh_b busy "$b")"
+  for c in emb_nh_b emb_h_b dmn_nps_b dmn_nh_b; do row "3,busy,$b,${c%_b},$(fig $c busy "$b")"; done
 done
 exit $failed

@@ -23,6 +23,7 @@
 
 #include "pp_log.h"
 #include "pp_port.h"
+#include "ppd_pull.h"
 #include "ppd_shm.h"
 #include "ring.h"
 
@@ -54,6 +55,9 @@ struct ppd_port {
 	uint32_t nrxfree;	       /* how many */
 	uint32_t idle;		       /* rx_burst calls in a row that found nothing */
 	struct pp_port_stats st;       /* counters */
+	uint64_t pulls_seen;	       /* hdr->pulls_done when last polled */
+	uint32_t pulls_used;	       /* pull entries not FREE (ours to count) */
+	int pulls_again;	       /* an ended entry waits for its PULL: poll again */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -410,3 +414,126 @@ const struct pp_port_ops pp_port_ops_ppd = {
     .mem_register = ppd_mem_register,
     .mem_unregister = ppd_mem_register,
 };
+
+/* ---- pull descriptors (ppd_pull.h) ---- */
+
+static struct ppd_port *pull_port(struct pp_port *port)
+{
+	return port && port->ops == &pp_port_ops_ppd ? to_ppd(port) : NULL;
+}
+
+static int pull_cas(struct ppd_pull *x, uint32_t from, uint32_t to)
+{
+	return __atomic_compare_exchange_n(&x->state, &from, to, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* The live entry (not FREE) of send msg_id to dst, or NULL. */
+static struct ppd_pull *pull_find(struct ppd_port *p, uint32_t dst, uint32_t msg_id)
+{
+	if (!p->pulls_used)
+		return NULL;
+	for (uint32_t i = 0; i < PPD_PULLS; i++) {
+		struct ppd_pull *x = &p->hdr->pulls[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PULL_FREE &&
+		    x->dst == dst && x->msg_id == msg_id)
+			return x;
+	}
+	return NULL;
+}
+
+int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint32_t tag,
+		       const void *buf, uint64_t len, uint64_t off, uint32_t timeout_ms)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p)
+		return -ENOTSUP;
+	if (off >= len)
+		return -EINVAL;
+	if (p->pulls_used == PPD_PULLS || p->hdr->daemon_gone)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < PPD_PULLS; i++) {
+		struct ppd_pull *x = &p->hdr->pulls[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PULL_FREE)
+			continue;
+		x->dst = dst;
+		x->msg_id = msg_id;
+		x->tag = tag;
+		x->addr = (uint64_t)(uintptr_t)buf;
+		x->len = len;
+		x->off = off;
+		x->timeout_ms = timeout_ms;
+		__atomic_store_n(&x->state, PPD_PULL_POSTED, __ATOMIC_RELEASE);
+		p->pulls_used++;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+int ppd_port_pull_claim(struct pp_port *port, uint32_t dst, uint32_t msg_id)
+{
+	struct ppd_port *p = pull_port(port);
+	struct ppd_pull *x = p ? pull_find(p, dst, msg_id) : NULL;
+	if (!x)
+		return 0;
+	if (pull_cas(x, PPD_PULL_POSTED, PPD_PULL_FREE)) {
+		p->pulls_used--;
+		return 0;
+	}
+	return 1; /* SERVING, or already DONE or FAILED: the poll reports it */
+}
+
+void ppd_port_pull_cancel(struct pp_port *port, uint32_t dst, uint32_t msg_id)
+{
+	struct ppd_port *p = pull_port(port);
+	struct ppd_pull *x = p ? pull_find(p, dst, msg_id) : NULL;
+	if (!x)
+		return;
+	if (pull_cas(x, PPD_PULL_POSTED, PPD_PULL_FREE)) {
+		p->pulls_used--;
+		return;
+	}
+	if (pull_cas(x, PPD_PULL_SERVING, PPD_PULL_CANCEL))
+		return; /* the daemon ends it FAILED; the poll frees it (the
+			 * engine no longer knows the send) */
+	uint32_t st = __atomic_load_n(&x->state, __ATOMIC_ACQUIRE);
+	if (st == PPD_PULL_DONE || st == PPD_PULL_FAILED) {
+		__atomic_store_n(&x->state, PPD_PULL_FREE, __ATOMIC_RELEASE);
+		p->pulls_used--;
+	}
+}
+
+unsigned ppd_port_pull_poll(struct pp_port *port,
+			    int (*done)(void *arg, uint32_t dst, uint32_t msg_id, int error),
+			    void *arg)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p || !p->pulls_used)
+		return 0;
+	uint64_t n = __atomic_load_n(&p->hdr->pulls_done, __ATOMIC_ACQUIRE);
+	int gone = p->hdr->daemon_gone, again = 0;
+	if (n == p->pulls_seen && !gone && !p->pulls_again)
+		return 0;
+	p->pulls_seen = n;
+	unsigned calls = 0;
+	for (uint32_t i = 0; i < PPD_PULLS; i++) {
+		struct ppd_pull *x = &p->hdr->pulls[i];
+		uint32_t st = __atomic_load_n(&x->state, __ATOMIC_ACQUIRE);
+		if (gone && (st == PPD_PULL_SERVING || st == PPD_PULL_POSTED) &&
+		    pull_cas(x, st, PPD_PULL_FAILED))
+			st = PPD_PULL_FAILED;
+		if (gone && st == PPD_PULL_CANCEL && pull_cas(x, st, PPD_PULL_FAILED))
+			st = PPD_PULL_FAILED;
+		if (st != PPD_PULL_DONE && st != PPD_PULL_FAILED)
+			continue;
+		if (done(arg, x->dst, x->msg_id, st == PPD_PULL_DONE ? 0 : -EIO) == -EAGAIN) {
+			again = 1; /* the daemon was quicker than the PULL's way here */
+			continue;
+		}
+		__atomic_store_n(&x->state, PPD_PULL_FREE, __ATOMIC_RELEASE);
+		p->pulls_used--;
+		calls++;
+	}
+	p->pulls_again = again;
+	return calls;
+}

@@ -23,6 +23,16 @@
  *             back the slots of its first tx_done frames, in send order.
  *   rx slots  owned by the daemon until it hands one over in an rx record;
  *             the rank gives it back with PPD_REC_RXFREE.
+ * Pull descriptors (in the header page): a rank whose send waits for a PULL
+ * may describe it in a free entry (FREE -> POSTED, fields written first);
+ * when that PULL comes from the NIC the daemon takes it (POSTED -> SERVING,
+ * before it hands the PULL frame to the rank), sends [off, len) from the
+ * rank's memory on a handler's own stream and ends it (SERVING -> DONE or
+ * FAILED, then pulls_done + 1). The rank, seeing the PULL, takes back an
+ * entry still POSTED (-> FREE: it serves the PULL itself); seeing pulls_done
+ * move, it completes DONE and FAILED entries and frees them. A rank that
+ * drops a SERVING entry sets CANCEL; the daemon stops and ends it FAILED. Every
+ * change of state is a compare-and-swap, so each entry has one owner.
  * Everything in the region is writable by the rank, so the daemon treats it
  * as untrusted: it checks every record and slot number, copies a frame out
  * before looking at its header, and reads any other memory of the rank only
@@ -35,12 +45,13 @@
 
 #define PPD_MAGIC	  0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC	  0x70707331u /* "pps1": print counters */
-#define PPD_VERSION	  1u
+#define PPD_VERSION	  2u
 #define PPD_HDR_BYTES	  4096u /* header page */
 #define PPD_RING_CELLS	  4096u /* cells per ring (64 bytes each) */
 #define PPD_TX_SLOTS	  256u	/* frames a rank may have in flight to the daemon */
 #define PPD_RX_SLOTS	  1024u /* frames the daemon may have queued for a rank */
 #define PPD_RXFREE_MAX	  32u	/* slots per PPD_REC_RXFREE record */
+#define PPD_PULLS	  64u	/* pull descriptors per rank */
 #define PPD_SOCKET_PREFIX "/run/pp/ppd-"
 
 /* Rank -> daemon, first message on the connection. */
@@ -61,27 +72,53 @@ struct ppd_attach_rep {
 	char message[192]; /* why, when status is not 0 */
 };
 
+enum ppd_pull_state {
+	PPD_PULL_FREE = 0, /* unused (the rank's) */
+	PPD_PULL_POSTED,   /* described by the rank, no PULL seen */
+	PPD_PULL_SERVING,  /* the daemon sends the rest */
+	PPD_PULL_DONE,	   /* every byte acked by the receiver */
+	PPD_PULL_FAILED,   /* the daemon gave up (bad range, receiver silent) */
+	PPD_PULL_CANCEL,   /* the rank dropped it while SERVING: the daemon ends it */
+};
+
+/* One send whose rest the daemon may serve. */
+struct ppd_pull {
+	uint32_t state;	     /* enum ppd_pull_state, changed by compare-and-swap */
+	uint32_t dst;	     /* rank the message goes to */
+	uint32_t msg_id;     /* its number (per pair of ranks) */
+	uint32_t tag;	     /* its tag */
+	uint64_t addr;	     /* the send buffer, in the rank's address space */
+	uint64_t len;	     /* message length */
+	uint64_t off;	     /* bytes pushed: the rest is [off, len) */
+	uint32_t timeout_ms; /* receiver silent this long: FAILED */
+	uint32_t pad;	     /* zero */
+};
+
 /* The header page of a region. Offsets are from the region's start. */
 struct ppd_region_hdr {
-	uint32_t magic;	      /* PPD_MAGIC */
-	uint32_t version;     /* PPD_VERSION */
-	uint32_t job;	      /* job key the rank attached with */
-	uint32_t rank;	      /* its rank */
-	uint8_t mac[6];	      /* the NIC's MAC: every rank of the node sends from it */
-	uint16_t mtu;	      /* the NIC's MTU */
-	uint32_t slot_bytes;  /* bytes per slot (a multiple of 64) */
-	uint32_t tx_slots;    /* PPD_TX_SLOTS */
-	uint32_t rx_slots;    /* PPD_RX_SLOTS */
-	uint32_t pad;	      /* zero */
-	uint64_t tx_ring_off; /* the rank -> daemon ring */
-	uint64_t rx_ring_off; /* the daemon -> rank ring */
-	uint64_t tx_slot_off; /* first tx slot */
-	uint64_t rx_slot_off; /* first rx slot */
-	uint64_t tx_done;     /* frame records the daemon consumed (written by it) */
-	uint64_t tx_failed;   /* ... of which it refused or could not send */
-	uint64_t rx_dropped;  /* frames for the rank dropped: its ring or slots full */
-	uint8_t daemon_gone;  /* 1 once the daemon stopped serving */
+	uint32_t magic;			  /* PPD_MAGIC */
+	uint32_t version;		  /* PPD_VERSION */
+	uint32_t job;			  /* job key the rank attached with */
+	uint32_t rank;			  /* its rank */
+	uint8_t mac[6];			  /* the NIC's MAC: every rank of the node sends from it */
+	uint16_t mtu;			  /* the NIC's MTU */
+	uint32_t slot_bytes;		  /* bytes per slot (a multiple of 64) */
+	uint32_t tx_slots;		  /* PPD_TX_SLOTS */
+	uint32_t rx_slots;		  /* PPD_RX_SLOTS */
+	uint32_t pad;			  /* zero */
+	uint64_t tx_ring_off;		  /* the rank -> daemon ring */
+	uint64_t rx_ring_off;		  /* the daemon -> rank ring */
+	uint64_t tx_slot_off;		  /* first tx slot */
+	uint64_t rx_slot_off;		  /* first rx slot */
+	uint64_t tx_done;		  /* frame records the daemon consumed (written by it) */
+	uint64_t tx_failed;		  /* ... of which it refused or could not send */
+	uint64_t rx_dropped;		  /* frames for the rank dropped: its ring or slots full */
+	uint8_t daemon_gone;		  /* 1 once the daemon stopped serving */
+	uint64_t pulls_done;		  /* pull entries the daemon ended (DONE or FAILED), ever */
+	struct ppd_pull pulls[PPD_PULLS]; /* pull descriptors */
 };
+
+_Static_assert(sizeof(struct ppd_region_hdr) <= PPD_HDR_BYTES, "header page overflow");
 
 enum ppd_rec_type {
 	PPD_REC_FRAME = 1,  /* a frame in a slot */

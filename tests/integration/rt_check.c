@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -677,6 +678,206 @@ static void sc_handlers(pp_ctx *ctx, int expect_served, double max_s)
 	free(b);
 }
 
+/* --- daemonpull: the node daemon serves a computing sender's PULLs --------- */
+
+static const size_t dp_len[] = {1024, 64 << 10, 1 << 20, (16 << 20) + 3};
+
+/* Flag what of round k between this pair: a file both ranks see. */
+static void dp_flag(char *path, size_t len, int sender, int k, const char *what)
+{
+	const char *job = getenv("PP_JOB");
+	snprintf(path, len, "/tmp/rt_check-dp-%s-%d-%d-%s", job ? job : "0", sender, k, what);
+}
+
+static void dp_set(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	EXPECT(f != NULL, "%s: %s", path, strerror(errno));
+	if (f)
+		fclose(f);
+}
+
+/* Wait up to max_s for a flag, calling pp_progress meanwhile when ctx. */
+static int dp_wait(pp_ctx *ctx, const char *path, double max_s)
+{
+	for (double t0 = now_s(); now_s() - t0 < max_s;) {
+		if (access(path, F_OK) == 0)
+			return 1;
+		if (ctx)
+			pp_progress(ctx);
+		else
+			usleep(100);
+	}
+	return 0;
+}
+
+/* Each round, in this order (flag files; nothing is timed): the sender
+ * posts an isend and makes progress until the receiver has the pushes
+ * ("pushed"); it says "computing" and computes without any pp_* call until
+ * the receiver says "received", or max_s; the receiver posts its receive
+ * (late) only once the sender computes. With the daemon serving PULLs the
+ * receive completes while the sender computes; without, it cannot (the rest
+ * of the message is only in the sender's memory). */
+static void sc_daemonpull(pp_ctx *ctx, int expect_served, double max_s)
+{
+	int peer = partner(), rc;
+	int before = failures;
+	char pushed[128], computing[128], received[128];
+	/* Both engines know each other before a frame must get through at once
+	 * (a computing sender resends nothing). The counters first: the
+	 * barrier may take the first pushes in. */
+	struct pp_stats s0;
+	pp_get_stats(ctx, &s0);
+	rc = pp_barrier(ctx);
+	EXPECT(rc == 0, "barrier: %s", pp_strerror(rc));
+	for (int k = 0; k < (int)(sizeof(dp_len) / sizeof(dp_len[0])); k++) {
+		size_t n = dp_len[k];
+		uint64_t push = n < 760 ? n : 760;
+		uint8_t *b = xmalloc(n);
+		int sender = lower_half() ? rank_ : peer;
+		dp_flag(pushed, sizeof(pushed), sender, k, "pushed");
+		dp_flag(computing, sizeof(computing), sender, k, "computing");
+		dp_flag(received, sizeof(received), sender, k, "received");
+		if (k)
+			pp_get_stats(ctx, &s0);
+		if (lower_half()) {
+			pp_req *sq;
+			uint8_t tok;
+			unlink(pushed);
+			unlink(computing);
+			unlink(received);
+			fill(b, n, seed_of(rank_, peer, k));
+			rc = pp_isend(ctx, b, n, peer, 20 + k, &sq);
+			EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+			EXPECT(dp_wait(ctx, pushed, 30), "%zu B: the pushes did not arrive", n);
+			dp_set(computing);
+			double t0 = now_s();
+			volatile uint64_t x = 1;
+			int served;
+			while (!(served = access(received, F_OK) == 0) && now_s() - t0 < max_s)
+				for (int i = 0; i < 10000; i++)
+					x = x * 6364136223846793005u + 1442695040888963407u;
+			say("daemonpull: %zu B: computed %.3f s without pp_* calls; the receiver "
+			    "%s "
+			    "the message during it",
+			    n, now_s() - t0, served ? "received" : "did not receive");
+			EXPECT(served == expect_served,
+			       "%zu B: received during compute: %d, expected %d", n, served,
+			       expect_served);
+			rc = pp_wait(&sq, NULL);
+			EXPECT(rc == 0, "%zu B: send: %s", n, pp_strerror(rc));
+			rc = pp_recv(ctx, &tok, 1, peer, 40 + k, NULL); /* the flags are set */
+			EXPECT(rc == 0, "%zu B: token: %s", n, pp_strerror(rc));
+			unlink(pushed);
+			unlink(computing);
+			unlink(received);
+		} else {
+			pp_status st = {0};
+			uint8_t tok = 1;
+			struct pp_stats s;
+			double t0 = now_s();
+			do {
+				pp_progress(ctx);
+				pp_get_stats(ctx, &s);
+			} while (s.bytes_rx - s0.bytes_rx < push && now_s() - t0 < 30);
+			EXPECT(s.bytes_rx - s0.bytes_rx >= push, "%zu B: the pushes did not arrive",
+			       n);
+			dp_set(pushed);
+			EXPECT(dp_wait(NULL, computing, 30), "%zu B: the sender did not compute",
+			       n);
+			memset(b, 0xEE, n);
+			rc = pp_recv(ctx, b, n, peer, 20 + k, &st);
+			EXPECT(rc == 0 && st.len == n, "%zu B: recv: %s", n, pp_strerror(rc));
+			size_t bad = first_bad(b, n, seed_of(peer, rank_, k));
+			EXPECT(bad == n, "%zu B: byte %zu wrong", n, bad);
+			struct pp_stats s1;
+			pp_get_stats(ctx, &s1);
+			EXPECT(s1.late_matches == s0.late_matches + 1, "%zu B: not a late receive",
+			       n);
+			dp_set(received);
+			rc = pp_send(ctx, &tok, 1, peer, 40 + k);
+			EXPECT(rc == 0, "%zu B: token: %s", n, pp_strerror(rc));
+		}
+		free(b);
+	}
+	if (!lower_half())
+		say("daemonpull: %zu late receives of 1 KiB .. 16 MiB from a computing rank %d, "
+		    "bytes checked: %s",
+		    sizeof(dp_len) / sizeof(dp_len[0]), peer, failures == before ? "ok" : "FAILED");
+}
+
+/* --- badpull: the daemon cannot read what it should serve ------------------ */
+
+#define BP_LEN ((size_t)256 << 10)
+
+/* The sender's buffer is gone (unmapped after the pushes were acked) when
+ * the PULL comes: the daemon's read fails, it sends nothing and fails the
+ * entry; the send fails with -ECONNRESET; the receiver gets nothing past the
+ * pushes (its receive can never complete: it stays posted). */
+static void sc_badpull(pp_ctx *ctx)
+{
+	int peer = partner(), rc, before = failures;
+	uint8_t tok = 1;
+	struct pp_stats s0, s;
+	pp_get_stats(ctx, &s0); /* before: the barrier may take the pushes in */
+	rc = pp_barrier(ctx);
+	EXPECT(rc == 0, "barrier: %s", pp_strerror(rc));
+	if (lower_half()) {
+		uint8_t *b =
+		    mmap(NULL, BP_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		EXPECT(b != MAP_FAILED, "mmap: %s", strerror(errno));
+		if (b == MAP_FAILED)
+			return;
+		fill(b, BP_LEN, 3);
+		pp_req *q;
+		rc = pp_isend(ctx, b, BP_LEN, peer, 30, &q);
+		EXPECT(rc == 0, "isend: %s", pp_strerror(rc));
+		/* The receiver has the pushes; its token carries their ack. */
+		rc = pp_recv(ctx, &tok, 1, peer, 31, NULL);
+		EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+		munmap(b, BP_LEN);
+		rc = pp_send(ctx, &tok, 1, peer, 32);
+		EXPECT(rc == 0, "go: %s", pp_strerror(rc));
+		pp_status st = {0};
+		rc = pp_wait(&q, &st);
+		EXPECT(rc == -ECONNRESET, "send from an unmapped buffer: %s, want -ECONNRESET",
+		       pp_strerror(rc));
+		rc = pp_send(ctx, &tok, 1, peer, 33);
+		EXPECT(rc == 0, "done: %s", pp_strerror(rc));
+		say("badpull: a send whose buffer was gone when its PULL came failed: %s",
+		    failures == before ? "ok" : "FAILED");
+	} else {
+		uint8_t *b = xmalloc(BP_LEN);
+		double t0 = now_s();
+		do {
+			pp_progress(ctx);
+			pp_get_stats(ctx, &s);
+		} while (s.bytes_rx - s0.bytes_rx < 760 && now_s() - t0 < 30);
+		rc = pp_send(ctx, &tok, 1, peer, 31);
+		EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+		rc = pp_recv(ctx, &tok, 1, peer, 32, NULL);
+		EXPECT(rc == 0, "go: %s", pp_strerror(rc));
+		memset(b, 0xEE, BP_LEN);
+		pp_req *q;
+		rc = pp_irecv(ctx, b, BP_LEN, peer, 30, &q);
+		EXPECT(rc == 0, "irecv: %s", pp_strerror(rc));
+		rc = pp_recv(ctx, &tok, 1, peer, 33, NULL);
+		EXPECT(rc == 0, "done: %s", pp_strerror(rc));
+		int done = 1;
+		rc = pp_test(&q, &done, NULL);
+		EXPECT(rc == 0 && !done, "the receive completed (%s)", pp_strerror(rc));
+		size_t bad = first_bad(b, 760, 3), past = 760;
+		while (past < BP_LEN && b[past] == 0xEE)
+			past++;
+		EXPECT(bad == 760 && past == BP_LEN,
+		       "the pushes (first bad byte %zu), and nothing after them (byte %zu written)",
+		       bad, past);
+		say("badpull: the receiver got the pushes and nothing more: %s",
+		    failures == before ? "ok" : "FAILED");
+		/* b stays: the receive is still posted into it. */
+	}
+}
+
 /* --- predict: late receivers with the predictor on (predict=NAME) ---------- */
 
 /* One message, late: the sender's isend, then a token behind it; the receiver
@@ -997,6 +1198,11 @@ static void usage(FILE *f)
 	      "  killsend   the upper half exits mid 16 MiB send; receivers get -ECONNRESET\n"
 	      "             (their wait pings the silent sender), and so does a send to it\n"
 	      "  handlers   late receiver of a sender that computes (run with pull_cores=)\n"
+	      "  daemonpull late receives of 1 KiB .. 16 MiB from a sender that computes\n"
+	      "             without pp_* calls until they completed (daemon=: its pull\n"
+	      "             handlers serve the PULLs; --no-progress: expect them not to)\n"
+	      "  badpull    daemon=: a send whose buffer is unmapped when its PULL comes\n"
+	      "             fails with -ECONNRESET, nothing past the pushes is sent\n"
 	      "  crash      the upper half sends, then exits; its partner (on the same node)\n"
 	      "             receives the message and fails at once on what needs the dead rank\n"
 	      "  predict    late receivers with predict=NAME: a cycle of tags (staged,\n"
@@ -1013,9 +1219,11 @@ static void usage(FILE *f)
 	      "      --expect-copy K   sizes: direct (the receiver copied all but the pushes\n"
 	      "                        straight from the sender's buffer) or frames (every byte\n"
 	      "                        was sent in frames)\n"
-	      "      --no-progress     handlers: expect the sender's ack NOT to arrive while it\n"
-	      "                        computes (the check without pull handlers)\n"
-	      "      --compute SEC     handlers: compute at most SEC seconds (default 5)\n"
+	      "      --no-progress     handlers, daemonpull: expect the message NOT to arrive\n"
+	      "                        while the sender computes (the check without pull\n"
+	      "                        handlers)\n"
+	      "      --compute SEC     handlers, daemonpull: compute at most SEC seconds\n"
+	      "                        (default 5)\n"
 	      "      --expect-loss     fail unless some frame was retransmitted or NACKed\n"
 	      "                        (the link drops frames: the loss was real)\n"
 	      "  -h, --help            this text\n\n"
@@ -1098,9 +1306,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *sc = argv[optind];
-	static const char *const known[] = {"sizes",	 "many",    "match",	"trunc",
-					    "earlylate", "kill",    "killsend", "handlers",
-					    "crash",	 "predict", "evict",	"all"};
+	static const char *const known[] = {"sizes", "many",	   "match",    "trunc", "earlylate",
+					    "kill",  "killsend",   "handlers", "crash", "predict",
+					    "evict", "daemonpull", "badpull",  "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -1148,6 +1356,10 @@ int main(int argc, char **argv)
 		sc_handlers(ctx, expect_served, max_s);
 	if (strcmp(sc, "crash") == 0)
 		sc_crash(ctx);
+	if (strcmp(sc, "daemonpull") == 0)
+		sc_daemonpull(ctx, expect_served, max_s);
+	if (strcmp(sc, "badpull") == 0)
+		sc_badpull(ctx);
 	if (strcmp(sc, "predict") == 0) {
 		const char *sb = getenv("PP_STAGE_BYTES");
 		uint64_t budget = sb ? strtoull(sb, NULL, 0) : 4u << 20;
@@ -1175,6 +1387,10 @@ int main(int argc, char **argv)
 	/* After a kill, peers that never talked to the dead rank wait for its
 	 * goodbye in vain: pp_finalize then reports -ETIMEDOUT, as documented. */
 	if ((strncmp(sc, "kill", 4) == 0 || strcmp(sc, "crash") == 0) && rc == -ETIMEDOUT)
+		rc = 0;
+	/* badpull: the receive of the failed send stays posted, so the
+	 * receiver is never drained and says no goodbye. */
+	if (strcmp(sc, "badpull") == 0 && rc == -ETIMEDOUT)
 		rc = 0;
 	EXPECT(rc == 0, "pp_finalize: %s", pp_strerror(rc));
 	if (failures)

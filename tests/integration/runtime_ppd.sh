@@ -14,6 +14,13 @@
 # 3. A rank hands the daemon ranges it does not own (ppd_check badrange):
 #    each such frame fails and nothing of it is sent; the daemon counts them.
 #    A process of another uid may not attach.
+# 5. Pull handlers (ppd's own): a sender posts isends of 1 KiB .. 16 MiB and
+#    computes without pp_* calls until its late receiver has each whole
+#    message (rt_check daemonpull, a flag file): the daemon's handlers served
+#    the PULLs (its --stats count them); with --no-pull-serve the same run
+#    sees nothing arrive while the sender computes (the control); with loss on
+#    the link every byte still arrives, the handlers resending; a send whose
+#    buffer is gone when its PULL comes fails (-ECONNRESET) with nothing sent.
 # 4. The daemon restarted between two jobs: each pprun --daemon starts and
 #    stops its daemons; a daemon killed with SIGKILL leaves a socket behind
 #    that the next one replaces; SIGTERM drains and exits 0, removing the
@@ -75,6 +82,59 @@ out=$("$pprun" -n 2 --nodes 2 --daemon --dev-kind "$kind" --timeout 120 -- \
 rows=$(grep -c -E "^\[0\] (early|late)" <<<"$out")
 [ "$rows" -eq 6 ] || { echo "$out"; fail "pp_pingpong: $rows early/late rows, want 6"; }
 echo "ok: pp_pingpong early and late through daemons, 3 sizes, bytes checked"
+
+# 5. Pull handlers.
+named() { grep -o "$1=[0-9]*" "$log" | awk -F= '{ s += $2 } END { print s + 0 }'; }
+run "late receives from a computing sender, served by the daemon's handlers" 1 \
+  -n 2 --nodes 2 --daemon -- "$rtc" --compute 20 daemonpull
+[ "$(grep -c 'the receiver received the message during it' "$log")" -eq 4 ] ||
+  { cat "$log"; fail "want 4 messages received while the sender computed"; }
+[ "$(named pulls_served)" -ge 4 ] && [ "$(named pulls_failed)" -eq 0 ] ||
+  { cat "$log"; fail "want >= 4 pulls served by the handlers, none failed"; }
+echo "ok: 4 late receives (1 KiB .. 16 MiB) completed while the sender computed; the handlers served $(named pulls_served) pulls ($(named pull_frames) DATA frames)"
+nps=$(mktemp /tmp/ppd-nps.XXXXXX)
+printf '#!/bin/sh\nexec "%s" --no-pull-serve "$@"\n' "$ppd" >"$nps"
+chmod +x "$nps"
+run "the same with --no-pull-serve (control)" 1 \
+  -n 2 --nodes 2 --daemon --ppd "$nps" -- "$rtc" --no-progress --compute 0.5 daemonpull
+rm -f "$nps"
+[ "$(grep -c 'the receiver did not receive the message during it' "$log")" -eq 4 ] &&
+  [ "$(named pulls_served)" -eq 0 ] || { cat "$log"; fail "control: served without the handlers"; }
+echo "ok: control: with --no-pull-serve nothing arrived while the sender computed, 0 pulls served"
+if command -v clang >/dev/null; then
+  bpf=$(mktemp -d /tmp/pp-ppd-loss.XXXXXX)
+  cat >"$bpf/loss.c" <<'BPF'
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+SEC("tc")
+int loss(struct __sk_buff *skb)
+{
+	(void)skb;
+	return bpf_get_prandom_u32() % 1000 < 20 ? TC_ACT_SHOT : TC_ACT_OK;
+}
+char _license[] SEC("license") = "GPL";
+BPF
+  if clang -O2 -target bpf -I"/usr/include/$(uname -m)-linux-gnu" -c "$bpf/loss.c" -o "$bpf/loss.o" 2>/dev/null; then
+    for p in ppn0p0 ppn1p0; do
+      tc qdisc add dev "$p" clsact && tc filter add dev "$p" egress bpf da obj "$bpf/loss.o" sec tc ||
+        fail "cannot attach the loss program to $p"
+    done
+    rt_timeout=180 run "sizes through daemons at 20/1000 loss, handlers serving" 2 \
+      -n 2 --nodes 2 --daemon -- "$rtc" --expect-loss sizes
+    for p in ppn0p0 ppn1p0; do tc qdisc del dev "$p" clsact 2>/dev/null; done
+    [ "$(named pulls_served)" -gt 0 ] && [ "$(named pull_retx)" -gt 0 ] ||
+      { cat "$log"; fail "at 20/1000 loss: want pulls served and DATA resent by the handlers"; }
+    echo "ok: at 20/1000 loss every byte arrived; the handlers served $(named pulls_served) pulls, resending $(named pull_retx) frames"
+  else
+    echo "skip: loss run (cannot build the BPF loss program)"
+  fi
+  rm -rf "$bpf"
+fi
+run "a send whose buffer is gone when its PULL comes" 2 -n 2 --nodes 2 --daemon -- "$rtc" badpull
+[ "$(named pulls_failed)" -eq 1 ] && [ "$(named bad_range)" -eq 1 ] && [ "$(named pull_frames)" -eq 0 ] ||
+  { cat "$log"; fail "badpull: want 1 pull failed on 1 bad range, no DATA frame sent"; }
+echo "ok: the daemon could not read the buffer: it sent nothing, the send failed with -ECONNRESET"
 
 # 2. A rank killed while its node-mate keeps exchanging.
 run "rank 1 killed mid-transfer, node-mate 0 keeps exchanging with 2" 3 -n 4 --nodes 2 --daemon -- "$ppdc" killmate
