@@ -32,7 +32,8 @@
 #
 # usage: compare_shm.sh [--build DIR] [--iters N] [--max-time SEC] [--csv FILE]
 #   --build DIR     build directory with apps/pprun, apps/pp_pingpong (default build)
-#   --iters N       measured ping-pong iterations per point (default 1000)
+#   --iters N       measured ping-pong iterations per point (default 20000: a sub-microsecond
+#                   ping-pong needs a run of tens of milliseconds to settle)
 #   --max-time SEC  bound on the whole run (default 200)
 #   --csv FILE      also write every figure and ratio as CSV rows to FILE
 #   -h, --help      this text
@@ -41,7 +42,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=build
-iters=1000
+iters=20000
 max_time=200
 csv=
 ucx_port=17821
