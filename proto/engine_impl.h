@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "pushbuf.h"
+#include "rtt.h"
 #include "wire.h"
 
 #define CREDIT_SHARE_MAX 32767u /* cells; keeps 16-bit credit arithmetic sound */
@@ -237,14 +238,7 @@ static inline int seq_lt(uint32_t a, uint32_t b)
  * scheduling gaps, which is exactly what the timeout must ride out. */
 static inline void pp_proto_rtt_sample(struct peer *p, uint64_t r)
 {
-	if (!p->srtt) {
-		p->srtt = r ? r : 1;
-		p->rttvar = r / 2;
-		return;
-	}
-	uint64_t d = p->srtt > r ? p->srtt - r : r - p->srtt;
-	p->rttvar = (3 * p->rttvar + d) / 4;
-	p->srtt = (7 * p->srtt + r) / 8;
+	pp_rtt_sample(&p->srtt, &p->rttvar, r);
 }
 
 /* Timeout after progress: srtt + 4 rttvar, within [rto_ns, rto_max_ns]. */

@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "pp_log.h"
 #include "ppd.h"
+#include "rtt.h"
 #include "wire.h"
 
 #define WINDOW	       64u	  /* frames in flight per job */
@@ -223,14 +224,7 @@ static struct ppd_flow *flow_get(struct ppd_handler *h, uint32_t job, uint32_t s
  * what the timeout must ride out. */
 static void rtt_sample(struct ppd_flow *f, uint64_t r)
 {
-	if (!f->srtt) {
-		f->srtt = r ? r : 1;
-		f->rttvar = r / 2;
-		return;
-	}
-	uint64_t d = f->srtt > r ? f->srtt - r : r - f->srtt;
-	f->rttvar = (3 * f->rttvar + d) / 4;
-	f->srtt = (7 * f->srtt + r) / 8;
+	pp_rtt_sample(&f->srtt, &f->rttvar, r);
 }
 
 static uint64_t rto_of(const struct ppd_flow *f)
