@@ -69,8 +69,10 @@ static struct ppd_rank *lookup(struct ppd *d, uint32_t job, uint32_t rank)
 	return NULL;
 }
 
-/* Copy a frame into rank r's next free rx slot and publish it. */
-static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+/* Copy a frame into rank r's next free rx slot and publish it in a record
+ * of type (PPD_REC_FRAME, or PPD_REC_PLACED for a placed frame's headers). */
+static void deliver_rec(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len,
+			uint16_t type)
 {
 	void *ptr;
 	while (atomic_flag_test_and_set_explicit(&r->rx_lock, memory_order_acquire))
@@ -85,10 +87,71 @@ static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f,
 	uint32_t slot = r->rx_free[--r->nrx_free];
 	r->at_rank[slot] = 1;
 	memcpy(r->rx_slots + (size_t)slot * h->d->slot_bytes, f, len);
-	*(struct ppd_rec *)ptr = (struct ppd_rec){.type = PPD_REC_FRAME, .slot = slot, .len = len};
+	*(struct ppd_rec *)ptr = (struct ppd_rec){.type = type, .slot = slot, .len = len};
 	pp_shm_ring_commit(&r->rx, sizeof(struct ppd_rec));
 	atomic_flag_clear_explicit(&r->rx_lock, memory_order_release);
 	COUNT(h, to_ranks, 1);
+}
+
+static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+{
+	deliver_rec(h, r, f, len, PPD_REC_FRAME);
+}
+
+/* A DATA frame from the NIC for rank r: when r described the receive buffer
+ * of its message, write the payload there and deliver the headers alone.
+ * Returns 1 when done so, 0 when the frame is to be delivered whole (not
+ * such a frame, no description, bad CRC or fields: the engine judges it). */
+static int place(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+{
+	const uint8_t *p = f + PP_WIRE_ETH_LEN;
+	if ((p[0] & 0x0f) != PP_WIRE_DATA || len < PP_WIRE_MIN_FRAME + PPD_PLACE_MIN)
+		return 0;
+	uint32_t src = get32(f + OFF_SRC), msg_id = get32(p + 32);
+	struct ppd_place *x = NULL;
+	for (uint32_t i = 0; i < PPD_PLACES; i++) {
+		struct ppd_place *c = &r->hdr->places[i];
+		if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == PPD_PLACE_POSTED &&
+		    c->src == src && c->msg_id == msg_id) {
+			x = c;
+			break;
+		}
+	}
+	if (!x)
+		return 0;
+	/* The whole frame checked (CRC included) before a byte is written. */
+	struct pp_wire_check chk = {r->job, r->rank, r->size, h->d->info.mtu};
+	struct pp_wire_hdr wh;
+	const uint8_t *pl;
+	enum pp_drop_reason why;
+	if (pp_wire_decode(f, len, &chk, &wh, &pl, &why))
+		return 0;
+	uint32_t st = PPD_PLACE_POSTED;
+	if (!__atomic_compare_exchange_n(&x->state, &st, PPD_PLACE_BUSY, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return 0; /* taken back (or another handler writes): go whole */
+	/* BUSY: the rank changes nothing in the entry until it is POSTED
+	 * again, so the fields read now are the ones that hold for the write.
+	 * A rank that breaks that only writes into its own memory. */
+	uint64_t addr = x->addr, blen = x->len, from = x->from;
+	int ok = 0;
+	if (x->src == src && x->msg_id == msg_id && wh.offset >= from && wh.offset <= blen &&
+	    blen - wh.offset >= wh.payload_len) {
+		struct iovec local = {(void *)(uintptr_t)pl, wh.payload_len};
+		struct iovec remote = {(void *)(uintptr_t)(addr + wh.offset), wh.payload_len};
+		ok = process_vm_writev(r->pid, &local, 1, &remote, 1, 0) == (ssize_t)wh.payload_len;
+		if (!ok)
+			COUNT(h, place_failed, 1);
+	}
+	__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+	if (!ok)
+		return 0;
+	/* Written before the rank can see the headers: the receive cannot
+	 * complete (and take the entry back) before its bytes are there. */
+	deliver_rec(h, r, f, PP_WIRE_MIN_FRAME, PPD_REC_PLACED);
+	COUNT(h, placed_frames, 1);
+	COUNT(h, placed_bytes, wh.payload_len);
+	return 1;
 }
 
 /* Give every attached rank of job but skip the frame (a broadcast). */
@@ -125,6 +188,8 @@ static unsigned nic_rx(struct ppd_handler *h)
 		struct ppd_rank *r = lookup(d, job, dst);
 		if (r && ppd_pull_intercept(h, r, f, len))
 			continue; /* a pull handler's ACK or NACK */
+		if (r && !d->no_place && place(h, r, f, len))
+			continue; /* its payload is in the receive buffer already */
 		if (r)
 			deliver(h, r, f, len);
 		else
@@ -518,6 +583,10 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 		for (int k = 0; k < PPD_DROP_COUNT; k++)
 			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
 			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
+		OUT(" placed_frames=%llu placed_bytes=%llu place_failed=%llu",
+		    (unsigned long long)__atomic_load_n(&c->placed_frames, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->placed_bytes, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->place_failed, __ATOMIC_RELAXED));
 		OUT(" pulls_served=%llu pulls_failed=%llu pulls_left=%llu pull_frames=%llu "
 		    "pull_retx=%llu",
 		    (unsigned long long)__atomic_load_n(&c->pulls_served, __ATOMIC_RELAXED),

@@ -58,6 +58,8 @@ struct ppd_port {
 	uint64_t pulls_seen;	       /* hdr->pulls_done when last polled */
 	uint32_t pulls_used;	       /* pull entries not FREE (ours to count) */
 	int pulls_again;	       /* an ended entry waits for its PULL: poll again */
+	uint32_t places_used;	       /* placement entries not FREE */
+	uint8_t placed[PPD_RX_SLOTS];  /* by rx slot: it holds a placed frame's headers */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -327,9 +329,10 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		struct ppd_rec r;
 		memcpy(&r, ptr, sizeof(r) <= len ? sizeof(r) : len);
 		pp_shm_ring_release(&p->rx);
-		if (len < sizeof(r) || r.type != PPD_REC_FRAME || r.slot >= p->nrx ||
-		    r.len > p->hdr->slot_bytes)
+		if (len < sizeof(r) || (r.type != PPD_REC_FRAME && r.type != PPD_REC_PLACED) ||
+		    r.slot >= p->nrx || r.len > p->hdr->slot_bytes)
 			continue; /* not from a daemon of this version: ignore */
+		p->placed[r.slot] = r.type == PPD_REC_PLACED;
 		struct pp_buf *b = &p->bufs[p->ntx + r.slot];
 		b->len = r.len;
 		b->ts_ns = 0;
@@ -536,4 +539,70 @@ unsigned ppd_port_pull_poll(struct pp_port *port,
 	}
 	p->pulls_again = again;
 	return calls;
+}
+
+/* ---- placement descriptors (ppd_pull.h) ---- */
+
+int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, void *buf,
+			uint64_t len, uint64_t from_off)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p)
+		return -ENOTSUP;
+	if (from_off >= len)
+		return -EINVAL;
+	if (p->places_used == PPD_PLACES || p->hdr->daemon_gone)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < PPD_PLACES; i++) {
+		struct ppd_place *x = &p->hdr->places[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PLACE_FREE)
+			continue;
+		x->src = src;
+		x->msg_id = msg_id;
+		x->addr = (uint64_t)(uintptr_t)buf;
+		x->len = len;
+		x->from = from_off;
+		__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+		p->places_used++;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+void ppd_port_place_cancel(struct pp_port *port, uint32_t src, uint32_t msg_id)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p || !p->places_used)
+		return;
+	for (uint32_t i = 0; i < PPD_PLACES; i++) {
+		struct ppd_place *x = &p->hdr->places[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) == PPD_PLACE_FREE ||
+		    x->src != src || x->msg_id != msg_id)
+			continue;
+		/* POSTED -> FREE; BUSY means a handler writes into the buffer
+		 * now: wait until it put the entry back, then take it. A daemon
+		 * that is gone writes nothing more. */
+		uint32_t st = PPD_PLACE_POSTED;
+		while (!__atomic_compare_exchange_n(&x->state, &st, PPD_PLACE_FREE, 0,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			if (st == PPD_PLACE_FREE)
+				break;
+			if (__atomic_load_n(&p->hdr->daemon_gone, __ATOMIC_ACQUIRE)) {
+				__atomic_store_n(&x->state, PPD_PLACE_FREE, __ATOMIC_RELEASE);
+				break;
+			}
+			__builtin_ia32_pause();
+			st = PPD_PLACE_POSTED;
+		}
+		p->places_used--;
+		return;
+	}
+}
+
+int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p || b < &p->bufs[p->ntx] || b >= &p->bufs[p->ntx + p->nrx])
+		return 0;
+	return p->placed[b - &p->bufs[p->ntx]];
 }
