@@ -98,26 +98,94 @@ static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f,
 	deliver_rec(h, r, f, len, PPD_REC_FRAME);
 }
 
+/* Placed frames of one burst for one rank, written with one
+ * process_vm_writev call (a call costs more than copying one frame). Frames
+ * are delivered in the order they came: any other frame is delivered only
+ * after the batch is flushed. */
+struct pbatch;
+static void place_flush_empty(struct pbatch *b);
+
+struct pbatch {
+	struct ppd_rank *r;					      /* whose (NULL: empty) */
+	unsigned n;						      /* frames */
+	struct iovec loc[PPD_BURST];				      /* their payloads here */
+	struct iovec rem[PPD_BURST];				      /* ... where they go in r */
+	const uint8_t *f[PPD_BURST];				      /* the frames */
+	uint32_t len[PPD_BURST];				      /* their lengths */
+	unsigned nheld;						      /* entries taken */
+	struct ppd_place *held[PPD_BURST];			      /* ... BUSY until the flush */
+	uint32_t hsrc[PPD_BURST], hmsg[PPD_BURST];		      /* ... their (src, msg_id) */
+	uint64_t haddr[PPD_BURST], hlen[PPD_BURST], hfrom[PPD_BURST]; /* ... and buffer */
+};
+
+/* Write the batch, give its entries back (BUSY -> POSTED), then deliver
+ * each frame in order: its headers alone when its payload was written,
+ * else whole (the write failed: EFAULT). */
+static void place_flush(struct ppd_handler *h, struct pbatch *b)
+{
+	if (!b->n) {
+		place_flush_empty(b);
+		return;
+	}
+	ssize_t got = process_vm_writev(b->r->pid, b->loc, b->n, b->rem, b->n, 0);
+	for (unsigned i = 0; i < b->nheld; i++)
+		__atomic_store_n(&b->held[i]->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+	/* Written before the rank can see any headers: a receive cannot
+	 * complete (and take its entry back) before its bytes are there. */
+	uint64_t done = got > 0 ? (uint64_t)got : 0, end = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		end += b->loc[i].iov_len;
+		if (end <= done) {
+			deliver_rec(h, b->r, b->f[i], PP_WIRE_MIN_FRAME, PPD_REC_PLACED);
+			COUNT(h, placed_frames, 1);
+			COUNT(h, placed_bytes, b->loc[i].iov_len);
+		} else {
+			COUNT(h, place_failed, 1);
+			deliver(h, b->r, b->f[i], b->len[i]);
+		}
+	}
+	b->n = b->nheld = 0;
+	b->r = NULL;
+}
+
+/* A batch with entries taken and no frame: give them back. */
+static void place_flush_empty(struct pbatch *b)
+{
+	for (unsigned i = 0; i < b->nheld; i++)
+		__atomic_store_n(&b->held[i]->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+	b->nheld = 0;
+	b->r = NULL;
+}
+
 /* A DATA frame from the NIC for rank r: when r described the receive buffer
- * of its message, write the payload there and deliver the headers alone.
- * Returns 1 when done so, 0 when the frame is to be delivered whole (not
- * such a frame, no description, bad CRC or fields: the engine judges it). */
-static int place(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+ * of its message, add it to the batch (flushed first if it is another
+ * rank's). Returns 1 when added, 0 when the frame is to be delivered whole
+ * (not such a frame, no description, bad CRC or fields: the engine judges
+ * it). */
+static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r, const uint8_t *f,
+		     uint32_t len)
 {
 	const uint8_t *p = f + PP_WIRE_ETH_LEN;
 	if ((p[0] & 0x0f) != PP_WIRE_DATA || len < PP_WIRE_MIN_FRAME + PPD_PLACE_MIN)
 		return 0;
+	if (b->r && b->r != r)
+		place_flush(h, b);
 	uint32_t src = get32(f + OFF_SRC), msg_id = get32(p + 32);
+	/* An entry this batch holds already, else a POSTED one to take. */
+	unsigned k = 0;
+	while (k < b->nheld && (b->hsrc[k] != src || b->hmsg[k] != msg_id))
+		k++;
 	struct ppd_place *x = NULL;
-	for (uint32_t i = 0; i < PPD_PLACES; i++) {
-		struct ppd_place *c = &r->hdr->places[i];
-		if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == PPD_PLACE_POSTED &&
-		    c->src == src && c->msg_id == msg_id) {
-			x = c;
-			break;
+	if (k == b->nheld)
+		for (uint32_t i = 0; i < PPD_PLACES; i++) {
+			struct ppd_place *c = &r->hdr->places[i];
+			if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == PPD_PLACE_POSTED &&
+			    c->src == src && c->msg_id == msg_id) {
+				x = c;
+				break;
+			}
 		}
-	}
-	if (!x)
+	if (k == b->nheld && !x)
 		return 0;
 	/* The whole frame checked (CRC included) before a byte is written. */
 	struct pp_wire_check chk = {r->job, r->rank, r->size, h->d->info.mtu};
@@ -126,31 +194,34 @@ static int place(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, ui
 	enum pp_drop_reason why;
 	if (pp_wire_decode(f, len, &chk, &wh, &pl, &why))
 		return 0;
-	uint32_t st = PPD_PLACE_POSTED;
-	if (!__atomic_compare_exchange_n(&x->state, &st, PPD_PLACE_BUSY, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return 0; /* taken back (or another handler writes): go whole */
-	/* BUSY: the rank changes nothing in the entry until it is POSTED
-	 * again, so the fields read now are the ones that hold for the write.
-	 * A rank that breaks that only writes into its own memory. */
-	uint64_t addr = x->addr, blen = x->len, from = x->from;
-	int ok = 0;
-	if (x->src == src && x->msg_id == msg_id && wh.offset >= from && wh.offset <= blen &&
-	    blen - wh.offset >= wh.payload_len) {
-		struct iovec local = {(void *)(uintptr_t)pl, wh.payload_len};
-		struct iovec remote = {(void *)(uintptr_t)(addr + wh.offset), wh.payload_len};
-		ok = process_vm_writev(r->pid, &local, 1, &remote, 1, 0) == (ssize_t)wh.payload_len;
-		if (!ok)
-			COUNT(h, place_failed, 1);
+	if (k == b->nheld) {
+		uint32_t st = PPD_PLACE_POSTED;
+		if (!__atomic_compare_exchange_n(&x->state, &st, PPD_PLACE_BUSY, 0,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return 0; /* taken back (or another handler holds it): whole */
+		/* BUSY: the rank changes nothing in the entry until it is POSTED
+		 * again, so the fields read now hold for the write. A rank that
+		 * breaks that only writes into its own memory. */
+		b->held[k] = x;
+		b->hsrc[k] = x->src;
+		b->hmsg[k] = x->msg_id;
+		b->haddr[k] = x->addr;
+		b->hlen[k] = x->len;
+		b->hfrom[k] = x->from;
+		b->nheld++;
+		b->r = r;
 	}
-	__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
-	if (!ok)
+	if (b->hsrc[k] != src || b->hmsg[k] != msg_id || wh.offset < b->hfrom[k] ||
+	    wh.offset > b->hlen[k] || b->hlen[k] - wh.offset < wh.payload_len) {
+		if (!b->n) /* nothing else waits: give the entry back now */
+			place_flush_empty(b);
 		return 0;
-	/* Written before the rank can see the headers: the receive cannot
-	 * complete (and take the entry back) before its bytes are there. */
-	deliver_rec(h, r, f, PP_WIRE_MIN_FRAME, PPD_REC_PLACED);
-	COUNT(h, placed_frames, 1);
-	COUNT(h, placed_bytes, wh.payload_len);
+	}
+	b->loc[b->n] = (struct iovec){(void *)(uintptr_t)pl, wh.payload_len};
+	b->rem[b->n] = (struct iovec){(void *)(uintptr_t)(b->haddr[k] + wh.offset), wh.payload_len};
+	b->f[b->n] = f;
+	b->len[b->n] = len;
+	b->n++;
 	return 1;
 }
 
@@ -171,10 +242,19 @@ static unsigned nic_rx(struct ppd_handler *h)
 {
 	struct ppd *d = h->d;
 	struct pp_buf *bufs[PPD_BURST];
+	struct pbatch pb;
+	pb.r = NULL;
+	pb.n = pb.nheld = 0;
 	unsigned n = pp_port_rx_burst(d->port, h->queue, bufs, PPD_BURST);
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *f = bufs[i]->data;
 		uint32_t len = bufs[i]->len;
+		if (routable(f, len) && !d->no_place) {
+			struct ppd_rank *pr = lookup(d, get32(f + OFF_JOB), get32(f + OFF_DST));
+			if (pr && place_add(h, &pb, pr, f, len))
+				continue; /* its payload goes straight into the buffer */
+		}
+		place_flush(h, &pb); /* frames reach each rank in order */
 		if (!routable(f, len)) {
 			drop(h, PPD_DROP_BAD_FRAME);
 			continue;
@@ -188,13 +268,12 @@ static unsigned nic_rx(struct ppd_handler *h)
 		struct ppd_rank *r = lookup(d, job, dst);
 		if (r && ppd_pull_intercept(h, r, f, len))
 			continue; /* a pull handler's ACK or NACK */
-		if (r && !d->no_place && place(h, r, f, len))
-			continue; /* its payload is in the receive buffer already */
 		if (r)
 			deliver(h, r, f, len);
 		else
 			drop(h, PPD_DROP_NO_RANK);
 	}
+	place_flush(h, &pb);
 	if (n) {
 		pp_port_free(d->port, bufs, n);
 		COUNT(h, nic_rx, n);
