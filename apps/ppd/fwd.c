@@ -13,6 +13,7 @@
 #include "affinity.h"
 #include "pp_log.h"
 #include "ppd.h"
+#include "ppd_place.h"
 #include "wire.h"
 
 #define IDLE_SPINS	4    /* empty passes before each one yields the core */
@@ -129,7 +130,7 @@ static void place_flush(struct ppd_handler *h, struct pbatch *b)
 	}
 	ssize_t got = process_vm_writev(b->r->pid, b->loc, b->n, b->rem, b->n, 0);
 	for (unsigned i = 0; i < b->nheld; i++)
-		__atomic_store_n(&b->held[i]->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+		ppd_place_give(b->held[i]);
 	/* Written before the rank can see any headers: a receive cannot
 	 * complete (and take its entry back) before its bytes are there. */
 	uint64_t done = got > 0 ? (uint64_t)got : 0, end = 0;
@@ -152,7 +153,7 @@ static void place_flush(struct ppd_handler *h, struct pbatch *b)
 static void place_flush_empty(struct pbatch *b)
 {
 	for (unsigned i = 0; i < b->nheld; i++)
-		__atomic_store_n(&b->held[i]->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+		ppd_place_give(b->held[i]);
 	b->nheld = 0;
 	b->r = NULL;
 }
@@ -175,17 +176,7 @@ static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r
 	unsigned k = 0;
 	while (k < b->nheld && (b->hsrc[k] != src || b->hmsg[k] != msg_id))
 		k++;
-	struct ppd_place *x = NULL;
-	if (k == b->nheld)
-		for (uint32_t i = 0; i < PPD_PLACES; i++) {
-			struct ppd_place *c = &r->hdr->places[i];
-			if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == PPD_PLACE_POSTED &&
-			    c->src == src && c->msg_id == msg_id) {
-				x = c;
-				break;
-			}
-		}
-	if (k == b->nheld && !x)
+	if (k == b->nheld && !ppd_place_posted(r->hdr, src, msg_id))
 		return 0;
 	/* The whole frame checked (CRC included) before a byte is written. */
 	struct pp_wire_check chk = {r->job, r->rank, r->size, h->d->info.mtu};
@@ -195,19 +186,19 @@ static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r
 	if (pp_wire_decode(f, len, &chk, &wh, &pl, &why))
 		return 0;
 	if (k == b->nheld) {
-		uint32_t st = PPD_PLACE_POSTED;
-		if (!__atomic_compare_exchange_n(&x->state, &st, PPD_PLACE_BUSY, 0,
-						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return 0; /* taken back (or another handler holds it): whole */
 		/* BUSY: the rank changes nothing in the entry until it is POSTED
 		 * again, so the fields read now hold for the write. A rank that
 		 * breaks that only writes into its own memory. */
+		struct ppd_place e;
+		struct ppd_place *x = ppd_place_take(r->hdr, src, msg_id, &e);
+		if (!x)
+			return 0; /* taken back (or another handler holds it): whole */
 		b->held[k] = x;
-		b->hsrc[k] = x->src;
-		b->hmsg[k] = x->msg_id;
-		b->haddr[k] = x->addr;
-		b->hlen[k] = x->len;
-		b->hfrom[k] = x->from;
+		b->hsrc[k] = e.src;
+		b->hmsg[k] = e.msg_id;
+		b->haddr[k] = e.addr;
+		b->hlen[k] = e.len;
+		b->hfrom[k] = e.from;
 		b->nheld++;
 		b->r = r;
 	}

@@ -23,6 +23,7 @@
 
 #include "pp_log.h"
 #include "pp_port.h"
+#include "ppd_place.h"
 #include "ppd_pull.h"
 #include "ppd_shm.h"
 #include "ring.h"
@@ -553,50 +554,18 @@ int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, voi
 		return -EINVAL;
 	if (p->places_used == PPD_PLACES || p->hdr->daemon_gone)
 		return -ENOSPC;
-	for (uint32_t i = 0; i < PPD_PLACES; i++) {
-		struct ppd_place *x = &p->hdr->places[i];
-		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PLACE_FREE)
-			continue;
-		x->src = src;
-		x->msg_id = msg_id;
-		x->addr = (uint64_t)(uintptr_t)buf;
-		x->len = len;
-		x->from = from_off;
-		__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
-		p->places_used++;
-		return 0;
-	}
-	return -ENOSPC;
+	int rc = ppd_place_post(p->hdr, src, msg_id, (uint64_t)(uintptr_t)buf, len, from_off);
+	if (rc < 0)
+		return rc;
+	p->places_used++;
+	return 0;
 }
 
 void ppd_port_place_cancel(struct pp_port *port, uint32_t src, uint32_t msg_id)
 {
 	struct ppd_port *p = pull_port(port);
-	if (!p || !p->places_used)
-		return;
-	for (uint32_t i = 0; i < PPD_PLACES; i++) {
-		struct ppd_place *x = &p->hdr->places[i];
-		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) == PPD_PLACE_FREE ||
-		    x->src != src || x->msg_id != msg_id)
-			continue;
-		/* POSTED -> FREE; BUSY means a handler writes into the buffer
-		 * now: wait until it put the entry back, then take it. A daemon
-		 * that is gone writes nothing more. */
-		uint32_t st = PPD_PLACE_POSTED;
-		while (!__atomic_compare_exchange_n(&x->state, &st, PPD_PLACE_FREE, 0,
-						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			if (st == PPD_PLACE_FREE)
-				break;
-			if (__atomic_load_n(&p->hdr->daemon_gone, __ATOMIC_ACQUIRE)) {
-				__atomic_store_n(&x->state, PPD_PLACE_FREE, __ATOMIC_RELEASE);
-				break;
-			}
-			__builtin_ia32_pause();
-			st = PPD_PLACE_POSTED;
-		}
+	if (p && p->places_used && ppd_place_cancel(p->hdr, src, msg_id))
 		p->places_used--;
-		return;
-	}
 }
 
 int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b)
