@@ -240,23 +240,21 @@ static unsigned nic_rx(struct ppd_handler *h)
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *f = bufs[i]->data;
 		uint32_t len = bufs[i]->len;
-		if (routable(f, len) && !d->no_place) {
-			struct ppd_rank *pr = lookup(d, get32(f + OFF_JOB), get32(f + OFF_DST));
-			if (pr && place_add(h, &pb, pr, f, len))
-				continue; /* its payload goes straight into the buffer */
-		}
-		place_flush(h, &pb); /* frames reach each rank in order */
 		if (!routable(f, len)) {
+			place_flush(h, &pb);
 			drop(h, PPD_DROP_BAD_FRAME);
 			continue;
 		}
 		uint32_t job = get32(f + OFF_JOB), dst = get32(f + OFF_DST);
+		struct ppd_rank *r = dst == PP_WIRE_RANK_ALL ? NULL : lookup(d, job, dst);
+		if (r && !d->no_place && place_add(h, &pb, r, f, len))
+			continue;    /* its payload goes straight into the buffer */
+		place_flush(h, &pb); /* frames reach each rank in order */
 		count_pull(h, f);
 		if (dst == PP_WIRE_RANK_ALL) {
 			deliver_job(h, job, get32(f + OFF_SRC), f, len);
 			continue;
 		}
-		struct ppd_rank *r = lookup(d, job, dst);
 		if (r && ppd_pull_intercept(h, r, f, len))
 			continue; /* a pull handler's ACK or NACK */
 		if (r)
