@@ -43,7 +43,8 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	    c->rto_ns == 0 || c->rto_tries == 0 || c->ack_every == 0 ||
 	    (c->direct && c->direct_chunk == 0) ||
 	    (c->stream >= 1 && c->stream < PP_PROTO_STREAMS) ||
-	    (!c->handoff != !c->handoff_claim || !c->handoff != !c->handoff_cancel))
+	    (!c->handoff != !c->handoff_claim || !c->handoff != !c->handoff_cancel) ||
+	    !c->place_post != !c->place_cancel)
 		return -EINVAL;
 	struct pp_proto *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -87,12 +88,17 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	return 0;
 }
 
+static void place_take(struct pp_proto *e, struct rx *r);
+
 void pp_proto_destroy(struct pp_proto *e)
 {
 	if (!e)
 		return;
 	if (e->recvq)
 		pp_proto_set_recvq(e, NULL); /* withdraw what is published */
+	if (e->rxs)
+		for (size_t i = 0; i < 2 * (size_t)e->c.max_msgs; i++)
+			place_take(e, &e->rxs[i]);
 	if (e->peers)
 		for (uint32_t r = 0; r < e->c.nranks; r++) {
 			free(e->peers[r].ring);
@@ -172,8 +178,19 @@ void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 	list_add_tail(&e->send_free, &s->q);
 }
 
+/* Take back r's placement description: the layer below writes nothing
+ * more into r->buf once this returns. */
+static void place_take(struct pp_proto *e, struct rx *r)
+{
+	if (r->placed) {
+		r->placed = 0;
+		e->c.place_cancel(e->c.hook_arg, r->peer, r->msg_id);
+	}
+}
+
 void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
 {
+	place_take(e, r);
 	if (r->state == RX_POSTED && r->rq_slot)
 		pp_proto_rq_withdraw(e, r);
 	if (r->state == RX_UNEXPECTED || r->state == RX_POSTED)
@@ -194,6 +211,7 @@ void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error)
 {
 	if (!error && r->msg_len > r->cap)
 		error = -EMSGSIZE;
+	place_take(e, r); /* before the user may reuse the buffer */
 	complete(e, r->cookie, 0, r->peer, r->tag, r->msg_len, error);
 	if (!error || error == -EMSGSIZE)
 		e->st.msgs_rx++;

@@ -107,6 +107,18 @@
  * (0: the engine serves the PULL as usual). A send that ends otherwise (peer
  * lost) while the layer below holds it is withdrawn with cancel().
  *
+ * Placement by the layer below (place hooks): when a receive from a peer
+ * that is not local sends its PULL, place_post() describes its buffer;
+ * the layer below may then write the payload of the message's DATA frames
+ * (any stream) straight into it and hand the engine the frame's headers
+ * alone through pp_proto_input_placed, which runs the sequence and ack
+ * logic of a DATA frame and accounts the bytes without copying them. A
+ * placed frame the engine drops (duplicate, out of sequence) loses
+ * nothing: its retransmission brings the same bytes to the same place.
+ * Every receive that posted a description takes it back with
+ * place_cancel() before it completes or ends otherwise, so nothing is
+ * written into a buffer the user has been given back.
+ *
  * Limits: each peer engine uses one TX stream (0, or PP_PROTO_STREAMS and
  * above); the ack_stream of frames we send is the stream of the peer's last
  * sequenced frame on its own stream.
@@ -165,6 +177,15 @@ struct pp_proto_conf {
 		       uint64_t len, uint64_t off);
 	int (*handoff_claim)(void *arg, uint32_t dst, uint32_t msg_id);
 	void (*handoff_cancel)(void *arg, uint32_t dst, uint32_t msg_id);
+	/* Placement hooks (NULL: none; both or none), see "Placement by the
+	 * layer below". place_post: a PULL for message msg_id from src goes
+	 * out; bytes of it from from_off on may be written straight into
+	 * [buf, buf + len); 0 when the layer below took the description.
+	 * place_cancel: take it back; returns only once the layer below writes
+	 * no more into buf. */
+	int (*place_post)(void *arg, uint32_t src, uint32_t msg_id, void *buf, uint64_t len,
+			  uint64_t from_off);
+	void (*place_cancel)(void *arg, uint32_t src, uint32_t msg_id);
 	void *hook_arg;	       /* first argument of direct, publish and the handoff hooks */
 	uint64_t direct_chunk; /* bytes per direct call */
 	uint64_t direct_min;   /* fewer bytes left than this: pulled as DATA instead */
@@ -191,7 +212,7 @@ void pp_proto_conf_default(struct pp_proto_conf *c);
 /* Create an engine; every pool is allocated here.
  * Errors: -EINVAL (bad conf: rank >= nranks, window not a power of two or
  * above 32768, mtu too small, zero max_msgs, stream in 1..PP_PROTO_STREAMS-1,
- * only some of the handoff hooks), -ENOMEM. */
+ * only some of the handoff or place hooks), -ENOMEM. */
 int pp_proto_create(struct pp_proto **eng, const struct pp_proto_conf *c);
 void pp_proto_destroy(struct pp_proto *eng);
 
@@ -245,6 +266,13 @@ int pp_proto_probe(const struct pp_proto *eng, int src, int tag, struct pp_proto
 /* Hand in one received Ethernet frame. Returns 0 when accepted, -EPROTO when
  * dropped (counted in stats.drops by reason). */
 int pp_proto_input(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
+
+/* The headers alone of a DATA frame whose payload the layer below wrote
+ * into the receive buffer described by place_post (it checked the frame's
+ * crc32c): as pp_proto_input, but nothing is copied. Returns 0 when
+ * accepted, -EPROTO when dropped (counted in stats.drops by reason; also a
+ * frame for a message that is not a matched receive). */
+int pp_proto_input_placed(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
 
 /* The same for a frame of pp_proto_output_local from an intranode ring. */
 int pp_proto_input_local(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);

@@ -116,6 +116,7 @@ struct rx {
 	int rq_slot;		       /* receive-queue entry + 1 when published, else 0 */
 	uint64_t xnext;		       /* next offset expected on an extra stream (0: none yet) */
 	uint64_t xgot;		       /* bytes that came on extra streams (after the pushes) */
+	uint8_t placed;		       /* place_post holds a description of buf */
 	struct link q;		       /* posted or unexpected queue, or free pool */
 	struct link by_peer;	       /* peer's list of arrived messages */
 	struct link pq;		       /* peer's pullq or directq */

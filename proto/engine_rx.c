@@ -63,9 +63,10 @@ static struct rx *find_arrived(struct peer *p, uint32_t msg_id)
 	return NULL;
 }
 
+/* Bytes of r at off; pl NULL: the layer below wrote them there already. */
 static void place(struct pp_proto *e, struct rx *r, uint64_t off, const uint8_t *pl, uint32_t n)
 {
-	if (off < r->cap) {
+	if (off < r->cap && pl) {
 		uint64_t k = r->cap - off < n ? r->cap - off : n;
 		memcpy(r->buf + off, pl, (size_t)k);
 		e->st.copies_avoided += k;
@@ -121,6 +122,8 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 			return 0; /* the sender wrote it all: finished */
 	} else {
 		r = find_arrived(p, h->msg_id);
+		if (r && !pl && r->state != RX_ACTIVE)
+			return PP_DROP_STATE + 1; /* placed, yet not matched: send it whole */
 		if (!r || r->msg_len != h->msg_len || h->offset != r->got - r->xgot ||
 		    (h->type == PP_WIRE_DATA && r->state != RX_ACTIVE && !r->stage)) {
 			if (h->type == PP_WIRE_PUSH) /* the sender counted its cells */
@@ -209,6 +212,8 @@ static int x_data(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *
 {
 	struct rx *r = find_arrived(p, h->msg_id);
 	uint64_t end = h->offset + h->payload_len;
+	if (r && !pl && r->state != RX_ACTIVE)
+		return PP_DROP_STATE + 1; /* placed, yet not matched: send it whole */
 	if (!r || r->msg_len != h->msg_len || end > r->msg_len ||
 	    (r->state != RX_ACTIVE && !r->stage) || (r->xnext && h->offset != r->xnext)) {
 		e->st.drops[PP_DROP_STATE]++;
@@ -271,15 +276,28 @@ static int x_input(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr 
 	return 0;
 }
 
-static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now, int local)
+enum input_form {
+	FORM_WIRE = 0, /* a whole wire frame */
+	FORM_LOCAL,    /* an intranode frame */
+	FORM_PLACED,   /* a DATA frame's headers, its payload placed already */
+};
+
+static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now,
+		 enum input_form form)
 {
 	struct pp_wire_hdr h;
-	const uint8_t *pl;
+	const uint8_t *pl = NULL;
 	enum pp_drop_reason why;
 	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu};
+	int bad;
 	e->st.frames_rx++;
-	if (local ? pp_wire_decode_local(frame, len, &chk, &h, &pl, &why)
-		  : pp_wire_decode(frame, len, &chk, &h, &pl, &why)) {
+	if (form == FORM_LOCAL)
+		bad = pp_wire_decode_local(frame, len, &chk, &h, &pl, &why);
+	else if (form == FORM_PLACED)
+		bad = pp_wire_decode_placed(frame, len, &chk, &h, &why);
+	else
+		bad = pp_wire_decode(frame, len, &chk, &h, &pl, &why);
+	if (bad) {
 		e->st.drops[why]++;
 		return -EPROTO;
 	}
@@ -361,10 +379,15 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 
 int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
 {
-	return input(e, frame, len, now, 0);
+	return input(e, frame, len, now, FORM_WIRE);
+}
+
+int pp_proto_input_placed(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
+{
+	return input(e, frame, len, now, FORM_PLACED);
 }
 
 int pp_proto_input_local(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
 {
-	return input(e, frame, len, now, 1);
+	return input(e, frame, len, now, FORM_LOCAL);
 }

@@ -250,6 +250,12 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 			d->offset = r->got;
 			d->msg_id = r->msg_id;
 			e->st.pulls_tx++;
+			if (e->c.place_post && !p->local && !r->placed && r->state == RX_ACTIVE &&
+			    r->cap)
+				r->placed =
+				    e->c.place_post(e->c.hook_arg, r->peer, r->msg_id, r->buf,
+						    r->cap < r->msg_len ? r->cap : r->msg_len,
+						    r->got) == 0;
 		} else {
 			next_frame(e, p, container_of(p->txq.next, struct send, q), d);
 		}

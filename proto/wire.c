@@ -183,6 +183,48 @@ drop:
 	return -EPROTO;
 }
 
+int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
+			  struct pp_wire_hdr *h, enum pp_drop_reason *why)
+{
+	enum pp_drop_reason r = PP_DROP_SHORT;
+	struct pp_wire_hdr x;
+	if (len != PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE)
+		goto drop;
+	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	r = PP_DROP_VERSION;
+	if (p[0] >> 4 != PP_WIRE_VERSION)
+		goto drop;
+	x.type = p[0] & 0x0f;
+	r = PP_DROP_TYPE;
+	if (x.type != PP_WIRE_DATA)
+		goto drop;
+	x.flags = p[1];
+	x.payload_len = get16(p + 2);
+	r = PP_DROP_LENGTH;
+	if (!x.payload_len || PP_WIRE_HDR_LEN + (size_t)x.payload_len > chk->mtu)
+		goto drop;
+	x.job = get32(p + 4);
+	x.stream = get16(p + 8);
+	x.ack_stream = get16(p + 10);
+	x.seq = get32(p + 12);
+	x.ack = get32(p + 16);
+	x.credit = get16(p + 20);
+	x.src_rank = get32(p + 24);
+	x.dst_rank = get32(p + 28);
+	x.msg_id = get32(p + 32);
+	x.tag = get32(p + 36);
+	x.msg_len = get64(p + 40);
+	x.offset = get64(p + 48);
+	r = check_fields(&x, chk);
+	if (r != PP_DROP_MAX)
+		goto drop;
+	*h = x;
+	return 0;
+drop:
+	*why = r;
+	return -EPROTO;
+}
+
 int pp_wire_encode_local(uint8_t *frame, size_t cap, const struct pp_wire_hdr *h,
 			 const void *payload)
 {

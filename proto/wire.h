@@ -122,6 +122,16 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 		   struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why);
 
 /*
+ * The headers alone (PP_WIRE_MIN_FRAME bytes) of a DATA frame whose payload
+ * was already written where it belongs by the layer below, which checked the
+ * crc32c of the whole frame: every rule of pp_wire_decode but the frame
+ * length and the CRC (payload_len must be non-zero and within the MTU).
+ * Errors: -EPROTO with *why set.
+ */
+int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
+			  struct pp_wire_hdr *h, enum pp_drop_reason *why);
+
+/*
  * Intranode frames (shared-memory rings between processes of one host) are
  * not the wire format: struct pp_wire_hdr in host order, then the payload,
  * no Ethernet header and no CRC (memory does not flip bits the way a link

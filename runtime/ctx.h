@@ -209,7 +209,9 @@ int pp_shm_link_free(pp_ctx *ctx, void *p);
 
 /* Daemon mode (daemon=SOCKET): set the engine's handoff hooks in pc so the
  * daemon's pull handlers may serve our PULLs (progress.c polls their
- * completions). Nothing without a daemon. */
+ * completions), and its place hooks so the daemon may write pulled DATA
+ * straight into our receive buffers (progress.c hands the engine such
+ * frames' headers with pp_proto_input_placed). Nothing without a daemon. */
 void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc);
 
 /* Request pool. */

@@ -90,6 +90,8 @@ static unsigned rx(pp_ctx *ctx, uint64_t now)
 			__builtin_prefetch(bufs[i + 1]->data);
 		if (pp_unlikely(is_membership(bufs[i])))
 			pp_membership_input(ctx, bufs[i]->data, bufs[i]->len, now);
+		else if (ctx->cfg.daemon[0] && ppd_port_rx_placed(ctx->port, bufs[i]))
+			pp_proto_input_placed(ctx->eng, bufs[i]->data, bufs[i]->len, now);
 		else
 			pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now);
 	}
@@ -180,6 +182,19 @@ static int handoff_done(void *arg, uint32_t dst, uint32_t msg_id, int error)
 	return pp_proto_handoff_done(((pp_ctx *)arg)->eng, dst, msg_id, error);
 }
 
+/* Placement by the node daemon: the engine's place hooks are the port's
+ * placement descriptors. */
+static int place_post(void *arg, uint32_t src, uint32_t msg_id, void *buf, uint64_t len,
+		      uint64_t from_off)
+{
+	return ppd_port_place_post(((pp_ctx *)arg)->port, src, msg_id, buf, len, from_off);
+}
+
+static void place_cancel(void *arg, uint32_t src, uint32_t msg_id)
+{
+	ppd_port_place_cancel(((pp_ctx *)arg)->port, src, msg_id);
+}
+
 void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 {
 	if (!ctx->cfg.daemon[0])
@@ -187,6 +202,8 @@ void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->handoff = handoff_post;
 	pc->handoff_claim = handoff_claim;
 	pc->handoff_cancel = handoff_cancel;
+	pc->place_post = place_post;
+	pc->place_cancel = place_cancel;
 }
 
 static int progress_locked(pp_ctx *ctx)

@@ -13,6 +13,7 @@
 #include "affinity.h"
 #include "pp_log.h"
 #include "ppd.h"
+#include "ppd_place.h"
 #include "wire.h"
 
 #define IDLE_SPINS	4    /* empty passes before each one yields the core */
@@ -69,8 +70,10 @@ static struct ppd_rank *lookup(struct ppd *d, uint32_t job, uint32_t rank)
 	return NULL;
 }
 
-/* Copy a frame into rank r's next free rx slot and publish it. */
-static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+/* Copy a frame into rank r's next free rx slot and publish it in a record
+ * of type (PPD_REC_FRAME, or PPD_REC_PLACED for a placed frame's headers). */
+static void deliver_rec(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len,
+			uint16_t type)
 {
 	void *ptr;
 	while (atomic_flag_test_and_set_explicit(&r->rx_lock, memory_order_acquire))
@@ -85,10 +88,132 @@ static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f,
 	uint32_t slot = r->rx_free[--r->nrx_free];
 	r->at_rank[slot] = 1;
 	memcpy(r->rx_slots + (size_t)slot * h->d->slot_bytes, f, len);
-	*(struct ppd_rec *)ptr = (struct ppd_rec){.type = PPD_REC_FRAME, .slot = slot, .len = len};
+	*(struct ppd_rec *)ptr = (struct ppd_rec){.type = type, .slot = slot, .len = len};
 	pp_shm_ring_commit(&r->rx, sizeof(struct ppd_rec));
 	atomic_flag_clear_explicit(&r->rx_lock, memory_order_release);
 	COUNT(h, to_ranks, 1);
+}
+
+static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+{
+	deliver_rec(h, r, f, len, PPD_REC_FRAME);
+}
+
+/* Placed frames of one burst for one rank, written with one
+ * process_vm_writev call (a call costs more than copying one frame). Frames
+ * are delivered in the order they came: any other frame is delivered only
+ * after the batch is flushed. */
+struct pbatch;
+static void place_flush_empty(struct pbatch *b);
+
+struct pbatch {
+	struct ppd_rank *r;					      /* whose (NULL: empty) */
+	unsigned n;						      /* frames */
+	struct iovec loc[PPD_BURST];				      /* their payloads here */
+	struct iovec rem[PPD_BURST];				      /* ... where they go in r */
+	const uint8_t *f[PPD_BURST];				      /* the frames */
+	uint32_t len[PPD_BURST];				      /* their lengths */
+	unsigned nheld;						      /* entries taken */
+	struct ppd_place *held[PPD_BURST];			      /* ... BUSY until the flush */
+	uint32_t hsrc[PPD_BURST], hmsg[PPD_BURST];		      /* ... their (src, msg_id) */
+	uint64_t haddr[PPD_BURST], hlen[PPD_BURST], hfrom[PPD_BURST]; /* ... and buffer */
+};
+
+/* Write the batch, give its entries back (BUSY -> POSTED), then deliver
+ * each frame in order: its headers alone when its payload was written,
+ * else whole (the write failed: EFAULT). */
+static void place_flush(struct ppd_handler *h, struct pbatch *b)
+{
+	if (!b->n) {
+		place_flush_empty(b);
+		return;
+	}
+	ssize_t got = process_vm_writev(b->r->pid, b->loc, b->n, b->rem, b->n, 0);
+	for (unsigned i = 0; i < b->nheld; i++)
+		ppd_place_give(b->held[i]);
+	/* Written before the rank can see any headers: a receive cannot
+	 * complete (and take its entry back) before its bytes are there. */
+	uint64_t done = got > 0 ? (uint64_t)got : 0, end = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		end += b->loc[i].iov_len;
+		if (end <= done) {
+			deliver_rec(h, b->r, b->f[i], PP_WIRE_MIN_FRAME, PPD_REC_PLACED);
+			COUNT(h, placed_frames, 1);
+			COUNT(h, placed_bytes, b->loc[i].iov_len);
+		} else {
+			COUNT(h, place_failed, 1);
+			deliver(h, b->r, b->f[i], b->len[i]);
+		}
+	}
+	b->n = b->nheld = 0;
+	b->r = NULL;
+}
+
+/* A batch with entries taken and no frame: give them back. */
+static void place_flush_empty(struct pbatch *b)
+{
+	for (unsigned i = 0; i < b->nheld; i++)
+		ppd_place_give(b->held[i]);
+	b->nheld = 0;
+	b->r = NULL;
+}
+
+/* A DATA frame from the NIC for rank r: when r described the receive buffer
+ * of its message, add it to the batch (flushed first if it is another
+ * rank's). Returns 1 when added, 0 when the frame is to be delivered whole
+ * (not such a frame, no description, bad CRC or fields: the engine judges
+ * it). */
+static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r, const uint8_t *f,
+		     uint32_t len)
+{
+	const uint8_t *p = f + PP_WIRE_ETH_LEN;
+	if ((p[0] & 0x0f) != PP_WIRE_DATA || len < PP_WIRE_MIN_FRAME + PPD_PLACE_MIN)
+		return 0;
+	if (b->r && b->r != r)
+		place_flush(h, b);
+	uint32_t src = get32(f + OFF_SRC), msg_id = get32(p + 32);
+	/* An entry this batch holds already, else a POSTED one to take. */
+	unsigned k = 0;
+	while (k < b->nheld && (b->hsrc[k] != src || b->hmsg[k] != msg_id))
+		k++;
+	if (k == b->nheld && !ppd_place_posted(r->hdr, src, msg_id))
+		return 0;
+	/* The whole frame checked (CRC included) before a byte is written. */
+	struct pp_wire_check chk = {r->job, r->rank, r->size, h->d->info.mtu};
+	struct pp_wire_hdr wh;
+	const uint8_t *pl;
+	enum pp_drop_reason why;
+	if (pp_wire_decode(f, len, &chk, &wh, &pl, &why))
+		return 0;
+	if (k == b->nheld) {
+		/* BUSY: the rank changes nothing in the entry until it is POSTED
+		 * again, so the fields read now hold for the write. A rank that
+		 * breaks that only writes into its own memory. */
+		struct ppd_place e;
+		struct ppd_place *x = ppd_place_take(r->hdr, src, msg_id, &e);
+		if (!x)
+			return 0; /* taken back (or another handler holds it): whole */
+		b->held[k] = x;
+		b->hsrc[k] = e.src;
+		b->hmsg[k] = e.msg_id;
+		b->haddr[k] = e.addr;
+		b->hlen[k] = e.len;
+		b->hfrom[k] = e.from;
+		b->nheld++;
+		b->r = r;
+	}
+	if (b->hsrc[k] != src || b->hmsg[k] != msg_id || wh.offset < b->hfrom[k] ||
+	    wh.offset > b->hlen[k] || b->hlen[k] - wh.offset < wh.payload_len) {
+		if (!b->n) /* nothing else waits: give the entry back now */
+			place_flush_empty(b);
+		return 0;
+	}
+	b->loc[b->n] = (struct iovec){(void *)(uintptr_t)pl, wh.payload_len};
+	b->rem[b->n] = (struct iovec){(void *)(uintptr_t)(b->haddr[k] + wh.offset), wh.payload_len};
+	b->f[b->n] = f;
+	b->len[b->n] = len;
+	b->n++;
+	return 1;
 }
 
 /* Give every attached rank of job but skip the frame (a broadcast). */
@@ -108,21 +233,28 @@ static unsigned nic_rx(struct ppd_handler *h)
 {
 	struct ppd *d = h->d;
 	struct pp_buf *bufs[PPD_BURST];
+	struct pbatch pb;
+	pb.r = NULL;
+	pb.n = pb.nheld = 0;
 	unsigned n = pp_port_rx_burst(d->port, h->queue, bufs, PPD_BURST);
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *f = bufs[i]->data;
 		uint32_t len = bufs[i]->len;
 		if (!routable(f, len)) {
+			place_flush(h, &pb);
 			drop(h, PPD_DROP_BAD_FRAME);
 			continue;
 		}
 		uint32_t job = get32(f + OFF_JOB), dst = get32(f + OFF_DST);
+		struct ppd_rank *r = dst == PP_WIRE_RANK_ALL ? NULL : lookup(d, job, dst);
+		if (r && !d->no_place && place_add(h, &pb, r, f, len))
+			continue;    /* its payload goes straight into the buffer */
+		place_flush(h, &pb); /* frames reach each rank in order */
 		count_pull(h, f);
 		if (dst == PP_WIRE_RANK_ALL) {
 			deliver_job(h, job, get32(f + OFF_SRC), f, len);
 			continue;
 		}
-		struct ppd_rank *r = lookup(d, job, dst);
 		if (r && ppd_pull_intercept(h, r, f, len))
 			continue; /* a pull handler's ACK or NACK */
 		if (r)
@@ -130,6 +262,7 @@ static unsigned nic_rx(struct ppd_handler *h)
 		else
 			drop(h, PPD_DROP_NO_RANK);
 	}
+	place_flush(h, &pb);
 	if (n) {
 		pp_port_free(d->port, bufs, n);
 		COUNT(h, nic_rx, n);
@@ -518,6 +651,10 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 		for (int k = 0; k < PPD_DROP_COUNT; k++)
 			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
 			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
+		OUT(" placed_frames=%llu placed_bytes=%llu place_failed=%llu",
+		    (unsigned long long)__atomic_load_n(&c->placed_frames, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->placed_bytes, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->place_failed, __ATOMIC_RELAXED));
 		OUT(" pulls_served=%llu pulls_failed=%llu pulls_left=%llu pull_frames=%llu "
 		    "pull_retx=%llu",
 		    (unsigned long long)__atomic_load_n(&c->pulls_served, __ATOMIC_RELAXED),

@@ -40,6 +40,7 @@ struct opts {
 	int stats;	    /* --stats */
 	int tx_copy;	    /* --tx-copy */
 	int no_pull_serve;  /* --no-pull-serve */
+	int no_place;	    /* --no-place */
 	unsigned drain_ms;  /* --drain-ms */
 	char sock_buf[108]; /* default socket path */
 };
@@ -68,6 +69,9 @@ static void usage(FILE *f)
 	      "  --no-pull-serve leave every PULL to the rank's own engine (default: the\n"
 	      "                  handlers send the pulled bytes of a rank's sends, so a\n"
 	      "                  rank busy computing still answers PULLs)\n"
+	      "  --no-place      hand every DATA frame to its rank whole (default: the\n"
+	      "                  payload of a large one is written straight into the\n"
+	      "                  receive buffer the rank described, one copy in all)\n"
 	      "  --topology      print cores, caches, NUMA nodes, the NIC's node and the\n"
 	      "                  handler placement, then exit\n"
 	      "  --stats         print the running daemon's per-handler counters, then exit\n"
@@ -78,7 +82,18 @@ static void usage(FILE *f)
 
 static void parse(int argc, char **argv, struct opts *o)
 {
-	enum { O_DEV = 256, O_SOCK, O_NODE, O_CORES, O_TOPO, O_STATS, O_DRAIN, O_TXCOPY, O_NOPULL };
+	enum {
+		O_DEV = 256,
+		O_SOCK,
+		O_NODE,
+		O_CORES,
+		O_TOPO,
+		O_STATS,
+		O_DRAIN,
+		O_TXCOPY,
+		O_NOPULL,
+		O_NOPLACE
+	};
 	static const struct option lo[] = {
 	    {"dev", required_argument, NULL, O_DEV},
 	    {"socket", required_argument, NULL, O_SOCK},
@@ -89,6 +104,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"stats", no_argument, NULL, O_STATS},
 	    {"tx-copy", no_argument, NULL, O_TXCOPY},
 	    {"no-pull-serve", no_argument, NULL, O_NOPULL},
+	    {"no-place", no_argument, NULL, O_NOPLACE},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -120,6 +136,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_NOPULL:
 			o->no_pull_serve = 1;
+			break;
+		case O_NOPLACE:
+			o->no_place = 1;
 			break;
 		case O_DRAIN:
 			errno = 0;
@@ -624,6 +643,7 @@ int main(int argc, char **argv)
 	static struct ppd d;
 	d.tx_copy = o.tx_copy;
 	d.no_pull_serve = o.no_pull_serve;
+	d.no_place = o.no_place;
 	int cores[PPD_MAX_HANDLERS], ncores;
 	int rc = start(&d, &o, cores, &ncores);
 	int lfd = rc ? -1 : listen_on(o.sock);

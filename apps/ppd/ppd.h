@@ -35,6 +35,15 @@
  * byte is acked, FAILED on a range the rank cannot read or a silent
  * receiver. A rank that dies has its jobs dropped.
  *
+ * Placement. A DATA frame from the NIC of a message the receiving rank
+ * described in its region (ppd_shm.h, "Placement descriptors") has its
+ * payload written into the rank's receive buffer with process_vm_writev by
+ * the handler that received it, which then hands the rank the headers alone
+ * (PPD_REC_PLACED). That handler, not the least loaded one: the payload is in
+ * its NIC buffer and its cache now, and handing it over would hold the NIC
+ * buffer across threads and add a queue hop per frame; DATA frames of one
+ * message spread over the handlers' queues as the NIC spreads them.
+ *
  * A rank's life: FREE -> ACTIVE (attached) -> DYING (connection closed or its
  * pidfd fired: nothing more is delivered to it) -> GONE (its home handler
  * sent what it had queued and a BYE on its behalf to every other rank of its
@@ -134,6 +143,9 @@ struct ppd_counters {
 	uint64_t pull_frames;		/* DATA frames it sent for them */
 	uint64_t pull_retx;		/* ... of which sent again */
 	uint64_t pull_jobs;		/* jobs in its inbox or running now */
+	uint64_t placed_frames;		/* DATA frames whose payload it wrote into a rank */
+	uint64_t placed_bytes;		/* ... payload bytes written (CMA) */
+	uint64_t place_failed;		/* writes that failed: the frame went whole */
 };
 
 /* One (job, rank, peer) DATA sequence of a handler's stream. */
@@ -226,6 +238,7 @@ struct ppd {
 	int nh;					/* how many */
 	int tx_copy;				/* --tx-copy: never send from slots */
 	int no_pull_serve;			/* --no-pull-serve: ranks serve their PULLs */
+	int no_place;				/* --no-place: DATA frames go whole */
 	_Atomic int nattached;			/* ranks not FREE (main thread writes) */
 	_Atomic int stop;			/* handlers end their loop */
 };

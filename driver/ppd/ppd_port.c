@@ -23,6 +23,7 @@
 
 #include "pp_log.h"
 #include "pp_port.h"
+#include "ppd_place.h"
 #include "ppd_pull.h"
 #include "ppd_shm.h"
 #include "ring.h"
@@ -58,6 +59,8 @@ struct ppd_port {
 	uint64_t pulls_seen;	       /* hdr->pulls_done when last polled */
 	uint32_t pulls_used;	       /* pull entries not FREE (ours to count) */
 	int pulls_again;	       /* an ended entry waits for its PULL: poll again */
+	uint32_t places_used;	       /* placement entries not FREE */
+	uint8_t placed[PPD_RX_SLOTS];  /* by rx slot: it holds a placed frame's headers */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -327,9 +330,10 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		struct ppd_rec r;
 		memcpy(&r, ptr, sizeof(r) <= len ? sizeof(r) : len);
 		pp_shm_ring_release(&p->rx);
-		if (len < sizeof(r) || r.type != PPD_REC_FRAME || r.slot >= p->nrx ||
-		    r.len > p->hdr->slot_bytes)
+		if (len < sizeof(r) || (r.type != PPD_REC_FRAME && r.type != PPD_REC_PLACED) ||
+		    r.slot >= p->nrx || r.len > p->hdr->slot_bytes)
 			continue; /* not from a daemon of this version: ignore */
+		p->placed[r.slot] = r.type == PPD_REC_PLACED;
 		struct pp_buf *b = &p->bufs[p->ntx + r.slot];
 		b->len = r.len;
 		b->ts_ns = 0;
@@ -536,4 +540,38 @@ unsigned ppd_port_pull_poll(struct pp_port *port,
 	}
 	p->pulls_again = again;
 	return calls;
+}
+
+/* ---- placement descriptors (ppd_pull.h) ---- */
+
+int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, void *buf,
+			uint64_t len, uint64_t from_off)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p)
+		return -ENOTSUP;
+	if (from_off >= len)
+		return -EINVAL;
+	if (p->places_used == PPD_PLACES || p->hdr->daemon_gone)
+		return -ENOSPC;
+	int rc = ppd_place_post(p->hdr, src, msg_id, (uint64_t)(uintptr_t)buf, len, from_off);
+	if (rc < 0)
+		return rc;
+	p->places_used++;
+	return 0;
+}
+
+void ppd_port_place_cancel(struct pp_port *port, uint32_t src, uint32_t msg_id)
+{
+	struct ppd_port *p = pull_port(port);
+	if (p && p->places_used && ppd_place_cancel(p->hdr, src, msg_id))
+		p->places_used--;
+}
+
+int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p || b < &p->bufs[p->ntx] || b >= &p->bufs[p->ntx + p->nrx])
+		return 0;
+	return p->placed[b - &p->bufs[p->ntx]];
 }

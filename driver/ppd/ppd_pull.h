@@ -36,4 +36,19 @@ unsigned ppd_port_pull_poll(struct pp_port *port,
 			    int (*done)(void *arg, uint32_t dst, uint32_t msg_id, int error),
 			    void *arg);
 
+/* Placement (ppd_shm.h, "Placement descriptors"): describe the buffer of
+ * the receive of message msg_id from src: the daemon may write DATA payload
+ * at offsets [from_off, len) of buf. Errors: -ENOTSUP (not a ppd port),
+ * -ENOSPC (table full), -EINVAL (from_off >= len). */
+int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, void *buf,
+			uint64_t len, uint64_t from_off);
+
+/* Take that description back; returns once the daemon writes no more into
+ * the buffer (waits while a write is under way). */
+void ppd_port_place_cancel(struct pp_port *port, uint32_t src, uint32_t msg_id);
+
+/* 1 when b, from this port's rx_burst, holds a DATA frame's headers alone
+ * (its payload was placed), else 0 (any other port: 0). */
+int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b);
+
 #endif

@@ -16,7 +16,9 @@
  * consumer each), then frame slots.
  *   tx ring   rank -> daemon: PPD_REC_FRAME (send slot s), PPD_REC_RXFREE
  *             (the rank is done with these rx slots)
- *   rx ring   daemon -> rank: PPD_REC_FRAME (a frame for you in rx slot s)
+ *   rx ring   daemon -> rank: PPD_REC_FRAME (a frame for you in rx slot s),
+ *             PPD_REC_PLACED (the headers of a DATA frame whose payload is
+ *             in your receive buffer already, see below)
  *   tx slots  owned by the rank; the engine writes frames straight into
  *             them. The daemon consumes tx records in order and, once a
  *             frame is copied out, counts it in hdr->tx_done: the rank takes
@@ -33,6 +35,18 @@
  * move, it completes DONE and FAILED entries and frees them. A rank that
  * drops a SERVING entry sets CANCEL; the daemon stops and ends it FAILED. Every
  * change of state is a compare-and-swap, so each entry has one owner.
+ * Placement descriptors (in the header page): a receive of the rank whose
+ * PULL went out may describe its buffer {src, msg_id, addr, len, from} in a
+ * free entry (FREE -> POSTED, fields written first). A handler that receives
+ * a DATA frame of that message from the NIC (any stream, payload at least
+ * PPD_PLACE_MIN bytes, within [from, len)) checks the whole frame's crc32c,
+ * takes the entry (POSTED -> BUSY), checks the fields again, writes the
+ * payload into the rank with process_vm_writev, gives it back (BUSY ->
+ * POSTED) and only then hands the rank the frame's headers alone in a
+ * PPD_REC_PLACED record. A write that fails (EFAULT) leaves the frame to be
+ * delivered whole. The rank takes an entry back (POSTED -> FREE) before the
+ * receive completes; finding it BUSY it waits until the write is over. So
+ * no byte is written into a buffer after its receive completed.
  * Everything in the region is writable by the rank, so the daemon treats it
  * as untrusted: it checks every record and slot number, copies a frame out
  * before looking at its header, and reads any other memory of the rank only
@@ -45,13 +59,14 @@
 
 #define PPD_MAGIC	  0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC	  0x70707331u /* "pps1": print counters */
-#define PPD_VERSION	  2u
+#define PPD_VERSION	  3u
 #define PPD_HDR_BYTES	  4096u /* header page */
 #define PPD_RING_CELLS	  4096u /* cells per ring (64 bytes each) */
 #define PPD_TX_SLOTS	  256u	/* frames a rank may have in flight to the daemon */
 #define PPD_RX_SLOTS	  1024u /* frames the daemon may have queued for a rank */
 #define PPD_RXFREE_MAX	  32u	/* slots per PPD_REC_RXFREE record */
 #define PPD_PULLS	  64u	/* pull descriptors per rank */
+#define PPD_PLACES	  20u	/* placement descriptors per rank */
 #define PPD_SOCKET_PREFIX "/run/pp/ppd-"
 
 /* Rank -> daemon, first message on the connection. */
@@ -94,6 +109,25 @@ struct ppd_pull {
 	uint32_t pad;	     /* zero */
 };
 
+enum ppd_place_state {
+	PPD_PLACE_FREE = 0, /* unused (the rank's) */
+	PPD_PLACE_POSTED,   /* a receive buffer the daemon may write into */
+	PPD_PLACE_BUSY,	    /* a handler is writing into it now */
+};
+
+#define PPD_PLACE_MIN 1024u /* smaller payloads are delivered whole */
+
+/* One receive buffer the daemon may write DATA payload into. */
+struct ppd_place {
+	uint32_t state;	 /* enum ppd_place_state, changed by compare-and-swap */
+	uint32_t src;	 /* rank the message comes from */
+	uint32_t msg_id; /* its number (per pair of ranks) */
+	uint32_t pad;	 /* zero */
+	uint64_t addr;	 /* the receive buffer, in the rank's address space */
+	uint64_t len;	 /* bytes of it: a payload must end within */
+	uint64_t from;	 /* ... and start at or after this offset */
+};
+
 /* The header page of a region. Offsets are from the region's start. */
 struct ppd_region_hdr {
 	uint32_t magic;			  /* PPD_MAGIC */
@@ -116,6 +150,7 @@ struct ppd_region_hdr {
 	uint8_t daemon_gone;		  /* 1 once the daemon stopped serving */
 	uint64_t pulls_done;		  /* pull entries the daemon ended (DONE or FAILED), ever */
 	struct ppd_pull pulls[PPD_PULLS]; /* pull descriptors */
+	struct ppd_place places[PPD_PLACES]; /* placement descriptors */
 };
 
 _Static_assert(sizeof(struct ppd_region_hdr) <= PPD_HDR_BYTES, "header page overflow");
@@ -123,6 +158,7 @@ _Static_assert(sizeof(struct ppd_region_hdr) <= PPD_HDR_BYTES, "header page over
 enum ppd_rec_type {
 	PPD_REC_FRAME = 1,  /* a frame in a slot */
 	PPD_REC_RXFREE = 2, /* rx slots given back */
+	PPD_REC_PLACED = 3, /* rx: a DATA frame's headers in slot s, its payload placed */
 };
 
 /* One record in either ring. A FRAME is followed by nothing; an RXFREE by

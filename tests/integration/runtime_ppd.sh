@@ -21,6 +21,11 @@
 #    sees nothing arrive while the sender computes (the control); with loss on
 #    the link every byte still arrives, the handlers resending; a send whose
 #    buffer is gone when its PULL comes fails (-ECONNRESET) with nothing sent.
+# 6. Placement: 2 nodes x 1 rank, messages 64 KiB .. 16 MiB (rt_check
+#    sizes), bytes checked: the daemons write large DATA payload straight
+#    into the receive buffers (--stats: placed_bytes > 0); the same with
+#    --no-place places nothing; at 20/1000 loss (5.) every byte still
+#    arrives, with frames placed.
 # 4. The daemon restarted between two jobs: each pprun --daemon starts and
 #    stops its daemons; a daemon killed with SIGKILL leaves a socket behind
 #    that the next one replaces; SIGTERM drains and exits 0, removing the
@@ -101,6 +106,18 @@ rm -f "$nps"
 [ "$(grep -c 'the receiver did not receive the message during it' "$log")" -eq 4 ] &&
   [ "$(named pulls_served)" -eq 0 ] || { cat "$log"; fail "control: served without the handlers"; }
 echo "ok: control: with --no-pull-serve nothing arrived while the sender computed, 0 pulls served"
+# 6. Placement.
+run "sizes 2 nodes x 1 rank through daemons, DATA placed" 2 -n 2 --nodes 2 --daemon -- "$rtc" sizes
+[ "$(named placed_bytes)" -gt 0 ] && [ "$(named place_failed)" -eq 0 ] ||
+  { cat "$log"; fail "want DATA payload placed into the receive buffers, no failed write"; }
+echo "ok: every byte intact; the daemons placed $(named placed_bytes) bytes in $(named placed_frames) frames"
+npl=$(mktemp /tmp/ppd-npl.XXXXXX)
+printf '#!/bin/sh\nexec "%s" --no-place "$@"\n' "$ppd" >"$npl"
+chmod +x "$npl"
+run "the same with --no-place" 2 -n 2 --nodes 2 --daemon --ppd "$npl" -- "$rtc" sizes
+rm -f "$npl"
+[ "$(named placed_frames)" -eq 0 ] || { cat "$log"; fail "--no-place placed frames"; }
+echo "ok: with --no-place every byte intact, nothing placed"
 if command -v clang >/dev/null; then
   bpf=$(mktemp -d /tmp/pp-ppd-loss.XXXXXX)
   cat >"$bpf/loss.c" <<'BPF'
@@ -125,7 +142,8 @@ BPF
     for p in ppn0p0 ppn1p0; do tc qdisc del dev "$p" clsact 2>/dev/null; done
     [ "$(named pulls_served)" -gt 0 ] && [ "$(named pull_retx)" -gt 0 ] ||
       { cat "$log"; fail "at 20/1000 loss: want pulls served and DATA resent by the handlers"; }
-    echo "ok: at 20/1000 loss every byte arrived; the handlers served $(named pulls_served) pulls, resending $(named pull_retx) frames"
+    [ "$(named placed_bytes)" -gt 0 ] || { cat "$log"; fail "at 20/1000 loss: nothing placed"; }
+    echo "ok: at 20/1000 loss every byte arrived; the handlers served $(named pulls_served) pulls, resending $(named pull_retx) frames; $(named placed_bytes) bytes placed"
   else
     echo "skip: loss run (cannot build the BPF loss program)"
   fi

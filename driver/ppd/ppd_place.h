@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The placement descriptors of a rank's region (ppd_shm.h, "Placement
+ * descriptors"): the four changes of state, shared by the rank's port
+ * (post, cancel) and the daemon's handlers (take, give). Each is one
+ * compare-and-swap or release store on the entry's state:
+ *   rank    FREE -> POSTED   post: fields written first, then published
+ *   daemon  POSTED -> BUSY   take: only then are the fields read for a write
+ *   daemon  BUSY -> POSTED   give: after the write
+ *   rank    POSTED -> FREE   cancel: waits while BUSY; once it returns no
+ *                            handler holds the entry, and none can take it
+ *                            again, so nothing more is written into the buffer
+ */
+#ifndef PP_PPD_PLACE_H
+#define PP_PPD_PLACE_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "ppd_shm.h"
+
+static inline int ppd_place_cas(struct ppd_place *x, uint32_t from, uint32_t to)
+{
+	return __atomic_compare_exchange_n(&x->state, &from, to, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* Rank: describe [from, len) of the buffer at addr for message msg_id from
+ * src. Returns the entry's index, or -ENOSPC (no free entry). */
+static inline int ppd_place_post(struct ppd_region_hdr *hdr, uint32_t src, uint32_t msg_id,
+				 uint64_t addr, uint64_t len, uint64_t from)
+{
+	for (uint32_t i = 0; i < PPD_PLACES; i++) {
+		struct ppd_place *x = &hdr->places[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PLACE_FREE)
+			continue;
+		x->src = src;
+		x->msg_id = msg_id;
+		x->addr = addr;
+		x->len = len;
+		x->from = from;
+		__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+		return (int)i;
+	}
+	return -ENOSPC;
+}
+
+/* Rank: take the description of (src, msg_id) back, waiting while a
+ * handler writes (BUSY), unless the daemon is gone. Returns 1 when an entry
+ * was freed, 0 when there was none. */
+static inline int ppd_place_cancel(struct ppd_region_hdr *hdr, uint32_t src, uint32_t msg_id)
+{
+	for (uint32_t i = 0; i < PPD_PLACES; i++) {
+		struct ppd_place *x = &hdr->places[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) == PPD_PLACE_FREE ||
+		    x->src != src || x->msg_id != msg_id)
+			continue;
+		while (!ppd_place_cas(x, PPD_PLACE_POSTED, PPD_PLACE_FREE)) {
+			if (__atomic_load_n(&hdr->daemon_gone, __ATOMIC_ACQUIRE)) {
+				__atomic_store_n(&x->state, PPD_PLACE_FREE, __ATOMIC_RELEASE);
+				break;
+			}
+			__builtin_ia32_pause();
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* Daemon: 1 when (src, msg_id) has a POSTED entry now (a cheap look before
+ * the frame is checked and the entry taken). */
+static inline int ppd_place_posted(const struct ppd_region_hdr *hdr, uint32_t src, uint32_t msg_id)
+{
+	for (uint32_t i = 0; i < PPD_PLACES; i++) {
+		const struct ppd_place *x = &hdr->places[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) == PPD_PLACE_POSTED &&
+		    x->src == src && x->msg_id == msg_id)
+			return 1;
+	}
+	return 0;
+}
+
+/* Daemon: take the POSTED entry of (src, msg_id) (-> BUSY) and copy its
+ * fields, read after the take, into *out. Returns the entry, or NULL (none,
+ * or another handler holds it). */
+static inline struct ppd_place *ppd_place_take(struct ppd_region_hdr *hdr, uint32_t src,
+					       uint32_t msg_id, struct ppd_place *out)
+{
+	for (uint32_t i = 0; i < PPD_PLACES; i++) {
+		struct ppd_place *x = &hdr->places[i];
+		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PLACE_POSTED ||
+		    x->src != src || x->msg_id != msg_id ||
+		    !ppd_place_cas(x, PPD_PLACE_POSTED, PPD_PLACE_BUSY))
+			continue;
+		*out = *x;
+		if (out->src == src && out->msg_id == msg_id)
+			return x;
+		/* Reused between the look and the take: not ours. */
+		__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Daemon: the write into the entry's buffer is over (BUSY -> POSTED). */
+static inline void ppd_place_give(struct ppd_place *x)
+{
+	__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
+}
+
+#endif
