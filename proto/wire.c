@@ -104,6 +104,23 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	return PP_WIRE_MIN_FRAME;
 }
 
+/* The header fields after the first word, from the wire. */
+static void get_fields(const uint8_t *p, struct pp_wire_hdr *x)
+{
+	x->job = get32(p + 4);
+	x->stream = get16(p + 8);
+	x->ack_stream = get16(p + 10);
+	x->seq = get32(p + 12);
+	x->ack = get32(p + 16);
+	x->credit = get16(p + 20);
+	x->src_rank = get32(p + 24);
+	x->dst_rank = get32(p + 28);
+	x->msg_id = get32(p + 32);
+	x->tag = get32(p + 36);
+	x->msg_len = get64(p + 40);
+	x->offset = get64(p + 48);
+}
+
 /* The rules after length and CRC: job, ranks, ranges. PP_DROP_MAX when the
  * header passes. */
 static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
@@ -160,18 +177,7 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 		r = PP_DROP_CRC;
 		goto drop;
 	}
-	x.job = get32(p + 4);
-	x.stream = get16(p + 8);
-	x.ack_stream = get16(p + 10);
-	x.seq = get32(p + 12);
-	x.ack = get32(p + 16);
-	x.credit = get16(p + 20);
-	x.src_rank = get32(p + 24);
-	x.dst_rank = get32(p + 28);
-	x.msg_id = get32(p + 32);
-	x.tag = get32(p + 36);
-	x.msg_len = get64(p + 40);
-	x.offset = get64(p + 48);
+	get_fields(p, &x);
 	r = check_fields(&x, chk);
 	if (r != PP_DROP_MAX)
 		goto drop;
@@ -203,18 +209,7 @@ int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire
 	r = PP_DROP_LENGTH;
 	if (!x.payload_len || PP_WIRE_HDR_LEN + (size_t)x.payload_len > chk->mtu)
 		goto drop;
-	x.job = get32(p + 4);
-	x.stream = get16(p + 8);
-	x.ack_stream = get16(p + 10);
-	x.seq = get32(p + 12);
-	x.ack = get32(p + 16);
-	x.credit = get16(p + 20);
-	x.src_rank = get32(p + 24);
-	x.dst_rank = get32(p + 28);
-	x.msg_id = get32(p + 32);
-	x.tag = get32(p + 36);
-	x.msg_len = get64(p + 40);
-	x.offset = get64(p + 48);
+	get_fields(p, &x);
 	r = check_fields(&x, chk);
 	if (r != PP_DROP_MAX)
 		goto drop;
