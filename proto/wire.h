@@ -51,13 +51,13 @@ enum pp_wire_type {
 };
 
 enum pp_wire_flag {
-	PP_WIRE_F_FIRST = 0x01,	 /* first frame of a message (offset 0) */
-	PP_WIRE_F_LAST = 0x02,	 /* last frame of a message */
-	PP_WIRE_F_RETX = 0x04,	 /* sent again by go-back-N */
-	PP_WIRE_F_PULL = 0x08,	 /* on FIRST: the rest waits for a PULL */
-	PP_WIRE_F_DONE = 0x10,	 /* on PULL (intranode): the receiver copied it all */
-	PP_WIRE_F_COPIED = 0x20, /* the sender holds a copy: its send is done, ack lazily */
-	PP_WIRE_F_AGAIN = 0x40,	 /* on PULL: pushed bytes were dropped, send from offset */
+	PP_WIRE_F_FIRST = 0x01,	  /* first frame of a message (offset 0) */
+	PP_WIRE_F_LAST = 0x02,	  /* last frame of a message */
+	PP_WIRE_F_RETX = 0x04,	  /* sent again by go-back-N */
+	PP_WIRE_F_PULL = 0x08,	  /* on FIRST: the rest waits for a PULL */
+	PP_WIRE_F_DONE = 0x10,	  /* on PULL (intranode): the receiver copied it all */
+	PP_WIRE_F_COPIED = 0x20,  /* the sender holds a copy: its send is done, ack lazily */
+	PP_WIRE_F_AGAIN = 0x40,	  /* on PULL: pushed bytes were dropped, send from offset */
 	PP_WIRE_F_WRITTEN = 0x80, /* on FIRST (intranode): the sender wrote it all */
 };
 

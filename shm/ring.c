@@ -17,7 +17,7 @@ struct pp_shm_ring_shared {
 	_Alignas(128) _Atomic uint64_t head; /* producer index: cells ever committed */
 	_Alignas(128) _Atomic uint64_t tail; /* consumer index: cells ever released */
 	_Alignas(128) uint32_t magic;	     /* RING_MAGIC once formatted */
-	uint32_t ncells;		    /* cells after the header */
+	uint32_t ncells;		     /* cells after the header */
 };
 
 _Static_assert(sizeof(struct pp_shm_ring_shared) == 3 * 128, "ring header is three line pairs");

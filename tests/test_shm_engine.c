@@ -108,7 +108,8 @@ static unsigned pump(void)
 			CU_ASSERT_FATAL(len >= 0);
 			if (len > 0) {
 				CU_ASSERT_EQUAL(
-				    pp_proto_input_local(w.e[1 - i], w.frame, (size_t)len, w.now), 0);
+				    pp_proto_input_local(w.e[1 - i], w.frame, (size_t)len, w.now),
+				    0);
 				moved = 1;
 				total++;
 			}
