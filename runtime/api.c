@@ -310,12 +310,14 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 	struct pp_req *r = *req;
 	pp_ctx *ctx = r->ctx;
 	const uint64_t silence = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
-	uint64_t since = pp_now_ns();
+	uint64_t since = 0; /* the first idle look at the clock (the first pass read it) */
 	unsigned spins = 0;
-	int pinged = 0;
+	int pinged = 0, first = 1;
 
 	while (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != PP_REQ_DONE) {
-		if (pp_ctx_progress(ctx) > 0) {
+		int n = first ? pp_ctx_progress(ctx) : pp_ctx_spin(ctx);
+		first = 0;
+		if (n > 0) {
 			spins = 0;
 			continue;
 		}
@@ -323,7 +325,10 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 		if (++spins < 1024)
 			continue;
 		spins = 0;
-		uint64_t now = pp_now_ns(), last = ctx->last_rx > since ? ctx->last_rx : since;
+		uint64_t now = pp_now_ns();
+		if (!since)
+			since = now;
+		uint64_t last = ctx->last_rx > since ? ctx->last_rx : since;
 		if (now - last <= silence / 4)
 			continue;
 		/* Frames awaiting acknowledgement: the engine either gets it or

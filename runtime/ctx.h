@@ -153,6 +153,10 @@ uint64_t pp_now_ns(void);
 /* One progress pass; returns the events handled. */
 int pp_ctx_progress(pp_ctx *ctx);
 
+/* The same, for the passes after the first of one wait loop: it may reuse
+ * the clock of a recent pass. */
+int pp_ctx_spin(pp_ctx *ctx);
+
 /* Only the sending half of a pass and the completions (a send was just
  * posted: its first push goes out before anything else is looked at). */
 void pp_ctx_push(pp_ctx *ctx);

@@ -38,7 +38,7 @@ static void *handler_main(void *arg)
 		pp_warn("pull handler %d: cannot pin to core %d (%d); running unpinned", i,
 			h->cores[i], rc);
 	while (!atomic_load_explicit(&h->stop, memory_order_relaxed)) {
-		if (pp_ctx_progress(h->ctx) == 0)
+		if (pp_ctx_spin(h->ctx) == 0)
 			__builtin_ia32_pause();
 	}
 	return NULL;

@@ -206,13 +206,15 @@ void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->place_cancel = place_cancel;
 }
 
-static int progress_locked(pp_ctx *ctx)
+static int progress_locked(pp_ctx *ctx, int spin)
 {
 	/* An idle pass costs well under 0.1 us, a fifth of it the clock read and
-	 * the timer scan: idle passes reuse the last reading a few times and look
-	 * at the timers every few passes. Timers are microseconds apart; a pass
-	 * after one that did work reads the clock afresh. */
-	if (ctx->clock_skip) {
+	 * the timer scan: passes of one wait loop (spin) reuse the last reading a
+	 * few times and look at the timers every few passes. Timers are
+	 * microseconds apart; a pass after one that did work, and the first pass
+	 * of any call (the application may have been away for long), read the
+	 * clock afresh. */
+	if (spin && ctx->clock_skip) {
 		ctx->clock_skip--;
 	} else {
 		ctx->now = pp_now_ns();
@@ -248,8 +250,9 @@ static int progress_locked(pp_ctx *ctx)
 void pp_ctx_push(pp_ctx *ctx)
 {
 	if (ctx->locking && atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire))
-		return; /* a handler's pass is sending it */
-	uint64_t now = ctx->now;
+		return;			       /* a handler's pass is sending it */
+	uint64_t now = ctx->now = pp_now_ns(); /* the send's timer starts now */
+	ctx->clock_skip = PP_CLOCK_EVERY - 1;
 	if (!ctx->shm_only || ctx->ntxq)
 		tx(ctx, now);
 	if (ctx->shm)
@@ -259,14 +262,24 @@ void pp_ctx_push(pp_ctx *ctx)
 		atomic_flag_clear_explicit(&ctx->lock, memory_order_release);
 }
 
-int pp_ctx_progress(pp_ctx *ctx)
+static int progress(pp_ctx *ctx, int spin)
 {
 	if (!ctx->locking)
-		return progress_locked(ctx);
+		return progress_locked(ctx, spin);
 	/* Another thread is in there: its pass serves us too. */
 	if (atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire))
 		return 0;
-	int n = progress_locked(ctx);
+	int n = progress_locked(ctx, spin);
 	atomic_flag_clear_explicit(&ctx->lock, memory_order_release);
 	return n;
+}
+
+int pp_ctx_progress(pp_ctx *ctx)
+{
+	return progress(ctx, 0);
+}
+
+int pp_ctx_spin(pp_ctx *ctx)
+{
+	return progress(ctx, 1);
 }
