@@ -121,6 +121,47 @@ static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
 	}
 }
 
+/*
+ * Two intranode engines (each the other's local peer): move frames between
+ * e[0] and e[1] through pp_proto_output_local and pp_proto_input_local, and
+ * run their timers, until nothing has happened for 8 rounds (when only a
+ * timer can move things, time jumps to it). Returns the frames moved, or -1
+ * when an output call failed or, with strict, when a frame was refused or
+ * anything came out of the port path (nothing for a local peer may).
+ */
+static inline int local_pump(struct pp_proto *e[2], uint8_t *f, size_t cap, uint64_t *now,
+			     int strict)
+{
+	int total = 0;
+	for (int quiet = 0; quiet < 8;) {
+		int moved = 0;
+		for (uint32_t i = 0; i < 2; i++) {
+			pp_proto_handle_expiry(e[i], *now);
+			if (strict && pp_proto_output(e[i], f, cap, *now) != 0)
+				return -1;
+			int len = pp_proto_output_local(e[i], 1 - i, f, cap, *now);
+			if (len < 0)
+				return -1;
+			if (len > 0) {
+				if (pp_proto_input_local(e[1 - i], f, (size_t)len, *now) && strict)
+					return -1;
+				moved = 1;
+				total++;
+			}
+		}
+		*now += 1000;
+		uint64_t t0 = pp_proto_expiry(e[0]), t1 = pp_proto_expiry(e[1]);
+		uint64_t t = t0 < t1 ? t0 : t1;
+		if (moved)
+			quiet = 0;
+		else if (t == UINT64_MAX)
+			quiet++;
+		else if (t > *now)
+			*now = t; /* only a timer can move things now */
+	}
+	return total;
+}
+
 /* The byte at position i of message m. */
 static inline uint8_t pat(uint32_t m, uint64_t i)
 {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cu_main.h"
+#include "test_proto_harness.h"
 #include "engine.h"
 #include "wire.h"
 
@@ -91,59 +92,17 @@ static void world_fini(void)
 }
 
 /* Move frames both ways, and run timers, until nothing has happened for a
- * few rounds (a direct copy in chunks moves no frame); returns the frames
- * moved. */
+ * few rounds; returns the frames moved. */
 static unsigned pump(void)
 {
-	unsigned total = 0;
-	for (int quiet = 0; quiet < 8;) {
-		int moved = 0;
-		for (uint32_t i = 0; i < 2; i++) {
-			pp_proto_handle_expiry(w.e[i], w.now);
-			/* Nothing for a local peer comes out of the port path. */
-			CU_ASSERT_EQUAL(pp_proto_output(w.e[i], w.frame, sizeof(w.frame), w.now),
-					0);
-			int len =
-			    pp_proto_output_local(w.e[i], 1 - i, w.frame, sizeof(w.frame), w.now);
-			CU_ASSERT_FATAL(len >= 0);
-			if (len > 0) {
-				CU_ASSERT_EQUAL(
-				    pp_proto_input_local(w.e[1 - i], w.frame, (size_t)len, w.now),
-				    0);
-				moved = 1;
-				total++;
-			}
-		}
-		w.now += 1000;
-		uint64_t t0 = pp_proto_expiry(w.e[0]), t1 = pp_proto_expiry(w.e[1]);
-		uint64_t t = t0 < t1 ? t0 : t1;
-		if (moved)
-			quiet = 0;
-		else if (t == UINT64_MAX)
-			quiet++;
-		else if (t > w.now)
-			w.now = t; /* only a timer can move things now */
-	}
-	return total;
+	int n = local_pump(w.e, w.frame, sizeof(w.frame), &w.now, 1);
+	CU_ASSERT_FATAL(n >= 0);
+	return (unsigned)n;
 }
 
 static int take(uint32_t i, struct pp_proto_cpl *c)
 {
 	return pp_proto_poll(w.e[i], c);
-}
-
-static void fill(uint8_t *b, uint64_t n, unsigned seed)
-{
-	for (uint64_t i = 0; i < n; i++)
-		b[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 12));
-}
-
-static int same(const uint8_t *b, uint64_t n, unsigned seed)
-{
-	for (uint64_t i = 0; i < n; i++)
-		if (b[i] != (uint8_t)(i * 7 + seed * 13 + (i >> 12)))
-			return 0;
-	return 1;
 }
 
 /* One message of n bytes from 0 to 1, the receive posted before (early) or
@@ -153,7 +112,7 @@ static int same(const uint8_t *b, uint64_t n, unsigned seed)
 static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, uint8_t *r)
 {
 	struct pp_proto_cpl c;
-	fill(s, n, seed);
+	pat_fill(s, n, seed);
 	memset(r, 0xEE, cap + 16);
 	if (!late)
 		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
@@ -168,7 +127,7 @@ static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, ui
 	CU_ASSERT(c.cookie == 2 && !c.is_send && c.len == n && c.source == 0);
 	int err = c.error;
 	uint64_t k = n < cap ? n : cap;
-	CU_ASSERT(same(r, k, seed));
+	CU_ASSERT(pat_check(r, k, seed));
 	CU_ASSERT_EQUAL(r[cap], 0xEE); /* nothing past the buffer */
 	CU_ASSERT_EQUAL_FATAL(take(0, &c), 1);
 	CU_ASSERT(c.cookie == 1 && c.is_send && c.error == 0 && c.len == n);
@@ -301,7 +260,7 @@ static void test_many(void)
 	for (uint32_t i = 0; i < 2; i++)
 		for (int k = 0; k < N; k++) {
 			uint64_t n = 1000 + (uint64_t)k * 200;
-			fill(s[i][k], n, (unsigned)(i * 100 + k));
+			pat_fill(s[i][k], n, (unsigned)(i * 100 + k));
 			if (k % 2)
 				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1 - i], (int)i, PP_PROTO_ANY,
 							      r[i][k], 9000, 1000 + (uint64_t)k),
@@ -328,7 +287,7 @@ static void test_many(void)
 			uint32_t i = 1 - j;
 			int k = (int)(c.cookie - 1000);
 			CU_ASSERT_EQUAL(c.len, 1000 + (uint64_t)c.tag * 200);
-			CU_ASSERT(same(r[i][k], c.len, (unsigned)(i * 100 + c.tag)));
+			CU_ASSERT(pat_check(r[i][k], c.len, (unsigned)(i * 100 + c.tag)));
 			got[j]++;
 		}
 	CU_ASSERT(got[0] == N && got[1] == N);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cu_main.h"
+#include "test_proto_harness.h"
 #include "engine.h"
 #include "recvq.h"
 #include "segment.h"
@@ -237,50 +238,14 @@ static void world_fini(void)
  * few rounds; returns the frames moved. */
 static unsigned pump(void)
 {
-	unsigned total = 0;
-	for (int quiet = 0; quiet < 8;) {
-		int moved = 0;
-		for (uint32_t i = 0; i < 2; i++) {
-			pp_proto_handle_expiry(w.e[i], w.now);
-			int len =
-			    pp_proto_output_local(w.e[i], 1 - i, w.frame, sizeof(w.frame), w.now);
-			CU_ASSERT_FATAL(len >= 0);
-			if (len > 0) {
-				pp_proto_input_local(w.e[1 - i], w.frame, (size_t)len, w.now);
-				moved = 1;
-				total++;
-			}
-		}
-		w.now += 1000;
-		uint64_t t0 = pp_proto_expiry(w.e[0]), t1 = pp_proto_expiry(w.e[1]);
-		uint64_t t = t0 < t1 ? t0 : t1;
-		if (moved)
-			quiet = 0;
-		else if (t == UINT64_MAX)
-			quiet++;
-		else if (t > w.now)
-			w.now = t; /* only a timer can move things now */
-	}
-	return total;
+	int n = local_pump(w.e, w.frame, sizeof(w.frame), &w.now, 0);
+	CU_ASSERT_FATAL(n >= 0);
+	return (unsigned)n;
 }
 
 static int take(uint32_t i, struct pp_proto_cpl *c)
 {
 	return pp_proto_poll(w.e[i], c);
-}
-
-static void fill(uint8_t *b, uint64_t n, unsigned seed)
-{
-	for (uint64_t i = 0; i < n; i++)
-		b[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 12));
-}
-
-static int same(const uint8_t *b, uint64_t n, unsigned seed)
-{
-	for (uint64_t i = 0; i < n; i++)
-		if (b[i] != (uint8_t)(i * 7 + seed * 13 + (i >> 12)))
-			return 0;
-	return 1;
 }
 
 /* Rank 1 posts a receive from 0 (tag 5, cap bytes at r, r has 16 more to
@@ -291,7 +256,7 @@ static int same(const uint8_t *b, uint64_t n, unsigned seed)
 static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, uint8_t *r)
 {
 	struct pp_proto_cpl c;
-	fill(s, n, seed);
+	pat_fill(s, n, seed);
 	memset(r, 0xEE, cap + 16);
 	int writes = w.writes;
 	if (!late)
@@ -308,7 +273,7 @@ static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, ui
 	CU_ASSERT(c.cookie == 2 && !c.is_send && c.len == n && c.source == 0);
 	int err = c.error;
 	if (err == 0 || err == -EMSGSIZE)
-		CU_ASSERT(same(r, n < cap ? n : cap, seed));
+		CU_ASSERT(pat_check(r, n < cap ? n : cap, seed));
 	CU_ASSERT_EQUAL(r[cap], 0xEE); /* nothing past the buffer */
 	if (!sent_now) {
 		CU_ASSERT_EQUAL_FATAL(take(0, &c), 1);
@@ -393,8 +358,8 @@ static void test_two_tags(void)
 	static uint8_t s1[50000], s2[50000], r1[50000], r2[50000];
 	struct pp_proto_cpl c;
 	world_init(PP_PROTO_PUSH_PULL);
-	fill(s1, sizeof(s1), 1);
-	fill(s2, sizeof(s2), 2);
+	pat_fill(s1, sizeof(s1), 1);
+	pat_fill(s2, sizeof(s2), 2);
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, r1, sizeof(r1), 11), 0);
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, r2, sizeof(r2), 12), 0);
 	CU_ASSERT_EQUAL(w.posts, 2);
@@ -410,7 +375,7 @@ static void test_two_tags(void)
 		n++;
 	}
 	CU_ASSERT_EQUAL(n, 2);
-	CU_ASSERT(same(r1, sizeof(r1), 1) && same(r2, sizeof(r2), 2));
+	CU_ASSERT(pat_check(r1, sizeof(r1), 1) && pat_check(r2, sizeof(r2), 2));
 	CU_ASSERT_EQUAL(w.copied, sizeof(s1) - 760);
 	while (take(0, &c))
 		CU_ASSERT_EQUAL(c.error, 0);
@@ -420,7 +385,7 @@ static void test_two_tags(void)
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s2, sizeof(s2), 41), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s1, sizeof(s1), 42), 0);
 	pump();
-	CU_ASSERT(same(r1, sizeof(r1), 2) && same(r2, sizeof(r2), 1));
+	CU_ASSERT(pat_check(r1, sizeof(r1), 2) && pat_check(r2, sizeof(r2), 1));
 	CU_ASSERT_EQUAL(w.writes, 2);
 	for (int i = 0; i < 2; i++) {
 		CU_ASSERT_EQUAL(take(1, &c), 1);
@@ -435,7 +400,7 @@ static void test_two_tags(void)
 	CU_ASSERT_EQUAL(w.writes, 3);
 	pump();
 	CU_ASSERT_EQUAL(take(1, &c), 1);
-	CU_ASSERT(c.error == 0 && c.cookie == 51 && c.tag == 9 && same(r1, sizeof(r1), 1));
+	CU_ASSERT(c.error == 0 && c.cookie == 51 && c.tag == 9 && pat_check(r1, sizeof(r1), 1));
 	while (take(0, &c))
 		CU_ASSERT_EQUAL(c.error, 0);
 	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
@@ -450,14 +415,14 @@ static void test_any_source(void)
 	struct pp_proto_cpl c;
 	world_init(PP_PROTO_PUSH_PULL);
 	for (int i = 0; i < 3; i++)
-		fill(s[i], sizeof(s[i]), 50 + (unsigned)i);
+		pat_fill(s[i], sizeof(s[i]), 50 + (unsigned)i);
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], PP_PROTO_ANY, 5, r[0], sizeof(r[0]), 100), 0);
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[1], sizeof(r[1]), 101), 0);
 	CU_ASSERT_EQUAL(w.posts, 0);
 	for (int i = 0; i < 2; i++)
 		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s[i], sizeof(s[i]), (uint64_t)i), 0);
 	pump();
-	CU_ASSERT(same(r[0], sizeof(r[0]), 50) && same(r[1], sizeof(r[1]), 51));
+	CU_ASSERT(pat_check(r[0], sizeof(r[0]), 50) && pat_check(r[1], sizeof(r[1]), 51));
 	CU_ASSERT_EQUAL(w.writes, 0);
 	for (int i = 0; i < 2; i++) {
 		CU_ASSERT_EQUAL(take(1, &c), 1);
@@ -475,7 +440,7 @@ static void test_any_source(void)
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 6, s[0], sizeof(s[0]), 3), 0);
 	CU_ASSERT_EQUAL(w.writes, 1);
 	pump();
-	CU_ASSERT(same(r[0], sizeof(r[0]), 52) && same(r[1], sizeof(r[1]), 50));
+	CU_ASSERT(pat_check(r[0], sizeof(r[0]), 52) && pat_check(r[1], sizeof(r[1]), 50));
 	for (int i = 0; i < 2; i++) {
 		CU_ASSERT_EQUAL(take(1, &c), 1);
 		CU_ASSERT(c.error == 0 && c.cookie == 200 + (uint64_t)i);
@@ -489,7 +454,7 @@ static void test_any_source(void)
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[1], 600, 4), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[2], sizeof(s[2]), 5), 0);
 	pump();
-	CU_ASSERT(same(r[0], 600, 51) && same(r[1], sizeof(r[1]), 52));
+	CU_ASSERT(pat_check(r[0], 600, 51) && pat_check(r[1], sizeof(r[1]), 52));
 	CU_ASSERT_EQUAL(w.writes, 1);
 	for (int i = 0; i < 2; i++) {
 		CU_ASSERT_EQUAL(take(1, &c), 1);
@@ -642,8 +607,8 @@ static void test_refused_first(void)
 	 * of message 4 is refused. */
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, small[i], 10, (uint64_t)i), 0);
-	fill(s[0], sizeof(s[0]), 60);
-	fill(s[1], sizeof(s[1]), 61);
+	pat_fill(s[0], sizeof(s[0]), 60);
+	pat_fill(s[1], sizeof(s[1]), 61);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 2, s[0], sizeof(s[0]), 4), 0);
 	for (int i = 0; i < 5; i++) {
 		int len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now);
@@ -669,7 +634,7 @@ static void test_refused_first(void)
 		CU_ASSERT_EQUAL(take(1, &c), 1);
 		CU_ASSERT(c.error == 0 && c.cookie == 20 + (uint64_t)i);
 	}
-	CU_ASSERT(same(r[0], sizeof(r[0]), 60) && same(r[1], sizeof(r[1]), 61));
+	CU_ASSERT(pat_check(r[0], sizeof(r[0]), 60) && pat_check(r[1], sizeof(r[1]), 61));
 	CU_ASSERT_EQUAL(w.writes, 0);
 	world_fini();
 }
