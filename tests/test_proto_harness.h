@@ -162,6 +162,31 @@ static inline int local_pump(struct pp_proto *e[2], uint8_t *f, size_t cap, uint
 	return total;
 }
 
+/* A header of message 0 (tag 7, len bytes) from rank 0 to rank 1 of job
+ * 0x5eed: n bytes at off on stream (a stream other than 0 carries no ack),
+ * FIRST with PULL at offset 0, LAST at the end. */
+static inline struct pp_wire_hdr msg0_frame(uint8_t type, uint16_t stream, uint32_t seq,
+					    uint64_t off, uint32_t n, uint64_t len)
+{
+	struct pp_wire_hdr h = {.type = type,
+				.job = 0x5eed,
+				.stream = stream,
+				.ack_stream = stream ? PP_PROTO_NO_ACK : 0,
+				.seq = seq,
+				.src_rank = 0,
+				.dst_rank = 1,
+				.msg_id = 0,
+				.tag = 7,
+				.msg_len = len,
+				.offset = off,
+				.payload_len = (uint16_t)n};
+	if (off == 0)
+		h.flags = PP_WIRE_F_FIRST | PP_WIRE_F_PULL;
+	if (off + n == len)
+		h.flags |= PP_WIRE_F_LAST;
+	return h;
+}
+
 /* The byte at position i of message m. */
 static inline uint8_t pat(uint32_t m, uint64_t i)
 {

@@ -103,23 +103,7 @@ static void drain(struct rig *g)
 static struct pp_wire_hdr frame(uint8_t type, uint16_t stream, uint32_t seq, uint64_t off,
 				uint32_t n)
 {
-	struct pp_wire_hdr h = {.type = type,
-				.job = 0x5eed,
-				.stream = stream,
-				.ack_stream = stream ? PP_PROTO_NO_ACK : 0,
-				.seq = seq,
-				.src_rank = 0,
-				.dst_rank = 1,
-				.msg_id = 0,
-				.tag = 7,
-				.msg_len = LEN,
-				.offset = off,
-				.payload_len = (uint16_t)n};
-	if (off == 0)
-		h.flags = PP_WIRE_F_FIRST | PP_WIRE_F_PULL;
-	if (off + n == LEN)
-		h.flags |= PP_WIRE_F_LAST;
-	return h;
+	return msg0_frame(type, stream, seq, off, n, LEN);
 }
 
 static int inject(struct rig *g, const struct pp_wire_hdr *h)
