@@ -21,6 +21,7 @@ struct pp_shm_ring_shared {
 };
 
 _Static_assert(sizeof(struct pp_shm_ring_shared) == 3 * 128, "ring header is three line pairs");
+_Static_assert(_Alignof(struct pp_shm_ring_shared) == PP_SHM_RING_ALIGN, "ring alignment");
 
 /* The header at the start of a record's first cell. */
 struct rec_hdr {
@@ -31,6 +32,13 @@ struct rec_hdr {
 static uint32_t cells_of(uint32_t len)
 {
 	return (len + PP_SHM_RING_REC_HDR + PP_SHM_RING_CELL - 1) / PP_SHM_RING_CELL;
+}
+
+/* The header's indices sit in 128-byte blocks; memory off that boundary
+ * would put both in one adjacent-line pair again (and is undefined C). */
+static int misaligned(const void *mem)
+{
+	return ((uintptr_t)mem & (PP_SHM_RING_ALIGN - 1)) != 0;
 }
 
 static int pow2(uint32_t n)
@@ -47,7 +55,7 @@ size_t pp_shm_ring_bytes(uint32_t ncells)
 
 int pp_shm_ring_format(void *mem, uint32_t ncells)
 {
-	if (!mem || !pow2(ncells) || ((uintptr_t)mem & (PP_SHM_RING_CELL - 1)))
+	if (!mem || !pow2(ncells) || misaligned(mem))
 		return -EINVAL;
 	struct pp_shm_ring_shared *sh = mem;
 	memset(sh, 0, sizeof(*sh));
@@ -62,7 +70,7 @@ int pp_shm_ring_format(void *mem, uint32_t ncells)
 int pp_shm_ring_attach(struct pp_shm_ring *r, void *mem)
 {
 	struct pp_shm_ring_shared *sh = mem;
-	if (!r || !sh || sh->magic != RING_MAGIC || !pow2(sh->ncells))
+	if (!r || !sh || misaligned(sh) || sh->magic != RING_MAGIC || !pow2(sh->ncells))
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	r->sh = sh;

@@ -31,6 +31,7 @@
 
 #define PP_SHM_RING_CELL    64u /* bytes per cell */
 #define PP_SHM_RING_REC_HDR 8u	/* record header bytes in the first cell */
+#define PP_SHM_RING_ALIGN   128u /* alignment of a ring's memory */
 
 struct pp_shm_ring_shared; /* the shared header, in the caller's memory */
 
@@ -50,13 +51,13 @@ struct pp_shm_ring {
  * ncells is not a power of two of at least 2. */
 size_t pp_shm_ring_bytes(uint32_t ncells);
 
-/* Format mem (pp_shm_ring_bytes(ncells) bytes, 64-byte aligned) as an empty
+/* Format mem (pp_shm_ring_bytes(ncells) bytes, PP_SHM_RING_ALIGN-aligned) as an empty
  * ring. Errors: -EINVAL (ncells not a power of two >= 2, mem misaligned). */
 int pp_shm_ring_format(void *mem, uint32_t ncells);
 
 /* Make r a view of the formatted ring at mem, for the producer or the
  * consumer (the same call: the role is in which functions are used).
- * Errors: -EINVAL (mem not a formatted ring). */
+ * Errors: -EINVAL (mem misaligned or not a formatted ring). */
 int pp_shm_ring_attach(struct pp_shm_ring *r, void *mem);
 
 /* Largest record payload the ring takes. */

@@ -12,7 +12,7 @@
 static void *ring_mem(uint32_t ncells)
 {
 	size_t n = pp_shm_ring_bytes(ncells);
-	void *m = aligned_alloc(64, n);
+	void *m = aligned_alloc(PP_SHM_RING_ALIGN, n);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
 	memset(m, 0xA5, n); /* format must not rely on zeroed memory */
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_format(m, ncells), 0);
@@ -38,14 +38,16 @@ static void test_geometry(void)
 	CU_ASSERT_EQUAL(pp_shm_ring_bytes(3), 0);
 	CU_ASSERT_EQUAL(pp_shm_ring_bytes(1), 0);
 	CU_ASSERT_EQUAL(pp_shm_ring_bytes(16), 3 * 128 + 16 * 64);
-	uint8_t raw[4096] __attribute__((aligned(64)));
+	uint8_t raw[4096] __attribute__((aligned(PP_SHM_RING_ALIGN)));
 	CU_ASSERT_EQUAL(pp_shm_ring_format(raw + 8, 16), -EINVAL);
+	CU_ASSERT_EQUAL(pp_shm_ring_format(raw + 64, 16), -EINVAL); /* one line, not a pair */
 	CU_ASSERT_EQUAL(pp_shm_ring_format(raw, 12), -EINVAL);
 	struct pp_shm_ring r;
 	memset(raw, 0, sizeof(raw));
 	CU_ASSERT_EQUAL(pp_shm_ring_attach(&r, raw), -EINVAL); /* not formatted */
 	CU_ASSERT_EQUAL(pp_shm_ring_format(raw, 16), 0);
 	CU_ASSERT_EQUAL(pp_shm_ring_attach(&r, raw), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_attach(&r, raw + 64), -EINVAL);
 	CU_ASSERT_EQUAL(pp_shm_ring_max_record(&r), 8 * 64 - 8);
 	void *p;
 	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&r, 8 * 64 - 7, &p), -EMSGSIZE);
