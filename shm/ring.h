@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PP_SHM_RING_CELL    64u /* bytes per cell */
-#define PP_SHM_RING_REC_HDR 8u	/* record header bytes in the first cell */
+#define PP_SHM_RING_CELL    64u	 /* bytes per cell */
+#define PP_SHM_RING_REC_HDR 8u	 /* record header bytes in the first cell */
 #define PP_SHM_RING_ALIGN   128u /* alignment of a ring's memory */
 
 struct pp_shm_ring_shared; /* the shared header, in the caller's memory */
