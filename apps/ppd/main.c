@@ -398,10 +398,14 @@ static void attach(struct ppd *d, int c, const struct ppd_attach_req *req, const
 	r->conn = c;
 	r->home = least_loaded(d);
 	d->h[r->home].nhome++;
-	reply(c, 0, r->mem_len, memfd, NULL);
-	close(memfd);
+	/* Active before the answer: once the rank has it, a node-mate may send
+	 * to it at once, and a handler that did not see it yet would route
+	 * that frame to the NIC. A rank gone before reading the answer is
+	 * reaped like any dead one. */
 	atomic_store_explicit(&r->state, PPD_RANK_ACTIVE, memory_order_release);
 	atomic_fetch_add(&d->nattached, 1);
+	reply(c, 0, r->mem_len, memfd, NULL);
+	close(memfd);
 	pp_info("ppd: rank %u of job %u (pid %d) attached, handler %d", r->rank, r->job,
 		(int)r->pid, r->home);
 	return;
