@@ -56,57 +56,57 @@ typedef struct pp_req pp_req;
 
 /* Completion status of a receive (and, with fewer fields, of a send). */
 typedef struct pp_status {
-	int source;   /* rank the message came from */
-	int tag;      /* tag it was sent with */
-	size_t len;   /* full message length, even when truncated */
-	int error;    /* 0, or the negative errno the operation ended with */
+	int source; /* rank the message came from */
+	int tag;    /* tag it was sent with */
+	size_t len; /* full message length, even when truncated */
+	int error;  /* 0, or the negative errno the operation ended with */
 } pp_status;
 
 /* Reasons a received frame is rejected; indexes pp_stats.drops[]. */
 enum pp_drop_reason {
 	PP_DROP_SHORT = 0, /* shorter than Ethernet + protocol header */
 	PP_DROP_VERSION,   /* protocol version is not 1 */
-	PP_DROP_TYPE,      /* unknown frame type */
-	PP_DROP_LENGTH,    /* payload_len disagrees with the frame length */
-	PP_DROP_CRC,       /* crc32c mismatch */
-	PP_DROP_JOB,       /* frame of another job */
-	PP_DROP_RANK,      /* source or destination rank out of range or not us */
-	PP_DROP_RANGE,     /* offset/length outside the message */
-	PP_DROP_DUP,       /* duplicate or out-of-window sequence number */
-	PP_DROP_STATE,     /* valid frame that fits no known message or peer */
-	PP_DROP_NOBUF,     /* no pushed-buffer space (only with credits off) */
+	PP_DROP_TYPE,	   /* unknown frame type */
+	PP_DROP_LENGTH,	   /* payload_len disagrees with the frame length */
+	PP_DROP_CRC,	   /* crc32c mismatch */
+	PP_DROP_JOB,	   /* frame of another job */
+	PP_DROP_RANK,	   /* source or destination rank out of range or not us */
+	PP_DROP_RANGE,	   /* offset/length outside the message */
+	PP_DROP_DUP,	   /* duplicate or out-of-window sequence number */
+	PP_DROP_STATE,	   /* valid frame that fits no known message or peer */
+	PP_DROP_NOBUF,	   /* no pushed-buffer space (only with credits off) */
 	PP_DROP_MAX
 };
 
 /* Counters of one context since pp_init. */
 struct pp_stats {
-	uint64_t frames_tx;        /* frames handed to the port */
-	uint64_t frames_rx;        /* frames received from the port */
-	uint64_t bytes_tx;         /* payload bytes sent, retransmissions included */
-	uint64_t bytes_rx;         /* payload bytes received and accepted */
-	uint64_t msgs_tx;          /* sends completed */
-	uint64_t msgs_rx;          /* receives completed */
-	uint64_t retransmits;      /* frames sent again by go-back-N */
-	uint64_t nacks_tx;         /* NACKs sent on a sequence gap */
-	uint64_t acks_tx;          /* standalone ACK frames sent */
-	uint64_t pulls_tx;         /* PULL requests sent */
-	uint64_t pulls_served;     /* PULL requests answered with DATA */
-	uint64_t early_matches;    /* FIRST frames that found their receive posted */
-	uint64_t late_matches;     /* receives that found their message pushed */
-	uint64_t pushed_buf_bytes; /* bytes held in the pushed buffer right now */
-	uint64_t pushed_buf_peak;  /* most bytes ever held in the pushed buffer */
-	uint64_t push_degraded;    /* pushes reduced to Push-Zero for lack of credit */
-	uint64_t copies_avoided;   /* bytes placed straight into user buffers */
+	uint64_t frames_tx;	     /* frames handed to the port */
+	uint64_t frames_rx;	     /* frames received from the port */
+	uint64_t bytes_tx;	     /* payload bytes sent, retransmissions included */
+	uint64_t bytes_rx;	     /* payload bytes received and accepted */
+	uint64_t msgs_tx;	     /* sends completed */
+	uint64_t msgs_rx;	     /* receives completed */
+	uint64_t retransmits;	     /* frames sent again by go-back-N */
+	uint64_t nacks_tx;	     /* NACKs sent on a sequence gap */
+	uint64_t acks_tx;	     /* standalone ACK frames sent */
+	uint64_t pulls_tx;	     /* PULL requests sent */
+	uint64_t pulls_served;	     /* PULL requests answered with DATA */
+	uint64_t early_matches;	     /* FIRST frames that found their receive posted */
+	uint64_t late_matches;	     /* receives that found their message pushed */
+	uint64_t pushed_buf_bytes;   /* bytes held in the pushed buffer right now */
+	uint64_t pushed_buf_peak;    /* most bytes ever held in the pushed buffer */
+	uint64_t push_degraded;	     /* pushes reduced to Push-Zero for lack of credit */
+	uint64_t copies_avoided;     /* bytes placed straight into user buffers */
 	uint64_t drops[PP_DROP_MAX]; /* rejected received frames, by reason */
-	uint64_t pred_predictions; /* predictor: next-receive guesses scored */
-	uint64_t pred_hits;        /* predictor: guesses that were right */
-	uint64_t pred_misses;      /* predictor: guesses that were wrong */
-	uint64_t spec_pulls;       /* pulls sent before the receive was posted */
-	uint64_t bytes_staged;     /* bytes placed in prediction staging */
-	uint64_t pages_remapped;   /* pages moved by remap instead of copy */
-	uint64_t evictions;        /* pushed-buffer messages that gave up their space */
-	uint64_t staged_msgs;      /* messages placed in prediction staging */
-	uint64_t stage_peak;       /* most staging bytes held at once (<= stage_bytes) */
+	uint64_t pred_predictions;   /* predictor: next-receive guesses scored */
+	uint64_t pred_hits;	     /* predictor: guesses that were right */
+	uint64_t pred_misses;	     /* predictor: guesses that were wrong */
+	uint64_t spec_pulls;	     /* pulls sent before the receive was posted */
+	uint64_t bytes_staged;	     /* bytes placed in prediction staging */
+	uint64_t pages_remapped;     /* pages moved by remap instead of copy */
+	uint64_t evictions;	     /* pushed-buffer messages that gave up their space */
+	uint64_t staged_msgs;	     /* messages placed in prediction staging */
+	uint64_t stage_peak;	     /* most staging bytes held at once (<= stage_bytes) */
 };
 
 /*
