@@ -61,9 +61,19 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 		h.msg_len = d->offset;
 	} else if (d->type == PP_WIRE_PULL) {
 		const struct rx *r = d->obj;
-		h.msg_id = r->msg_id;
-		h.tag = r->tag;
-		h.msg_len = r->msg_len;
+		if ((r->state == RX_ACTIVE || r->state == RX_UNEXPECTED) && r->peer == rank &&
+		    r->msg_id == d->msg_id) {
+			h.msg_id = r->msg_id;
+			h.tag = r->tag;
+			h.msg_len = r->msg_len;
+		} else {
+			/* Sent again after its receive ended (DATA on a pull
+			 * handler's stream can finish it before this is acked)
+			 * and its record went to another message: a PULL for
+			 * nothing, which the sender drops. */
+			h.msg_id = d->msg_id;
+			h.msg_len = d->offset;
+		}
 	} else {
 		const struct send *s = d->obj;
 		h.msg_id = s->msg_id;

@@ -306,6 +306,50 @@ static void test_overtakes_push(void)
 	pp_proto_destroy(g.e);
 }
 
+/* The receive ends through the handler's stream before its PULL on stream 0
+ * is acked, and its record goes to the next message at once: the PULL sent
+ * again on timeout still names message 0, not the record's new message. */
+static void test_pull_resent_after_done(void)
+{
+	struct rig g;
+	rig_init(&g, 1024);
+	start(&g); /* PULL of message 0, seq 0, never acked */
+	for (unsigned k = 0; k < 3; k++) {
+		struct pp_wire_hdr h = xdata(k, k);
+		CU_ASSERT_EQUAL(inject(&g, &h), 0);
+	}
+	check_done(&g);
+	static uint8_t rbuf2[LEN];
+	CU_ASSERT_EQUAL(pp_proto_recv(g.e, 0, 7, rbuf2, LEN, 12), 0);
+	struct pp_wire_hdr h = frame(PP_WIRE_PUSH, 0, 2, 0, 80);
+	h.msg_id = 1;
+	CU_ASSERT_EQUAL(inject(&g, &h), 0);
+	drain_at(&g, 0); /* message 1's PULL, and an ACK */
+	unsigned pulls = 0;
+	for (unsigned i = 0; i < g.out.n; i++) {
+		if (g.out.h[i].type == PP_WIRE_PULL) {
+			pulls++;
+			CU_ASSERT_EQUAL(g.out.h[i].msg_id, 1);
+			CU_ASSERT_EQUAL(g.out.h[i].seq, 1);
+		}
+	}
+	CU_ASSERT_EQUAL(pulls, 1);
+	g.out.n = 0;
+	drain_at(&g, 100000000); /* past the RTO: the oldest frame again */
+	unsigned resent = 0;
+	for (unsigned i = 0; i < g.out.n; i++) {
+		const struct pp_wire_hdr *x = &g.out.h[i];
+		if (x->type != PP_WIRE_PULL || !(x->flags & PP_WIRE_F_RETX))
+			continue;
+		resent++;
+		CU_ASSERT_EQUAL(x->seq, 0);
+		CU_ASSERT_EQUAL(x->msg_id, 0);
+		CU_ASSERT_NOT_EQUAL(x->msg_len, LEN); /* a PULL for nothing */
+	}
+	CU_ASSERT_EQUAL(resent, 1);
+	pp_proto_destroy(g.e);
+}
+
 /* Acks on a stream that is not ours, and credit on extra-stream frames,
  * leave our send state alone. */
 static void test_foreign_ack(void)
@@ -359,6 +403,7 @@ static CU_TestInfo tests[] = {
     {"stream 3 duplicate dropped and re-acked", test_duplicate},
     {"stream 3 frame lost and resent", test_lost_and_resent},
     {"pulled DATA overtakes a push", test_overtakes_push},
+    {"a PULL resent after its receive ended names its own message", test_pull_resent_after_done},
     {"acks of another stream are not ours", test_foreign_ack},
     {"own stream outside the handlers' range", test_conf},
     CU_TEST_INFO_NULL,
