@@ -175,7 +175,7 @@ void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 	if (s->queued)
 		list_del(&s->q);
 	s->state = SEND_FREE;
-	list_add_tail(&e->send_free, &s->q);
+	list_add_head(&e->send_free, &s->q); /* reused first, while its lines are warm */
 }
 
 /* Take back r's placement description: the layer below writes nothing
@@ -204,7 +204,7 @@ void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
 	if (r->stage)
 		pp_proto_stage_release(e, r);
 	r->state = RX_FREE;
-	list_add_tail(&e->pp_proto_rx_free, &r->q);
+	list_add_head(&e->pp_proto_rx_free, &r->q); /* reused first, while its lines are warm */
 }
 
 void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error)

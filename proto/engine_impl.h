@@ -44,6 +44,11 @@ static inline void list_add_tail(struct link *h, struct link *n)
 	h->prev = n;
 }
 
+static inline void list_add_head(struct link *h, struct link *n)
+{
+	list_add_tail(h->next, n);
+}
+
 static inline void list_del(struct link *n)
 {
 	n->prev->next = n->next;
