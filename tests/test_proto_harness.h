@@ -121,6 +121,35 @@ static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
 	}
 }
 
+/* Two engines started from conf, ranks 0 and 1 of job 0x5eed (rank, nranks,
+ * job, mac and hook_arg, the rank, filled in here), each the other's local
+ * peer with BTP btp1/btp2. Returns 0 or the first error. */
+static inline int local_pair(struct pp_proto *e[2], const struct pp_proto_conf *conf, uint32_t btp1,
+			     uint32_t btp2)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		struct pp_proto_conf c = *conf;
+		c.rank = i;
+		c.nranks = 2;
+		c.job = 0x5eed;
+		c.hook_arg = (void *)(uintptr_t)i;
+		net_mac(i, c.mac);
+		int rc = pp_proto_create(&e[i], &c);
+		if (rc)
+			return rc;
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		uint8_t mac[6];
+		net_mac(1 - i, mac);
+		int rc = pp_proto_peer_add(e[i], 1 - i, mac);
+		if (!rc)
+			rc = pp_proto_peer_local(e[i], 1 - i, btp1, btp2);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /*
  * Two intranode engines (each the other's local peer): move frames between
  * e[0] and e[1] through pp_proto_output_local and pp_proto_input_local, and

@@ -64,25 +64,13 @@ static void world_init(enum pp_proto_mode mode, uint32_t btp1, uint32_t btp2, ui
 	memset(&w, 0, sizeof(w));
 	w.fail_from = -1;
 	w.now = 1000;
-	for (uint32_t i = 0; i < 2; i++) {
-		struct pp_proto_conf c;
-		pp_proto_conf_default(&c);
-		c.rank = i;
-		c.nranks = 2;
-		c.job = 7;
-		c.mac[5] = (uint8_t)i;
-		c.mode = mode;
-		c.direct = hook_direct;
-		c.publish = hook_publish;
-		c.hook_arg = (void *)(uintptr_t)i;
-		c.direct_chunk = chunk;
-		CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[i], &c), 0);
-	}
-	for (uint32_t i = 0; i < 2; i++) {
-		uint8_t mac[6] = {0, 0, 0, 0, 0, (uint8_t)(1 - i)};
-		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[i], 1 - i, mac), 0);
-		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[i], 1 - i, btp1, btp2), 0);
-	}
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	c.mode = mode;
+	c.direct = hook_direct;
+	c.publish = hook_publish;
+	c.direct_chunk = chunk;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, btp1, btp2), 0);
 }
 
 static void world_fini(void)
@@ -228,7 +216,7 @@ static void test_direct_min(void)
 	pp_proto_conf_default(&c);
 	c.rank = 1;
 	c.nranks = 2;
-	c.job = 7;
+	c.job = 0x5eed; /* local_pair's */
 	c.mac[5] = 1;
 	c.direct = hook_direct;
 	c.publish = hook_publish;

@@ -205,26 +205,16 @@ static void world_init(enum pp_proto_mode mode)
 	w.seg = seg;
 	w.pid = getpid();
 	w.now = 1000;
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	c.mode = mode;
+	c.direct = hook_direct;
+	c.publish = hook_publish;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
 	for (uint32_t i = 0; i < 2; i++) {
-		struct pp_proto_conf c;
-		pp_proto_conf_default(&c);
-		c.rank = i;
-		c.nranks = 2;
-		c.job = 7;
-		c.mac[5] = (uint8_t)i;
-		c.mode = mode;
-		c.direct = hook_direct;
-		c.publish = hook_publish;
-		c.hook_arg = (void *)(uintptr_t)i;
-		CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[i], &c), 0);
 		struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write,
 						 (void *)(uintptr_t)i};
 		CU_ASSERT_EQUAL_FATAL(pp_proto_set_recvq(w.e[i], &ops), 0);
-	}
-	for (uint32_t i = 0; i < 2; i++) {
-		uint8_t mac[6] = {0, 0, 0, 0, 0, (uint8_t)(1 - i)};
-		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[i], 1 - i, mac), 0);
-		CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[i], 1 - i, 16, 744), 0);
 	}
 }
 
@@ -591,7 +581,7 @@ static void test_refused_first(void)
 	pp_proto_conf_default(&cf);
 	cf.rank = 1;
 	cf.nranks = 2;
-	cf.job = 7;
+	cf.job = 0x5eed; /* local_pair's */
 	cf.mac[5] = 1;
 	cf.max_msgs = 2; /* 4 receive records */
 	cf.direct = hook_direct;

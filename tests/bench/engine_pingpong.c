@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "../test_proto_harness.h"
 
 static struct pp_proto *e[2];
 static uint8_t frame[9216];
@@ -76,21 +76,10 @@ int main(int argc, char **argv)
 	long iters = argc > 2 ? atol(argv[2]) : 1000000;
 	if (size > 4096 || iters <= 0)
 		die("SIZE must be 0..4096, ITERS > 0");
-	for (uint32_t i = 0; i < 2; i++) {
-		struct pp_proto_conf c;
-		pp_proto_conf_default(&c);
-		c.rank = i;
-		c.nranks = 2;
-		c.job = 7;
-		c.mac[5] = (uint8_t)i;
-		if (pp_proto_create(&e[i], &c))
-			die("pp_proto_create");
-	}
-	for (uint32_t i = 0; i < 2; i++) {
-		uint8_t mac[6] = {0, 0, 0, 0, 0, (uint8_t)(1 - i)};
-		if (pp_proto_peer_add(e[i], 1 - i, mac) || pp_proto_peer_local(e[i], 1 - i, 16, 0))
-			die("peer setup");
-	}
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	if (local_pair(e, &c, 16, 0))
+		die("engine setup");
 	static uint8_t sbuf[2][4096], rbuf[2][4096];
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
