@@ -345,6 +345,7 @@ static int setup(struct run *r)
 		c.rank = i;
 		c.nranks = o->ranks;
 		c.job = 0xC0FFEE;
+		c.inc = 100 + i; /* every rank its own incarnation, as in a job */
 		memcpy(c.mac, info.mac, 6);
 		if ((rc = pp_proto_create(&r->eng[i], &c)))
 			return rc;
@@ -353,7 +354,7 @@ static int setup(struct run *r)
 		for (unsigned j = 0; j < o->ranks; j++)
 			if (i != j) {
 				uint8_t mac[6] = {0x02, 0, 0, 0, 0, (uint8_t)j};
-				if ((rc = pp_proto_peer_add(r->eng[i], j, mac)))
+				if ((rc = pp_proto_peer_add(r->eng[i], j, mac, 100 + j)))
 					return rc;
 			}
 	for (unsigned k = 0; k < r->slots; k++) {
@@ -650,14 +651,15 @@ static int bench_one(const struct opts *o, uint64_t len, uint64_t count, double 
 	c.job = 1;
 	for (int i = 0; i < 2; i++) {
 		c.rank = (uint32_t)i;
+		c.inc = 100 + (uint32_t)i;
 		c.mac[0] = 2;
 		c.mac[5] = (uint8_t)i;
 		if (pp_proto_create(&e[i], &c))
 			return -1;
 	}
 	uint8_t mac0[6] = {2, 0, 0, 0, 0, 0}, mac1[6] = {2, 0, 0, 0, 0, 1};
-	pp_proto_peer_add(e[0], 1, mac1);
-	pp_proto_peer_add(e[1], 0, mac0);
+	pp_proto_peer_add(e[0], 1, mac1, 101);
+	pp_proto_peer_add(e[1], 0, mac0, 100);
 	enum { DEPTH = 32 };
 	uint8_t *sb = malloc(len ? len : 1), *rb = malloc((len ? len : 1) * DEPTH);
 	static uint8_t frame[9216];

@@ -113,7 +113,7 @@ void pp_proto_destroy(struct pp_proto *e)
 	free(e);
 }
 
-int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6])
+int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6], uint32_t inc)
 {
 	if (!e || !mac || rank >= e->c.nranks || rank == e->c.rank)
 		return -EINVAL;
@@ -125,6 +125,7 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6])
 			return -ENOMEM;
 	}
 	memcpy(p->mac, mac, 6);
+	p->inc = inc;
 	p->present = 1;
 	p->rto = e->c.rto_ns;
 	if (!p->local) {

@@ -145,6 +145,7 @@ struct pp_proto_conf {
 	uint32_t rank;		 /* own rank */
 	uint32_t nranks;	 /* ranks in the job */
 	uint32_t job;		 /* job key carried by every frame */
+	uint32_t inc;		 /* own incarnation (wire.h), carried by every frame */
 	uint8_t mac[6];		 /* own MAC, source of every frame */
 	uint16_t stream;	 /* own TX stream id */
 	enum pp_proto_mode mode; /* how much of a message is pushed */
@@ -206,7 +207,7 @@ struct pp_proto;
 /* Defaults: Push-Pull, BTP 80/680, W 64, RTO 200 us..50 ms x 12, ack delay
  * 20 us or every 16 frames, 1 MiB pushed buffer, credits on, MTU 1500,
  * 256 messages, sends up to 1 KiB copied, no hooks, direct chunks of 1 MiB. rank,
- * nranks, job and mac are left zero. */
+ * nranks, job, inc and mac are left zero. */
 void pp_proto_conf_default(struct pp_proto_conf *c);
 
 /* Create an engine; every pool is allocated here.
@@ -216,8 +217,10 @@ void pp_proto_conf_default(struct pp_proto_conf *c);
 int pp_proto_create(struct pp_proto **eng, const struct pp_proto_conf *c);
 void pp_proto_destroy(struct pp_proto *eng);
 
-/* Make rank reachable at mac. Errors: -EINVAL (own rank, out of range). */
-int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6]);
+/* Make rank, in incarnation inc, reachable at mac: frames to it carry inc,
+ * and its frames are taken only when they carry inc (others are dropped as
+ * STALE). Errors: -EINVAL (own rank, out of range). */
+int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6], uint32_t inc);
 
 /* Make rank, already added, an intranode peer with its own BTP: its frames
  * come from pp_proto_output_local from now on. Cold path.

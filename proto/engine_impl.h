@@ -154,6 +154,7 @@ struct xstream {
 
 struct peer {
 	uint8_t mac[6];	 /* where frames to it go */
+	uint32_t inc;	 /* its incarnation: its frames carry it, ours to it too */
 	uint8_t present; /* added with pp_proto_peer_add */
 	uint8_t lost;	 /* declared lost: operations fail */
 	uint8_t gone;	 /* said goodbye: it sends nothing more */

@@ -288,7 +288,7 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 	struct pp_wire_hdr h;
 	const uint8_t *pl = NULL;
 	enum pp_drop_reason why;
-	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu};
+	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu, e->c.inc};
 	int bad;
 	e->st.frames_rx++;
 	if (form == FORM_LOCAL)
@@ -306,6 +306,10 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 	struct peer *p = &e->peers[h.src_rank];
 	if (!p->present || p->lost) {
 		e->st.drops[PP_DROP_STATE]++;
+		return -EPROTO;
+	}
+	if (h.src_inc != p->inc) { /* an earlier (or unknown) life of the peer */
+		e->st.drops[PP_DROP_STALE]++;
 		return -EPROTO;
 	}
 	if (h.stream >= 1 && h.stream < PP_PROTO_STREAMS)

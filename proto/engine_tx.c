@@ -31,6 +31,8 @@ static void hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t 
 	h->credit = p->credit_adv;
 	h->src_rank = e->c.rank;
 	h->dst_rank = rank;
+	h->src_inc = e->c.inc;
+	h->dst_inc = p->inc;
 }
 
 /* Encode the frame of descriptor d with sequence seq. */

@@ -6,8 +6,6 @@
 #include "crc32c.h"
 #include "wire.h"
 
-#define OFF_CRC 56
-
 static inline void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
@@ -65,7 +63,7 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 	uint8_t *p = frame + PP_WIRE_ETH_LEN;
 	if (h->payload_len)
 		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
-	put32(p + OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
+	put32(p + PP_WIRE_OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
 	return (int)total;
 }
 
@@ -82,24 +80,26 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	uint8_t *p = frame + PP_WIRE_ETH_LEN;
 	p[0] = (uint8_t)(PP_WIRE_VERSION << 4 | (h->type & 0x0f));
 	p[1] = h->flags;
-	put16(p + 2, h->payload_len);
-	put32(p + 4, h->job);
-	put16(p + 8, h->stream);
-	put16(p + 10, h->ack_stream);
-	put32(p + 12, h->seq);
-	put32(p + 16, h->ack);
-	put16(p + 20, h->credit);
-	put16(p + 22, 0);
-	put32(p + 24, h->src_rank);
-	put32(p + 28, h->dst_rank);
-	put32(p + 32, h->msg_id);
-	put32(p + 36, h->tag);
-	put64(p + 40, h->msg_len);
-	put64(p + 48, h->offset);
-	put32(p + OFF_CRC, 0);
+	put16(p + PP_WIRE_OFF_PAYLOAD_LEN, h->payload_len);
+	put32(p + PP_WIRE_OFF_JOB, h->job);
+	put16(p + PP_WIRE_OFF_STREAM, h->stream);
+	put16(p + PP_WIRE_OFF_ACK_STREAM, h->ack_stream);
+	put32(p + PP_WIRE_OFF_SEQ, h->seq);
+	put32(p + PP_WIRE_OFF_ACK, h->ack);
+	put16(p + PP_WIRE_OFF_CREDIT, h->credit);
+	put16(p + PP_WIRE_OFF_RESERVED, 0);
+	put32(p + PP_WIRE_OFF_SRC_RANK, h->src_rank);
+	put32(p + PP_WIRE_OFF_DST_RANK, h->dst_rank);
+	put32(p + PP_WIRE_OFF_MSG_ID, h->msg_id);
+	put32(p + PP_WIRE_OFF_TAG, h->tag);
+	put64(p + PP_WIRE_OFF_MSG_LEN, h->msg_len);
+	put64(p + PP_WIRE_OFF_OFFSET, h->offset);
+	put32(p + PP_WIRE_OFF_SRC_INC, h->src_inc);
+	put32(p + PP_WIRE_OFF_DST_INC, h->dst_inc);
+	put32(p + PP_WIRE_OFF_CRC, 0);
 	if (payload) {
 		uint32_t crc = pp_crc32c(0, p, PP_WIRE_HDR_LEN);
-		put32(p + OFF_CRC, pp_crc32c(crc, payload, h->payload_len));
+		put32(p + PP_WIRE_OFF_CRC, pp_crc32c(crc, payload, h->payload_len));
 	}
 	return PP_WIRE_MIN_FRAME;
 }
@@ -107,18 +107,20 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 /* The header fields after the first word, from the wire. */
 static void get_fields(const uint8_t *p, struct pp_wire_hdr *x)
 {
-	x->job = get32(p + 4);
-	x->stream = get16(p + 8);
-	x->ack_stream = get16(p + 10);
-	x->seq = get32(p + 12);
-	x->ack = get32(p + 16);
-	x->credit = get16(p + 20);
-	x->src_rank = get32(p + 24);
-	x->dst_rank = get32(p + 28);
-	x->msg_id = get32(p + 32);
-	x->tag = get32(p + 36);
-	x->msg_len = get64(p + 40);
-	x->offset = get64(p + 48);
+	x->job = get32(p + PP_WIRE_OFF_JOB);
+	x->stream = get16(p + PP_WIRE_OFF_STREAM);
+	x->ack_stream = get16(p + PP_WIRE_OFF_ACK_STREAM);
+	x->seq = get32(p + PP_WIRE_OFF_SEQ);
+	x->ack = get32(p + PP_WIRE_OFF_ACK);
+	x->credit = get16(p + PP_WIRE_OFF_CREDIT);
+	x->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
+	x->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
+	x->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
+	x->tag = get32(p + PP_WIRE_OFF_TAG);
+	x->msg_len = get64(p + PP_WIRE_OFF_MSG_LEN);
+	x->offset = get64(p + PP_WIRE_OFF_OFFSET);
+	x->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);
+	x->dst_inc = get32(p + PP_WIRE_OFF_DST_INC);
 }
 
 /* The rules after length and CRC: job, ranks, ranges. PP_DROP_MAX when the
@@ -132,6 +134,9 @@ static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
 	    (x->dst_rank != chk->rank &&
 	     !(x->type == PP_WIRE_HELLO && x->dst_rank == PP_WIRE_RANK_ALL)))
 		return PP_DROP_RANK;
+	if (x->dst_inc != chk->inc &&
+	    !(x->dst_inc == 0 && pp_wire_inc_any_ok(x->type, x->dst_rank)))
+		return PP_DROP_STALE;
 	if ((x->type == PP_WIRE_PUSH || x->type == PP_WIRE_DATA) &&
 	    (x->offset > x->msg_len || x->msg_len - x->offset < x->payload_len ||
 	     ((x->flags & PP_WIRE_F_FIRST) && x->offset != 0) ||
@@ -162,7 +167,7 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 		goto drop;
 	}
 	x.flags = p[1];
-	x.payload_len = get16(p + 2);
+	x.payload_len = get16(p + PP_WIRE_OFF_PAYLOAD_LEN);
 	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_WIRE_ETH_LEN > chk->mtu ||
 	    (x.payload_len && !type_has_payload(x.type))) {
 		r = PP_DROP_LENGTH;
@@ -170,10 +175,10 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 	}
 	/* CRC over the header with its crc field as zero, then the payload. */
 	static const uint8_t zero4[4];
-	uint32_t crc = pp_crc32c(0, p, OFF_CRC);
+	uint32_t crc = pp_crc32c(0, p, PP_WIRE_OFF_CRC);
 	crc = pp_crc32c(crc, zero4, 4);
 	crc = pp_crc32c(crc, p + PP_WIRE_HDR_LEN, x.payload_len);
-	if (crc != get32(p + OFF_CRC)) {
+	if (crc != get32(p + PP_WIRE_OFF_CRC)) {
 		r = PP_DROP_CRC;
 		goto drop;
 	}
@@ -205,7 +210,7 @@ int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire
 	if (x.type != PP_WIRE_DATA)
 		goto drop;
 	x.flags = p[1];
-	x.payload_len = get16(p + 2);
+	x.payload_len = get16(p + PP_WIRE_OFF_PAYLOAD_LEN);
 	r = PP_DROP_LENGTH;
 	if (!x.payload_len || PP_WIRE_HDR_LEN + (size_t)x.payload_len > chk->mtu)
 		goto drop;
@@ -261,13 +266,33 @@ drop:
 	return -EPROTO;
 }
 
+int pp_wire_peek(const uint8_t *frame, size_t len, struct pp_wire_peek *pk)
+{
+	if (len < PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE)
+		return -EPROTO;
+	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	if (p[0] >> 4 != PP_WIRE_VERSION)
+		return -EPROTO;
+	pk->type = p[0] & 0x0f;
+	pk->flags = p[1];
+	pk->stream = get16(p + PP_WIRE_OFF_STREAM);
+	pk->ack_stream = get16(p + PP_WIRE_OFF_ACK_STREAM);
+	pk->job = get32(p + PP_WIRE_OFF_JOB);
+	pk->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
+	pk->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
+	pk->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
+	pk->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);
+	pk->dst_inc = get32(p + PP_WIRE_OFF_DST_INC);
+	return 0;
+}
+
 const char *pp_wire_drop_name(enum pp_drop_reason r)
 {
 	static const char *const names[PP_DROP_MAX] = {
 	    [PP_DROP_SHORT] = "short",	 [PP_DROP_VERSION] = "version", [PP_DROP_TYPE] = "type",
 	    [PP_DROP_LENGTH] = "length", [PP_DROP_CRC] = "crc",		[PP_DROP_JOB] = "job",
 	    [PP_DROP_RANK] = "rank",	 [PP_DROP_RANGE] = "range",	[PP_DROP_DUP] = "dup",
-	    [PP_DROP_STATE] = "state",	 [PP_DROP_NOBUF] = "nobuf",
+	    [PP_DROP_STATE] = "state",	 [PP_DROP_NOBUF] = "nobuf",	[PP_DROP_STALE] = "stale",
 	};
 	return (unsigned)r < PP_DROP_MAX ? names[r] : "?";
 }

@@ -1,16 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The wire format (DESIGN.md section 4): an Ethernet II header with
- * EtherType 0x88B5, then a 60-byte protocol header in network byte order,
+ * The wire format (docs/wire.md): an Ethernet II header with EtherType
+ * 0x88B5, then a 68-byte protocol header in network byte order (version 2),
  * then payload_len bytes of payload. The crc32c field covers the header (with
  * the field itself taken as zero) followed by the payload.
  *
+ * Incarnations: every pp_init (and every attach to a node daemon) gives the
+ * rank a new incarnation number, later ones comparing greater (serial
+ * arithmetic, pp_wire_inc_after). A frame carries its sender's (src_inc) and
+ * the incarnation of the receiver it was meant for (dst_inc), so no frame of
+ * an earlier life of a rank is ever taken by a later one, or by a peer that
+ * knows the later one: the decoder drops a frame whose dst_inc is not ours
+ * (STALE); whoever keeps per-peer state drops one whose src_inc is not the
+ * peer's it knows. dst_inc may be 0 ("whichever") only on a HELLO to every
+ * rank (the sender knows nobody yet) and on a BYE (a node daemon says it
+ * for a dead rank without knowing its peers); those two are then judged by
+ * src_inc alone.
+ *
  * Decoding validates in a fixed order and names the first rule broken, as an
- * enum pp_drop_reason: SHORT (fewer than 74 bytes, or not our EtherType),
+ * enum pp_drop_reason: SHORT (fewer than 82 bytes, or not our EtherType),
  * VERSION, TYPE, LENGTH (payload_len disagrees with the frame, exceeds the
  * MTU, or is non-zero on a type that carries none), CRC, JOB, RANK (source
  * out of range or destination not us; HELLO may be sent to PP_WIRE_RANK_ALL),
- * RANGE (payload outside [0, msg_len), or a PULL offset past msg_len).
+ * STALE (dst_inc not ours), RANGE (payload outside [0, msg_len), or a PULL
+ * offset past msg_len).
  *
  * Flags: FIRST marks the PUSH at offset 0 (the one matched), LAST the frame
  * ending the message, RETX a retransmission, PULL on a FIRST frame says the
@@ -34,10 +47,33 @@
 
 #define PP_WIRE_ETHERTYPE 0x88B5
 #define PP_WIRE_ETH_LEN	  14
-#define PP_WIRE_HDR_LEN	  60
+#define PP_WIRE_HDR_LEN	  68
 #define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
-#define PP_WIRE_VERSION	  1
+#define PP_WIRE_VERSION	  2
 #define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO to every rank */
+
+/* Field offsets from the start of the protocol header (after Ethernet). */
+enum pp_wire_off {
+	PP_WIRE_OFF_VER_TYPE = 0, /* version (high 4 bits) | type (low 4 bits) */
+	PP_WIRE_OFF_FLAGS = 1,
+	PP_WIRE_OFF_PAYLOAD_LEN = 2,
+	PP_WIRE_OFF_JOB = 4,
+	PP_WIRE_OFF_STREAM = 8,
+	PP_WIRE_OFF_ACK_STREAM = 10,
+	PP_WIRE_OFF_SEQ = 12,
+	PP_WIRE_OFF_ACK = 16,
+	PP_WIRE_OFF_CREDIT = 20,
+	PP_WIRE_OFF_RESERVED = 22, /* zero */
+	PP_WIRE_OFF_SRC_RANK = 24,
+	PP_WIRE_OFF_DST_RANK = 28,
+	PP_WIRE_OFF_MSG_ID = 32,
+	PP_WIRE_OFF_TAG = 36,
+	PP_WIRE_OFF_MSG_LEN = 40,
+	PP_WIRE_OFF_OFFSET = 48,
+	PP_WIRE_OFF_SRC_INC = 56,
+	PP_WIRE_OFF_DST_INC = 60,
+	PP_WIRE_OFF_CRC = 64,
+};
 
 enum pp_wire_type {
 	PP_WIRE_HELLO = 1, /* discovery, unsequenced */
@@ -78,6 +114,8 @@ struct pp_wire_hdr {
 	uint32_t tag;	      /* message tag */
 	uint64_t msg_len;     /* whole message length */
 	uint64_t offset;      /* position of the payload in the message */
+	uint32_t src_inc;     /* the sender's incarnation */
+	uint32_t dst_inc;     /* the receiver's, as the sender knows it (0: see above) */
 };
 
 /* What a received frame is checked against. */
@@ -86,7 +124,35 @@ struct pp_wire_check {
 	uint32_t rank;	 /* our rank */
 	uint32_t nranks; /* ranks in the job */
 	uint16_t mtu;	 /* largest frame after the Ethernet header */
+	uint32_t inc;	 /* our incarnation */
 };
+
+/* The routing fields of a frame, read without checking it (node daemon). */
+struct pp_wire_peek {
+	uint8_t type;	     /* enum pp_wire_type (not checked) */
+	uint8_t flags;	     /* enum pp_wire_flag bits */
+	uint16_t stream;     /* sender's TX stream */
+	uint16_t ack_stream; /* stream its ack refers to */
+	uint32_t job;	     /* job key */
+	uint32_t src_rank;   /* sending rank */
+	uint32_t dst_rank;   /* receiving rank */
+	uint32_t msg_id;     /* message number */
+	uint32_t src_inc;    /* sender's incarnation */
+	uint32_t dst_inc;    /* receiver's incarnation */
+};
+
+/* 1 when incarnation a is later than b (serial arithmetic: numbers
+ * increase with time and wrap). */
+static inline int pp_wire_inc_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* 1 when a frame of type may name no receiver incarnation (dst_inc 0). */
+static inline int pp_wire_inc_any_ok(uint8_t type, uint32_t dst_rank)
+{
+	return type == PP_WIRE_BYE || (type == PP_WIRE_HELLO && dst_rank == PP_WIRE_RANK_ALL);
+}
 
 /* 1 when frames of this type carry a sequence number. */
 static inline int pp_wire_sequenced(uint8_t type)
@@ -148,6 +214,13 @@ int pp_wire_encode_local(uint8_t *frame, size_t cap, const struct pp_wire_hdr *h
 /* Parse and validate one; as pp_wire_decode. */
 int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
 			 struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why);
+
+/*
+ * The routing fields of a frame of our EtherType and version, at least
+ * PP_WIRE_MIN_FRAME bytes long, without checking anything else: 0, or
+ * -EPROTO when it is not such a frame.
+ */
+int pp_wire_peek(const uint8_t *frame, size_t len, struct pp_wire_peek *pk);
 
 /* Name of a drop reason ("short", "crc", ...), "?" when out of range. */
 const char *pp_wire_drop_name(enum pp_drop_reason r);

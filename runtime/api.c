@@ -44,6 +44,7 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->rank = (uint32_t)c->rank;
 	pc->nranks = (uint32_t)c->size;
 	pc->job = c->job;
+	pc->inc = ctx->inc;
 	memcpy(pc->mac, ctx->port_info.mac, 6);
 	pc->mode = (enum pp_proto_mode)c->mode;
 	pc->btp1 = c->btp1;
@@ -101,6 +102,7 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		goto fail;
 	ctx->rank = ctx->cfg.rank;
 	ctx->size = ctx->cfg.size;
+	ctx->inc = pp_membership_incarnation();
 	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
 	rc = ctx->peers ? pp_req_pool_init(ctx, 2 * PP_MAX_MSGS) : -ENOMEM;
 	if (rc)
@@ -115,8 +117,8 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	/* daemon=SOCKET: the node daemon's rings are the port (driver/ppd). */
 	char dev[PP_CFG_STR + 64];
 	if (ctx->cfg.daemon[0])
-		snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%d,size=%d,path=%s", ctx->cfg.job,
-			 ctx->rank, ctx->size, ctx->cfg.daemon);
+		snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%d,size=%d,inc=%u,path=%s",
+			 ctx->cfg.job, ctx->rank, ctx->size, ctx->inc, ctx->cfg.daemon);
 	else
 		snprintf(dev, sizeof(dev), "%s", ctx->cfg.dev);
 	rc = pp_port_open(&ctx->port, dev, &pconf);
@@ -140,7 +142,8 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		goto fail;
 	for (int r = 0; r < ctx->size; r++)
 		if (r != ctx->rank &&
-		    (rc = pp_proto_peer_add(ctx->eng, (uint32_t)r, ctx->peers[r].mac)))
+		    (rc = pp_proto_peer_add(ctx->eng, (uint32_t)r, ctx->peers[r].mac,
+					    ctx->peers[r].inc)))
 			goto fail;
 	if ((rc = pp_shm_link_init(ctx)))
 		goto fail;

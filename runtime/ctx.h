@@ -45,6 +45,7 @@ struct pp_req {
 
 struct pp_peer_info {
 	uint8_t mac[6];		 /* port MAC of the rank */
+	uint32_t inc;		 /* its incarnation (wire.h), from its HELLO */
 	uint8_t known;		 /* discovery heard from it */
 	uint8_t knows_all;	 /* it said it knows every rank */
 	uint8_t bye;		 /* it said goodbye: it sends nothing more */
@@ -85,6 +86,7 @@ struct pp_ctx {
 	struct pp_proto *eng;	       /* protocol engine */
 	struct pp_port_info port_info; /* MAC, MTU, ... of the port */
 	int rank, size;		       /* this rank, ranks in the job */
+	uint32_t inc;		       /* this rank's incarnation (wire.h) */
 
 	struct pp_req *reqs; /* request pool */
 	uint32_t nreqs;	     /* its size */
@@ -160,6 +162,11 @@ int pp_ctx_spin(pp_ctx *ctx);
 /* Only the sending half of a pass and the completions (a send was just
  * posted: its first push goes out before anything else is looked at). */
 void pp_ctx_push(pp_ctx *ctx);
+
+/* A new incarnation number: later than any this process gave before, and
+ * than any a process started earlier on this host could have (it follows
+ * the real-time clock, in ms), never 0. */
+uint32_t pp_membership_incarnation(void);
 
 /* Discovery: find every rank of the job or fail after timeout_ms.
  * Errors: -ETIMEDOUT (the missing ranks are logged), -EINVAL (cluster file). */

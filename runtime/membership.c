@@ -2,18 +2,34 @@
 /*
  * Membership: ranks find each other with HELLO frames, and leave with BYE.
  *
- * Discovery: *
- * Every rank broadcasts a HELLO (job key, rank, job size, node name, and
- * whether it already knows every rank; its MAC is the frame's source) every
- * PP_HELLO_INTERVAL until it knows every rank and every rank has said it
- * knows every rank; then it broadcasts once more and returns. A broadcast
- * HELLO from a rank that does not know every rank yet is answered directly,
- * during discovery and afterwards (from pp_progress); once a rank's own
- * discovery is over it answers every broadcast HELLO, so a rank that finished
- * first never leaves a slower one waiting even if its last broadcast was
- * lost. Answers are never answered: two ranks still looking would otherwise
- * bounce HELLOs between them as fast as the ports go. With cluster=FILE the
- * table comes from the file instead ("RANK MAC [NODE]" per line, # comments).
+ * Discovery:
+ * Every rank broadcasts a HELLO request (job key, rank, job size, its
+ * incarnation, node name, and whether it already knows every rank; its MAC
+ * is the frame's source) every PP_HELLO_INTERVAL until it knows every rank
+ * and every rank has said it knows every rank; then it says HELLO once more
+ * and returns. A request from a rank that does not know every rank yet is
+ * answered directly, during discovery and afterwards (from pp_progress);
+ * once a rank's own discovery is over it answers every request, so a rank
+ * that finished first never leaves a slower one waiting even if its last
+ * HELLO was lost. Answers are never answered: two ranks still looking would
+ * otherwise bounce HELLOs between them as fast as the ports go. With
+ * cluster=FILE the MACs come from the file ("RANK MAC [NODE]" per line, #
+ * comments) and the HELLOs go to each rank's port instead of to all; they
+ * still run, to learn the incarnations.
+ *
+ * Incarnations (wire.h): what a rank learns of a peer is bound to the
+ * peer's incarnation in its HELLO. A HELLO of an earlier incarnation than
+ * the one known is stale and ignored; a later one during discovery replaces
+ * what was known (that rank started again); a later one once the job runs
+ * means the peer this job knew is gone: it is declared lost (its operations
+ * fail with -ECONNRESET) and the newcomer is not answered, so it fails its
+ * discovery with a clear error instead of joining a job it was never part
+ * of. A rank that is leaving neither answers nor learns from HELLOs: the
+ * ranks of a job that starts after it are no peers of it. A BYE counts only
+ * when it comes from the incarnation known; frames of every other type are
+ * judged the same way by the engine. So ranks that finalize and init again,
+ * in any order, never take an earlier job's goodbye, acks or data as their
+ * own.
  *
  * Leaving (pp_finalize): once everything the rank sent is acknowledged, it
  * sends BYE to every peer, and keeps serving (acks, retransmission answers)
@@ -32,7 +48,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctx.h"
@@ -45,22 +63,39 @@
 
 static const uint8_t broadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
+#define HELLO_REQUEST 1 /* in a HELLO's msg_id: answer me */
+
 /* HELLO payload, after the protocol header. */
 struct hello {
 	char node[PP_NODE_NAME]; /* sender's node name, NUL-terminated */
 	uint8_t knows_all;	 /* 1: the sender knows every rank */
 };
 
+uint32_t pp_membership_incarnation(void)
+{
+	static _Atomic uint32_t last;
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	uint32_t ms = (uint32_t)((uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u);
+	uint32_t prev = atomic_load(&last), next;
+	do {
+		next = pp_wire_inc_after(ms, prev) ? ms : prev + 1;
+		if (next == 0)
+			next = 1; /* 0 means "not known" on the wire */
+	} while (!atomic_compare_exchange_weak(&last, &prev, next));
+	return next;
+}
+
 static int all_known(const pp_ctx *ctx)
 {
 	return ctx->nknown == (uint32_t)ctx->size;
 }
 
-/* HELLO or BYE: unsequenced frames the runtime sends itself. */
 /* HELLO or BYE: unsequenced frames the runtime sends itself. Only HELLO
- * has a payload. */
+ * has a payload. id: a BYE's "have", a HELLO's HELLO_REQUEST or 0. dst_inc:
+ * the receiver's incarnation, 0 when not known yet. */
 static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], uint32_t dst_rank,
-			 uint32_t have)
+			 uint32_t dst_inc, uint32_t id)
 {
 	struct pp_buf *b;
 	struct hello p = {.knows_all = (uint8_t)all_known(ctx)};
@@ -73,7 +108,9 @@ static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], ui
 	    .dst_rank = dst_rank,
 	    .msg_len = plen,
 	    .tag = (uint32_t)ctx->size,
-	    .msg_id = have,
+	    .msg_id = id,
+	    .src_inc = ctx->inc,
+	    .dst_inc = dst_inc,
 	};
 	snprintf(p.node, sizeof(p.node), "%s", ctx->peers[ctx->rank].node);
 	if (pp_port_alloc(ctx->port, &b, 1) != 1)
@@ -87,73 +124,117 @@ static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], ui
 	pp_port_free(ctx->port, &b, 1);
 }
 
+/* Forget what discovery knew of rank r (a later incarnation replaces it). */
+static void forget(pp_ctx *ctx, struct pp_peer_info *pi)
+{
+	pi->known = pi->knows_all = 0;
+	ctx->nknown--;
+}
+
+/* A HELLO from rank h->src_rank at src_mac. */
+static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t *src_mac,
+			const uint8_t *payload)
+{
+	struct pp_peer_info *pi = &ctx->peers[h->src_rank];
+	struct hello p;
+
+	if (ctx->leaving || h->payload_len < sizeof(p))
+		return;
+	memcpy(&p, payload, sizeof(p));
+	p.node[sizeof(p.node) - 1] = '\0';
+	if (h->tag != (uint32_t)ctx->size) {
+		pp_warn("discovery: rank %u says the job has %u ranks, we have %d; ignored",
+			h->src_rank, h->tag, ctx->size);
+		return;
+	}
+	if (ctx->cfg.cluster[0] && memcmp(pi->mac, src_mac, 6) != 0) {
+		pp_warn(
+		    "discovery: rank %u speaks from a port the cluster file does not list for it; "
+		    "ignored",
+		    h->src_rank);
+		return;
+	}
+	if (pi->known && h->src_inc != pi->inc) {
+		if (!pp_wire_inc_after(h->src_inc, pi->inc))
+			return; /* from an earlier life of the rank: stale */
+		if (ctx->joined) {
+			if (!pp_proto_peer_lost(ctx->eng, h->src_rank)) {
+				pp_warn("rank %u started again (incarnation %u, this job knew %u): "
+					"its operations fail",
+					h->src_rank, h->src_inc, pi->inc);
+				pp_proto_peer_fail(ctx->eng, h->src_rank);
+			}
+			return;
+		}
+		forget(ctx, pi);
+	} else if (pi->known && memcmp(pi->mac, src_mac, 6) != 0) {
+		pp_warn("discovery: rank %u claimed by two ports; keeping the first", h->src_rank);
+		return;
+	}
+	if (!pi->known) {
+		memcpy(pi->mac, src_mac, 6);
+		if (!ctx->cfg.cluster[0] || !pi->node[0]) /* a node the file names wins */
+			snprintf(pi->node, sizeof(pi->node), "%s", p.node);
+		pi->inc = h->src_inc;
+		pi->known = 1;
+		ctx->nknown++;
+	}
+	pi->knows_all = p.knows_all;
+	if (h->msg_id == HELLO_REQUEST && (!p.knows_all || ctx->joined))
+		send_control(ctx, PP_WIRE_HELLO, pi->mac, h->src_rank, pi->inc, 0);
+}
+
 void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now)
 {
 	struct pp_wire_check chk = {ctx->cfg.job, (uint32_t)ctx->rank, (uint32_t)ctx->size,
-				    ctx->port_info.mtu};
+				    ctx->port_info.mtu, ctx->inc};
 	struct pp_wire_hdr h;
 	const uint8_t *payload;
 	enum pp_drop_reason why;
-	struct hello p;
 
 	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) != 0) {
 		pp_debug("membership: frame dropped (%s)", pp_wire_drop_name(why));
 		return;
 	}
-	if (h.type == PP_WIRE_BYE) {
-		struct pp_peer_info *pi = &ctx->peers[h.src_rank];
-		if (h.src_rank == (uint32_t)ctx->rank || !pi->known)
-			return;
-		if (!pi->bye) {
-			pi->bye = 1;
-			ctx->nbye++;
-			pp_proto_peer_gone(ctx->eng, h.src_rank);
-		}
-		if (h.msg_id) {
-			pi->has_our_bye = 1;
-		} else if (ctx->leaving) { /* it lacks ours: answer, and keep waiting */
-			ctx->bye_last = now;
-			send_control(ctx, PP_WIRE_BYE, pi->mac, h.src_rank, 1);
-		}
-		return;
-	}
-	if (h.payload_len < sizeof(p))
-		return;
-	memcpy(&p, payload, sizeof(p));
-	p.node[sizeof(p.node) - 1] = '\0';
-	if (h.tag != (uint32_t)ctx->size) {
-		pp_warn("discovery: rank %u says the job has %u ranks, we have %d; ignored",
-			h.src_rank, h.tag, ctx->size);
+	if (h.type == PP_WIRE_HELLO) {
+		hello_input(ctx, &h, frame + 6, payload);
 		return;
 	}
 	struct pp_peer_info *pi = &ctx->peers[h.src_rank];
-	const uint8_t *src_mac = frame + 6;
-	if (h.src_rank == (uint32_t)ctx->rank)
-		return; /* our own broadcast, looped back by a bridge */
-	if (pi->known && memcmp(pi->mac, src_mac, 6) != 0) {
-		pp_warn("discovery: rank %u claimed by two ports; keeping the first", h.src_rank);
+	if (!pi->known || h.src_inc != pi->inc) {
+		pp_debug("membership: BYE of rank %u's incarnation %u dropped (stale)", h.src_rank,
+			 h.src_inc);
 		return;
 	}
-	if (!pi->known) {
-		memcpy(pi->mac, src_mac, 6);
-		snprintf(pi->node, sizeof(pi->node), "%s", p.node);
-		pi->known = 1;
-		ctx->nknown++;
+	if (!pi->bye) {
+		pi->bye = 1;
+		ctx->nbye++;
+		pp_proto_peer_gone(ctx->eng, h.src_rank);
 	}
-	pi->knows_all = p.knows_all;
-	if (h.dst_rank == PP_WIRE_RANK_ALL && (!p.knows_all || ctx->joined))
-		send_control(ctx, PP_WIRE_HELLO, pi->mac, h.src_rank, 0);
+	if (h.msg_id) {
+		pi->has_our_bye = 1;
+	} else if (ctx->leaving) { /* it lacks ours: answer, and keep waiting */
+		ctx->bye_last = now;
+		send_control(ctx, PP_WIRE_BYE, pi->mac, h.src_rank, pi->inc, 1);
+	}
 }
 
+/* cluster=FILE: every other rank's MAC (and node, if given) from the file;
+ * their incarnations come with their HELLOs. */
 static int load_cluster(pp_ctx *ctx)
 {
 	FILE *f = fopen(ctx->cfg.cluster, "r");
 	char line[256], mac[64], node[PP_NODE_NAME];
-	int lineno = 0, rc = 0;
+	int lineno = 0, rc = 0, listed = 1;
 
 	if (!f) {
 		pp_err("cluster file %s: cannot open", ctx->cfg.cluster);
 		return -EINVAL;
+	}
+	uint8_t *seen = calloc((size_t)ctx->size, 1);
+	if (!seen) {
+		fclose(f);
+		return -ENOMEM;
 	}
 	while (rc == 0 && fgets(line, sizeof(line), f)) {
 		int rank, n;
@@ -175,19 +256,35 @@ static int load_cluster(pp_ctx *ctx)
 		}
 		if (rank == ctx->rank)
 			continue; /* our MAC is the port's */
-		if (!pi->known)
-			ctx->nknown++;
+		if (!seen[rank])
+			listed++;
+		seen[rank] = 1;
 		memcpy(pi->mac, m, 6);
 		snprintf(pi->node, sizeof(pi->node), "%s", node);
-		pi->known = pi->knows_all = 1;
 	}
 	fclose(f);
-	if (rc == 0 && !all_known(ctx)) {
-		pp_err("cluster file %s: lists %u of %d ranks", ctx->cfg.cluster, ctx->nknown,
+	free(seen);
+	if (rc == 0 && listed != ctx->size) {
+		pp_err("cluster file %s: lists %d of %d ranks", ctx->cfg.cluster, listed,
 		       ctx->size);
 		rc = -EINVAL;
 	}
 	return rc;
+}
+
+/* Say HELLO: to every port at once, or with a cluster file to each rank's
+ * own (request: only to those not known yet). */
+static void say_hello(pp_ctx *ctx, uint32_t request)
+{
+	if (!ctx->cfg.cluster[0]) {
+		send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL, 0, request);
+		return;
+	}
+	for (int r = 0; r < ctx->size; r++) {
+		const struct pp_peer_info *pi = &ctx->peers[r];
+		if (r != ctx->rank && !(request && pi->known))
+			send_control(ctx, PP_WIRE_HELLO, pi->mac, (uint32_t)r, 0, request);
+	}
 }
 
 static int everyone_knows_all(const pp_ctx *ctx)
@@ -228,8 +325,8 @@ int pp_membership_join(pp_ctx *ctx)
 
 	if (ctx->cfg.cluster[0]) {
 		int rc = load_cluster(ctx);
-		ctx->joined = rc == 0;
-		return rc;
+		if (rc)
+			return rc;
 	}
 
 	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
@@ -237,7 +334,7 @@ int pp_membership_join(pp_ctx *ctx)
 	for (;;) {
 		uint64_t now = pp_now_ns();
 		if (all_known(ctx) && everyone_knows_all(ctx)) {
-			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL, 0);
+			say_hello(ctx, 0);
 			ctx->joined = 1;
 			return 0;
 		}
@@ -246,7 +343,7 @@ int pp_membership_join(pp_ctx *ctx)
 			return -ETIMEDOUT;
 		}
 		if (now >= ctx->next_hello) {
-			send_control(ctx, PP_WIRE_HELLO, broadcast, PP_WIRE_RANK_ALL, 0);
+			say_hello(ctx, HELLO_REQUEST);
 			ctx->next_hello = now + PP_HELLO_INTERVAL_NS;
 		}
 		pp_ctx_progress(ctx);
@@ -288,7 +385,7 @@ int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
 				if (r != ctx->rank && !pi->has_our_bye &&
 				    !pp_proto_peer_lost(ctx->eng, (uint32_t)r))
 					send_control(ctx, PP_WIRE_BYE, pi->mac, (uint32_t)r,
-						     pi->bye);
+						     pi->inc, pi->bye);
 			}
 			next = now + PP_HELLO_INTERVAL_NS;
 		}

@@ -75,7 +75,7 @@ static int is_membership(const struct pp_buf *b)
 {
 	if (b->len < PP_WIRE_MIN_FRAME)
 		return 0;
-	unsigned type = b->data[PP_WIRE_ETH_LEN] & 0x0f;
+	unsigned type = b->data[PP_WIRE_ETH_LEN + PP_WIRE_OFF_VER_TYPE] & 0x0f;
 	return type == PP_WIRE_HELLO || type == PP_WIRE_BYE;
 }
 

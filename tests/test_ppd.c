@@ -85,10 +85,17 @@ static int suite_clean(void)
 	return stop_daemon();
 }
 
+/* The incarnation these tests give rank of job. */
+static unsigned inc_of(unsigned job, unsigned rank)
+{
+	return 0x1000 + job * 16 + rank;
+}
+
 static int open_rank(struct pp_port **p, unsigned job, unsigned rank, unsigned size)
 {
 	char dev[256];
-	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%u,size=%u,path=%s", job, rank, size, sock);
+	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%u,size=%u,inc=%u,path=%s", job, rank, size,
+		 inc_of(job, rank), sock);
 	return pp_port_open(p, dev, NULL);
 }
 
@@ -97,10 +104,13 @@ static int open_rank(struct pp_port **p, unsigned job, unsigned rank, unsigned s
 static void test_attach_errors(void)
 {
 	struct pp_port *p, *q;
-	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=2,size=2,path=/x", NULL), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=2,size=2,inc=1,path=/x", NULL), -EINVAL);
 	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:rank=0", NULL), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=0,size=2,path=/x", NULL), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=0,size=2,inc=0,path=/x", NULL), -EINVAL);
 	CU_ASSERT_EQUAL(
-	    pp_port_open(&p, "ppd:job=1,rank=0,size=2,path=/nonexistent/ppd.sock", NULL), -ENODEV);
+	    pp_port_open(&p, "ppd:job=1,rank=0,size=2,inc=1,path=/nonexistent/ppd.sock", NULL),
+	    -ENODEV);
 	CU_ASSERT_EQUAL_FATAL(open_rank(&p, 11, 0, 2), 0);
 	CU_ASSERT_EQUAL(open_rank(&q, 11, 0, 2), -EADDRINUSE);
 	struct pp_port_info pi;
@@ -138,16 +148,24 @@ static int recv_frame(struct pp_port *p, uint8_t *out, size_t cap)
 	return -1;
 }
 
-static int send_hdr(struct pp_port *p, uint8_t type, unsigned job, unsigned src, unsigned dst,
-		    unsigned id, void *ext, uint32_t ext_len, void (*done)(void *), void *arg)
+/* A frame with headers only (and ext_len bytes of ext appended), from
+ * (job, src) in incarnation src_inc to dst's incarnation dst_inc. */
+static int send_inc(struct pp_port *p, uint8_t type, unsigned job, unsigned src, unsigned dst,
+		    unsigned src_inc, unsigned dst_inc, unsigned id, void *ext, uint32_t ext_len,
+		    void (*done)(void *), void *arg)
 {
 	struct pp_port_info pi;
 	struct pp_buf *b;
 	pp_port_info(p, &pi);
 	if (pp_port_alloc(p, &b, 1) != 1)
 		return -ENOMEM;
-	struct pp_wire_hdr h = {
-	    .type = type, .job = job, .src_rank = src, .dst_rank = dst, .msg_id = id};
+	struct pp_wire_hdr h = {.type = type,
+				.job = job,
+				.src_rank = src,
+				.dst_rank = dst,
+				.msg_id = id,
+				.src_inc = src_inc,
+				.dst_inc = dst_inc};
 	b->len = (uint32_t)pp_wire_encode(b->data, b->cap, pi.mac, pi.mac, &h, NULL);
 	if (ext) {
 		int rc = pp_port_attach_ext(p, b, ext, ext_len, done, arg);
@@ -159,8 +177,17 @@ static int send_hdr(struct pp_port *p, uint8_t type, unsigned job, unsigned src,
 	return pp_port_tx_burst(p, 0, &b, 1) == 1 ? 0 : -EAGAIN;
 }
 
-static uint32_t get32(const uint8_t *p)
+/* The same between the incarnations these tests give the ranks. */
+static int send_hdr(struct pp_port *p, uint8_t type, unsigned job, unsigned src, unsigned dst,
+		    unsigned id, void *ext, uint32_t ext_len, void (*done)(void *), void *arg)
 {
+	return send_inc(p, type, job, src, dst, inc_of(job, src), inc_of(job, dst), id, ext,
+			ext_len, done, arg);
+}
+
+static uint32_t field32(const uint8_t *frame, unsigned off)
+{
+	const uint8_t *p = frame + PP_WIRE_ETH_LEN + off;
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
@@ -186,20 +213,25 @@ static void test_ranges(void)
 	struct pp_port_stats s0, s1;
 	pp_port_stats(a, &s0);
 	/* good, then a hole, a range into the hole, a spoofed source, another
-	 * job, then good again: rank 1 sees exactly the two good ones. */
+	 * job, another incarnation of the sender, a frame for an earlier
+	 * incarnation of rank 1, then good again: rank 1 sees exactly the
+	 * two good ones. */
+	unsigned me = inc_of(12, 0), you = inc_of(12, 1);
 	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 1, good, 512, count, &done), 0);
 	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 2, map + pg, 16, count, &done), 0);
 	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 3, good + 1, 512, count, &done), 0);
 	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 1, 1, 4, NULL, 0, NULL, NULL), 0);
 	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 13, 0, 1, 5, NULL, 0, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(send_inc(a, PP_WIRE_ACK, 12, 0, 1, me + 1, you, 7, NULL, 0, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(send_inc(a, PP_WIRE_ACK, 12, 0, 1, me, you - 1, 8, NULL, 0, NULL, NULL), 0);
 	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 6, good, 100, count, &done), 0);
 	int len = recv_frame(b, frame, sizeof(frame));
 	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME + 512);
-	CU_ASSERT(len > 0 && get32(frame + PP_WIRE_ETH_LEN + 32) == 1);
+	CU_ASSERT(len > 0 && field32(frame, PP_WIRE_OFF_MSG_ID) == 1);
 	CU_ASSERT(len > 0 && memcmp(frame + PP_WIRE_MIN_FRAME, good, 512) == 0);
 	len = recv_frame(b, frame, sizeof(frame));
 	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME + 100);
-	CU_ASSERT(len > 0 && get32(frame + PP_WIRE_ETH_LEN + 32) == 6);
+	CU_ASSERT(len > 0 && field32(frame, PP_WIRE_OFF_MSG_ID) == 6);
 	struct pp_buf *t[4];
 	for (int i = 0; i < 10000 && done < 4; i++) {
 		unsigned n = pp_port_alloc(a, t, 4);
@@ -208,7 +240,7 @@ static void test_ranges(void)
 	}
 	CU_ASSERT_EQUAL(done, 4);
 	pp_port_stats(a, &s1);
-	CU_ASSERT_EQUAL(s1.tx_failed - s0.tx_failed, 4);
+	CU_ASSERT_EQUAL(s1.tx_failed - s0.tx_failed, 5);
 	/* attach_ext refuses what cannot be: not a tx buffer, too long. */
 	struct pp_buf *x;
 	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(a, &x, 1), 1);
@@ -239,9 +271,13 @@ static void test_dead_rank(void)
 	uint8_t f[256];
 	int len = recv_frame(a, f, sizeof(f));
 	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME);
-	CU_ASSERT(len > 0 && (f[PP_WIRE_ETH_LEN] & 0x0f) == PP_WIRE_BYE);
-	CU_ASSERT(len > 0 && get32(f + PP_WIRE_ETH_LEN + 24) == 2); /* from the dead rank */
-	CU_ASSERT(len > 0 && get32(f + PP_WIRE_ETH_LEN + 28) == 0);
+	struct pp_wire_peek pk;
+	CU_ASSERT_FATAL(len > 0 && pp_wire_peek(f, (size_t)len, &pk) == 0);
+	CU_ASSERT_EQUAL(pk.type, PP_WIRE_BYE);
+	CU_ASSERT_EQUAL(pk.src_rank, 2); /* from the dead rank */
+	CU_ASSERT_EQUAL(pk.src_inc, inc_of(14, 2));
+	CU_ASSERT_EQUAL(pk.dst_rank, 0);
+	CU_ASSERT_EQUAL(pk.dst_inc, 0); /* the daemon does not know rank 0's */
 	pp_port_close(a);
 }
 
@@ -325,9 +361,11 @@ static void test_stats(void)
 	size_t n = fread(out, 1, sizeof(out) - 1, f);
 	out[n] = '\0';
 	CU_ASSERT_EQUAL(pclose(f), 0);
-	/* The earlier tests: two bad ranges, a spoofed source, another job. */
+	/* The earlier tests: two bad ranges, a spoofed source, another job,
+	 * another incarnation; a frame for an earlier incarnation. */
 	CU_ASSERT(strstr(out, "bad_range=2 ") != NULL);
-	CU_ASSERT(strstr(out, "spoof=2 ") != NULL);
+	CU_ASSERT(strstr(out, "spoof=3 ") != NULL);
+	CU_ASSERT(strstr(out, "stale=1 ") != NULL);
 	CU_ASSERT(strstr(out, "handler") != NULL);
 }
 

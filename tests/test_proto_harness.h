@@ -39,7 +39,13 @@ static inline void net_mac(unsigned rank, uint8_t mac[6])
 	mac[5] = (uint8_t)rank;
 }
 
-/* Start n engines from conf (rank, nranks, job, mac filled in here). */
+/* Incarnation of rank in these rigs: non-zero and distinct, as in a job. */
+static inline uint32_t net_inc(unsigned rank)
+{
+	return 0x1000u + rank;
+}
+
+/* Start n engines from conf (rank, nranks, job, inc, mac filled in here). */
 static inline int net_init(struct net *net, unsigned n, const struct pp_proto_conf *conf)
 {
 	memset(net, 0, sizeof(*net));
@@ -50,6 +56,7 @@ static inline int net_init(struct net *net, unsigned n, const struct pp_proto_co
 		c.rank = i;
 		c.nranks = n;
 		c.job = 0x5eed;
+		c.inc = net_inc(i);
 		net_mac(i, c.mac);
 		int rc = pp_proto_create(&net->e[i], &c);
 		if (rc)
@@ -60,7 +67,7 @@ static inline int net_init(struct net *net, unsigned n, const struct pp_proto_co
 			if (i != j) {
 				uint8_t mac[6];
 				net_mac(j, mac);
-				if (pp_proto_peer_add(net->e[i], j, mac))
+				if (pp_proto_peer_add(net->e[i], j, mac, net_inc(j)))
 					return -1;
 			}
 	return 0;
@@ -88,7 +95,8 @@ static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
 				struct pp_wire_hdr h;
 				const uint8_t *pl;
 				enum pp_drop_reason why;
-				struct pp_wire_check chk = {0x5eed, dst, net->n, 9000};
+				struct pp_wire_check chk = {0x5eed, dst, net->n, 9000,
+							    net_inc(dst)};
 				if (net->filter &&
 				    pp_wire_decode(net->frame, (size_t)len, &chk, &h, &pl, &why) ==
 					0 &&
@@ -132,6 +140,7 @@ static inline int local_pair(struct pp_proto *e[2], const struct pp_proto_conf *
 		c.rank = i;
 		c.nranks = 2;
 		c.job = 0x5eed;
+		c.inc = net_inc(i);
 		c.hook_arg = (void *)(uintptr_t)i;
 		net_mac(i, c.mac);
 		int rc = pp_proto_create(&e[i], &c);
@@ -141,7 +150,7 @@ static inline int local_pair(struct pp_proto *e[2], const struct pp_proto_conf *
 	for (unsigned i = 0; i < 2; i++) {
 		uint8_t mac[6];
 		net_mac(1 - i, mac);
-		int rc = pp_proto_peer_add(e[i], 1 - i, mac);
+		int rc = pp_proto_peer_add(e[i], 1 - i, mac, net_inc(1 - i));
 		if (!rc)
 			rc = pp_proto_peer_local(e[i], 1 - i, btp1, btp2);
 		if (rc)
@@ -192,7 +201,7 @@ static inline int local_pump(struct pp_proto *e[2], uint8_t *f, size_t cap, uint
 }
 
 /* A header of message 0 (tag 7, len bytes) from rank 0 to rank 1 of job
- * 0x5eed: n bytes at off on stream (a stream other than 0 carries no ack),
+ * 0x5eed (incarnations net_inc): n bytes at off on stream (a stream other than 0 carries no ack),
  * FIRST with PULL at offset 0, LAST at the end. */
 static inline struct pp_wire_hdr msg0_frame(uint8_t type, uint16_t stream, uint32_t seq,
 					    uint64_t off, uint32_t n, uint64_t len)
@@ -208,6 +217,8 @@ static inline struct pp_wire_hdr msg0_frame(uint8_t type, uint16_t stream, uint3
 				.tag = 7,
 				.msg_len = len,
 				.offset = off,
+				.src_inc = net_inc(0),
+				.dst_inc = net_inc(1),
 				.payload_len = (uint16_t)n};
 	if (off == 0)
 		h.flags = PP_WIRE_F_FIRST | PP_WIRE_F_PULL;
@@ -253,13 +264,13 @@ static inline size_t build_frame(uint8_t *f, size_t cap, const struct pp_wire_hd
 /* Recompute the crc32c of a frame after the test changed it. */
 static inline void refresh_crc(uint8_t *f, size_t len)
 {
-	uint8_t *p = f + PP_WIRE_ETH_LEN;
-	memset(p + 56, 0, 4);
+	uint8_t *p = f + PP_WIRE_ETH_LEN, *q = p + PP_WIRE_OFF_CRC;
+	memset(q, 0, 4);
 	uint32_t c = pp_crc32c(0, p, len - PP_WIRE_ETH_LEN);
-	p[56] = (uint8_t)(c >> 24);
-	p[57] = (uint8_t)(c >> 16);
-	p[58] = (uint8_t)(c >> 8);
-	p[59] = (uint8_t)c;
+	q[0] = (uint8_t)(c >> 24);
+	q[1] = (uint8_t)(c >> 16);
+	q[2] = (uint8_t)(c >> 8);
+	q[3] = (uint8_t)c;
 }
 
 #endif

@@ -14,9 +14,9 @@
 #include "cu_main.h"
 #include "test_proto_harness.h"
 
-#define LEN  4000u /* message: 80 + 680 pushed, 3240 pulled in 3 DATA frames */
-#define MAXP 1440u /* payload per frame at MTU 1500 */
-#define XS   3	   /* a pull handler's stream */
+#define LEN  4000u		       /* message: 80 + 680 pushed, 3240 pulled in 3 DATA frames */
+#define MAXP (1500u - PP_WIRE_HDR_LEN) /* payload per frame at MTU 1500 */
+#define XS   3			       /* a pull handler's stream */
 
 static uint8_t sbuf[LEN], rbuf[LEN];
 
@@ -69,6 +69,7 @@ static void rig_init(struct rig *g)
 	c.rank = 1;
 	c.nranks = 2;
 	c.job = 0x5eed;
+	c.inc = net_inc(1);
 	c.place_post = h_post;
 	c.place_cancel = h_cancel;
 	net_mac(1, c.mac);
@@ -79,7 +80,7 @@ static void rig_init(struct rig *g)
 	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&g->e, &c), 0);
 	uint8_t mac[6];
 	net_mac(0, mac);
-	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(g->e, 0, mac), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(g->e, 0, mac, net_inc(0)), 0);
 	pat_fill(sbuf, LEN, 9);
 	memset(rbuf, 0, sizeof(rbuf));
 }
@@ -90,7 +91,7 @@ static void drain(struct rig *g)
 	pp_proto_handle_expiry(g->e, g->now);
 	int len;
 	while ((len = pp_proto_output(g->e, g->f, sizeof(g->f), g->now)) > 0) {
-		struct pp_wire_check chk = {0x5eed, 0, 2, 9000};
+		struct pp_wire_check chk = {0x5eed, 0, 2, 9000, net_inc(0)};
 		const uint8_t *pl;
 		enum pp_drop_reason why;
 		struct pp_wire_hdr h;

@@ -217,6 +217,7 @@ static void test_direct_min(void)
 	c.rank = 1;
 	c.nranks = 2;
 	c.job = 0x5eed; /* local_pair's */
+	c.inc = net_inc(1);
 	c.mac[5] = 1;
 	c.direct = hook_direct;
 	c.publish = hook_publish;
@@ -225,7 +226,7 @@ static void test_direct_min(void)
 	c.direct_min = 1000;
 	uint8_t mac[6] = {0};
 	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[1], &c), 0);
-	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac, net_inc(0)), 0);
 	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[1], 0, 16, 0), 0);
 	for (int late = 0; late < 2; late++) {
 		CU_ASSERT_EQUAL(one(1015, 1015, late, 1, s, r), 0); /* 999 left */

@@ -582,6 +582,7 @@ static void test_refused_first(void)
 	cf.rank = 1;
 	cf.nranks = 2;
 	cf.job = 0x5eed; /* local_pair's */
+	cf.inc = net_inc(1);
 	cf.mac[5] = 1;
 	cf.max_msgs = 2; /* 4 receive records */
 	cf.direct = hook_direct;
@@ -591,7 +592,7 @@ static void test_refused_first(void)
 	struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write, (void *)1};
 	CU_ASSERT_EQUAL_FATAL(pp_proto_set_recvq(w.e[1], &ops), 0);
 	uint8_t mac[6] = {0};
-	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac, net_inc(0)), 0);
 	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[1], 0, 16, 744), 0);
 	/* Four small messages (one frame each) fill every record; the FIRST
 	 * of message 4 is refused. */

@@ -7,7 +7,7 @@
 #include "cu_main.h"
 #include "test_proto_harness.h"
 
-static const struct pp_wire_check chk = {0x5eed, 1, 4, 1500};
+static const struct pp_wire_check chk = {0x5eed, 1, 4, 1500, 0x7001};
 
 static struct pp_wire_hdr sample(void)
 {
@@ -27,6 +27,8 @@ static struct pp_wire_hdr sample(void)
 	    .tag = 77,
 	    .msg_len = 0x123456789ull,
 	    .offset = 0,
+	    .src_inc = 0x7002,
+	    .dst_inc = 0x7001,
 	};
 	return h;
 }
@@ -37,7 +39,8 @@ static int hdr_eq(const struct pp_wire_hdr *a, const struct pp_wire_hdr *b)
 	       a->job == b->job && a->stream == b->stream && a->ack_stream == b->ack_stream &&
 	       a->seq == b->seq && a->ack == b->ack && a->credit == b->credit &&
 	       a->src_rank == b->src_rank && a->dst_rank == b->dst_rank && a->msg_id == b->msg_id &&
-	       a->tag == b->tag && a->msg_len == b->msg_len && a->offset == b->offset;
+	       a->tag == b->tag && a->msg_len == b->msg_len && a->offset == b->offset &&
+	       a->src_inc == b->src_inc && a->dst_inc == b->dst_inc;
 }
 
 static void test_crc_known(void)
@@ -67,14 +70,17 @@ static void test_roundtrip(void)
 	pat_fill(pl, sizeof(pl), 1);
 	struct pp_wire_hdr h = sample();
 	size_t n = build_frame(f, sizeof(f), &h, pl);
-	CU_ASSERT_EQUAL(n, 74 + 100);
+	CU_ASSERT_EQUAL(n, 82 + 100);
 	/* Fixed layout: EtherType and a few fields in network byte order. */
 	CU_ASSERT_EQUAL(f[12], 0x88);
 	CU_ASSERT_EQUAL(f[13], 0xB5);
-	CU_ASSERT_EQUAL(f[14], 0x12); /* ver 1, type PUSH */
+	CU_ASSERT_EQUAL(f[14], 0x22); /* ver 2, type PUSH */
 	CU_ASSERT_EQUAL(f[14 + 12], 0xde);
 	CU_ASSERT_EQUAL(f[14 + 20], 0x80);
 	CU_ASSERT_EQUAL(f[14 + 44], 0x23); /* msg_len low word starts 0x23456789 */
+	CU_ASSERT_EQUAL(f[14 + 58], 0x70); /* src_inc 0x7002 */
+	CU_ASSERT_EQUAL(f[14 + 59], 0x02);
+	CU_ASSERT_EQUAL(f[14 + 63], 0x01); /* dst_inc 0x7001 */
 	struct pp_wire_hdr g;
 	const uint8_t *p;
 	enum pp_drop_reason why = PP_DROP_MAX;
@@ -87,7 +93,8 @@ static void test_roundtrip(void)
 		h = sample();
 		h.type = t;
 		h.flags = 0;
-		h.payload_len = (t == PP_WIRE_PUSH || t == PP_WIRE_DATA) ? 1440 : 0;
+		h.payload_len =
+		    (t == PP_WIRE_PUSH || t == PP_WIRE_DATA) ? 1500 - PP_WIRE_HDR_LEN : 0;
 		h.offset = 5;
 		n = build_frame(f, sizeof(f), &h, pl);
 		CU_ASSERT_EQUAL_FATAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
@@ -225,28 +232,39 @@ static void m_ack_payload(struct pp_wire_hdr *h)
 }
 static void m_big(struct pp_wire_hdr *h)
 {
-	h->payload_len = 1441; /* 60 + 1441 > MTU 1500 */
+	h->payload_len = 1433; /* 68 + 1433 > MTU 1500 */
+}
+static void m_dst_inc(struct pp_wire_hdr *h)
+{
+	h->dst_inc = 0x7000; /* an earlier life of rank 1 */
+}
+static void m_dst_inc0(struct pp_wire_hdr *h)
+{
+	h->dst_inc = 0; /* "whichever" is not for a PUSH */
 }
 
 static void test_reject(void)
 {
 	expect(PP_DROP_SHORT, NULL, -1, 0, 0, -101);
 	expect(PP_DROP_SHORT, NULL, 12, 0x08, 0, 0); /* IPv4 EtherType */
-	expect(PP_DROP_VERSION, NULL, 14, 0x22, 0, 0);
-	expect(PP_DROP_VERSION, NULL, 14, 0x02, 1, 0);
-	expect(PP_DROP_TYPE, NULL, 14, 0x10, 1, 0);
-	expect(PP_DROP_TYPE, NULL, 14, 0x19, 1, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x32, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x12, 1, 0); /* version 1 */
+	expect(PP_DROP_TYPE, NULL, 14, 0x20, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x29, 1, 0);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, -1);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, 1);
 	expect(PP_DROP_LENGTH, m_ack_payload, -1, 0, 0, 0);
 	expect(PP_DROP_LENGTH, m_big, -1, 0, 0, 0);
-	expect(PP_DROP_CRC, NULL, 14 + 60 + 5, 0x55, 0, 0);
-	expect(PP_DROP_CRC, NULL, 14 + 56, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 68 + 5, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 64, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 57, 0x55, 0, 0); /* the incarnations are covered */
 	expect(PP_DROP_CRC, NULL, 14 + 30, 0x55, 0, 0);
 	expect(PP_DROP_JOB, m_job, -1, 0, 0, 0);
 	expect(PP_DROP_RANK, m_src_big, -1, 0, 0, 0);
 	expect(PP_DROP_RANK, m_src_self, -1, 0, 0, 0);
 	expect(PP_DROP_RANK, m_dst, -1, 0, 0, 0);
+	expect(PP_DROP_STALE, m_dst_inc, -1, 0, 0, 0);
+	expect(PP_DROP_STALE, m_dst_inc0, -1, 0, 0, 0);
 	expect(PP_DROP_RANGE, m_range, -1, 0, 0, 0);
 	expect(PP_DROP_RANGE, m_range_wrap, -1, 0, 0, 0);
 	expect(PP_DROP_RANGE, m_first_off, -1, 0, 0, 0);
@@ -282,10 +300,84 @@ static void test_hello_broadcast(void)
 	const uint8_t *p;
 	enum pp_drop_reason why;
 	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
+	h.dst_inc = 0; /* nobody known yet */
+	n = build_frame(f, sizeof(f), &h, NULL);
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
 	h.type = PP_WIRE_ACK;
 	n = build_frame(f, sizeof(f), &h, NULL);
 	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
 	CU_ASSERT_EQUAL(why, PP_DROP_RANK);
+}
+
+/* Incarnations: 0 stands for "whichever" only on HELLO to all and BYE; the
+ * serial order wraps. */
+static void test_incarnation(void)
+{
+	uint8_t f[256];
+	struct pp_wire_hdr h = sample(), g;
+	const uint8_t *p;
+	enum pp_drop_reason why;
+	h.type = PP_WIRE_BYE;
+	h.flags = 0;
+	h.payload_len = 0;
+	h.dst_inc = 0; /* a daemon's BYE for a dead rank */
+	size_t n = build_frame(f, sizeof(f), &h, NULL);
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
+	CU_ASSERT_EQUAL(g.src_inc, 0x7002);
+	h.dst_inc = 0x7000; /* a BYE meant for an earlier life of ours */
+	n = build_frame(f, sizeof(f), &h, NULL);
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_STALE);
+	h.type = PP_WIRE_HELLO; /* an answer names us */
+	h.dst_inc = 0x7000;
+	n = build_frame(f, sizeof(f), &h, NULL);
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_STALE);
+	h.dst_inc = 0; /* a HELLO to rank 1 whose incarnation is not known yet */
+	n = build_frame(f, sizeof(f), &h, NULL);
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_STALE);
+	/* The local form keeps the rule. */
+	h = sample();
+	h.dst_inc = 0x7003;
+	int m = pp_wire_encode_local(f, sizeof(f), &h, f + 200);
+	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)m, &chk, &g, &p, &why), -EPROTO);
+	CU_ASSERT_EQUAL(why, PP_DROP_STALE);
+	CU_ASSERT_TRUE(pp_wire_inc_after(2, 1));
+	CU_ASSERT_FALSE(pp_wire_inc_after(1, 1));
+	CU_ASSERT_FALSE(pp_wire_inc_after(1, 2));
+	CU_ASSERT_TRUE(pp_wire_inc_after(3, 0xfffffff0u)); /* after a wrap */
+	CU_ASSERT_STRING_EQUAL(pp_wire_drop_name(PP_DROP_STALE), "stale");
+}
+
+/* The daemon routes by pp_wire_peek: the fields the decoder reads, from
+ * any frame of our EtherType and version, checked or not. */
+static void test_peek(void)
+{
+	uint8_t f[256], pl[100];
+	pat_fill(pl, sizeof(pl), 5);
+	struct pp_wire_hdr h = sample();
+	size_t n = build_frame(f, sizeof(f), &h, pl);
+	struct pp_wire_peek pk;
+	CU_ASSERT_EQUAL_FATAL(pp_wire_peek(f, n, &pk), 0);
+	CU_ASSERT_EQUAL(pk.type, h.type);
+	CU_ASSERT_EQUAL(pk.flags, h.flags);
+	CU_ASSERT_EQUAL(pk.job, h.job);
+	CU_ASSERT_EQUAL(pk.stream, h.stream);
+	CU_ASSERT_EQUAL(pk.ack_stream, h.ack_stream);
+	CU_ASSERT_EQUAL(pk.src_rank, h.src_rank);
+	CU_ASSERT_EQUAL(pk.dst_rank, h.dst_rank);
+	CU_ASSERT_EQUAL(pk.msg_id, h.msg_id);
+	CU_ASSERT_EQUAL(pk.src_inc, h.src_inc);
+	CU_ASSERT_EQUAL(pk.dst_inc, h.dst_inc);
+	f[20] ^= 1; /* a bad CRC is not peek's business */
+	CU_ASSERT_EQUAL(pp_wire_peek(f, n, &pk), 0);
+	CU_ASSERT_EQUAL(pp_wire_peek(f, PP_WIRE_MIN_FRAME - 1, &pk), -EPROTO);
+	f[14] = 0x12; /* version 1 */
+	CU_ASSERT_EQUAL(pp_wire_peek(f, n, &pk), -EPROTO);
+	f[14] = 0x22;
+	f[12] = 0x08;
+	CU_ASSERT_EQUAL(pp_wire_peek(f, n, &pk), -EPROTO);
 }
 
 static CU_TestInfo tests[] = {
@@ -293,6 +385,8 @@ static CU_TestInfo tests[] = {
     {"encode/decode round trip", test_roundtrip},
     {"every rejection reason", test_reject},
     {"hello to all ranks", test_hello_broadcast},
+    {"incarnations", test_incarnation},
+    {"peek", test_peek},
     {"local (ring) form: round trip and every rule", test_local},
     CU_TEST_INFO_NULL,
 };

@@ -19,12 +19,6 @@
 #define IDLE_SPINS	4    /* empty passes before each one yields the core */
 #define IDLE_NO_RANK_US 1000 /* sleep per empty pass while no rank is attached */
 
-/* Offsets into a frame: Ethernet header, then the protocol header. */
-#define OFF_TYPE (PP_WIRE_ETH_LEN + 0)
-#define OFF_JOB	 (PP_WIRE_ETH_LEN + 4)
-#define OFF_SRC	 (PP_WIRE_ETH_LEN + 24)
-#define OFF_DST	 (PP_WIRE_ETH_LEN + 28)
-
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -32,18 +26,13 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* Single writer: a plain add published with a relaxed store. */
 #define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
 
 /* PULL frames moved, either way (ppd --stats). */
-static void count_pull(struct ppd_handler *h, const uint8_t *f)
+static void count_pull(struct ppd_handler *h, const struct pp_wire_peek *pk)
 {
-	if ((f[OFF_TYPE] & 0x0f) == PP_WIRE_PULL)
+	if (pk->type == PP_WIRE_PULL)
 		COUNT(h, pulls, 1);
 }
 
@@ -52,11 +41,12 @@ static void drop(struct ppd_handler *h, enum ppd_drop why)
 	COUNT(h, drops[why], 1);
 }
 
-/* A frame of ours, long enough to route: 1, else 0. */
-static int routable(const uint8_t *f, uint32_t len)
+/* 1 when a frame is for rank r's incarnation (wire.h: or names none where
+ * that is allowed); a frame for an earlier life of (job, rank) is not. */
+static int for_inc(const struct ppd_rank *r, const struct pp_wire_peek *pk)
 {
-	return len >= PP_WIRE_MIN_FRAME && f[12] == (PP_WIRE_ETHERTYPE >> 8) &&
-	       f[13] == (PP_WIRE_ETHERTYPE & 0xff);
+	return pk->dst_inc == r->inc ||
+	       (pk->dst_inc == 0 && pp_wire_inc_any_ok(pk->type, pk->dst_rank));
 }
 
 static struct ppd_rank *lookup(struct ppd *d, uint32_t job, uint32_t rank)
@@ -164,14 +154,13 @@ static void place_flush_empty(struct pbatch *b)
  * (not such a frame, no description, bad CRC or fields: the engine judges
  * it). */
 static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r, const uint8_t *f,
-		     uint32_t len)
+		     uint32_t len, const struct pp_wire_peek *pk)
 {
-	const uint8_t *p = f + PP_WIRE_ETH_LEN;
-	if ((p[0] & 0x0f) != PP_WIRE_DATA || len < PP_WIRE_MIN_FRAME + PPD_PLACE_MIN)
+	if (pk->type != PP_WIRE_DATA || len < PP_WIRE_MIN_FRAME + PPD_PLACE_MIN)
 		return 0;
 	if (b->r && b->r != r)
 		place_flush(h, b);
-	uint32_t src = get32(f + OFF_SRC), msg_id = get32(p + 32);
+	uint32_t src = pk->src_rank, msg_id = pk->msg_id;
 	/* An entry this batch holds already, else a POSTED one to take. */
 	unsigned k = 0;
 	while (k < b->nheld && (b->hsrc[k] != src || b->hmsg[k] != msg_id))
@@ -179,7 +168,7 @@ static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r
 	if (k == b->nheld && !ppd_place_posted(r->hdr, src, msg_id))
 		return 0;
 	/* The whole frame checked (CRC included) before a byte is written. */
-	struct pp_wire_check chk = {r->job, r->rank, r->size, h->d->info.mtu};
+	struct pp_wire_check chk = {r->job, r->rank, r->size, h->d->info.mtu, r->inc};
 	struct pp_wire_hdr wh;
 	const uint8_t *pl;
 	enum pp_drop_reason why;
@@ -240,22 +229,28 @@ static unsigned nic_rx(struct ppd_handler *h)
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *f = bufs[i]->data;
 		uint32_t len = bufs[i]->len;
-		if (!routable(f, len)) {
+		struct pp_wire_peek pk;
+		if (pp_wire_peek(f, len, &pk)) {
 			place_flush(h, &pb);
 			drop(h, PPD_DROP_BAD_FRAME);
 			continue;
 		}
-		uint32_t job = get32(f + OFF_JOB), dst = get32(f + OFF_DST);
-		struct ppd_rank *r = dst == PP_WIRE_RANK_ALL ? NULL : lookup(d, job, dst);
-		if (r && !d->no_place && place_add(h, &pb, r, f, len))
-			continue;    /* its payload goes straight into the buffer */
-		place_flush(h, &pb); /* frames reach each rank in order */
-		count_pull(h, f);
-		if (dst == PP_WIRE_RANK_ALL) {
-			deliver_job(h, job, get32(f + OFF_SRC), f, len);
+		struct ppd_rank *r =
+		    pk.dst_rank == PP_WIRE_RANK_ALL ? NULL : lookup(d, pk.job, pk.dst_rank);
+		if (r && !for_inc(r, &pk)) {
+			place_flush(h, &pb);
+			drop(h, PPD_DROP_STALE);
 			continue;
 		}
-		if (r && ppd_pull_intercept(h, r, f, len))
+		if (r && !d->no_place && place_add(h, &pb, r, f, len, &pk))
+			continue;    /* its payload goes straight into the buffer */
+		place_flush(h, &pb); /* frames reach each rank in order */
+		count_pull(h, &pk);
+		if (pk.dst_rank == PP_WIRE_RANK_ALL) {
+			deliver_job(h, pk.job, pk.src_rank, f, len);
+			continue;
+		}
+		if (r && ppd_pull_intercept(h, r, f, len, &pk))
 			continue; /* a pull handler's ACK or NACK */
 		if (r)
 			deliver(h, r, f, len);
@@ -283,19 +278,23 @@ static unsigned flush(struct ppd_handler *h)
 	return sent;
 }
 
-/* Route a checked frame from rank r, in NIC buffer b: to ranks here, to the
- * wire, or both (broadcast). Takes b. */
-static void route(struct ppd_handler *h, struct ppd_rank *r, struct pp_buf *b)
+/* Route a checked frame from rank r, in NIC buffer b (pk: its fields): to
+ * ranks here, to the wire, or both (broadcast). Takes b. */
+static void route(struct ppd_handler *h, struct ppd_rank *r, struct pp_buf *b,
+		  const struct pp_wire_peek *pk)
 {
-	uint32_t dst = get32(b->data + OFF_DST);
-	count_pull(h, b->data);
-	if (dst == PP_WIRE_RANK_ALL) {
+	count_pull(h, pk);
+	if (pk->dst_rank == PP_WIRE_RANK_ALL) {
 		deliver_job(h, r->job, r->rank, b->data, b->len);
 	} else {
-		struct ppd_rank *to = lookup(h->d, r->job, dst);
+		struct ppd_rank *to = lookup(h->d, r->job, pk->dst_rank);
 		if (to) {
-			deliver(h, to, b->data, b->len);
-			COUNT(h, loopback, 1);
+			if (for_inc(to, pk)) {
+				deliver(h, to, b->data, b->len);
+				COUNT(h, loopback, 1);
+			} else {
+				drop(h, PPD_DROP_STALE);
+			}
 			pp_port_free(h->d->port, &b, 1);
 			return;
 		}
@@ -328,13 +327,14 @@ static void zc_done(void *arg)
 
 /* Take frame record rec (record number seq) of rank r into a NIC buffer:
  * the header is copied and checked on the copy (so the rank cannot change
- * it afterwards); the payload is copied too, or, for a large frame to
- * another node when the port can, attached where it lies in the rank's slot
- * (*zc set: the slot stays busy until the port is done). Returns the buffer,
- * or NULL (dropped and counted). *retry is set when no NIC buffer was free:
- * the record must stay for the next pass. */
+ * it afterwards: *pk is read from it); the payload is copied too, or, for a
+ * large frame to another node when the port can, attached where it lies in
+ * the rank's slot (*zc set: the slot stays busy until the port is done).
+ * Returns the buffer, or NULL (dropped and counted). *retry is set when no
+ * NIC buffer was free: the record must stay for the next pass. */
 static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
-				 const struct ppd_rec *rec, uint64_t seq, int *retry, int *zc)
+				 const struct ppd_rec *rec, uint64_t seq, int *retry, int *zc,
+				 struct pp_wire_peek *pk)
 {
 	struct ppd *d = h->d;
 	struct pp_buf *b;
@@ -355,18 +355,18 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 	}
 	const uint8_t *slot = r->tx_slots + (size_t)rec->slot * d->slot_bytes;
 	memcpy(b->data, slot, PP_WIRE_MIN_FRAME);
-	if (!routable(b->data, (uint32_t)total)) {
+	if (pp_wire_peek(b->data, (uint32_t)total, pk)) {
 		pp_port_free(d->port, &b, 1);
 		drop(h, PPD_DROP_BAD_FRAME);
 		return NULL;
 	}
-	if (get32(b->data + OFF_JOB) != r->job || get32(b->data + OFF_SRC) != r->rank) {
+	if (pk->job != r->job || pk->src_rank != r->rank || pk->src_inc != r->inc) {
 		pp_port_free(d->port, &b, 1);
 		drop(h, PPD_DROP_SPOOF);
 		return NULL;
 	}
 	memcpy(b->data + 6, d->info.mac, 6); /* every frame of the node leaves from here */
-	uint32_t dst = get32(b->data + OFF_DST);
+	uint32_t dst = pk->dst_rank;
 	b->len = PP_WIRE_MIN_FRAME;
 	if (r->zc && !rec->ext_len && rec->len >= PP_WIRE_MIN_FRAME + ZC_MIN &&
 	    dst != PP_WIRE_RANK_ALL && !lookup(d, r->job, dst)) {
@@ -458,7 +458,8 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 		}
 		int retry = 0, zc = 0;
 		uint64_t seq = r->tx_seq;
-		struct pp_buf *b = take_frame(h, r, &rec, seq, &retry, &zc);
+		struct pp_wire_peek pk;
+		struct pp_buf *b = take_frame(h, r, &rec, seq, &retry, &zc, &pk);
 		if (retry)
 			break; /* no NIC buffer now: the record stays */
 		pp_shm_ring_release(&r->tx);
@@ -473,7 +474,7 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 		COUNT(h, from_ranks, 1);
 		n++;
 		if (b)
-			route(h, r, b);
+			route(h, r, b, &pk);
 	}
 	return n;
 }
@@ -509,7 +510,9 @@ static void say_bye(struct ppd_handler *h, struct ppd_rank *r)
 					  .src_rank = r->rank,
 					  .dst_rank = to,
 					  .msg_id = 1,
-					  .tag = r->size};
+					  .tag = r->size,
+					  .src_inc = r->inc,
+					  .dst_inc = 0}; /* whichever: judged by src_inc */
 		struct pp_buf *b;
 		if (h->ntxq == PPD_BURST)
 			flush(h);
@@ -615,7 +618,7 @@ void ppd_handlers_stop(struct ppd *d)
 }
 
 static const char *const drop_names[PPD_DROP_COUNT] = {
-    "no_rank", "rank_full", "bad_frame", "spoof", "bad_range", "dead",
+    "no_rank", "rank_full", "bad_frame", "spoof", "bad_range", "dead", "stale",
 };
 
 void ppd_stats_format(const struct ppd *d, char *buf, size_t len)

@@ -359,9 +359,9 @@ static void attach(struct ppd *d, int c, const struct ppd_attach_req *req, const
 		reply(c, -EPERM, 0, -1, "uid %u may not attach to a daemon of uid %u", cr->uid, me);
 		goto refuse;
 	}
-	if (req->version != PPD_VERSION || req->size == 0 || req->rank >= req->size) {
-		reply(c, -EINVAL, 0, -1, "bad request (version %u, rank %u of %u)", req->version,
-		      req->rank, req->size);
+	if (req->version != PPD_VERSION || req->size == 0 || req->rank >= req->size || !req->inc) {
+		reply(c, -EINVAL, 0, -1, "bad request (version %u, rank %u of %u, incarnation %u)",
+		      req->version, req->rank, req->size, req->inc);
 		goto refuse;
 	}
 	struct ppd_rank *r = NULL;
@@ -384,6 +384,7 @@ static void attach(struct ppd *d, int c, const struct ppd_attach_req *req, const
 	r->job = req->job;
 	r->rank = req->rank;
 	r->size = req->size;
+	r->inc = req->inc;
 	r->pid = cr->pid;
 	r->uid = cr->uid;
 	int memfd = -1, rc = make_region(d, r, &memfd);

@@ -61,6 +61,7 @@
 #include "pp_port.h"
 #include "ppd_shm.h"
 #include "ring.h"
+#include "wire.h"
 
 #define PPD_MAX_RANKS	 64
 #define PPD_MAX_HANDLERS 16
@@ -85,6 +86,7 @@ enum ppd_drop {
 	PPD_DROP_SPOOF,	      /* a rank's frame with another job or rank as source */
 	PPD_DROP_BAD_RANGE,   /* appended range the rank cannot read (EFAULT) */
 	PPD_DROP_DEAD,	      /* queued by or for a rank that died */
+	PPD_DROP_STALE,	      /* for an earlier incarnation of an attached rank */
 	PPD_DROP_COUNT,
 };
 
@@ -95,6 +97,7 @@ struct ppd;
 struct ppd_rank {
 	_Atomic int state;		/* enum ppd_rank_state */
 	uint32_t job, rank, size;	/* from its attach request */
+	uint32_t inc;			/* its incarnation, from the request too */
 	pid_t pid;			/* from SO_PEERCRED: whose memory process_vm_readv reads */
 	uid_t uid;			/* from SO_PEERCRED */
 	int conn;			/* its connection (EOF: it died) */
@@ -148,43 +151,46 @@ struct ppd_counters {
 	uint64_t place_failed;		/* writes that failed: the frame went whole */
 };
 
-/* One (job, rank, peer) DATA sequence of a handler's stream. */
+/* One (job, rank, peer) DATA sequence of a handler's stream, for one
+ * incarnation of each (a later one starts a new sequence at 0). */
 struct ppd_flow {
-	uint32_t job, src, dst; /* job key, serving rank, receiving rank */
-	uint32_t snd_nxt;	/* next seq a new job starts at */
-	uint64_t srtt, rttvar;	/* round-trip estimate, ns (srtt 0: none yet) */
-	uint8_t used;		/* entry taken */
-	uint8_t busy;		/* a job runs on it (one at a time) */
+	uint32_t job, src, dst;	   /* job key, serving rank, receiving rank */
+	uint32_t src_inc, dst_inc; /* their incarnations */
+	uint32_t snd_nxt;	   /* next seq a new job starts at */
+	uint64_t srtt, rttvar;	   /* round-trip estimate, ns (srtt 0: none yet) */
+	uint8_t used;		   /* entry taken */
+	uint8_t busy;		   /* a job runs on it (one at a time) */
 };
 
 /* One PULL served by a handler. */
 struct ppd_pjob {
-	uint8_t used;		/* entry taken */
-	uint8_t started;	/* it has its flow and first seq */
-	uint8_t failing;	/* a read failed: send nothing more, then FAILED */
-	struct ppd_rank *r;	/* serving rank's entry */
-	pid_t pid;		/* ... and its pid then (the entry may be reused) */
-	uint32_t job, src, dst; /* job key, serving rank, receiving rank */
-	uint32_t msg_id, tag;	/* the message */
-	uint32_t slot;		/* its pull entry in the rank's region */
-	uint64_t addr, len;	/* send buffer in the rank, message length */
-	uint64_t off;		/* first byte to send */
-	uint8_t mac[6];		/* the receiver's MAC (the PULL's source) */
-	struct ppd_flow *flow;	/* its sequence */
-	uint32_t seq0;		/* seq of the frame at off */
-	uint32_t nframes;	/* frames in all */
-	uint32_t una, nxt;	/* frames acked, next frame to send (index) */
-	uint32_t sent;		/* frames sent at least once */
-	uint32_t tries;		/* timeouts without progress */
-	uint64_t timeout_ns;	/* no progress this long: FAILED */
-	uint64_t progress;	/* when an ack last moved una (or the job started) */
-	uint8_t probing;	/* a timeout resent frame una alone; its ack decides */
-	uint8_t probe_owed;	/* ... and it is still to be sent */
-	uint8_t rtt_on;		/* frame rtt_k is being timed (one at a time, Karn) */
-	uint32_t rtt_k;		/* the timed frame */
-	uint64_t rtt_t0;	/* when it was sent */
-	uint64_t rto;		/* current timeout */
-	uint64_t deadline;	/* when it fires (frames unacked) */
+	uint8_t used;		   /* entry taken */
+	uint8_t started;	   /* it has its flow and first seq */
+	uint8_t failing;	   /* a read failed: send nothing more, then FAILED */
+	struct ppd_rank *r;	   /* serving rank's entry */
+	pid_t pid;		   /* ... and its pid then (the entry may be reused) */
+	uint32_t job, src, dst;	   /* job key, serving rank, receiving rank */
+	uint32_t src_inc, dst_inc; /* their incarnations */
+	uint32_t msg_id, tag;	   /* the message */
+	uint32_t slot;		   /* its pull entry in the rank's region */
+	uint64_t addr, len;	   /* send buffer in the rank, message length */
+	uint64_t off;		   /* first byte to send */
+	uint8_t mac[6];		   /* the receiver's MAC (the PULL's source) */
+	struct ppd_flow *flow;	   /* its sequence */
+	uint32_t seq0;		   /* seq of the frame at off */
+	uint32_t nframes;	   /* frames in all */
+	uint32_t una, nxt;	   /* frames acked, next frame to send (index) */
+	uint32_t sent;		   /* frames sent at least once */
+	uint32_t tries;		   /* timeouts without progress */
+	uint64_t timeout_ns;	   /* no progress this long: FAILED */
+	uint64_t progress;	   /* when an ack last moved una (or the job started) */
+	uint8_t probing;	   /* a timeout resent frame una alone; its ack decides */
+	uint8_t probe_owed;	   /* ... and it is still to be sent */
+	uint8_t rtt_on;		   /* frame rtt_k is being timed (one at a time, Karn) */
+	uint32_t rtt_k;		   /* the timed frame */
+	uint64_t rtt_t0;	   /* when it was sent */
+	uint64_t rto;		   /* current timeout */
+	uint64_t deadline;	   /* when it fires (frames unacked) */
 };
 
 enum ppd_msg_type {
@@ -204,6 +210,8 @@ struct ppd_msg {
 	uint32_t job;		 /* job key */
 	uint32_t src;		 /* serving rank (the ack's destination) */
 	uint32_t dst;		 /* receiving rank (the ack's source) */
+	uint32_t src_inc;	 /* the serving rank's incarnation */
+	uint32_t dst_inc;	 /* the receiving rank's */
 	uint32_t msg_id, tag;	 /* JOB: the message */
 	uint64_t addr, len, off; /* JOB: what to send, copied from the entry */
 	uint64_t timeout_ns;	 /* JOB: receiver silent this long: FAILED */
@@ -251,7 +259,8 @@ void ppd_handlers_stop(struct ppd *d);
  * 1 when it was a handler's ACK or NACK (taken: not for the rank), else 0
  * (a PULL matching a POSTED entry has started a job). run: one pass of
  * handler h's jobs; returns frames and messages handled. */
-int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len);
+int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len,
+		       const struct pp_wire_peek *pk);
 unsigned ppd_pull_run(struct ppd_handler *h);
 
 /* Print the handlers' counters into buf (at most len bytes, NUL-ended). */

@@ -100,6 +100,8 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 				    .job = r->job,
 				    .src = r->rank,
 				    .dst = w->src_rank,
+				    .src_inc = r->inc,
+				    .dst_inc = w->src_inc,
 				    .msg_id = w->msg_id,
 				    .tag = x->tag,
 				    .addr = x->addr,
@@ -133,37 +135,46 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 	COUNT(h, pulls_left, 1); /* a PULL seen again, or never described */
 }
 
-int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len)
+int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len,
+		       const struct pp_wire_peek *pk)
 {
 	struct ppd *d = h->d;
-	uint8_t type = f[PP_WIRE_ETH_LEN] & 0x0f;
-	if (type == PP_WIRE_BYE && !d->no_pull_serve) {
+	uint8_t type = pk->type;
+	int ours = pk->ack_stream >= 1 && pk->ack_stream <= PPD_SERVERS && pk->ack_stream <= d->nh;
+	int act = 0;
+	switch (type) {
+	case PP_WIRE_BYE:
+	case PP_WIRE_PULL:
+		act = !d->no_pull_serve;
+		break;
+	case PP_WIRE_ACK:
+	case PP_WIRE_NACK:
+		act = ours; /* on a handler's stream: the handler's, not the rank's */
+		break;
+	}
+	if (!act)
+		return 0;
+	/* Acted on only once the whole frame is checked, as the rank will. */
+	struct pp_wire_hdr w;
+	const uint8_t *pl;
+	enum pp_drop_reason why;
+	struct pp_wire_check chk = {r->job, r->rank, r->size, d->info.mtu, r->inc};
+	if (pp_wire_decode(f, len, &chk, &w, &pl, &why))
+		return 0; /* the rank's engine counts it */
+	if (type == PP_WIRE_BYE) {
 		/* The receiver left: what it did not ack by now it never will. */
 		struct ppd_msg m = {.type = PPD_MSG_BYE,
 				    .job = r->job,
 				    .src = r->rank,
-				    .dst = (uint32_t)f[PP_WIRE_ETH_LEN + 24] << 24 |
-					   (uint32_t)f[PP_WIRE_ETH_LEN + 25] << 16 |
-					   (uint32_t)f[PP_WIRE_ETH_LEN + 26] << 8 |
-					   f[PP_WIRE_ETH_LEN + 27]};
+				    .dst = w.src_rank,
+				    .src_inc = r->inc,
+				    .dst_inc = w.src_inc};
 		int n = d->nh < PPD_SERVERS ? d->nh : PPD_SERVERS;
 		for (int i = 0; i < n; i++)
 			if (atomic_load_explicit(&d->h[i].load, memory_order_relaxed))
 				post(&d->h[i], &m);
 		return 0; /* the rank needs it too */
 	}
-	if (type != PP_WIRE_PULL && type != PP_WIRE_ACK && type != PP_WIRE_NACK)
-		return 0;
-	uint16_t ack_stream = (uint16_t)(f[PP_WIRE_ETH_LEN + 10] << 8 | f[PP_WIRE_ETH_LEN + 11]);
-	int ours = ack_stream >= 1 && ack_stream <= PPD_SERVERS && ack_stream <= d->nh;
-	if (type == PP_WIRE_PULL ? d->no_pull_serve : !ours)
-		return 0;
-	struct pp_wire_hdr w;
-	const uint8_t *pl;
-	enum pp_drop_reason why;
-	struct pp_wire_check chk = {r->job, r->rank, r->size, d->info.mtu};
-	if (pp_wire_decode(f, len, &chk, &w, &pl, &why))
-		return 0; /* the rank's engine counts it */
 	if (type == PP_WIRE_PULL) {
 		take_pull(h, r, &w, f);
 		return 0; /* the rank needs it for its own sequence */
@@ -172,20 +183,22 @@ int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t 
 			    .job = r->job,
 			    .src = r->rank,
 			    .dst = w.src_rank,
+			    .src_inc = r->inc,
+			    .dst_inc = w.src_inc,
 			    .ack = w.ack};
-	post(&d->h[ack_stream - 1], &m); /* full: go-back-N recovers */
+	post(&d->h[pk->ack_stream - 1], &m); /* full: go-back-N recovers */
 	return 1;
 }
 
 /* ---- the serving handler's side ---- */
 
-/* 1 when rank src of job is attached here. */
-static int attached(const struct ppd *d, uint32_t job, uint32_t src)
+/* 1 when rank src of job, in incarnation inc, is attached here. */
+static int attached(const struct ppd *d, uint32_t job, uint32_t src, uint32_t inc)
 {
 	for (int i = 0; i < PPD_MAX_RANKS; i++) {
 		const struct ppd_rank *r = &d->ranks[i];
 		if (atomic_load_explicit(&r->state, memory_order_acquire) == PPD_RANK_ACTIVE &&
-		    r->job == job && r->rank == src)
+		    r->job == job && r->rank == src && r->inc == inc)
 			return 1;
 	}
 	return 0;
@@ -194,9 +207,10 @@ static int attached(const struct ppd *d, uint32_t job, uint32_t src)
 /* The sequence of (job, src, dst) on h's stream; a new one starts at 0 (so
  * does the receiver's, for a new job). A full table reuses the entry of a
  * rank no longer attached (its job is over). NULL when none can go. */
-static struct ppd_flow *flow_get(struct ppd_handler *h, uint32_t job, uint32_t src, uint32_t dst)
+static struct ppd_flow *flow_get(struct ppd_handler *h, const struct ppd_pjob *j)
 {
-	uint32_t k = (job * 2654435761u ^ src * 40503u ^ dst) % PPD_FLOWS;
+	uint32_t job = j->job, src = j->src, dst = j->dst;
+	uint32_t k = (job * 2654435761u ^ src * 40503u ^ dst ^ j->dst_inc * 97u) % PPD_FLOWS;
 	struct ppd_flow *slot = NULL;
 	for (uint32_t i = 0; i < PPD_FLOWS; i++) {
 		struct ppd_flow *f = &h->flows[(k + i) % PPD_FLOWS];
@@ -204,18 +218,24 @@ static struct ppd_flow *flow_get(struct ppd_handler *h, uint32_t job, uint32_t s
 			slot = f;
 			break;
 		}
-		if (f->job == job && f->src == src && f->dst == dst)
+		if (f->job == job && f->src == src && f->dst == dst && f->src_inc == j->src_inc &&
+		    f->dst_inc == j->dst_inc)
 			return f;
 	}
 	/* Cold: the table is full (or this key's probe run is). */
 	for (uint32_t i = 0; !slot && i < PPD_FLOWS; i++) {
 		struct ppd_flow *f = &h->flows[i];
-		if (!f->busy && !attached(h->d, f->job, f->src))
+		if (!f->busy && !attached(h->d, f->job, f->src, f->src_inc))
 			slot = f;
 	}
 	if (!slot)
 		return NULL;
-	*slot = (struct ppd_flow){.job = job, .src = src, .dst = dst, .used = 1};
+	*slot = (struct ppd_flow){.job = job,
+				  .src = src,
+				  .dst = dst,
+				  .src_inc = j->src_inc,
+				  .dst_inc = j->dst_inc,
+				  .used = 1};
 	return slot;
 }
 
@@ -295,7 +315,9 @@ static int send_frame(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, int
 				.msg_id = j->msg_id,
 				.tag = j->tag,
 				.msg_len = j->len,
-				.offset = off};
+				.offset = off,
+				.src_inc = j->src_inc,
+				.dst_inc = j->dst_inc};
 	if (pp_wire_encode_hdr(b->data, b->cap, j->mac, d->info.mac, &w, pl) <= 0) {
 		pp_port_free(d->port, &b, 1);
 		return -1;
@@ -337,6 +359,8 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 					       .job = m->job,
 					       .src = m->src,
 					       .dst = m->dst,
+					       .src_inc = m->src_inc,
+					       .dst_inc = m->dst_inc,
 					       .msg_id = m->msg_id,
 					       .tag = m->tag,
 					       .slot = m->slot,
@@ -355,7 +379,8 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 			for (unsigned k = 0; k < PPD_PJOBS; k++) {
 				struct ppd_pjob *j = &h->jobs[k];
 				if (j->used && j->job == m->job && j->src == m->src &&
-				    j->dst == m->dst && j->una < j->nframes) {
+				    j->dst == m->dst && j->dst_inc == m->dst_inc &&
+				    j->una < j->nframes) {
 					j->failing = 1;
 					j->nxt = j->una;
 				}
@@ -366,7 +391,8 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 		for (unsigned k = 0; k < PPD_PJOBS; k++) {
 			struct ppd_pjob *j = &h->jobs[k];
 			if (!j->used || !j->started || j->job != m->job || j->src != m->src ||
-			    j->dst != m->dst)
+			    j->dst != m->dst || j->src_inc != m->src_inc ||
+			    j->dst_inc != m->dst_inc)
 				continue;
 			uint32_t una = j->seq0 + j->una, sent = j->seq0 + j->sent;
 			if (j->una == 0 && m->ack != j->seq0 &&
@@ -430,7 +456,7 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 		    PPD_PULL_CANCEL)
 			j->failing = 1; /* the rank dropped the send */
 		if (!j->started) {
-			struct ppd_flow *f = flow_get(h, j->job, j->src, j->dst);
+			struct ppd_flow *f = flow_get(h, j);
 			if (!f) {
 				job_end(h, j, 0);
 				continue;

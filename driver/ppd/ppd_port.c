@@ -2,7 +2,7 @@
 /*
  * The "ppd" backend: a rank's port served by its node daemon ppd (see
  * ppd_shm.h for the attach protocol and the shared region). Device string:
- *   ppd:job=JOB,rank=RANK,size=SIZE,path=SOCKET
+ *   ppd:job=JOB,rank=RANK,size=SIZE,inc=INC,path=SOCKET
  * (the runtime builds it from daemon=SOCKET). The rank never touches the NIC:
  * the engine writes each frame straight into a tx slot of the shared region
  * and tx_burst publishes one record per frame on the tx ring; rx_burst hands
@@ -68,16 +68,21 @@ static struct ppd_port *to_ppd(struct pp_port *p)
 	return (struct ppd_port *)p;
 }
 
-/* Parse "job=J,rank=R,size=S,path=P". Errors: -EINVAL. */
+/* Parse "job=J,rank=R,size=S,inc=I,path=P". Errors: -EINVAL. */
 static int parse_dev(const char *dev, struct ppd_attach_req *req, const char **path)
 {
-	unsigned job, rank, size;
+	unsigned job, rank, size, inc;
 	int n = 0;
-	if (sscanf(dev, "job=%u,rank=%u,size=%u,path=%n", &job, &rank, &size, &n) != 3 || !n ||
-	    !dev[n] || rank >= size)
+	if (sscanf(dev, "job=%u,rank=%u,size=%u,inc=%u,path=%n", &job, &rank, &size, &inc, &n) !=
+		4 ||
+	    !n || !dev[n] || rank >= size || !inc)
 		return -EINVAL;
-	*req = (struct ppd_attach_req){
-	    .magic = PPD_MAGIC, .version = PPD_VERSION, .job = job, .rank = rank, .size = size};
+	*req = (struct ppd_attach_req){.magic = PPD_MAGIC,
+				       .version = PPD_VERSION,
+				       .job = job,
+				       .rank = rank,
+				       .size = size,
+				       .inc = inc};
 	*path = dev + n;
 	return 0;
 }
@@ -193,7 +198,7 @@ static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port
 	struct ppd_attach_req req;
 	const char *path;
 	if (parse_dev(dev, &req, &path)) {
-		pp_err("ppd: bad device '%s' (want job=J,rank=R,size=S,path=SOCKET)", dev);
+		pp_err("ppd: bad device '%s' (want job=J,rank=R,size=S,inc=I,path=SOCKET)", dev);
 		return -EINVAL;
 	}
 	struct ppd_port *p = calloc(1, sizeof(*p));

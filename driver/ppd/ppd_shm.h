@@ -59,7 +59,7 @@
 
 #define PPD_MAGIC	  0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC	  0x70707331u /* "pps1": print counters */
-#define PPD_VERSION	  3u
+#define PPD_VERSION	  4u
 #define PPD_HDR_BYTES	  4096u /* header page */
 #define PPD_RING_CELLS	  4096u /* cells per ring (64 bytes each) */
 #define PPD_TX_SLOTS	  256u	/* frames a rank may have in flight to the daemon */
@@ -76,7 +76,7 @@ struct ppd_attach_req {
 	uint32_t job;	  /* job key */
 	uint32_t rank;	  /* the rank attaching */
 	uint32_t size;	  /* ranks in the job */
-	uint32_t pad;	  /* zero */
+	uint32_t inc;	  /* its incarnation (proto/wire.h), not 0: its frames carry it */
 };
 
 /* Daemon -> rank, the answer; the memfd rides along when status is 0. */

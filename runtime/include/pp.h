@@ -65,7 +65,7 @@ typedef struct pp_status {
 /* Reasons a received frame is rejected; indexes pp_stats.drops[]. */
 enum pp_drop_reason {
 	PP_DROP_SHORT = 0, /* shorter than Ethernet + protocol header */
-	PP_DROP_VERSION,   /* protocol version is not 1 */
+	PP_DROP_VERSION,   /* protocol version is not 2 */
 	PP_DROP_TYPE,	   /* unknown frame type */
 	PP_DROP_LENGTH,	   /* payload_len disagrees with the frame length */
 	PP_DROP_CRC,	   /* crc32c mismatch */
@@ -75,6 +75,7 @@ enum pp_drop_reason {
 	PP_DROP_DUP,	   /* duplicate or out-of-window sequence number */
 	PP_DROP_STATE,	   /* valid frame that fits no known message or peer */
 	PP_DROP_NOBUF,	   /* no pushed-buffer space (only with credits off) */
+	PP_DROP_STALE,	   /* from or for an earlier incarnation of a rank */
 	PP_DROP_MAX
 };
 

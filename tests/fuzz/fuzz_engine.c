@@ -22,7 +22,7 @@ static void fix(uint8_t *f, size_t len, uint8_t sel)
 	f[12] = 0x88;
 	f[13] = 0xB5;
 	uint8_t *p = f + 14;
-	p[0] = (uint8_t)(0x10 | (p[0] & 0x0f));
+	p[0] = (uint8_t)(PP_WIRE_VERSION << 4 | (p[0] & 0x0f));
 	uint16_t pl = (uint16_t)(len - PP_WIRE_MIN_FRAME);
 	p[2] = (uint8_t)(pl >> 8);
 	p[3] = (uint8_t)pl;
@@ -32,10 +32,17 @@ static void fix(uint8_t *f, size_t len, uint8_t sel)
 	p[31] = 0;
 	if (sel & 4) /* small sequence numbers and acks reach the window */
 		memset(p + 12, 0, 3), memset(p + 16, 0, 3);
-	memset(p + 56, 0, 4);
+	/* incarnations: the sender's is 0x100 + rank, ours 0x100 (or 0: any) */
+	memset(p + PP_WIRE_OFF_SRC_INC, 0, 8);
+	p[PP_WIRE_OFF_SRC_INC + 2] = 1;
+	p[PP_WIRE_OFF_SRC_INC + 3] = p[27];
+	if (!(sel & 8))
+		p[PP_WIRE_OFF_DST_INC + 2] = 1;
+	memset(p + PP_WIRE_OFF_CRC, 0, 4);
 	uint32_t c = pp_crc32c(0, p, len - 14);
-	p[56] = (uint8_t)(c >> 24), p[57] = (uint8_t)(c >> 16), p[58] = (uint8_t)(c >> 8),
-	p[59] = (uint8_t)c;
+	uint8_t *q = p + PP_WIRE_OFF_CRC;
+	q[0] = (uint8_t)(c >> 24), q[1] = (uint8_t)(c >> 16), q[2] = (uint8_t)(c >> 8),
+	q[3] = (uint8_t)c;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -45,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.rank = 0;
 	c.nranks = 3;
 	c.job = 0x5eed;
+	c.inc = 0x100;
 	c.window = 8;
 	c.max_msgs = 8;
 	c.pushbuf_bytes = 8192;
@@ -54,8 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pp_proto_create(&e, &c))
 		abort();
 	static const uint8_t m1[6] = {2, 0, 0, 0, 0, 1}, m2[6] = {2, 0, 0, 0, 0, 2};
-	pp_proto_peer_add(e, 1, m1);
-	pp_proto_peer_add(e, 2, m2);
+	pp_proto_peer_add(e, 1, m1, 0x101);
+	pp_proto_peer_add(e, 2, m2, 0x102);
 	static uint8_t rb[3][4096], sb[5000], out[1600], f[1600];
 	pp_proto_recv(e, PP_PROTO_ANY, PP_PROTO_ANY, rb[0], sizeof(rb[0]), 1);
 	pp_proto_recv(e, 1, 3, rb[1], 100, 2);

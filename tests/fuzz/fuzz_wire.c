@@ -34,10 +34,12 @@ static void local_form(const uint8_t *data, size_t size, const struct pp_wire_ch
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct pp_wire_check chk = {0x5eed, 1, 4, 1500};
+	static const struct pp_wire_check chk = {0x5eed, 1, 4, 1500, 0x101};
 	struct pp_wire_hdr h;
 	const uint8_t *pl;
 	enum pp_drop_reason why = PP_DROP_MAX;
+	struct pp_wire_peek pk;
+	int peeked = pp_wire_peek(data, size, &pk) == 0;
 	local_form(data, size, &chk);
 	if (pp_wire_decode(data, size, &chk, &h, &pl, &why)) {
 		if ((unsigned)why >= PP_DROP_MAX)
@@ -46,13 +48,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (pl != data + PP_WIRE_MIN_FRAME || size != PP_WIRE_MIN_FRAME + (size_t)h.payload_len)
 		abort();
+	/* What the daemon routes by is what the decoder read. */
+	if (!peeked || pk.type != h.type || pk.job != h.job || pk.src_rank != h.src_rank ||
+	    pk.dst_rank != h.dst_rank || pk.msg_id != h.msg_id || pk.src_inc != h.src_inc ||
+	    pk.dst_inc != h.dst_inc || pk.stream != h.stream)
+		abort();
 	uint8_t out[PP_WIRE_MIN_FRAME + 65536];
 	int n = pp_wire_encode(out, sizeof(out), data, data + 6, &h, pl);
-	/* Re-encoding zeroes the reserved field and keeps everything else. */
-	uint8_t ref[PP_WIRE_MIN_FRAME + 65536];
-	memcpy(ref, data, size);
-	ref[14 + 22] = ref[14 + 23] = 0;
-	if (n != (int)size || memcmp(out, ref, 14 + 22) || memcmp(out + 36 + 2, ref + 38, 56 - 24))
+	/* Re-encoding zeroes the reserved field and keeps everything else
+	 * (the CRC then differs when the reserved field was not zero). */
+	const size_t res = PP_WIRE_ETH_LEN + PP_WIRE_OFF_RESERVED,
+		     crc = PP_WIRE_ETH_LEN + PP_WIRE_OFF_CRC;
+	if (n != (int)size || memcmp(out, data, res) || out[res] || out[res + 1] ||
+	    memcmp(out + res + 2, data + res + 2, crc - res - 2) ||
+	    memcmp(out + PP_WIRE_MIN_FRAME, data + PP_WIRE_MIN_FRAME, h.payload_len))
 		abort();
 	return 0;
 }

@@ -224,8 +224,13 @@ static int send_ext(struct pp_port *p, const struct pp_port_info *pi, uint32_t i
 	struct pp_buf *b;
 	if (pp_port_alloc(p, &b, 1) != 1)
 		return -ENOMEM;
-	struct pp_wire_hdr h = {
-	    .type = PP_WIRE_HELLO, .job = JOB, .src_rank = 0, .dst_rank = 1, .msg_id = id};
+	struct pp_wire_hdr h = {.type = PP_WIRE_HELLO,
+				.job = JOB,
+				.src_rank = 0,
+				.dst_rank = 1,
+				.msg_id = id,
+				.src_inc = 1,
+				.dst_inc = 2};
 	int len = pp_wire_encode(b->data, b->cap, pi->mac, pi->mac, &h, NULL);
 	b->len = (uint32_t)len;
 	int rc = pp_port_attach_ext(p, b, ext, ext_len, set_done, done);
@@ -238,7 +243,7 @@ static int send_ext(struct pp_port *p, const struct pp_port_info *pi, uint32_t i
 
 static uint32_t msg_id_of(const uint8_t *f)
 {
-	const uint8_t *p = f + PP_WIRE_ETH_LEN + 32;
+	const uint8_t *p = f + PP_WIRE_ETH_LEN + PP_WIRE_OFF_MSG_ID;
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
@@ -247,9 +252,9 @@ static int badrange(const char *sock)
 	char dev[512];
 	struct pp_port *a, *b;
 	struct pp_port_info ai;
-	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=0,size=2,path=%s", JOB, sock);
+	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=0,size=2,inc=1,path=%s", JOB, sock);
 	int rc = pp_port_open(&a, dev, NULL);
-	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=1,size=2,path=%s", JOB, sock);
+	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=1,size=2,inc=2,path=%s", JOB, sock);
 	if (rc == 0)
 		rc = pp_port_open(&b, dev, NULL);
 	if (rc) {
