@@ -20,7 +20,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -75,8 +77,9 @@ static void usage(FILE *f)
 	    "      --no-pin          do not pin ranks to cores\n"
 	    "  -h, --help            this text\n\n"
 	    "Each rank gets PP_RANK, PP_SIZE, PP_JOB, PP_NODE, PP_DEV (and PP_MODE, PP_BTP1,\n"
-	    "PP_BTP2, PP_DAEMON when given). Output lines are prefixed with [rank]. The exit\n"
-	    "status is the first non-zero status of a rank; the others are then killed.\n",
+	    "PP_BTP2, and with --daemon PP_DAEMON and a random PP_TOKEN). Output lines are\n"
+	    "prefixed with [rank]. The exit status is the first non-zero status of a rank;\n"
+	    "the others are then killed.\n",
 	    f);
 }
 
@@ -287,7 +290,8 @@ static void set_env(const char *key, const char *val)
 }
 
 /* In the child: enter the node's namespace, pin, set PP_*, exec. */
-static void child(const struct opts *o, int rank, unsigned job, int out_fd, int err_fd)
+static void child(const struct opts *o, int rank, unsigned job, uint64_t token, int out_fd,
+		  int err_fd)
 {
 	int node, port;
 	char buf[256], ns[64];
@@ -324,6 +328,10 @@ static void child(const struct opts *o, int rank, unsigned job, int out_fd, int 
 	if (o->daemon) {
 		snprintf(buf, sizeof(buf), "/run/pp/ppd-%s.sock", ns);
 		set_env("PP_DAEMON", buf);
+		/* The daemons bind the job to its first rank's token: nobody
+		 * outside this launch can join it or take one of its ranks. */
+		snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)token);
+		set_env("PP_TOKEN", buf);
 	} else if (strcmp(o->dev_kind, "pcap") == 0) {
 		snprintf(buf, sizeof(buf), "pcap:pp%d", port);
 		set_env("PP_DEV", buf);
@@ -510,6 +518,9 @@ int main(int argc, char **argv)
 	}
 	static struct stream streams[2 * MAX_RANKS];
 	unsigned job = (unsigned)getpid() ^ (unsigned)time(NULL) << 8;
+	uint64_t token = 0;
+	if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token))
+		token = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
 	int nstreams = 2 * o.nranks;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -532,7 +543,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (pids[r] == 0)
-			child(&o, r, job, po[1], pe[1]);
+			child(&o, r, job, token, po[1], pe[1]);
 		setpgid(pids[r], pids[r]); /* also here: no race with kill_all */
 		close(po[1]);
 		close(pe[1]);

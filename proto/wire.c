@@ -131,8 +131,8 @@ static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
 	if (x->job != chk->job)
 		return PP_DROP_JOB;
 	if (x->src_rank >= chk->nranks || x->src_rank == chk->rank ||
-	    (x->dst_rank != chk->rank &&
-	     !(x->type == PP_WIRE_HELLO && x->dst_rank == PP_WIRE_RANK_ALL)))
+	    (x->dst_rank != chk->rank && !((x->type == PP_WIRE_HELLO || x->type == PP_WIRE_BYE) &&
+					   x->dst_rank == PP_WIRE_RANK_ALL)))
 		return PP_DROP_RANK;
 	if (x->dst_inc != chk->inc &&
 	    !(x->dst_inc == 0 && pp_wire_inc_any_ok(x->type, x->dst_rank)))

@@ -21,7 +21,8 @@
  * enum pp_drop_reason: SHORT (fewer than 82 bytes, or not our EtherType),
  * VERSION, TYPE, LENGTH (payload_len disagrees with the frame, exceeds the
  * MTU, or is non-zero on a type that carries none), CRC, JOB, RANK (source
- * out of range or destination not us; HELLO may be sent to PP_WIRE_RANK_ALL),
+ * out of range or destination not us; HELLO and BYE may be sent to
+ * PP_WIRE_RANK_ALL),
  * STALE (dst_inc not ours), RANGE (payload outside [0, msg_len), or a PULL
  * offset past msg_len).
  *
@@ -50,7 +51,7 @@
 #define PP_WIRE_HDR_LEN	  68
 #define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
 #define PP_WIRE_VERSION	  2
-#define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO to every rank */
+#define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO or BYE to every rank */
 
 /* Field offsets from the start of the protocol header (after Ethernet). */
 enum pp_wire_off {

@@ -117,8 +117,10 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	/* daemon=SOCKET: the node daemon's rings are the port (driver/ppd). */
 	char dev[PP_CFG_STR + 64];
 	if (ctx->cfg.daemon[0])
-		snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%d,size=%d,inc=%u,path=%s",
-			 ctx->cfg.job, ctx->rank, ctx->size, ctx->inc, ctx->cfg.daemon);
+		snprintf(dev, sizeof(dev),
+			 "ppd:job=%u,rank=%d,size=%d,inc=%u,token=%llx,timeout=%u,path=%s",
+			 ctx->cfg.job, ctx->rank, ctx->size, ctx->inc,
+			 (unsigned long long)ctx->cfg.token, ctx->cfg.timeout_ms, ctx->cfg.daemon);
 	else
 		snprintf(dev, sizeof(dev), "%s", ctx->cfg.dev);
 	rc = pp_port_open(&ctx->port, dev, &pconf);

@@ -79,6 +79,15 @@ static uint32_t fnv1a(const char *s)
 	return h;
 }
 
+/* The same in 64 bits, for the job token (never 0: 0 means none). */
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h ? h : 1;
+}
+
 static int set_one(struct pp_config *c, const char *key, const char *v)
 {
 	uint32_t u;
@@ -94,6 +103,10 @@ static int set_one(struct pp_config *c, const char *key, const char *v)
 		if (!v[0] || set_str(c->job_name, v))
 			return -EINVAL;
 		c->job = parse_u32(v, UINT32_MAX, &u) == 0 ? u : fnv1a(v);
+		return 0;
+	}
+	if (strcmp(key, "token") == 0) {
+		c->token = v[0] ? fnv1a64(v) : 0;
 		return 0;
 	}
 	if (strcmp(key, "mode") == 0) {

@@ -28,6 +28,7 @@ struct pp_config {
 	int rank;		     /* this rank, 0..size-1 (-1: unset) */
 	int size;		     /* ranks in the job (-1: unset) */
 	uint32_t job;		     /* job key on the wire */
+	uint64_t token;		     /* job token: binds the job at its node daemon (0: none) */
 	char job_name[PP_CFG_STR];   /* job key as given (names shm segments) */
 	char node[PP_CFG_STR];	     /* node name; same node = shared memory */
 	char dev[PP_CFG_STR];	     /* port: EAL device args or pcap:IFACE */

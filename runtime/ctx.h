@@ -126,6 +126,7 @@ struct pp_ctx {
 	int locking;			   /* 1 when pull handlers run */
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
 
+	int daemon_lost;	 /* daemon=SOCKET: the daemon went away; every peer failed */
 	struct pp_shm_link *shm; /* intranode link, NULL when no local peer uses it */
 	int shm_only;		 /* every peer is local: the port carries only membership */
 	unsigned port_skip;	 /* passes since the port was last polled (shm_only) */

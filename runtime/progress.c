@@ -10,6 +10,7 @@
 #endif
 
 #include "ctx.h"
+#include "pp_log.h"
 #include "pp_compiler.h"
 #include "ppd/ppd_pull.h"
 #include "wire.h"
@@ -206,6 +207,20 @@ void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->place_cancel = place_cancel;
 }
 
+/* The node daemon is gone (killed, or stopped): nothing more reaches any
+ * peer, so every peer is lost and every operation fails with -ECONNRESET
+ * now rather than after timeout_ms. */
+static unsigned daemon_lost(pp_ctx *ctx)
+{
+	ctx->daemon_lost = 1;
+	pp_err("rank %d: the node daemon at %s is gone; operations fail", ctx->rank,
+	       ctx->cfg.daemon);
+	for (int r = 0; r < ctx->size; r++)
+		if (r != ctx->rank)
+			pp_proto_peer_fail(ctx->eng, (uint32_t)r);
+	return 1;
+}
+
 static int progress_locked(pp_ctx *ctx, int spin)
 {
 	/* An idle pass costs well under 0.1 us, a fifth of it the clock read and
@@ -239,8 +254,11 @@ static int progress_locked(pp_ctx *ctx, int spin)
 		n += tx(ctx, now);
 	if (ctx->shm)
 		n += pp_shm_link_tx(ctx, now);
-	if (ctx->cfg.daemon[0]) /* one load unless the daemon finished a pull */
+	if (ctx->cfg.daemon[0]) { /* a load or two unless the daemon finished a pull */
 		n += ppd_port_pull_poll(ctx->port, handoff_done, ctx);
+		if (pp_unlikely(ppd_port_gone(ctx->port)) && !ctx->daemon_lost)
+			n += daemon_lost(ctx);
+	}
 	n += completions(ctx);
 	if (n)
 		ctx->clock_skip = 0;

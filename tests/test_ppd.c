@@ -22,81 +22,23 @@
 
 #include "cu_main.h"
 #include "pp.h"
-#include "pp_port.h"
-#include "wire.h"
+#include "ppd_harness.h"
 
-static pid_t daemon_pid = -1;
-static char tmpdir[64], sock[96];
-
-static int daemon_up(void)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	int ok = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	if (s >= 0)
-		close(s);
-	return ok;
-}
-
-static int start_daemon(void)
-{
-	const char *ppd = getenv("PPD");
-	if (!ppd)
-		return -1;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pp-test-ppd.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	snprintf(sock, sizeof(sock), "%s/ppd.sock", tmpdir);
-	char link[64];
-	snprintf(link, sizeof(link), "sim:ppdtest%d/0", (int)getpid());
-	daemon_pid = fork();
-	if (daemon_pid == 0) {
-		execl(ppd, ppd, "--dev", link, "--socket", sock, "--cores", "0", "--drain-ms",
-		      "2000", (char *)NULL);
-		_exit(127);
-	}
-	prctl(PR_SET_PTRACER, (unsigned long)daemon_pid, 0, 0, 0);
-	for (int i = 0; i < 500 && !daemon_up(); i++)
-		usleep(10000);
-	return daemon_up() ? 0 : -1;
-}
-
-static int stop_daemon(void)
-{
-	int st = -1;
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, &st, 0);
-		daemon_pid = -1;
-	}
-	unlink(sock);
-	rmdir(tmpdir);
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
+static struct td dmn; /* the daemon of these tests */
 
 static int suite_init(void)
 {
-	return start_daemon();
+	return td_start(&dmn, "ppd", NULL);
 }
 
 static int suite_clean(void)
 {
-	return stop_daemon();
-}
-
-/* The incarnation these tests give rank of job. */
-static unsigned inc_of(unsigned job, unsigned rank)
-{
-	return 0x1000 + job * 16 + rank;
+	return td_stop(&dmn);
 }
 
 static int open_rank(struct pp_port **p, unsigned job, unsigned rank, unsigned size)
 {
-	char dev[256];
-	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=%u,size=%u,inc=%u,path=%s", job, rank, size,
-		 inc_of(job, rank), sock);
-	return pp_port_open(p, dev, NULL);
+	return td_open(&dmn, p, job, rank, size);
 }
 
 /* --- attach ------------------------------------------------------------- */
@@ -104,12 +46,18 @@ static int open_rank(struct pp_port **p, unsigned job, unsigned rank, unsigned s
 static void test_attach_errors(void)
 {
 	struct pp_port *p, *q;
-	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=2,size=2,inc=1,path=/x", NULL), -EINVAL);
+	CU_ASSERT_EQUAL(
+	    pp_port_open(&p, "ppd:job=1,rank=2,size=2,inc=1,token=0,timeout=100,path=/x", NULL),
+	    -EINVAL);
 	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:rank=0", NULL), -EINVAL);
 	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=0,size=2,path=/x", NULL), -EINVAL);
-	CU_ASSERT_EQUAL(pp_port_open(&p, "ppd:job=1,rank=0,size=2,inc=0,path=/x", NULL), -EINVAL);
 	CU_ASSERT_EQUAL(
-	    pp_port_open(&p, "ppd:job=1,rank=0,size=2,inc=1,path=/nonexistent/ppd.sock", NULL),
+	    pp_port_open(&p, "ppd:job=1,rank=0,size=2,inc=0,token=0,timeout=100,path=/x", NULL),
+	    -EINVAL);
+	CU_ASSERT_EQUAL(
+	    pp_port_open(
+		&p, "ppd:job=1,rank=0,size=2,inc=1,token=0,timeout=100,path=/nonexistent/ppd.sock",
+		NULL),
 	    -ENODEV);
 	CU_ASSERT_EQUAL_FATAL(open_rank(&p, 11, 0, 2), 0);
 	CU_ASSERT_EQUAL(open_rank(&q, 11, 0, 2), -EADDRINUSE);
@@ -131,65 +79,6 @@ static void test_attach_errors(void)
 }
 
 /* --- frames between two ranks of the node -------------------------------- */
-
-/* Wait for one frame on p; its length, or -1. */
-static int recv_frame(struct pp_port *p, uint8_t *out, size_t cap)
-{
-	struct pp_buf *b;
-	for (int i = 0; i < 200000; i++) {
-		if (pp_port_rx_burst(p, 0, &b, 1) == 1) {
-			int len = (int)b->len;
-			memcpy(out, b->data, b->len < cap ? b->len : cap);
-			pp_port_free(p, &b, 1);
-			return len;
-		}
-		usleep(10);
-	}
-	return -1;
-}
-
-/* A frame with headers only (and ext_len bytes of ext appended), from
- * (job, src) in incarnation src_inc to dst's incarnation dst_inc. */
-static int send_inc(struct pp_port *p, uint8_t type, unsigned job, unsigned src, unsigned dst,
-		    unsigned src_inc, unsigned dst_inc, unsigned id, void *ext, uint32_t ext_len,
-		    void (*done)(void *), void *arg)
-{
-	struct pp_port_info pi;
-	struct pp_buf *b;
-	pp_port_info(p, &pi);
-	if (pp_port_alloc(p, &b, 1) != 1)
-		return -ENOMEM;
-	struct pp_wire_hdr h = {.type = type,
-				.job = job,
-				.src_rank = src,
-				.dst_rank = dst,
-				.msg_id = id,
-				.src_inc = src_inc,
-				.dst_inc = dst_inc};
-	b->len = (uint32_t)pp_wire_encode(b->data, b->cap, pi.mac, pi.mac, &h, NULL);
-	if (ext) {
-		int rc = pp_port_attach_ext(p, b, ext, ext_len, done, arg);
-		if (rc) {
-			pp_port_free(p, &b, 1);
-			return rc;
-		}
-	}
-	return pp_port_tx_burst(p, 0, &b, 1) == 1 ? 0 : -EAGAIN;
-}
-
-/* The same between the incarnations these tests give the ranks. */
-static int send_hdr(struct pp_port *p, uint8_t type, unsigned job, unsigned src, unsigned dst,
-		    unsigned id, void *ext, uint32_t ext_len, void (*done)(void *), void *arg)
-{
-	return send_inc(p, type, job, src, dst, inc_of(job, src), inc_of(job, dst), id, ext,
-			ext_len, done, arg);
-}
-
-static uint32_t field32(const uint8_t *frame, unsigned off)
-{
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN + off;
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 static void count(void *arg)
 {
@@ -217,21 +106,23 @@ static void test_ranges(void)
 	 * incarnation of rank 1, then good again: rank 1 sees exactly the
 	 * two good ones. */
 	unsigned me = inc_of(12, 0), you = inc_of(12, 1);
-	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 1, good, 512, count, &done), 0);
-	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 2, map + pg, 16, count, &done), 0);
-	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 3, good + 1, 512, count, &done), 0);
-	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 1, 1, 4, NULL, 0, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 13, 0, 1, 5, NULL, 0, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(send_inc(a, PP_WIRE_ACK, 12, 0, 1, me + 1, you, 7, NULL, 0, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(send_inc(a, PP_WIRE_ACK, 12, 0, 1, me, you - 1, 8, NULL, 0, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(send_hdr(a, PP_WIRE_HELLO, 12, 0, 1, 6, good, 100, count, &done), 0);
-	int len = recv_frame(b, frame, sizeof(frame));
+	CU_ASSERT_EQUAL(td_send(a, PP_WIRE_HELLO, 12, 0, 1, 1, good, 512, count, &done), 0);
+	CU_ASSERT_EQUAL(td_send(a, PP_WIRE_HELLO, 12, 0, 1, 2, map + pg, 16, count, &done), 0);
+	CU_ASSERT_EQUAL(td_send(a, PP_WIRE_HELLO, 12, 0, 1, 3, good + 1, 512, count, &done), 0);
+	CU_ASSERT_EQUAL(td_send(a, PP_WIRE_HELLO, 12, 1, 1, 4, NULL, 0, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(td_send(a, PP_WIRE_HELLO, 13, 0, 1, 5, NULL, 0, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(td_send_inc(a, PP_WIRE_ACK, 12, 0, 1, me + 1, you, 7, NULL, 0, NULL, NULL),
+			0);
+	CU_ASSERT_EQUAL(td_send_inc(a, PP_WIRE_ACK, 12, 0, 1, me, you - 1, 8, NULL, 0, NULL, NULL),
+			0);
+	CU_ASSERT_EQUAL(td_send(a, PP_WIRE_HELLO, 12, 0, 1, 6, good, 100, count, &done), 0);
+	int len = td_recv(b, frame, sizeof(frame));
 	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME + 512);
-	CU_ASSERT(len > 0 && field32(frame, PP_WIRE_OFF_MSG_ID) == 1);
+	CU_ASSERT(len > 0 && td_field32(frame, PP_WIRE_OFF_MSG_ID) == 1);
 	CU_ASSERT(len > 0 && memcmp(frame + PP_WIRE_MIN_FRAME, good, 512) == 0);
-	len = recv_frame(b, frame, sizeof(frame));
+	len = td_recv(b, frame, sizeof(frame));
 	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME + 100);
-	CU_ASSERT(len > 0 && field32(frame, PP_WIRE_OFF_MSG_ID) == 6);
+	CU_ASSERT(len > 0 && td_field32(frame, PP_WIRE_OFF_MSG_ID) == 6);
 	struct pp_buf *t[4];
 	for (int i = 0; i < 10000 && done < 4; i++) {
 		unsigned n = pp_port_alloc(a, t, 4);
@@ -255,7 +146,8 @@ static void test_ranges(void)
 	pp_port_close(b);
 }
 
-/* A rank that dies: its node-mate gets a BYE from it, sent by the daemon. */
+/* A rank that dies: its node-mate gets a BYE from it, sent by the daemon:
+ * one frame to every rank of the job, whatever its size. */
 static void test_dead_rank(void)
 {
 	struct pp_port *a;
@@ -269,15 +161,15 @@ static void test_dead_rank(void)
 	waitpid(child, &st, 0);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	uint8_t f[256];
-	int len = recv_frame(a, f, sizeof(f));
+	int len = td_recv(a, f, sizeof(f));
 	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME);
 	struct pp_wire_peek pk;
 	CU_ASSERT_FATAL(len > 0 && pp_wire_peek(f, (size_t)len, &pk) == 0);
 	CU_ASSERT_EQUAL(pk.type, PP_WIRE_BYE);
 	CU_ASSERT_EQUAL(pk.src_rank, 2); /* from the dead rank */
 	CU_ASSERT_EQUAL(pk.src_inc, inc_of(14, 2));
-	CU_ASSERT_EQUAL(pk.dst_rank, 0);
-	CU_ASSERT_EQUAL(pk.dst_inc, 0); /* the daemon does not know rank 0's */
+	CU_ASSERT_EQUAL(pk.dst_rank, PP_WIRE_RANK_ALL); /* one BYE, to every rank */
+	CU_ASSERT_EQUAL(pk.dst_inc, 0);			/* the daemon knows none of theirs */
 	pp_port_close(a);
 }
 
@@ -297,7 +189,7 @@ static void *rank_main(void *arg)
 	char cfg[400];
 	pp_ctx *ctx;
 	snprintf(cfg, sizeof(cfg), "rank=%d,size=2,job=ppdunit,daemon=%s,timeout_ms=5000",
-		 run->rank, sock);
+		 run->rank, dmn.sock);
 	int rc = pp_init(&ctx, cfg);
 	if (rc) {
 		run->failures++;
@@ -353,14 +245,8 @@ static void test_api_loopback(void)
 
 static void test_stats(void)
 {
-	const char *ppd = getenv("PPD");
-	char cmd[512], out[8192];
-	snprintf(cmd, sizeof(cmd), "%s --stats --socket %s", ppd, sock);
-	FILE *f = popen(cmd, "r");
-	CU_ASSERT_FATAL(f != NULL);
-	size_t n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	CU_ASSERT_EQUAL(pclose(f), 0);
+	char out[8192];
+	CU_ASSERT_EQUAL_FATAL(td_stats(&dmn, out, sizeof(out)), 0);
 	/* The earlier tests: two bad ranges, a spoofed source, another job,
 	 * another incarnation; a frame for an earlier incarnation. */
 	CU_ASSERT(strstr(out, "bad_range=2 ") != NULL);

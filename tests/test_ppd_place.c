@@ -44,10 +44,10 @@ static void test_post_take(void)
 	CU_ASSERT_PTR_NULL(ppd_place_take(h, 3, 17, &e));
 	ppd_place_give(x);
 	CU_ASSERT_EQUAL(x->state, PPD_PLACE_POSTED);
-	CU_ASSERT_EQUAL(ppd_place_cancel(h, 3, 17), 1);
+	CU_ASSERT_EQUAL(ppd_place_cancel(h, 3, 17, NULL, NULL), 1);
 	CU_ASSERT_EQUAL(x->state, PPD_PLACE_FREE);
 	CU_ASSERT_PTR_NULL(ppd_place_take(h, 3, 17, &e)); /* gone: frames go whole */
-	CU_ASSERT_EQUAL(ppd_place_cancel(h, 3, 17), 0);
+	CU_ASSERT_EQUAL(ppd_place_cancel(h, 3, 17, NULL, NULL), 0);
 	free(h);
 }
 
@@ -57,7 +57,7 @@ static void test_full_and_reuse(void)
 	for (uint32_t i = 0; i < PPD_PLACES; i++)
 		CU_ASSERT_EQUAL(ppd_place_post(h, 1, i, 0x1000, 100, 0), (int)i);
 	CU_ASSERT_EQUAL(ppd_place_post(h, 1, 999, 0x1000, 100, 0), -ENOSPC);
-	CU_ASSERT_EQUAL(ppd_place_cancel(h, 1, 5), 1);
+	CU_ASSERT_EQUAL(ppd_place_cancel(h, 1, 5, NULL, NULL), 1);
 	CU_ASSERT_EQUAL(ppd_place_post(h, 2, 5, 0x2000, 50, 0), 5); /* entry reused */
 	struct ppd_place e;
 	CU_ASSERT_PTR_NULL(ppd_place_take(h, 1, 5, &e)); /* the old message: none */
@@ -80,7 +80,7 @@ static void *cancel_main(void *arg)
 {
 	struct canceller *c = arg;
 	atomic_store(&c->started, 1);
-	ppd_place_cancel(c->h, 4, 9);
+	ppd_place_cancel(c->h, 4, 9, NULL, NULL);
 	c->seen = atomic_load(&c->written);
 	return NULL;
 }
@@ -168,7 +168,7 @@ static void test_race(void)
 		unsigned long w0 = atomic_load(&g->writes);
 		for (int i = 0; i < 100000 && atomic_load(&g->writes) == w0; i++)
 			sched_yield();
-		CU_ASSERT_EQUAL(ppd_place_cancel(g->h, 1, m), 1);
+		CU_ASSERT_EQUAL(ppd_place_cancel(g->h, 1, m, NULL, NULL), 1);
 		memset(g->buf, 0, RACE_LEN);
 		unsigned long p0 = atomic_load(&g->passes);
 		while (atomic_load(&g->passes) < p0 + 3)
@@ -184,11 +184,32 @@ static void test_race(void)
 	free(g);
 }
 
+static int gone_after(void *arg)
+{
+	return --*(int *)arg <= 0;
+}
+
+/* A daemon killed mid-write says nothing in the region: the cancel asks
+ * gone() while it waits, and returns once it says the daemon is gone. */
+static void test_daemon_killed(void)
+{
+	struct ppd_region_hdr *h = hdr_new();
+	CU_ASSERT(ppd_place_post(h, 4, 9, 0x1000, 100, 0) >= 0);
+	struct ppd_place e;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ppd_place_take(h, 4, 9, &e)); /* BUSY for ever */
+	int asks = 3;
+	CU_ASSERT_EQUAL(ppd_place_cancel(h, 4, 9, gone_after, &asks), 1);
+	CU_ASSERT_EQUAL(asks, 0);
+	CU_ASSERT_EQUAL(h->places[0].state, PPD_PLACE_FREE);
+	free(h);
+}
+
 static CU_TestInfo tests[] = {
     {"post, take, give, cancel", test_post_take},
     {"table full, entry reused", test_full_and_reuse},
     {"cancel waits for a write under way", test_cancel_waits},
     {"a gone daemon frees a waiting cancel", test_daemon_gone},
+    {"a killed daemon frees a waiting cancel", test_daemon_killed},
     {"no write after cancel (race run)", test_race},
     CU_TEST_INFO_NULL,
 };

@@ -247,6 +247,8 @@ static unsigned nic_rx(struct ppd_handler *h)
 		place_flush(h, &pb); /* frames reach each rank in order */
 		count_pull(h, &pk);
 		if (pk.dst_rank == PP_WIRE_RANK_ALL) {
+			if (pk.type == PP_WIRE_BYE)
+				ppd_pull_bye(h, f, len, &pk);
 			deliver_job(h, pk.job, pk.src_rank, f, len);
 			continue;
 		}
@@ -430,10 +432,12 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 	unsigned n = 0;
 	const void *ptr;
 	uint32_t len;
-	/* No more frames in flight than the rank has slots (pend is indexed by
-	 * record number), whatever the rank publishes. */
+	/* At most PPD_BURST records of any kind a pass (one rank gets its
+	 * share of the handler, whatever it publishes), and no more frames in
+	 * flight than the rank has slots (pend is indexed by record number). */
 	while (n < PPD_BURST && h->ntxq < PPD_BURST && r->tx_seq - r->tx_done < PPD_TX_SLOTS &&
-	       pp_shm_ring_peek(&r->tx, &ptr, &len)) {
+	       pp_shm_ring_peek(&r->tx, &ptr, &len) > 0) {
+		n++;
 		/* The record lies in memory the rank can write: read it once. */
 		uint8_t raw[sizeof(struct ppd_rec) + 4 * PPD_RXFREE_MAX];
 		if (len > sizeof(raw))
@@ -460,8 +464,10 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 		uint64_t seq = r->tx_seq;
 		struct pp_wire_peek pk;
 		struct pp_buf *b = take_frame(h, r, &rec, seq, &retry, &zc, &pk);
-		if (retry)
+		if (retry) {
+			n--;
 			break; /* no NIC buffer now: the record stays */
+		}
 		pp_shm_ring_release(&r->tx);
 		if (!b)
 			__atomic_fetch_add(&r->hdr->tx_failed, 1, __ATOMIC_RELAXED);
@@ -472,7 +478,6 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 			advance(r);
 		}
 		COUNT(h, from_ranks, 1);
-		n++;
 		if (b)
 			route(h, r, b, &pk);
 	}
@@ -482,10 +487,12 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 /* Rank r left (closed its connection, or died): send what it had queued
  * (a rank that finalised may have written its last acks just before it
  * closed; every record was complete when published), drop what cannot go
- * now, and tell every other rank of its job that it left (a BYE from it that
- * says it has their goodbye, so nobody answers): posted receives for it then
- * fail at once instead of timing out. Frames for it are no longer delivered
- * (it is not ACTIVE), and its rx ring goes with its region. */
+ * now (bounded: a rank that closed its connection but lives on may go on
+ * publishing), and tell every rank of its job that it left, with one BYE
+ * from it to all that says it has their goodbye (so nobody answers):
+ * posted receives for it then fail at once instead of timing out. Frames
+ * for it are no longer delivered (it is not ACTIVE), and its rx ring goes
+ * with its region. */
 static void say_bye(struct ppd_handler *h, struct ppd_rank *r)
 {
 	struct ppd *d = h->d;
@@ -498,40 +505,30 @@ static void say_bye(struct ppd_handler *h, struct ppd_rank *r)
 			break;
 	}
 	flush(h);
-	while (pp_shm_ring_peek(&r->tx, &ptr, &len)) {
+	for (uint32_t k = 0; k < PPD_RING_CELLS && pp_shm_ring_peek(&r->tx, &ptr, &len) > 0; k++) {
 		pp_shm_ring_release(&r->tx);
 		drop(h, PPD_DROP_DEAD);
 	}
-	for (uint32_t to = 0; to < r->size; to++) {
-		if (to == r->rank)
-			continue;
-		struct pp_wire_hdr hdr = {.type = PP_WIRE_BYE,
-					  .job = r->job,
-					  .src_rank = r->rank,
-					  .dst_rank = to,
-					  .msg_id = 1,
-					  .tag = r->size,
-					  .src_inc = r->inc,
-					  .dst_inc = 0}; /* whichever: judged by src_inc */
-		struct pp_buf *b;
-		if (h->ntxq == PPD_BURST)
-			flush(h);
-		if (h->ntxq == PPD_BURST || pp_port_alloc(d->port, &b, 1) != 1)
-			break; /* cannot now: its peers fall back on their timeout */
-		int flen = pp_wire_encode(b->data, b->cap, bcast, d->info.mac, &hdr, NULL);
-		if (flen <= 0) {
-			pp_port_free(d->port, &b, 1);
-			continue;
-		}
-		b->len = (uint32_t)flen;
-		struct ppd_rank *local = lookup(d, r->job, to);
-		if (local) {
-			deliver(h, local, b->data, b->len);
-			pp_port_free(d->port, &b, 1);
-		} else {
-			h->txq[h->ntxq++] = b;
-		}
+	/* Whichever incarnation its peers are in (dst_inc 0): they judge it
+	 * by its own, so no later job of the same ranks takes it. */
+	struct pp_wire_hdr hdr = {.type = PP_WIRE_BYE,
+				  .job = r->job,
+				  .src_rank = r->rank,
+				  .dst_rank = PP_WIRE_RANK_ALL,
+				  .msg_id = 1,
+				  .tag = r->size,
+				  .src_inc = r->inc};
+	struct pp_buf *b;
+	if (h->ntxq == PPD_BURST || pp_port_alloc(d->port, &b, 1) != 1)
+		return; /* cannot now: its peers fall back on their timeout */
+	int flen = pp_wire_encode(b->data, b->cap, bcast, d->info.mac, &hdr, NULL);
+	if (flen <= 0) {
+		pp_port_free(d->port, &b, 1);
+		return;
 	}
+	b->len = (uint32_t)flen;
+	deliver_job(h, r->job, r->rank, b->data, b->len);
+	h->txq[h->ntxq++] = b;
 	flush(h);
 }
 
@@ -597,6 +594,7 @@ int ppd_handlers_start(struct ppd *d, const int *cores, int n)
 		h->id = i;
 		h->core = cores[i];
 		h->queue = (uint16_t)i;
+		h->rng = (now_ns() | 1) * 0x9E3779B97F4A7C15ull + (uint64_t)i;
 		atomic_flag_clear(&h->inbox_lock);
 		int rc = pthread_create(&h->thread, NULL, handler_main, h);
 		if (rc) {
@@ -615,59 +613,4 @@ void ppd_handlers_stop(struct ppd *d)
 	for (int i = 0; i < d->nh; i++)
 		pthread_join(d->h[i].thread, NULL);
 	d->nh = 0;
-}
-
-static const char *const drop_names[PPD_DROP_COUNT] = {
-    "no_rank", "rank_full", "bad_frame", "spoof", "bad_range", "dead", "stale",
-};
-
-void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
-{
-	size_t o = 0;
-#define OUT(...)                                                                                   \
-	do {                                                                                       \
-		if (o < len)                                                                       \
-			o += (size_t)snprintf(buf + o, len - o, __VA_ARGS__);                      \
-	} while (0)
-	int nranks = 0;
-	for (int i = 0; i < PPD_MAX_RANKS; i++)
-		nranks += atomic_load(&d->ranks[i].state) == PPD_RANK_ACTIVE;
-	OUT("ppd: %d handler(s), %d rank(s) attached, port %s\n", d->nh, nranks, d->info.driver);
-	OUT("%-7s %5s %5s %10s %10s %10s %10s %9s %9s %10s %6s %5s  %s\n", "handler", "core",
-	    "ranks", "nic_rx", "nic_tx", "from_rank", "to_rank", "loopback", "zerocopy", "pulls",
-	    "busy%", "queue", "drops");
-	for (int i = 0; i < d->nh; i++) {
-		const struct ppd_counters *c = &d->h[i].c;
-		uint64_t run = __atomic_load_n(&c->run_ns, __ATOMIC_RELAXED);
-		uint64_t busy = __atomic_load_n(&c->busy_ns, __ATOMIC_RELAXED);
-		OUT("%-7d %5d %5d %10llu %10llu %10llu %10llu %9llu %9llu %10llu %6.1f %5llu  ", i,
-		    d->h[i].core, d->h[i].nhome,
-		    (unsigned long long)__atomic_load_n(&c->nic_rx, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->nic_tx, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->from_ranks, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->to_ranks, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->loopback, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->zc_frames, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->pulls, __ATOMIC_RELAXED),
-		    run ? 100.0 * (double)busy / (double)run : 0.0,
-		    (unsigned long long)__atomic_load_n(&c->queue, __ATOMIC_RELAXED));
-		for (int k = 0; k < PPD_DROP_COUNT; k++)
-			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
-			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
-		OUT(" placed_frames=%llu placed_bytes=%llu place_failed=%llu",
-		    (unsigned long long)__atomic_load_n(&c->placed_frames, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->placed_bytes, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->place_failed, __ATOMIC_RELAXED));
-		OUT(" pulls_served=%llu pulls_failed=%llu pulls_left=%llu pull_frames=%llu "
-		    "pull_retx=%llu",
-		    (unsigned long long)__atomic_load_n(&c->pulls_served, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->pulls_failed, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->pulls_left, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->pull_frames, __ATOMIC_RELAXED),
-		    (unsigned long long)__atomic_load_n(&c->pull_retx, __ATOMIC_RELAXED));
-		OUT("\n");
-	}
-#undef OUT
-	if (len)
-		buf[o < len ? o : len - 1] = '\0';
 }

@@ -3,8 +3,9 @@
  * ppd, the node daemon: one process per node owns the NIC (through the driver
  * layer) and serves every rank of the node that set daemon=SOCKET.
  *
- * Threads. The main thread runs the UNIX socket (attach, stats), watches each
- * rank's connection and pidfd, and handles SIGTERM; it never touches frames.
+ * Threads. The main thread runs the UNIX socket (server.c: attach and stats
+ * requests), the rank table (ranks.c), watches each rank's connection and
+ * pidfd, and handles SIGTERM; it never touches frames.
  * Each handler thread is pinned to one core, owns one NIC queue pair, and
  * loops: receive a burst from its NIC queue and copy each frame into the rx
  * ring of the rank it is for (by job and destination rank; a broadcast HELLO
@@ -56,6 +57,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "pp_port.h"
@@ -63,13 +65,16 @@
 #include "ring.h"
 #include "wire.h"
 
-#define PPD_MAX_RANKS	 64
-#define PPD_MAX_HANDLERS 16
-#define PPD_BURST	 32
-#define PPD_PJOBS	 64   /* pull jobs a handler holds */
-#define PPD_FLOWS	 1024 /* (job, rank, peer) sequences a handler keeps */
-#define PPD_INBOX	 256  /* messages waiting for a handler */
-#define PPD_SERVERS	 7    /* handlers that serve pulls (streams 1..7) */
+#define PPD_MAX_RANKS	  64
+#define PPD_MAX_JOB_RANKS (1u << 20)	/* ranks in a job at most */
+#define PPD_PENDING	  32		/* connections waiting for their request */
+#define PPD_CONN_NS	  1000000000ull /* ... each for at most 1 s */
+#define PPD_MAX_HANDLERS  16
+#define PPD_BURST	  32
+#define PPD_PJOBS	  64   /* pull jobs a handler holds */
+#define PPD_FLOWS	  1024 /* (job, rank, peer) sequences a handler keeps */
+#define PPD_INBOX	  256  /* messages waiting for a handler */
+#define PPD_SERVERS	  7    /* handlers that serve pulls (streams 1..7) */
 
 enum ppd_rank_state {
 	PPD_RANK_FREE = 0, /* unused entry */
@@ -98,6 +103,7 @@ struct ppd_rank {
 	_Atomic int state;		/* enum ppd_rank_state */
 	uint32_t job, rank, size;	/* from its attach request */
 	uint32_t inc;			/* its incarnation, from the request too */
+	uint64_t token;			/* its job token: binds the job (ranks.c) */
 	pid_t pid;			/* from SO_PEERCRED: whose memory process_vm_readv reads */
 	uid_t uid;			/* from SO_PEERCRED */
 	int conn;			/* its connection (EOF: it died) */
@@ -145,6 +151,7 @@ struct ppd_counters {
 	uint64_t pulls_left;		/* PULLs from the NIC it left to the rank */
 	uint64_t pull_frames;		/* DATA frames it sent for them */
 	uint64_t pull_retx;		/* ... of which sent again */
+	uint64_t flows_evicted;		/* flow entries given up for new pairs */
 	uint64_t pull_jobs;		/* jobs in its inbox or running now */
 	uint64_t placed_frames;		/* DATA frames whose payload it wrote into a rank */
 	uint64_t placed_bytes;		/* ... payload bytes written (CMA) */
@@ -157,9 +164,11 @@ struct ppd_flow {
 	uint32_t job, src, dst;	   /* job key, serving rank, receiving rank */
 	uint32_t src_inc, dst_inc; /* their incarnations */
 	uint32_t snd_nxt;	   /* next seq a new job starts at */
-	uint64_t srtt, rttvar;	   /* round-trip estimate, ns (srtt 0: none yet) */
-	uint8_t used;		   /* entry taken */
-	uint8_t busy;		   /* a job runs on it (one at a time) */
+	uint64_t last;		   /* when a job last took it (ns) */
+	uint8_t fresh;	       /* its entry was given up before: the receiver's seq is unknown */
+	uint64_t srtt, rttvar; /* round-trip estimate, ns (srtt 0: none yet) */
+	uint8_t used;	       /* entry taken */
+	uint8_t busy;	       /* a job runs on it (one at a time) */
 };
 
 /* One PULL served by a handler. */
@@ -235,6 +244,7 @@ struct ppd_handler {
 	_Atomic unsigned load;		   /* inbox + running jobs (least-loaded choice) */
 	struct ppd_pjob jobs[PPD_PJOBS];   /* its pull jobs (its own) */
 	struct ppd_flow flows[PPD_FLOWS];  /* its sequences (its own) */
+	uint64_t rng;			   /* xorshift state (flow start seqs) */
 };
 
 struct ppd {
@@ -251,6 +261,49 @@ struct ppd {
 	_Atomic int stop;			/* handlers end their loop */
 };
 
+/* A connection that has not sent its request yet (server.c). */
+struct ppd_conn {
+	int fd;		   /* the connection, -1: entry free */
+	int pidfd;	   /* the peer's process, pinned at accept */
+	struct ucred cr;   /* its credentials (SO_PEERCRED) */
+	uint64_t deadline; /* closed unless a request came by then (monotonic ns) */
+};
+
+/* The daemon's UNIX socket (server.c). */
+struct ppd_server {
+	int lfd;			   /* listening socket, -1 once closed */
+	const char *path;		   /* its name */
+	gid_t gid;			   /* --group: its members may attach too */
+	int grouped;			   /* ... when set */
+	struct ppd_conn conn[PPD_PENDING]; /* connections waiting for their request */
+};
+
+/* Listen on path (mode 0600, or 0660 for group when not NULL); 0, or -1
+ * with the reason printed. close: stop listening (the name is removed) and
+ * drop every waiting connection. accept: take the connections that came
+ * (refused at once unless allowed). input: connection i has something to
+ * read (its request is served). expire: close the connections whose time is
+ * up. now: CLOCK_MONOTONIC ns. */
+int ppd_server_open(struct ppd_server *s, const char *path, const char *group);
+void ppd_server_close(struct ppd_server *s);
+void ppd_server_accept(struct ppd_server *s, uint64_t now);
+void ppd_server_input(struct ppd *d, struct ppd_server *s, int i);
+void ppd_server_expire(struct ppd_server *s, uint64_t now);
+
+/* Answer on connection c: status, and the memfd fd when status is 0 (fmt:
+ * why a request is refused, also logged). */
+void ppd_reply(int c, int status, uint64_t region, int fd, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* The rank table (ranks.c). attach: serve an attach request from c: 0 when
+ * the rank is ACTIVE (its entry took c's connection and pidfd), else a
+ * negative errno, answered on c. died: an ACTIVE rank is gone (how: for the
+ * log). reclaim: free the entries whose goodbye is said; returns the
+ * entries still in use. */
+int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_req *req);
+void ppd_rank_died(struct ppd_rank *r, const char *how);
+int ppd_ranks_reclaim(struct ppd *d);
+
 /* Start and stop the handler threads (fwd.c). start: -errno. */
 int ppd_handlers_start(struct ppd *d, const int *cores, int n);
 void ppd_handlers_stop(struct ppd *d);
@@ -261,9 +314,15 @@ void ppd_handlers_stop(struct ppd *d);
  * handler h's jobs; returns frames and messages handled. */
 int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len,
 		       const struct pp_wire_peek *pk);
+
+/* A BYE to every rank (pk: its fields) from the NIC: once checked, the jobs
+ * sending to its source end (it acks nothing more). */
+void ppd_pull_bye(struct ppd_handler *h, const uint8_t *f, uint32_t len,
+		  const struct pp_wire_peek *pk);
 unsigned ppd_pull_run(struct ppd_handler *h);
 
-/* Print the handlers' counters into buf (at most len bytes, NUL-ended). */
+/* Print the handlers' counters into buf (at most len bytes, NUL-ended;
+ * stats.c). */
 void ppd_stats_format(const struct ppd *d, char *buf, size_t len);
 
 /* Topology (topo.c). Print cores, caches, NUMA nodes, the NIC's node and

@@ -135,6 +135,39 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 	COUNT(h, pulls_left, 1); /* a PULL seen again, or never described */
 }
 
+/* Rank dst (incarnation dst_inc) of job left: what it did not ack by now
+ * it never will, so every job sending to it ends. */
+static void bye_post(struct ppd *d, uint32_t job, uint32_t dst, uint32_t dst_inc)
+{
+	struct ppd_msg m = {.type = PPD_MSG_BYE, .job = job, .dst = dst, .dst_inc = dst_inc};
+	int n = d->nh < PPD_SERVERS ? d->nh : PPD_SERVERS;
+	for (int i = 0; i < n; i++)
+		if (atomic_load_explicit(&d->h[i].load, memory_order_relaxed))
+			post(&d->h[i], &m); /* full: the job times out instead */
+}
+
+void ppd_pull_bye(struct ppd_handler *h, const uint8_t *f, uint32_t len,
+		  const struct pp_wire_peek *pk)
+{
+	struct ppd *d = h->d;
+	if (d->no_pull_serve)
+		return;
+	/* Checked as one of its job's ranks here would check it. */
+	for (int i = 0; i < PPD_MAX_RANKS; i++) {
+		const struct ppd_rank *r = &d->ranks[i];
+		if (atomic_load_explicit(&r->state, memory_order_acquire) != PPD_RANK_ACTIVE ||
+		    r->job != pk->job)
+			continue;
+		struct pp_wire_check chk = {r->job, r->rank, r->size, d->info.mtu, r->inc};
+		struct pp_wire_hdr w;
+		const uint8_t *pl;
+		enum pp_drop_reason why;
+		if (pp_wire_decode(f, len, &chk, &w, &pl, &why) == 0)
+			bye_post(d, w.job, w.src_rank, w.src_inc);
+		return;
+	}
+}
+
 int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f, uint32_t len,
 		       const struct pp_wire_peek *pk)
 {
@@ -162,17 +195,7 @@ int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t 
 	if (pp_wire_decode(f, len, &chk, &w, &pl, &why))
 		return 0; /* the rank's engine counts it */
 	if (type == PP_WIRE_BYE) {
-		/* The receiver left: what it did not ack by now it never will. */
-		struct ppd_msg m = {.type = PPD_MSG_BYE,
-				    .job = r->job,
-				    .src = r->rank,
-				    .dst = w.src_rank,
-				    .src_inc = r->inc,
-				    .dst_inc = w.src_inc};
-		int n = d->nh < PPD_SERVERS ? d->nh : PPD_SERVERS;
-		for (int i = 0; i < n; i++)
-			if (atomic_load_explicit(&d->h[i].load, memory_order_relaxed))
-				post(&d->h[i], &m);
+		bye_post(d, r->job, w.src_rank, w.src_inc);
 		return 0; /* the rank needs it too */
 	}
 	if (type == PP_WIRE_PULL) {
@@ -204,10 +227,25 @@ static int attached(const struct ppd *d, uint32_t job, uint32_t src, uint32_t in
 	return 0;
 }
 
-/* The sequence of (job, src, dst) on h's stream; a new one starts at 0 (so
- * does the receiver's, for a new job). A full table reuses the entry of a
- * rank no longer attached (its job is over). NULL when none can go. */
-static struct ppd_flow *flow_get(struct ppd_handler *h, const struct ppd_pjob *j)
+static uint32_t rnd32(struct ppd_handler *h)
+{
+	uint64_t x = h->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	h->rng = x;
+	return (uint32_t)(x >> 16);
+}
+
+/* The sequence of (job, src, dst, their incarnations) on h's stream. A
+ * full table (or probe run) gives up the entry of a rank no longer
+ * attached, else the one idle longest: the table cannot be exhausted, since
+ * at most PPD_PJOBS jobs run on flows at once. A flow new to this pair
+ * starts at 0, like the receiver's sequence; one whose entry was given up
+ * may meet a receiver anywhere in its sequence, so it starts at a random
+ * seq and follows the receiver's first ack (take_msgs), which can then
+ * never be mistaken for one of its own frames' but by a 64 in 2^32 chance. */
+static struct ppd_flow *flow_get(struct ppd_handler *h, const struct ppd_pjob *j, uint64_t now)
 {
 	uint32_t job = j->job, src = j->src, dst = j->dst;
 	uint32_t k = (job * 2654435761u ^ src * 40503u ^ dst ^ j->dst_inc * 97u) % PPD_FLOWS;
@@ -219,23 +257,34 @@ static struct ppd_flow *flow_get(struct ppd_handler *h, const struct ppd_pjob *j
 			break;
 		}
 		if (f->job == job && f->src == src && f->dst == dst && f->src_inc == j->src_inc &&
-		    f->dst_inc == j->dst_inc)
+		    f->dst_inc == j->dst_inc) {
+			f->last = now;
 			return f;
+		}
 	}
-	/* Cold: the table is full (or this key's probe run is). */
-	for (uint32_t i = 0; !slot && i < PPD_FLOWS; i++) {
-		struct ppd_flow *f = &h->flows[i];
-		if (!f->busy && !attached(h->d, f->job, f->src, f->src_inc))
-			slot = f;
+	int evicted = !slot;
+	if (!slot) { /* cold */
+		for (uint32_t i = 0; !slot && i < PPD_FLOWS; i++) {
+			struct ppd_flow *f = &h->flows[i];
+			if (!f->busy && !attached(h->d, f->job, f->src, f->src_inc))
+				slot = f;
+		}
+		for (uint32_t i = 0; i < PPD_FLOWS && !slot; i++) {
+			struct ppd_flow *f = &h->flows[i];
+			if (!f->busy && (!slot || f->last < slot->last))
+				slot = f;
+		}
 	}
-	if (!slot)
-		return NULL;
 	*slot = (struct ppd_flow){.job = job,
 				  .src = src,
 				  .dst = dst,
 				  .src_inc = j->src_inc,
 				  .dst_inc = j->dst_inc,
+				  .snd_nxt = evicted ? rnd32(h) : 0,
+				  .fresh = (uint8_t)evicted,
+				  .last = now,
 				  .used = 1};
+	COUNT(h, flows_evicted, (uint64_t)evicted);
 	return slot;
 }
 
@@ -378,9 +427,8 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 		if (m->type == PPD_MSG_BYE) {
 			for (unsigned k = 0; k < PPD_PJOBS; k++) {
 				struct ppd_pjob *j = &h->jobs[k];
-				if (j->used && j->job == m->job && j->src == m->src &&
-				    j->dst == m->dst && j->dst_inc == m->dst_inc &&
-				    j->una < j->nframes) {
+				if (j->used && j->job == m->job && j->dst == m->dst &&
+				    j->dst_inc == m->dst_inc && j->una < j->nframes) {
 					j->failing = 1;
 					j->nxt = j->una;
 				}
@@ -397,10 +445,12 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 			uint32_t una = j->seq0 + j->una, sent = j->seq0 + j->sent;
 			if (j->una == 0 && m->ack != j->seq0 &&
 			    (seq_lt(m->ack, j->seq0) || seq_lt(sent, m->ack)) &&
-			    (uint32_t)(m->ack - j->seq0 + 4 * WINDOW) < 8 * WINDOW) {
+			    (j->flow->fresh ||
+			     (uint32_t)(m->ack - j->seq0 + 4 * WINDOW) < 8 * WINDOW)) {
 				/* The receiver expects another seq than this job
 				 * started at (a job before it ended with frames
-				 * unacked): nothing of this one is in, so it starts
+				 * unacked, or the flow is new after its entry was
+				 * given up): nothing of this one is in, so it starts
 				 * again there. */
 				j->seq0 = m->ack;
 				j->nxt = j->sent = 0;
@@ -412,6 +462,7 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 				/* After a probe, an ack for exactly it says the
 				 * receiver lacks the rest: go back. */
 				int lacks_rest = j->probing && m->ack == una + 1;
+				j->flow->fresh = 0;
 				j->probing = j->probe_owed = 0;
 				j->una = m->ack - j->seq0;
 				if (j->rtt_on && j->rtt_k < j->una) {
@@ -456,11 +507,7 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 		    PPD_PULL_CANCEL)
 			j->failing = 1; /* the rank dropped the send */
 		if (!j->started) {
-			struct ppd_flow *f = flow_get(h, j);
-			if (!f) {
-				job_end(h, j, 0);
-				continue;
-			}
+			struct ppd_flow *f = flow_get(h, j, now);
 			if (f->busy)
 				continue; /* one job per flow at a time */
 			f->busy = 1;

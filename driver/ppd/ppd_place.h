@@ -46,17 +46,23 @@ static inline int ppd_place_post(struct ppd_region_hdr *hdr, uint32_t src, uint3
 }
 
 /* Rank: take the description of (src, msg_id) back, waiting while a
- * handler writes (BUSY), unless the daemon is gone. Returns 1 when an entry
- * was freed, 0 when there was none. */
-static inline int ppd_place_cancel(struct ppd_region_hdr *hdr, uint32_t src, uint32_t msg_id)
+ * handler writes (BUSY), unless the daemon is gone: its header says so, or
+ * gone(arg), asked every PPD_PLACE_GONE_SPINS spins of the wait (a daemon
+ * killed in the middle of a write never says anything). Returns 1 when an
+ * entry was freed, 0 when there was none. */
+#define PPD_PLACE_GONE_SPINS 4096
+static inline int ppd_place_cancel(struct ppd_region_hdr *hdr, uint32_t src, uint32_t msg_id,
+				   int (*gone)(void *arg), void *arg)
 {
 	for (uint32_t i = 0; i < PPD_PLACES; i++) {
 		struct ppd_place *x = &hdr->places[i];
 		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) == PPD_PLACE_FREE ||
 		    x->src != src || x->msg_id != msg_id)
 			continue;
-		while (!ppd_place_cas(x, PPD_PLACE_POSTED, PPD_PLACE_FREE)) {
-			if (__atomic_load_n(&hdr->daemon_gone, __ATOMIC_ACQUIRE)) {
+		for (unsigned spin = 1; !ppd_place_cas(x, PPD_PLACE_POSTED, PPD_PLACE_FREE);
+		     spin++) {
+			if (__atomic_load_n(&hdr->daemon_gone, __ATOMIC_ACQUIRE) ||
+			    (spin % PPD_PLACE_GONE_SPINS == 0 && gone && gone(arg))) {
 				__atomic_store_n(&x->state, PPD_PLACE_FREE, __ATOMIC_RELEASE);
 				break;
 			}

@@ -2,8 +2,11 @@
 /*
  * The "ppd" backend: a rank's port served by its node daemon ppd (see
  * ppd_shm.h for the attach protocol and the shared region). Device string:
- *   ppd:job=JOB,rank=RANK,size=SIZE,inc=INC,path=SOCKET
- * (the runtime builds it from daemon=SOCKET). The rank never touches the NIC:
+ *   ppd:job=JOB,rank=RANK,size=SIZE,inc=INC,token=HEX,timeout=MS,path=SOCKET
+ * (the runtime builds it from daemon=SOCKET; timeout bounds the attach).
+ * A daemon that dies is noticed by its socket's end of file, looked at
+ * while the rank waits (an idle receive, a placement cancel): from then on
+ * ppd_port_gone says so and nothing waits for the daemon. The rank never touches the NIC:
  * the engine writes each frame straight into a tx slot of the shared region
  * and tx_burst publishes one record per frame on the tx ring; rx_burst hands
  * out rx slots the daemon filled. One queue pair. attach_ext appends bytes of
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -28,7 +32,8 @@
 #include "ppd_shm.h"
 #include "ring.h"
 
-#define PPD_IDLE_SPINS 4 /* empty polls before each one yields the core */
+#define PPD_IDLE_SPINS 4   /* empty polls before each one yields the core */
+#define PPD_GONE_EVERY 256 /* idle polls between looks at the daemon's socket */
 
 /* Bytes attached to a tx slot by attach_ext, and whom to tell when done. */
 struct ext {
@@ -61,6 +66,7 @@ struct ppd_port {
 	int pulls_again;	       /* an ended entry waits for its PULL: poll again */
 	uint32_t places_used;	       /* placement entries not FREE */
 	uint8_t placed[PPD_RX_SLOTS];  /* by rx slot: it holds a placed frame's headers */
+	int gone;		       /* the daemon is gone (its socket ended, or it said so) */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -68,29 +74,42 @@ static struct ppd_port *to_ppd(struct pp_port *p)
 	return (struct ppd_port *)p;
 }
 
-/* Parse "job=J,rank=R,size=S,inc=I,path=P". Errors: -EINVAL. */
-static int parse_dev(const char *dev, struct ppd_attach_req *req, const char **path)
+/* Parse "job=J,rank=R,size=S,inc=I,token=T,timeout=MS,path=P".
+ * Errors: -EINVAL. */
+static int parse_dev(const char *dev, struct ppd_attach_req *req, unsigned *timeout_ms,
+		     const char **path)
 {
 	unsigned job, rank, size, inc;
+	unsigned long long token;
 	int n = 0;
-	if (sscanf(dev, "job=%u,rank=%u,size=%u,inc=%u,path=%n", &job, &rank, &size, &inc, &n) !=
-		4 ||
-	    !n || !dev[n] || rank >= size || !inc)
+	if (sscanf(dev, "job=%u,rank=%u,size=%u,inc=%u,token=%llx,timeout=%u,path=%n", &job, &rank,
+		   &size, &inc, &token, timeout_ms, &n) != 6 ||
+	    !n || !dev[n] || rank >= size || !inc || !*timeout_ms)
 		return -EINVAL;
 	*req = (struct ppd_attach_req){.magic = PPD_MAGIC,
 				       .version = PPD_VERSION,
 				       .job = job,
 				       .rank = rank,
 				       .size = size,
-				       .inc = inc};
+				       .inc = inc,
+				       .token = token};
 	*path = dev + n;
 	return 0;
 }
 
-/* Connect, send req, receive the answer and the memfd.
- * Errors: -ENODEV no daemon there, -EPERM refused, -EPROTO, -errno. */
-static int attach(const char *path, const struct ppd_attach_req *req, int *sock_out, int *fd_out,
-		  struct ppd_attach_rep *rep)
+/* Bound every send and receive on s by ms (0: no bound). */
+static void sock_timeout(int s, unsigned ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (long)(ms % 1000) * 1000};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* Connect, send req, receive the answer and the memfd, within timeout_ms.
+ * Errors: -ENODEV no daemon there, -EPERM refused, -ETIMEDOUT no answer,
+ * -EPROTO, -errno. */
+static int attach(const char *path, const struct ppd_attach_req *req, unsigned timeout_ms,
+		  int *sock_out, int *fd_out, struct ppd_attach_rep *rep)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -102,12 +121,19 @@ static int attach(const char *path, const struct ppd_attach_req *req, int *sock_
 	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		int e = errno;
 		close(s);
-		pp_err("ppd: cannot reach the daemon at %s: %s (is ppd running?)", path,
-		       strerror(e));
-		return -ENODEV;
+		pp_err("ppd: cannot reach the daemon at %s: %s (is ppd running%s?)", path,
+		       strerror(e), e == EACCES ? ", and may this user attach" : "");
+		return e == EACCES ? -EPERM : -ENODEV;
 	}
+	sock_timeout(s, timeout_ms);
 	if (send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
+		int e = errno;
 		close(s);
+		if (e == EAGAIN) {
+			pp_err("ppd: the daemon at %s took no request within %u ms", path,
+			       timeout_ms);
+			return -ETIMEDOUT;
+		}
 		return -EPROTO;
 	}
 	union {
@@ -120,11 +146,17 @@ static int attach(const char *path, const struct ppd_attach_req *req, int *sock_
 			    .msg_control = cm.buf,
 			    .msg_controllen = sizeof(cm.buf)};
 	ssize_t got = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	if (got < 0 && errno == EAGAIN) {
+		close(s);
+		pp_err("ppd: the daemon at %s did not answer within %u ms", path, timeout_ms);
+		return -ETIMEDOUT;
+	}
 	if (got != (ssize_t)sizeof(*rep)) {
 		close(s);
 		pp_err("ppd: the daemon at %s closed the connection without an answer", path);
 		return -EPROTO;
 	}
+	sock_timeout(s, 0); /* from now on the connection only says the daemon is alive */
 	rep->message[sizeof(rep->message) - 1] = '\0';
 	if (rep->status) {
 		close(s);
@@ -197,8 +229,11 @@ static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port
 	(void)conf; /* one queue pair, whatever was asked: info says so */
 	struct ppd_attach_req req;
 	const char *path;
-	if (parse_dev(dev, &req, &path)) {
-		pp_err("ppd: bad device '%s' (want job=J,rank=R,size=S,inc=I,path=SOCKET)", dev);
+	unsigned timeout_ms;
+	if (parse_dev(dev, &req, &timeout_ms, &path)) {
+		pp_err("ppd: bad device '%s' (want "
+		       "job=J,rank=R,size=S,inc=I,token=T,timeout=MS,path=SOCKET)",
+		       dev);
 		return -EINVAL;
 	}
 	struct ppd_port *p = calloc(1, sizeof(*p));
@@ -207,7 +242,7 @@ static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port
 	p->sock = -1;
 	struct ppd_attach_rep rep;
 	int fd = -1;
-	int rc = attach(path, &req, &p->sock, &fd, &rep);
+	int rc = attach(path, &req, timeout_ms, &p->sock, &fd, &rep);
 	if (rc)
 		goto fail;
 	p->mem_len = rep.region;
@@ -239,7 +274,7 @@ static int ppd_info(struct pp_port *port, struct pp_port_info *info)
 	info->mtu = p->hdr->mtu;
 	info->nb_queues = 1;
 	info->buf_cap = p->hdr->slot_bytes;
-	info->link_up = p->hdr->daemon_gone ? 0 : 1;
+	info->link_up = p->gone || p->hdr->daemon_gone ? 0 : 1;
 	snprintf(info->driver, sizeof(info->driver), "ppd");
 	return 0;
 }
@@ -251,6 +286,28 @@ static int ppd_stats(struct pp_port *port, struct pp_port_stats *stats)
 	stats->tx_failed = __atomic_load_n(&p->hdr->tx_failed, __ATOMIC_RELAXED);
 	stats->rx_dropped = __atomic_load_n(&p->hdr->rx_dropped, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* 1 once the daemon is gone: it said so in the region, or (probe) its end
+ * of the connection is closed, which is all a killed daemon leaves. */
+static int daemon_gone(struct ppd_port *p, int probe)
+{
+	if (!p->gone && __atomic_load_n(&p->hdr->daemon_gone, __ATOMIC_ACQUIRE))
+		p->gone = 1;
+	if (!p->gone && probe) {
+		char c;
+		ssize_t n = recv(p->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			pp_warn("ppd: the node daemon is gone: this rank's operations fail");
+			p->gone = 1;
+		}
+	}
+	return p->gone;
+}
+
+static int daemon_gone_probe(void *arg)
+{
+	return daemon_gone(arg, 1);
 }
 
 /* Give a tx slot back to the free stack, telling attach_ext's owner. */
@@ -347,11 +404,15 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		p->st.rx_bytes += r.len;
 	}
 	/* The daemon may share this core: a rank that polls an empty ring for
-	 * long gives it the core instead of spinning out its time slice. */
-	if (got)
+	 * long gives it the core instead of spinning out its time slice. Now
+	 * and then such a rank looks whether the daemon is still there. */
+	if (got) {
 		p->idle = 0;
-	else if (++p->idle > PPD_IDLE_SPINS)
+	} else if (++p->idle > PPD_IDLE_SPINS) {
+		if (p->idle % PPD_GONE_EVERY == 0)
+			daemon_gone(p, 1);
 		sched_yield();
+	}
 	return got;
 }
 
@@ -459,7 +520,7 @@ int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint
 		return -ENOTSUP;
 	if (off >= len)
 		return -EINVAL;
-	if (p->pulls_used == PPD_PULLS || p->hdr->daemon_gone)
+	if (p->pulls_used == PPD_PULLS || daemon_gone(p, 0))
 		return -ENOSPC;
 	for (uint32_t i = 0; i < PPD_PULLS; i++) {
 		struct ppd_pull *x = &p->hdr->pulls[i];
@@ -520,7 +581,7 @@ unsigned ppd_port_pull_poll(struct pp_port *port,
 	if (!p || !p->pulls_used)
 		return 0;
 	uint64_t n = __atomic_load_n(&p->hdr->pulls_done, __ATOMIC_ACQUIRE);
-	int gone = p->hdr->daemon_gone, again = 0;
+	int gone = daemon_gone(p, 0), again = 0;
 	if (n == p->pulls_seen && !gone && !p->pulls_again)
 		return 0;
 	p->pulls_seen = n;
@@ -557,7 +618,7 @@ int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, voi
 		return -ENOTSUP;
 	if (from_off >= len)
 		return -EINVAL;
-	if (p->places_used == PPD_PLACES || p->hdr->daemon_gone)
+	if (p->places_used == PPD_PLACES || daemon_gone(p, 0))
 		return -ENOSPC;
 	int rc = ppd_place_post(p->hdr, src, msg_id, (uint64_t)(uintptr_t)buf, len, from_off);
 	if (rc < 0)
@@ -569,8 +630,14 @@ int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, voi
 void ppd_port_place_cancel(struct pp_port *port, uint32_t src, uint32_t msg_id)
 {
 	struct ppd_port *p = pull_port(port);
-	if (p && p->places_used && ppd_place_cancel(p->hdr, src, msg_id))
+	if (p && p->places_used && ppd_place_cancel(p->hdr, src, msg_id, daemon_gone_probe, p))
 		p->places_used--;
+}
+
+int ppd_port_gone(struct pp_port *port)
+{
+	struct ppd_port *p = pull_port(port);
+	return p ? daemon_gone(p, 0) : 0;
 }
 
 int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b)

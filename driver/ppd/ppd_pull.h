@@ -47,6 +47,11 @@ int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, voi
  * the buffer (waits while a write is under way). */
 void ppd_port_place_cancel(struct pp_port *port, uint32_t src, uint32_t msg_id);
 
+/* 1 once the daemon is known to be gone (it stopped serving, or its end of
+ * the connection closed: a killed daemon): nothing sent reaches anyone and
+ * nothing more arrives. One load; 0 for any other port. */
+int ppd_port_gone(struct pp_port *port);
+
 /* 1 when b, from this port's rx_burst, holds a DATA frame's headers alone
  * (its payload was placed), else 0 (any other port: 0). */
 int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b);

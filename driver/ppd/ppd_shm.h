@@ -77,6 +77,8 @@ struct ppd_attach_req {
 	uint32_t rank;	  /* the rank attaching */
 	uint32_t size;	  /* ranks in the job */
 	uint32_t inc;	  /* its incarnation (proto/wire.h), not 0: its frames carry it */
+	uint64_t token;	  /* job token from the launcher (0: none): every rank of a job
+			   * attached at once must give the first one's, from its uid */
 };
 
 /* Daemon -> rank, the answer; the memfd rides along when status is 0. */

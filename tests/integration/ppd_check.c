@@ -252,9 +252,11 @@ static int badrange(const char *sock)
 	char dev[512];
 	struct pp_port *a, *b;
 	struct pp_port_info ai;
-	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=0,size=2,inc=1,path=%s", JOB, sock);
+	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=0,size=2,inc=1,token=0,timeout=5000,path=%s",
+		 JOB, sock);
 	int rc = pp_port_open(&a, dev, NULL);
-	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=1,size=2,inc=2,path=%s", JOB, sock);
+	snprintf(dev, sizeof(dev), "ppd:job=%u,rank=1,size=2,inc=2,token=0,timeout=5000,path=%s",
+		 JOB, sock);
 	if (rc == 0)
 		rc = pp_port_open(&b, dev, NULL);
 	if (rc) {

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ppd's UNIX socket, main thread only (cold path): the listening socket and
+ * the connections that have not sent their request yet. Nothing here
+ * blocks: every connection is non-blocking and has PPD_CONN_MS to send its
+ * one request (an attach or a stats request), after which it is closed, so
+ * no client can hold the main thread; at most PPD_PENDING wait at once (one
+ * more closes the oldest).
+ *
+ * Who may connect: the socket is made mode 0600 (0660 and owned by the
+ * group with --group), and the credentials the kernel gives for the
+ * connection (SO_PEERCRED) must be root's, the daemon's own uid, or, with
+ * --group, those of a member of that group; anyone else is refused before
+ * a byte is read. The peer's process is pinned at once by a pidfd (taken
+ * from the connection itself where the kernel can, SO_PEERPIDFD, else opened
+ * from its pid right away and refused if that process has already exited),
+ * so a pid reused later can never stand for the rank.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "pp_log.h"
+#include "ppd.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+void ppd_reply(int c, int status, uint64_t region, int fd, const char *fmt, ...)
+{
+	struct ppd_attach_rep rep = {.status = status, .region = region};
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(rep.message, sizeof(rep.message), fmt, ap);
+		va_end(ap);
+		pp_warn("ppd: refused a request: %s", rep.message);
+	}
+	struct iovec iov = {&rep, sizeof(rep)};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	}
+	if (sendmsg(c, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		pp_warn("ppd: cannot answer a rank: %s", strerror(errno));
+}
+
+int ppd_server_open(struct ppd_server *s, const char *path, const char *group)
+{
+	*s = (struct ppd_server){.lfd = -1, .path = path};
+	for (int i = 0; i < PPD_PENDING; i++)
+		s->conn[i].fd = s->conn[i].pidfd = -1;
+	if (group) {
+		struct group *g = getgrnam(group);
+		if (!g) {
+			fprintf(stderr, "ppd: --group %s: no such group\n", group);
+			return -1;
+		}
+		s->gid = g->gr_gid;
+		s->grouped = 1;
+	}
+	char dir[108];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+			fprintf(stderr, "ppd: cannot create %s: %s\n", dir, strerror(errno));
+			return -1;
+		}
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	/* A socket nobody answers on is left over from a daemon that died. */
+	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		fprintf(stderr, "ppd: a daemon is already serving %s\n", path);
+		close(probe);
+		close(fd);
+		return -1;
+	}
+	if (probe >= 0)
+		close(probe);
+	unlink(path);
+	/* Made 0600 from the start, then opened to the group if asked: there
+	 * is no moment when anyone else may connect. */
+	mode_t old = umask(0177);
+	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc == 0 && s->grouped &&
+	    (chown(path, (uid_t)-1, s->gid) != 0 || chmod(path, 0660) != 0))
+		rc = -1;
+	if (rc != 0 || listen(fd, 64) != 0) {
+		fprintf(stderr, "ppd: cannot listen on %s: %s\n", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	s->lfd = fd;
+	return 0;
+}
+
+static void conn_close(struct ppd_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->fd = c->pidfd = -1;
+}
+
+void ppd_server_close(struct ppd_server *s)
+{
+	if (s->lfd >= 0) {
+		close(s->lfd);
+		unlink(s->path);
+		s->lfd = -1;
+	}
+	for (int i = 0; i < PPD_PENDING; i++)
+		conn_close(&s->conn[i]);
+}
+
+/* 1 when the peer of connection fd (credentials cr) may attach here. */
+static int allowed(const struct ppd_server *s, int fd, const struct ucred *cr)
+{
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return 1;
+	if (!s->grouped)
+		return 0;
+	if (cr->gid == s->gid)
+		return 1;
+	gid_t gs[256];
+	socklen_t len = sizeof(gs);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, gs, &len) != 0)
+		return 0;
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (gs[i] == s->gid)
+			return 1;
+	return 0;
+}
+
+/* A pidfd of the process at the other end of fd, or -1 when there is none
+ * that surely is that process (it has exited, or the kernel has no pidfds). */
+static int peer_pidfd(int fd, pid_t pid)
+{
+	int pfd = -1;
+	socklen_t len = sizeof(pfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) != 0) {
+#ifdef SYS_pidfd_open
+		pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+		(void)pid;
+		return -1;
+#endif
+	}
+	if (pfd < 0)
+		return -1;
+	/* Readable: that process has exited (and its pid may be another's). */
+	struct pollfd p = {.fd = pfd, .events = POLLIN};
+	if (poll(&p, 1, 0) != 0) {
+		close(pfd);
+		return -1;
+	}
+	return pfd;
+}
+
+void ppd_server_accept(struct ppd_server *s, uint64_t now)
+{
+	for (int k = 0; k < PPD_PENDING; k++) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+			close(fd);
+			continue;
+		}
+		if (!allowed(s, fd, &cr)) {
+			ppd_reply(fd, -EPERM, 0, -1, "uid %u may not use this daemon", cr.uid);
+			close(fd);
+			continue;
+		}
+		int pidfd = peer_pidfd(fd, cr.pid);
+		if (pidfd < 0) {
+			ppd_reply(fd, -ESRCH, 0, -1, "pid %d: no pidfd for it (exited?)",
+				  (int)cr.pid);
+			close(fd);
+			continue;
+		}
+		/* A free slot, else the oldest connection goes. */
+		struct ppd_conn *c = &s->conn[0];
+		for (int i = 0; i < PPD_PENDING; i++) {
+			if (s->conn[i].fd < 0) {
+				c = &s->conn[i];
+				break;
+			}
+			if (s->conn[i].deadline < c->deadline)
+				c = &s->conn[i];
+		}
+		conn_close(c);
+		*c = (struct ppd_conn){
+		    .fd = fd, .pidfd = pidfd, .cr = cr, .deadline = now + PPD_CONN_NS};
+	}
+}
+
+/* The daemon's counters, as text, on connection c. */
+static void stats_reply(const struct ppd *d, int c)
+{
+	static char text[16384];
+	ppd_stats_format(d, text, sizeof(text));
+	size_t n = strlen(text);
+	for (size_t o = 0; o < n; o += 4000)
+		if (send(c, text + o, n - o < 4000 ? n - o : 4000, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			break;
+}
+
+void ppd_server_input(struct ppd *d, struct ppd_server *s, int i)
+{
+	struct ppd_conn *c = &s->conn[i];
+	struct ppd_attach_req req;
+	ssize_t n = recv(c->fd, &req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n != (ssize_t)sizeof(req)) {
+		if (n > 0)
+			ppd_reply(c->fd, -EPROTO, 0, -1, "a request of %zd bytes, not %zu", n,
+				  sizeof(req));
+		conn_close(c);
+		return;
+	}
+	struct pollfd pf = {.fd = c->pidfd, .events = POLLIN};
+	if (poll(&pf, 1, 0) != 0)
+		/* The process that connected is gone; another holds its socket. */
+		ppd_reply(c->fd, -ESRCH, 0, -1, "pid %d, which connected, has exited",
+			  (int)c->cr.pid);
+	else if (req.magic == PPD_STATS_MAGIC)
+		stats_reply(d, c->fd);
+	else if (req.magic != PPD_MAGIC)
+		ppd_reply(c->fd, -EPROTO, 0, -1, "not a ppd request");
+	else if (ppd_rank_attach(d, c, &req) == 0)
+		atomic_fetch_add(&d->nattached, 1);
+	conn_close(c); /* a no-op when the rank took the connection */
+}
+
+void ppd_server_expire(struct ppd_server *s, uint64_t now)
+{
+	for (int i = 0; i < PPD_PENDING; i++)
+		if (s->conn[i].fd >= 0 && now >= s->conn[i].deadline)
+			conn_close(&s->conn[i]);
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ppd --stats: the handlers' counters as a table (read while they run:
+ * every counter has one writer and is read with a relaxed load). */
+#include <stdio.h>
+
+#include "ppd.h"
+
+static const char *const drop_names[PPD_DROP_COUNT] = {
+    "no_rank", "rank_full", "bad_frame", "spoof", "bad_range", "dead", "stale",
+};
+
+void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
+{
+	size_t o = 0;
+#define OUT(...)                                                                                   \
+	do {                                                                                       \
+		if (o < len)                                                                       \
+			o += (size_t)snprintf(buf + o, len - o, __VA_ARGS__);                      \
+	} while (0)
+	int nranks = 0;
+	for (int i = 0; i < PPD_MAX_RANKS; i++)
+		nranks += atomic_load(&d->ranks[i].state) == PPD_RANK_ACTIVE;
+	OUT("ppd: %d handler(s), %d rank(s) attached, port %s\n", d->nh, nranks, d->info.driver);
+	OUT("%-7s %5s %5s %10s %10s %10s %10s %9s %9s %10s %6s %5s  %s\n", "handler", "core",
+	    "ranks", "nic_rx", "nic_tx", "from_rank", "to_rank", "loopback", "zerocopy", "pulls",
+	    "busy%", "queue", "drops");
+	for (int i = 0; i < d->nh; i++) {
+		const struct ppd_counters *c = &d->h[i].c;
+		uint64_t run = __atomic_load_n(&c->run_ns, __ATOMIC_RELAXED);
+		uint64_t busy = __atomic_load_n(&c->busy_ns, __ATOMIC_RELAXED);
+		OUT("%-7d %5d %5d %10llu %10llu %10llu %10llu %9llu %9llu %10llu %6.1f %5llu  ", i,
+		    d->h[i].core, d->h[i].nhome,
+		    (unsigned long long)__atomic_load_n(&c->nic_rx, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->nic_tx, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->from_ranks, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->to_ranks, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->loopback, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->zc_frames, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pulls, __ATOMIC_RELAXED),
+		    run ? 100.0 * (double)busy / (double)run : 0.0,
+		    (unsigned long long)__atomic_load_n(&c->queue, __ATOMIC_RELAXED));
+		for (int k = 0; k < PPD_DROP_COUNT; k++)
+			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
+			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
+		OUT(" placed_frames=%llu placed_bytes=%llu place_failed=%llu",
+		    (unsigned long long)__atomic_load_n(&c->placed_frames, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->placed_bytes, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->place_failed, __ATOMIC_RELAXED));
+		OUT(" pulls_served=%llu pulls_failed=%llu pulls_left=%llu pull_frames=%llu "
+		    "pull_retx=%llu flows_evicted=%llu",
+		    (unsigned long long)__atomic_load_n(&c->pulls_served, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pulls_failed, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pulls_left, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pull_frames, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->pull_retx, __ATOMIC_RELAXED),
+		    (unsigned long long)__atomic_load_n(&c->flows_evicted, __ATOMIC_RELAXED));
+		OUT("\n");
+	}
+#undef OUT
+	if (len)
+		buf[o < len ? o : len - 1] = '\0';
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Test-only helpers for the node daemon ppd without the test bed: a daemon
+ * started on an in-memory link of its own (--dev sim:NAME/0), so every rank
+ * attached is on its node and all traffic takes its loopback; ranks opened
+ * as ppd ports; frames with headers only sent and received; the daemon's
+ * counters. The ppd program comes from $PPD. This process lets the daemon
+ * read its memory (PR_SET_PTRACER), as a rank launched under a ptrace
+ * policy would have to.
+ */
+#ifndef PP_TEST_PPD_HARNESS_H
+#define PP_TEST_PPD_HARNESS_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pp_port.h"
+#include "wire.h"
+
+/* One daemon of a test. */
+struct td {
+	pid_t pid;     /* the daemon, -1 when not running */
+	char dir[64];  /* its temporary folder */
+	char sock[96]; /* its socket, in dir */
+	char link[64]; /* its in-memory link */
+};
+
+/* 1 when something accepts connections on path. */
+static inline int td_listening(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int ok = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (s >= 0)
+		close(s);
+	return ok;
+}
+
+/* Start a daemon named by tag with extra arguments (NULL-ended, may be
+ * empty); 0 once it listens, -1 otherwise. */
+static inline int td_start(struct td *t, const char *tag, const char *const *extra)
+{
+	const char *ppd = getenv("PPD");
+	t->pid = -1;
+	if (!ppd)
+		return -1;
+	snprintf(t->dir, sizeof(t->dir), "/tmp/pp-test-%s.XXXXXX", tag);
+	if (!mkdtemp(t->dir))
+		return -1;
+	snprintf(t->sock, sizeof(t->sock), "%s/ppd.sock", t->dir);
+	snprintf(t->link, sizeof(t->link), "sim:%s%d/0", tag, (int)getpid());
+	const char *argv[32] = {ppd,	   "--dev", t->link,	  "--socket", t->sock,
+				"--cores", "0",	    "--drain-ms", "2000"};
+	int n = 9;
+	for (int i = 0; extra && extra[i] && n < 31; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	t->pid = fork();
+	if (t->pid == 0) {
+		execv(ppd, (char *const *)argv);
+		_exit(127);
+	}
+	prctl(PR_SET_PTRACER, (unsigned long)t->pid, 0, 0, 0);
+	for (int i = 0; i < 500 && !td_listening(t->sock); i++)
+		usleep(10000);
+	return td_listening(t->sock) ? 0 : -1;
+}
+
+/* Stop it with SIGTERM; 0 when it exited with status 0. */
+static inline int td_stop(struct td *t)
+{
+	int st = -1;
+	if (t->pid > 0) {
+		kill(t->pid, SIGTERM);
+		waitpid(t->pid, &st, 0);
+		t->pid = -1;
+	}
+	unlink(t->sock);
+	rmdir(t->dir);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* The incarnation these tests give rank of job. */
+static inline unsigned inc_of(unsigned job, unsigned rank)
+{
+	return 0x1000 + job * 16 + rank;
+}
+
+/* Attach rank of job (size ranks, job token token) as a ppd port. */
+static inline int td_open_token(const struct td *t, struct pp_port **p, unsigned job, unsigned rank,
+				unsigned size, const char *token)
+{
+	char dev[256];
+	snprintf(dev, sizeof(dev),
+		 "ppd:job=%u,rank=%u,size=%u,inc=%u,token=%s,timeout=5000,path=%s", job, rank, size,
+		 inc_of(job, rank), token, t->sock);
+	return pp_port_open(p, dev, NULL);
+}
+
+static inline int td_open(const struct td *t, struct pp_port **p, unsigned job, unsigned rank,
+			  unsigned size)
+{
+	return td_open_token(t, p, job, rank, size, "0");
+}
+
+/* Wait up to about 2 s for one frame on p; its length, or -1. */
+static inline int td_recv(struct pp_port *p, uint8_t *out, size_t cap)
+{
+	struct pp_buf *b;
+	for (int i = 0; i < 200000; i++) {
+		if (pp_port_rx_burst(p, 0, &b, 1) == 1) {
+			int len = (int)b->len;
+			memcpy(out, b->data, b->len < cap ? b->len : cap);
+			pp_port_free(p, &b, 1);
+			return len;
+		}
+		usleep(10);
+	}
+	return -1;
+}
+
+/* A frame with headers only (and ext_len bytes of ext appended), from
+ * (job, src) in incarnation src_inc to dst's incarnation dst_inc. */
+static inline int td_send_inc(struct pp_port *p, uint8_t type, unsigned job, unsigned src,
+			      unsigned dst, unsigned src_inc, unsigned dst_inc, unsigned id,
+			      void *ext, uint32_t ext_len, void (*done)(void *), void *arg)
+{
+	struct pp_port_info pi;
+	struct pp_buf *b;
+	pp_port_info(p, &pi);
+	if (pp_port_alloc(p, &b, 1) != 1)
+		return -ENOMEM;
+	struct pp_wire_hdr h = {.type = type,
+				.job = job,
+				.src_rank = src,
+				.dst_rank = dst,
+				.msg_id = id,
+				.src_inc = src_inc,
+				.dst_inc = dst_inc};
+	b->len = (uint32_t)pp_wire_encode(b->data, b->cap, pi.mac, pi.mac, &h, NULL);
+	if (ext) {
+		int rc = pp_port_attach_ext(p, b, ext, ext_len, done, arg);
+		if (rc) {
+			pp_port_free(p, &b, 1);
+			return rc;
+		}
+	}
+	return pp_port_tx_burst(p, 0, &b, 1) == 1 ? 0 : -EAGAIN;
+}
+
+/* The same between the incarnations these tests give the ranks. */
+static inline int td_send(struct pp_port *p, uint8_t type, unsigned job, unsigned src, unsigned dst,
+			  unsigned id, void *ext, uint32_t ext_len, void (*done)(void *), void *arg)
+{
+	return td_send_inc(p, type, job, src, dst, inc_of(job, src), inc_of(job, dst), id, ext,
+			   ext_len, done, arg);
+}
+
+/* A 32-bit header field of a received frame. */
+static inline uint32_t td_field32(const uint8_t *frame, unsigned off)
+{
+	const uint8_t *p = frame + PP_WIRE_ETH_LEN + off;
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* ppd --stats of daemon t into out (NUL-ended); 0 when it answered. */
+static inline int td_stats(const struct td *t, char *out, size_t cap)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "timeout 5 %s --stats --socket %s", getenv("PPD"), t->sock);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	return pclose(f) == 0 && n > 0 ? 0 : -1;
+}
+
+/* The sum over handlers of counter name= in a stats text, or -1. */
+static inline long long td_counter(const char *stats, const char *name)
+{
+	char key[64];
+	snprintf(key, sizeof(key), " %s=", name);
+	long long sum = -1;
+	for (const char *p = strstr(stats, key); p; p = strstr(p + 1, key))
+		sum = (sum < 0 ? 0 : sum) + atoll(p + strlen(key));
+	return sum;
+}
+
+/* Frames sent to the NIC by every handler (the nic_tx column), or -1. */
+static inline long long td_nic_tx(const char *stats)
+{
+	long long sum = -1;
+	for (const char *l = stats; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		int h, core, ranks;
+		unsigned long long rx, tx;
+		if (*l >= '0' && *l <= '9' &&
+		    sscanf(l, "%d %d %d %llu %llu", &h, &core, &ranks, &rx, &tx) == 5)
+			sum = (sum < 0 ? 0 : sum) + (long long)tx;
+	}
+	return sum;
+}
+
+#endif
