@@ -291,16 +291,21 @@ static int finish(pp_req **req, pp_status *st)
 
 static int valid(pp_req **req)
 {
-	return req && *req && (*req)->state != PP_REQ_FREE;
+	return req && *req && __atomic_load_n(&(*req)->state, __ATOMIC_ACQUIRE) != PP_REQ_FREE;
+}
+
+static int req_done(const struct pp_req *r)
+{
+	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == PP_REQ_DONE;
 }
 
 PP_API int pp_test(pp_req **req, int *done, pp_status *st)
 {
 	if (!valid(req) || !done)
 		return -EINVAL;
-	if ((*req)->state != PP_REQ_DONE)
+	if (!req_done(*req))
 		pp_ctx_progress((*req)->ctx);
-	if ((*req)->state != PP_REQ_DONE) {
+	if (!req_done(*req)) {
 		*done = 0;
 		return 0;
 	}
@@ -319,7 +324,7 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 	unsigned spins = 0;
 	int pinged = 0, first = 1;
 
-	while (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != PP_REQ_DONE) {
+	while (!req_done(r)) {
 		int n = first ? pp_ctx_progress(ctx) : pp_ctx_spin(ctx);
 		first = 0;
 		if (n > 0) {
@@ -333,7 +338,8 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 		uint64_t now = pp_now_ns();
 		if (!since)
 			since = now;
-		uint64_t last = ctx->last_rx > since ? ctx->last_rx : since;
+		uint64_t rx = __atomic_load_n(&ctx->last_rx, __ATOMIC_RELAXED);
+		uint64_t last = rx > since ? rx : since;
 		if (now - last <= silence / 4)
 			continue;
 		/* Frames awaiting acknowledgement: the engine either gets it or

@@ -98,7 +98,7 @@ static unsigned rx(pp_ctx *ctx, uint64_t now)
 	}
 	pp_port_free(ctx->port, bufs, n);
 	ctx->frames_rx += n;
-	ctx->last_rx = now;
+	__atomic_store_n(&ctx->last_rx, now, __ATOMIC_RELAXED); /* read by waits */
 	return n;
 }
 
@@ -152,7 +152,9 @@ static unsigned completions(pp_ctx *ctx)
 		r->st.error = c.error;
 		if (ctx->pred && !r->is_send && (c.error == 0 || c.error == -EMSGSIZE))
 			pp_rt_pred_receive(ctx, &r->st, r->buf);
-		r->state = PP_REQ_DONE;
+		/* Published last: the owner may be waiting in another thread
+		 * than this pass's (pull handlers). */
+		__atomic_store_n(&r->state, PP_REQ_DONE, __ATOMIC_RELEASE);
 		ctx->active--;
 		n++;
 	}

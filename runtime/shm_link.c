@@ -289,7 +289,7 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 		}
 	}
 	if (n)
-		ctx->last_rx = now;
+		__atomic_store_n(&ctx->last_rx, now, __ATOMIC_RELAXED);
 	if (pp_unlikely(now >= L->next_check)) {
 		L->next_check = now + PP_SHM_CHECK_NS;
 		check_alive(ctx, L);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: install dependencies, build with warnings as errors, run
-# every suite (unit, integration, slow), then the unit suite again under
-# AddressSanitizer and UBSan. Fails if anything fails or if no test ran.
+# every suite (unit, security, integration, slow, soak), then the unit and
+# security suites again under AddressSanitizer and UBSan, and under
+# ThreadSanitizer (the daemon's handlers, pull-handler threads, the rings).
+# Fails if anything fails or if no test ran.
 # Run as root on Debian 12 (integration tests build network namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +46,11 @@ run build || status=1
 setup build-san -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
 ninja -C build-san
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run build-san --suite unit || status=1
+  run build-san --suite unit --suite security || status=1
+
+setup build-tsan -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false -Dwerror=true -Dfuzz=disabled
+ninja -C build-tsan
+TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite unit --suite security || status=1
 
 echo "$total_p passed, $total_f failed"
 exit $status

@@ -27,7 +27,10 @@ int pp_cu_main(CU_SuiteInfo *suites)
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned ran = CU_get_number_of_tests_run();
-	unsigned failed = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
+	/* A suite whose set-up or clean-up failed (a daemon that did not
+	 * start, or did not exit cleanly) fails the program too. */
+	unsigned failed = CU_get_number_of_tests_failed() + CU_get_number_of_failures() +
+			  CU_get_number_of_suites_failed();
 	CU_cleanup_registry();
 	if (ran == 0) {
 		fprintf(stderr, "no test ran: failing\n");

@@ -98,7 +98,8 @@ static void test_cancel_waits(void)
 		sched_yield();
 	for (int i = 0; i < 200; i++) /* let the rank reach its wait */
 		sched_yield();
-	CU_ASSERT_EQUAL(x->state, PPD_PLACE_BUSY); /* the rank did not take it */
+	CU_ASSERT_EQUAL(__atomic_load_n(&x->state, __ATOMIC_ACQUIRE),
+			PPD_PLACE_BUSY); /* the rank did not take it */
 	atomic_store(&c.written, 1);
 	ppd_place_give(x);
 	pthread_join(t, NULL);

@@ -347,6 +347,14 @@ static void test_lossy_30(void)
 	run_ranks(2, sc_many, "mode=push-all", 0.30);
 }
 
+/* Pull-handler threads share the engine with the rank's own calls (under
+ * ThreadSanitizer in CI: tests/check.sh). */
+static void test_pull_handlers(void)
+{
+	run_ranks(2, sc_sizes, "pull_cores=1", 0);
+	run_ranks(2, sc_many, "pull_cores=0", 0.05);
+}
+
 static void test_late_discovery(void)
 {
 	late_rank = 3;
@@ -396,6 +404,7 @@ static CU_TestInfo tests[] = {
     {"peer gone", test_gone},
     {"discovery with a late rank", test_late_discovery},
     {"predictor fed and scored", test_predict},
+    {"pull handlers", test_pull_handlers},
     CU_TEST_INFO_NULL,
 };
 

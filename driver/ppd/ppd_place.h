@@ -98,7 +98,13 @@ static inline struct ppd_place *ppd_place_take(struct ppd_region_hdr *hdr, uint3
 		    x->src != src || x->msg_id != msg_id ||
 		    !ppd_place_cas(x, PPD_PLACE_POSTED, PPD_PLACE_BUSY))
 			continue;
-		*out = *x;
+		/* Field by field: state is the rank's to CAS meanwhile. */
+		out->src = x->src;
+		out->msg_id = x->msg_id;
+		out->addr = x->addr;
+		out->len = x->len;
+		out->from = x->from;
+		out->state = PPD_PLACE_BUSY;
 		if (out->src == src && out->msg_id == msg_id)
 			return x;
 		/* Reused between the look and the take: not ours. */

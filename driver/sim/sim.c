@@ -334,15 +334,17 @@ static int sim_open(struct pp_port **port, const char *dev, const struct pp_port
 		if (idx >= l->nb_ports)
 			break;
 		struct sim_port *p = &l->ports[idx];
+		lock(l); /* the link's other ports deliver to it under this lock */
 		if (p->open) {
 			rc = -EBUSY;
-			break;
+		} else {
+			p->open = 1;
+			p->head = p->tail = 0;
+			memset(&p->st, 0, sizeof(p->st));
+			*port = &p->base;
+			rc = 0;
 		}
-		p->open = 1;
-		p->head = p->tail = 0;
-		memset(&p->st, 0, sizeof(p->st));
-		*port = &p->base;
-		rc = 0;
+		unlock(l);
 		break;
 	}
 	pthread_mutex_unlock(&reg_lock);
