@@ -95,7 +95,7 @@ static int list_xsks(unsigned ifindex, struct xsk_seen *out, int max)
 		goto out;
 	}
 	for (;;) {
-		static _Alignas(struct nlmsghdr) char buf[16384];
+		_Alignas(struct nlmsghdr) char buf[16384];
 		ssize_t len = recv(fd, buf, sizeof(buf), 0);
 		if (len < 0 && errno == EINTR)
 			continue;
@@ -348,7 +348,7 @@ int pp_dpdk_xdp_prepare(const char *iface, unsigned start, unsigned count)
 	unsigned ifindex = if_nametoindex(iface);
 	if (!ifindex)
 		return 0; /* the PMD says the interface is missing */
-	static struct xsk_seen seen[MAX_XSKS];
+	struct xsk_seen seen[MAX_XSKS];
 	/* Live sockets that may use iface: those bound to it, else all. */
 	int users = list_xsks(ifindex, seen, MAX_XSKS);
 	for (int i = 0; i < users; i++) {
