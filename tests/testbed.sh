@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The local test bed: "nodes" as network namespaces on one L2 segment.
 #
-#   testbed.sh up NODES [PORTS_PER_NODE]   create (idempotent)
-#   testbed.sh down                        remove everything it made
+#   testbed.sh up NODES [PORTS_PER_NODE]   create (idempotent), repair leftovers
+#   testbed.sh down                        remove everything it made, and wait
+#                                          until the kernel has
 #   testbed.sh status                      what is up now
 #   testbed.sh mac NODE PORT               MAC of port PORT in node NODE
 #
@@ -14,17 +15,32 @@
 # `up` also mounts hugetlbfs on /dev/hugepages and reserves TESTBED_HUGEPAGES
 # 2 MiB pages (default 512) for DPDK.
 #
+# `up` reuses only what checks out, and rebuilds the rest with one line
+# "testbed: repaired ..." each: a namespace it cannot enter; a host-side
+# port whose veth peer is not pp<j> of its node (the end of a namespace the
+# kernel is still destroying, or of an `up` that was interrupted); a pp<j>
+# without its host-side end; an XDP program left on a port while no process
+# is in the node (an AF_XDP job that was killed: it also caps the MTU).
+# `down` kills the processes in the nodes (and those holding a node's
+# namespace open), deletes the host-side ports, the namespaces and the
+# bridge, then waits up to TESTBED_DOWN_WAIT seconds (default 10) until
+# none of them is left, and fails naming what is. (The kernel destroys a
+# deleted namespace in the background, its veth pairs with it, and not at
+# all while a socket or an open file still refers to it.)
+#
 # Environment: TESTBED_PREFIX (default "pp"), TESTBED_HUGEPAGES, TESTBED_MTU
-# (default 1500; pprun asks 9000 for af_packet: far fewer frames per message).
-# Not PP_*: the library reads those as its settings.
+# (default 1500; pprun asks 9000 for af_packet: far fewer frames per message),
+# TESTBED_DOWN_WAIT. Not PP_*: the library reads those as its settings.
 set -euo pipefail
 
 P=${TESTBED_PREFIX:-pp}
 BR=${P}br0
 STATE=/run/pp-testbed-$P
 MTU=${TESTBED_MTU:-1500}
+DOWN_WAIT=${TESTBED_DOWN_WAIT:-10}
 
 die() { echo "testbed.sh: $*" >&2; exit 1; }
+say() { echo "testbed: $*"; }
 
 need_root() {
   [ "$(id -u)" -eq 0 ] || die "must run as root (it creates network namespaces, veth pairs and a bridge, and mounts hugetlbfs); try: sudo $0 $*"
@@ -33,7 +49,51 @@ need_root() {
 
 mac() { printf '02:50:50:%02x:%02x:01' "$1" "$2"; }
 
-ns_exists() { ip netns list | awk '{print $1}' | grep -qx "$1"; }
+ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$1"; }
+
+# The namespaces of this prefix, and its links in the root namespace: the
+# host-side ports and the temporary veth ends an interrupted `up` leaves.
+our_namespaces() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${P}n[0-9]+$" || true; }
+our_links() { ip -o link show 2>/dev/null | sed -nE "s/^[0-9]+: (${P}n[0-9]+p[0-9]+|${P}t[0-9]+)[@:].*/\1/p"; }
+
+# Processes in namespace $1, or holding it open (an nsfs file descriptor).
+ns_pids() {
+  ip netns pids "$1" 2>/dev/null || true
+  [ -e "/run/netns/$1" ] || return 0
+  find -L /proc/[0-9]*/fd -maxdepth 1 -samefile "/run/netns/$1" 2>/dev/null | cut -d/ -f3
+}
+
+# Those of the pids still running (a zombie has released what it held).
+alive() {
+  local p st
+  for p in "$@"; do
+    st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null) || continue
+    case ${st%% *} in Z | X | x) ;; *) echo "$p" ;; esac
+  done
+}
+
+# Why host-side port $2 and port $3 of namespace $1 are not the two ends of
+# one veth pair; nothing when they are, "absent" when neither exists.
+pair_fault() {
+  local ns=$1 host=$2 port=$3 h p
+  h=$(ip -o link show dev "$host" 2>/dev/null) || h=
+  p=$(ip -n "$ns" -o link show dev "$port" 2>/dev/null) || p=
+  h=${h//\\/ } # -o joins the lines with backslashes
+  if [ -z "$h" ] && [ -z "$p" ]; then echo absent; return; fi
+  [ -n "$h" ] || { echo "$ns/$port has no host-side end"; return; }
+  # "IDX: NAME@ifPEERIDX: ... link-netns NS": each names the other's index
+  # (a peer in the same namespace shows as "NAME@PEERNAME:").
+  local re='^([0-9]+): [^@:]+@([^:]+):' hidx hpeer pidx ppeer
+  [[ $h =~ $re ]] || { echo "not a veth end"; return; }
+  hidx=${BASH_REMATCH[1]} hpeer=${BASH_REMATCH[2]}
+  [[ $hpeer == if* ]] || { echo "its peer $hpeer is in the root namespace"; return; }
+  [ -n "$p" ] || { echo "peer missing"; return; }
+  [[ $p =~ $re ]] || { echo "$ns/$port is not a veth end"; return; }
+  pidx=${BASH_REMATCH[1]} ppeer=${BASH_REMATCH[2]}
+  if [[ "$h " != *" link-netns $ns "* ]] || [ "$hpeer" != "if$pidx" ] || [ "$ppeer" != "if$hidx" ]; then
+    echo "its peer is not $ns/$port"
+  fi
+}
 
 hugepages_up() {
   local want=${TESTBED_HUGEPAGES:-512}
@@ -57,6 +117,19 @@ up() {
     die "up: PORTS_PER_NODE must be 1..15 (got '${ports}')"
   need_root up "$@"
 
+  local l peer
+  for l in $(our_links); do
+    # A temporary end whose `up` is gone (its pid is in the name).
+    if [[ $l =~ ^${P}t([0-9]+)$ ]] && [ -z "$(alive "${BASH_REMATCH[1]}")" ]; then
+      peer=$(ip -o link show dev "$l" 2>/dev/null | sed -nE 's/^[0-9]+: [^@:]+@([^:]+):.*/ and its peer \1/p')
+      ip link del "$l" 2>/dev/null || true
+      say "repaired: removed $l$peer (left by an interrupted up)"
+    fi
+  done
+  if ip link show "$BR" >/dev/null 2>&1 && ! ip -d -o link show "$BR" | grep -q ' bridge '; then
+    ip link del "$BR"
+    say "repaired $BR (not a bridge)"
+  fi
   if ! ip link show "$BR" >/dev/null 2>&1; then
     ip link add "$BR" type bridge forward_delay 0 stp_state 0
   fi
@@ -65,12 +138,21 @@ up() {
 
   for ((i = 0; i < nodes; i++)); do
     local ns=${P}n$i
+    if ns_exists "$ns" && ! ip -n "$ns" link show lo >/dev/null 2>&1; then
+      ip netns del "$ns" 2>/dev/null || rm -f "/run/netns/$ns"
+      say "repaired $ns (could not enter it)"
+    fi
     ns_exists "$ns" || ip netns add "$ns"
     ip -n "$ns" link set lo up
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
     for ((j = 0; j < ports; j++)); do
-      local host=${P}n${i}p$j
-      if ! ip link show "$host" >/dev/null 2>&1; then
+      local host=${P}n${i}p$j why
+      why=$(pair_fault "$ns" "$host" "pp$j")
+      if [ -n "$why" ]; then
+        # Deleting either end of a veth deletes both.
+        ip link del "$host" 2>/dev/null || true
+        ip -n "$ns" link del "pp$j" 2>/dev/null || true
+        [ "$why" = absent ] || say "repaired $host ($why)"
         # Port j gets ifindex (j+1)<<12 | 0x10 inside its namespace. DPDK's
         # af_packet joins a PACKET_FANOUT group numbered (pid ^ ifindex) &
         # 0xffff; with small ifindexes, two ranks of one node with adjacent
@@ -81,6 +163,18 @@ up() {
         ip link set "$tmp" netns "$ns"
         ip -n "$ns" link set "$tmp" name "pp$j"
       fi
+      # An AF_XDP process killed on this port leaves its XDP program
+      # attached (which also caps the port's MTU); with nobody in the node,
+      # nobody uses it.
+      local xdp
+      xdp=$(ip -n "$ns" -o link show dev "pp$j" 2>/dev/null |
+        sed -nE 's/.* prog\/(xdp[a-z]*) id ([0-9]+) name ([^ ]+).*/\1 \3 \2/p')
+      if [ -n "$xdp" ] && [ -z "$(ip netns pids "$ns")" ]; then
+        local mode name id
+        read -r mode name id <<<"$xdp"
+        ip -n "$ns" link set dev "pp$j" "$mode" off
+        say "repaired $ns/pp$j (detached XDP program $name, id $id, left with no process in $ns)"
+      fi
       sysctl -qw "net.ipv6.conf.$host.disable_ipv6=1" || true
       ip -n "$ns" link set "pp$j" address "$(mac "$i" "$j")" mtu "$MTU" up
       ip link set "$host" master "$BR" mtu "$MTU" up
@@ -90,25 +184,65 @@ up() {
   # af_xdp's libxdp keeps its programs in bpffs; without it, it complains.
   mountpoint -q /sys/fs/bpf 2>/dev/null || mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
   echo "$nodes $ports" > "$STATE"
-  echo "testbed: $nodes node(s) x $ports port(s) on bridge $BR"
+  say "$nodes node(s) x $ports port(s) on bridge $BR"
+}
+
+# What down has not removed yet: namespaces, links, the bridge, processes.
+leftovers() {
+  local left
+  left=$(
+    our_namespaces
+    our_links
+    ip link show "$BR" >/dev/null 2>&1 && echo "$BR"
+    for p in $(alive "$@"); do echo "pid $p ($(cat "/proc/$p/comm" 2>/dev/null))"; done
+  ) || true
+  echo "${left//$'\n'/ }"
 }
 
 down() {
   need_root down
-  local ns
-  for ns in $(ip netns list | awk '{print $1}' | grep -E "^${P}n[0-9]+$" || true); do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del "$ns"
+  local deadline=$((SECONDS + DOWN_WAIT)) ns l killed=() nns=0 nlinks=0 br=
+  for ns in $(our_namespaces); do
+    local found pids=() p
+    mapfile -t found < <(ns_pids "$ns" | sort -un)
+    for p in $(alive "${found[@]}"); do
+      [ "$p" != $$ ] && pids+=("$p")
+    done
+    [ ${#pids[@]} -gt 0 ] || continue
+    local names=
+    for p in "${pids[@]}"; do names+=" $p ($(cat "/proc/$p/comm" 2>/dev/null))"; done
+    kill -9 "${pids[@]}" 2>/dev/null || true
+    killed+=("${pids[@]}")
+    say "killed${names} in $ns"
+  done
+  # A process is not gone when kill returns: until it has exited it still
+  # holds its sockets, and through them its namespace and ports.
+  while [ -n "$(alive "${killed[@]}")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+  # The host-side ends go now, not when the kernel gets round to the
+  # namespace (which a socket kept elsewhere can put off for ever).
+  for l in $(our_links); do
+    ip link del "$l" 2>/dev/null || true
+    nlinks=$((nlinks + 1))
+  done
+  for ns in $(our_namespaces); do
+    ip netns del "$ns" 2>/dev/null || true
+    nns=$((nns + 1))
   done
   if ip link show "$BR" >/dev/null 2>&1; then
-    ip link del "$BR"
+    ip link del "$BR" 2>/dev/null || true
+    br=", bridge $BR"
   fi
   if [ -f "$STATE.hugepages" ]; then
     cat "$STATE.hugepages" > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null || true
     rm -f "$STATE.hugepages"
   fi
   rm -f "$STATE"
-  echo "testbed: down"
+  local left
+  while left=$(leftovers "${killed[@]}"); [ -n "$left" ]; do
+    [ $SECONDS -lt $deadline ] || die "down: still there after ${DOWN_WAIT} s: $left"
+    sleep 0.05
+  done
+  say "down (removed $nns namespace(s), $nlinks host-side link(s)$br)"
 }
 
 status() {

@@ -38,6 +38,7 @@
 #include <rte_mempool.h>
 
 #include "dpdk_eal.h"
+#include "dpdk_xdp.h"
 #include "pp_log.h"
 #include "pp_port.h"
 
@@ -265,10 +266,26 @@ static uint16_t port_mtu(const struct rte_eth_dev_info *di, uint32_t frame_cap)
 	return (uint16_t)mtu;
 }
 
-/* Configure queues, mempools and start the port.
- * Errors: -ENOMEM, -EIO (the PMD refused; logged). */
+/* af_xdp: what a process that died with this port open left behind is
+ * cleared before the PMD binds (dpdk_xdp.c). */
+static int af_xdp_prepare(const char *devargs)
+{
+	char iface[IF_NAMESIZE], v[32];
+	if (!devarg_get(devargs, "iface", iface, sizeof(iface)))
+		return 0;
+	unsigned start = 0, count = 1; /* the PMD's defaults */
+	if (devarg_get(devargs, "start_queue", v, sizeof(v)))
+		start = (unsigned)strtoul(v, NULL, 0);
+	if (devarg_get(devargs, "queue_count", v, sizeof(v)))
+		count = (unsigned)strtoul(v, NULL, 0);
+	return pp_dpdk_xdp_prepare(iface, start, count);
+}
 
-static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
+/* Configure queues, mempools and start the port.
+ * Errors: -ENOMEM, -EBUSY (af_xdp: a queue is taken; logged), -EIO (the PMD
+ * refused; logged). */
+
+static int setup(struct dpdk_port *p, const char *devargs, const struct pp_port_conf *conf)
 {
 	uint16_t pid = p->port_id;
 	struct rte_eth_dev_info di;
@@ -276,6 +293,8 @@ static int setup(struct dpdk_port *p, const struct pp_port_conf *conf)
 	if (rc)
 		return rc < 0 ? rc : -EIO;
 	p->device = di.device;
+	if (strcmp(di.driver_name, "net_af_xdp") == 0 && (rc = af_xdp_prepare(devargs)))
+		return rc;
 	uint16_t nq = conf->nb_queues;
 	if (nq > di.max_rx_queues)
 		nq = di.max_rx_queues;
@@ -419,7 +438,7 @@ static int dpdk_port_open(struct pp_port **port, const char *dev, const struct p
 		p = NULL;
 		goto out;
 	}
-	rc = setup(p, conf);
+	rc = setup(p, a->devargs, conf);
 	if (rc) {
 		if (!p->device) { /* info failed: nothing to stop */
 			struct rte_eth_dev_info di;

@@ -12,9 +12,6 @@ pprun=$1 rtc=$2 tb=$3 kind=$4 permille=${5:-50}
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 export PP_TIMEOUT_MS=5000
-# A fresh test bed: earlier tests may have killed AF_XDP ranks (see
-# runtime_check.sh).
-"$tb" down >/dev/null 2>&1
 "$tb" up 2 2 >/dev/null || fail "test bed"
 dir=$(mktemp -d /tmp/pp-lossy.XXXXXX)
 ports="ppn0p0 ppn0p1 ppn1p0 ppn1p1"
