@@ -134,8 +134,7 @@ static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
 	    (x->dst_rank != chk->rank && !((x->type == PP_WIRE_HELLO || x->type == PP_WIRE_BYE) &&
 					   x->dst_rank == PP_WIRE_RANK_ALL)))
 		return PP_DROP_RANK;
-	if (x->dst_inc != chk->inc &&
-	    !(x->dst_inc == 0 && pp_wire_inc_any_ok(x->type, x->dst_rank)))
+	if (x->dst_inc != chk->inc && !(x->dst_inc == 0 && pp_wire_inc_any_ok(x->type)))
 		return PP_DROP_STALE;
 	if ((x->type == PP_WIRE_PUSH || x->type == PP_WIRE_DATA) &&
 	    (x->offset > x->msg_len || x->msg_len - x->offset < x->payload_len ||

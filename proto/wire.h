@@ -12,8 +12,8 @@
  * an earlier life of a rank is ever taken by a later one, or by a peer that
  * knows the later one: the decoder drops a frame whose dst_inc is not ours
  * (STALE); whoever keeps per-peer state drops one whose src_inc is not the
- * peer's it knows. dst_inc may be 0 ("whichever") only on a HELLO to every
- * rank (the sender knows nobody yet) and on a BYE (a node daemon says it
+ * peer's it knows. dst_inc may be 0 ("whichever") only on a HELLO (its
+ * sender may not know the receiver yet) and on a BYE (a node daemon says it
  * for a dead rank without knowing its peers); those two are then judged by
  * src_inc alone.
  *
@@ -150,9 +150,9 @@ static inline int pp_wire_inc_after(uint32_t a, uint32_t b)
 }
 
 /* 1 when a frame of type may name no receiver incarnation (dst_inc 0). */
-static inline int pp_wire_inc_any_ok(uint8_t type, uint32_t dst_rank)
+static inline int pp_wire_inc_any_ok(uint8_t type)
 {
-	return type == PP_WIRE_BYE || (type == PP_WIRE_HELLO && dst_rank == PP_WIRE_RANK_ALL);
+	return type == PP_WIRE_BYE || type == PP_WIRE_HELLO;
 }
 
 /* 1 when frames of this type carry a sequence number. */

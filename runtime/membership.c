@@ -273,7 +273,7 @@ static int load_cluster(pp_ctx *ctx)
 }
 
 /* Say HELLO: to every port at once, or with a cluster file to each rank's
- * own (request: only to those not known yet). */
+ * own in turn (the same frames a broadcast would give). */
 static void say_hello(pp_ctx *ctx, uint32_t request)
 {
 	if (!ctx->cfg.cluster[0]) {
@@ -282,8 +282,9 @@ static void say_hello(pp_ctx *ctx, uint32_t request)
 	}
 	for (int r = 0; r < ctx->size; r++) {
 		const struct pp_peer_info *pi = &ctx->peers[r];
-		if (r != ctx->rank && !(request && pi->known))
-			send_control(ctx, PP_WIRE_HELLO, pi->mac, (uint32_t)r, 0, request);
+		if (r != ctx->rank)
+			send_control(ctx, PP_WIRE_HELLO, pi->mac, (uint32_t)r,
+				     pi->known ? pi->inc : 0, request);
 	}
 }
 

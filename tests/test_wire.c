@@ -309,8 +309,8 @@ static void test_hello_broadcast(void)
 	CU_ASSERT_EQUAL(why, PP_DROP_RANK);
 }
 
-/* Incarnations: 0 stands for "whichever" only on HELLO to all and BYE; the
- * serial order wraps. */
+/* Incarnations: 0 stands for "whichever" only on HELLO and BYE; the serial
+ * order wraps. */
 static void test_incarnation(void)
 {
 	uint8_t f[256];
@@ -334,6 +334,9 @@ static void test_incarnation(void)
 	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
 	CU_ASSERT_EQUAL(why, PP_DROP_STALE);
 	h.dst_inc = 0; /* a HELLO to rank 1 whose incarnation is not known yet */
+	n = build_frame(f, sizeof(f), &h, NULL);
+	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), 0);
+	h.type = PP_WIRE_ACK; /* but no other type */
 	n = build_frame(f, sizeof(f), &h, NULL);
 	CU_ASSERT_EQUAL(pp_wire_decode(f, n, &chk, &g, &p, &why), -EPROTO);
 	CU_ASSERT_EQUAL(why, PP_DROP_STALE);

@@ -45,8 +45,7 @@ static void drop(struct ppd_handler *h, enum ppd_drop why)
  * that is allowed); a frame for an earlier life of (job, rank) is not. */
 static int for_inc(const struct ppd_rank *r, const struct pp_wire_peek *pk)
 {
-	return pk->dst_inc == r->inc ||
-	       (pk->dst_inc == 0 && pp_wire_inc_any_ok(pk->type, pk->dst_rank));
+	return pk->dst_inc == r->inc || (pk->dst_inc == 0 && pp_wire_inc_any_ok(pk->type));
 }
 
 static struct ppd_rank *lookup(struct ppd *d, uint32_t job, uint32_t rank)
