@@ -243,29 +243,33 @@ static int exited(const struct shm_peer *pe)
 	return kill(pe->pid, 0) != 0 && errno == ESRCH;
 }
 
-/* A local peer gone without a goodbye has crashed. What is in progress with
- * it fails now (rather than after the retransmission timer gives up): it is
+/* A local peer gone without a goodbye has crashed (its process exited, or it
+ * broke the rules of a ring it writes: ring.h). What is in progress with it
+ * fails now (rather than after the retransmission timer gives up): it is
  * lost. Otherwise it is as if it had said goodbye: what it sent stays
  * receivable, receives only it could satisfy fail, and pp_finalize does not
  * wait for its goodbye. */
+static void peer_lost(pp_ctx *ctx, struct shm_peer *pe, const char *why)
+{
+	pe->dead = 1;
+	struct pp_peer_info *pi = &ctx->peers[pe->rank];
+	if (pi->bye)
+		return;
+	pp_warn("shm: local rank %u (pid %d) %s; its operations fail", pe->rank, (int)pe->pid, why);
+	if (pp_proto_peer_busy(ctx->eng, pe->rank))
+		pp_proto_peer_fail(ctx->eng, pe->rank);
+	else
+		pp_proto_peer_gone(ctx->eng, pe->rank);
+	pi->bye = pi->has_our_bye = 1;
+	ctx->nbye++;
+}
+
 static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
 {
 	for (uint32_t i = 0; i < L->npeers; i++) {
 		struct shm_peer *pe = &L->peer[i];
-		if (!pe->rx_on || pe->dead || !exited(pe))
-			continue;
-		pe->dead = 1;
-		struct pp_peer_info *pi = &ctx->peers[pe->rank];
-		if (pi->bye)
-			continue;
-		pp_warn("shm: local rank %u (pid %d) died; its operations fail", pe->rank,
-			(int)pe->pid);
-		if (pp_proto_peer_busy(ctx->eng, pe->rank))
-			pp_proto_peer_fail(ctx->eng, pe->rank);
-		else
-			pp_proto_peer_gone(ctx->eng, pe->rank);
-		pi->bye = pi->has_our_bye = 1;
-		ctx->nbye++;
+		if (pe->rx_on && !pe->dead && exited(pe))
+			peer_lost(ctx, pe, "died");
 	}
 }
 
@@ -281,12 +285,17 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 			continue;
 		const void *rec;
 		uint32_t len;
-		for (unsigned k = 0; k < PP_SHM_RX_BURST && pp_shm_ring_peek(&pe->rx, &rec, &len);
+		int got = 0;
+		for (unsigned k = 0;
+		     k < PP_SHM_RX_BURST && (got = pp_shm_ring_peek(&pe->rx, &rec, &len)) > 0;
 		     k++) {
 			pp_proto_input_local(ctx->eng, rec, len, now);
 			pp_shm_ring_release(&pe->rx);
 			n++;
 		}
+		/* A broken ring stays poisoned: peek refuses at once from now on. */
+		if (pp_unlikely(got < 0) && !pe->dead)
+			peer_lost(ctx, pe, "wrote a malformed record into its ring");
 	}
 	if (n)
 		ctx->last_rx = now;
