@@ -239,7 +239,7 @@ static int ppd_info(struct pp_port *port, struct pp_port_info *info)
 	info->mtu = p->hdr->mtu;
 	info->nb_queues = 1;
 	info->buf_cap = p->hdr->slot_bytes;
-	info->link_up = p->hdr->daemon_gone ? 0 : 1;
+	info->link_up = p->hdr->daemon_gone || p->rx.err ? 0 : 1; /* rx.err: a broken ring */
 	snprintf(info->driver, sizeof(info->driver), "ppd");
 	return 0;
 }
@@ -331,7 +331,7 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		return 0;
 	if (p->nrxfree)
 		flush_rxfree(p);
-	while (got < n && pp_shm_ring_peek(&p->rx, &ptr, &len)) {
+	while (got < n && pp_shm_ring_peek(&p->rx, &ptr, &len) > 0) {
 		struct ppd_rec r;
 		memcpy(&r, ptr, sizeof(r) <= len ? sizeof(r) : len);
 		pp_shm_ring_release(&p->rx);
