@@ -67,7 +67,8 @@
 struct shm_peer {
 	uint32_t rank;	       /* its rank */
 	uint32_t idx;	       /* its slot */
-	int32_t pid;	       /* its process */
+	int32_t pid;	       /* its process, read once and checked (pp_shm_seg_peer_pid); 0:
+				* none that could be checked, so no single copies with it */
 	int pidfd;	       /* readable once it has exited; -1: use kill(pid, 0) */
 	uint8_t rx_on;	       /* its ring to us is polled */
 	uint8_t tx_on;	       /* the engine's frames to it go into our ring */
@@ -111,17 +112,23 @@ int pp_shm_link_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, v
 	struct shm_peer *pe = L ? peer_of(L, src) : NULL;
 	if (!pe || !pe->tx_on)
 		return -ENODEV;
-	const struct pp_shm_desc *d = pp_shm_seg_desc(&L->seg, pe->idx, L->seg.me, msg_id);
-	uint64_t key = atomic_load_explicit(&d->key, memory_order_acquire);
-	if (key != (((uint64_t)msg_id << 1) | 1) || off > d->len || len > d->len - off)
+	const struct pp_shm_desc *sd = pp_shm_seg_desc(&L->seg, pe->idx, L->seg.me, msg_id);
+	uint64_t key = atomic_load_explicit(&sd->key, memory_order_acquire);
+	if (key != (((uint64_t)msg_id << 1) | 1))
 		return -ENOENT;
-	if (d->seg_off != PP_SHM_NO_OFFSET && d->seg_off <= L->seg.size &&
-	    d->len <= L->seg.size - d->seg_off) {
-		memcpy(dst, L->seg.base + d->seg_off + off, (size_t)len);
+	/* The sender can rewrite its descriptor at any moment: one private
+	 * copy is checked and used. */
+	const volatile struct pp_shm_desc *v = sd;
+	struct pp_shm_desc d = {.addr = v->addr, .len = v->len, .seg_off = v->seg_off};
+	if (off > d.len || len > d.len - off)
+		return -ENOENT;
+	if (d.seg_off != PP_SHM_NO_OFFSET && d.seg_off <= L->seg.size &&
+	    d.len <= L->seg.size - d.seg_off) {
+		memcpy(dst, L->seg.base + d.seg_off + off, (size_t)len);
 	} else {
-		if (pp_shm_cma_denied())
+		if (pp_shm_cma_denied() || pe->pid <= 0)
 			return -EPERM;
-		int rc = pp_shm_cma_read(pe->pid, dst, d->addr + off, (size_t)len);
+		int rc = pp_shm_cma_read(pe->pid, dst, d.addr + off, (size_t)len);
 		if (rc)
 			return rc;
 	}
@@ -205,6 +212,8 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, cons
 	struct shm_peer *pe = live_peer(ctx, dst);
 	if (!pe)
 		return -ENODEV;
+	if (pe->pid <= 0)
+		return -EPERM; /* no process we could check to write into */
 	struct pp_shm_link *L = ctx->shm;
 	int rc = pp_shm_rq_deliver(pp_shm_seg_recvq(&L->seg, L->seg.me, pe->idx), pe->pid,
 				   L->seg.base, L->seg.size, tag, msg_id, buf, len);
@@ -226,10 +235,14 @@ static void refresh(struct pp_shm_link *L)
 		struct shm_peer *pe = &L->peer[i];
 		if (pe->rx_on || pp_shm_seg_state(&L->seg, pe->idx) != PP_SHM_ATTACHED)
 			continue;
-		if (pp_shm_ring_attach(&pe->tx, pp_shm_seg_ring(&L->seg, L->seg.me, pe->idx)) ||
-		    pp_shm_ring_attach(&pe->rx, pp_shm_seg_ring(&L->seg, pe->idx, L->seg.me)))
-			continue; /* not a formatted ring: never polled */
-		pe->pid = pp_shm_seg_pid(&L->seg, pe->idx);
+		uint32_t cells = L->seg.geom.ring_cells;
+		if (pp_shm_ring_attach_cells(&pe->tx, pp_shm_seg_ring(&L->seg, L->seg.me, pe->idx),
+					     cells) ||
+		    pp_shm_ring_attach_cells(&pe->rx, pp_shm_seg_ring(&L->seg, pe->idx, L->seg.me),
+					     cells))
+			continue; /* not a sound ring: never polled */
+		int pid = pp_shm_seg_peer_pid(&L->seg, pe->idx);
+		pe->pid = pid > 0 ? pid : 0;
 		pe->rx_on = 1;
 	}
 }
@@ -240,32 +253,36 @@ static int exited(const struct shm_peer *pe)
 		struct pollfd p = {.fd = pe->pidfd, .events = POLLIN};
 		return poll(&p, 1, 0) == 1;
 	}
-	return kill(pe->pid, 0) != 0 && errno == ESRCH;
+	return pe->pid > 0 && kill(pe->pid, 0) != 0 && errno == ESRCH;
 }
 
-/* A local peer gone without a goodbye has crashed. What is in progress with
- * it fails now (rather than after the retransmission timer gives up): it is
+/* A local peer gone without a goodbye has crashed (its process exited, or it
+ * broke the rules of a ring it writes: ring.h). What is in progress with it
+ * fails now (rather than after the retransmission timer gives up): it is
  * lost. Otherwise it is as if it had said goodbye: what it sent stays
  * receivable, receives only it could satisfy fail, and pp_finalize does not
  * wait for its goodbye. */
+static void peer_lost(pp_ctx *ctx, struct shm_peer *pe, const char *why)
+{
+	pe->dead = 1;
+	struct pp_peer_info *pi = &ctx->peers[pe->rank];
+	if (pi->bye)
+		return;
+	pp_warn("shm: local rank %u (pid %d) %s; its operations fail", pe->rank, (int)pe->pid, why);
+	if (pp_proto_peer_busy(ctx->eng, pe->rank))
+		pp_proto_peer_fail(ctx->eng, pe->rank);
+	else
+		pp_proto_peer_gone(ctx->eng, pe->rank);
+	pi->bye = pi->has_our_bye = 1;
+	ctx->nbye++;
+}
+
 static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
 {
 	for (uint32_t i = 0; i < L->npeers; i++) {
 		struct shm_peer *pe = &L->peer[i];
-		if (!pe->rx_on || pe->dead || !exited(pe))
-			continue;
-		pe->dead = 1;
-		struct pp_peer_info *pi = &ctx->peers[pe->rank];
-		if (pi->bye)
-			continue;
-		pp_warn("shm: local rank %u (pid %d) died; its operations fail", pe->rank,
-			(int)pe->pid);
-		if (pp_proto_peer_busy(ctx->eng, pe->rank))
-			pp_proto_peer_fail(ctx->eng, pe->rank);
-		else
-			pp_proto_peer_gone(ctx->eng, pe->rank);
-		pi->bye = pi->has_our_bye = 1;
-		ctx->nbye++;
+		if (pe->rx_on && !pe->dead && exited(pe))
+			peer_lost(ctx, pe, "died");
 	}
 }
 
@@ -281,12 +298,17 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 			continue;
 		const void *rec;
 		uint32_t len;
-		for (unsigned k = 0; k < PP_SHM_RX_BURST && pp_shm_ring_peek(&pe->rx, &rec, &len);
+		int got = 0;
+		for (unsigned k = 0;
+		     k < PP_SHM_RX_BURST && (got = pp_shm_ring_peek(&pe->rx, &rec, &len)) > 0;
 		     k++) {
 			pp_proto_input_local(ctx->eng, rec, len, now);
 			pp_shm_ring_release(&pe->rx);
 			n++;
 		}
+		/* A broken ring stays poisoned: peek refuses at once from now on. */
+		if (pp_unlikely(got < 0) && !pe->dead)
+			peer_lost(ctx, pe, "wrote a malformed record into its ring");
 	}
 	if (n)
 		__atomic_store_n(&ctx->last_rx, now, __ATOMIC_RELAXED);
@@ -388,7 +410,7 @@ static int activate(pp_ctx *ctx, struct pp_shm_link *L)
 		struct shm_peer *pe = &L->peer[i];
 		if (!pe->rx_on)
 			continue;
-		pe->pidfd = (int)syscall(SYS_pidfd_open, pe->pid, 0);
+		pe->pidfd = pe->pid > 0 ? (int)syscall(SYS_pidfd_open, pe->pid, 0) : -1;
 		int rc = pp_proto_peer_local(ctx->eng, pe->rank, btp1, btp2);
 		if (rc)
 			return rc;
@@ -466,14 +488,19 @@ static int create_side(pp_ctx *ctx, struct pp_shm_link *L, const uint32_t *local
 	return settle(ctx, L);
 }
 
-static int attach_side(pp_ctx *ctx, struct pp_shm_link *L, uint32_t creator, const char *name)
+static int attach_side(pp_ctx *ctx, struct pp_shm_link *L, const uint32_t *locals, uint32_t nlocal,
+		       const char *name)
 {
 	uint64_t nonce = 0, ok = 0;
+	uint32_t creator = locals[0];
 	int rc = xfer(ctx, 0, &nonce, (int)creator);
 	if (rc)
 		return rc;
 	if (nonce && ctx->cfg.shm != PP_SHM_OFF) {
-		int a = pp_shm_seg_attach(&L->seg, name, nonce, (uint32_t)ctx->rank);
+		/* The geometry as the creator chose it; its heap size is read
+		 * from the segment. */
+		struct pp_shm_geom g = {nlocal, PP_SHM_RING_CELLS, 0};
+		int a = pp_shm_seg_attach(&L->seg, name, &g, locals, nonce, (uint32_t)ctx->rank);
 		if (a)
 			pp_warn("shm: cannot attach to segment %s (%s): local ranks use the port",
 				name, strerror(-a));
@@ -514,7 +541,7 @@ int pp_shm_link_init(pp_ctx *ctx)
 	if ((rc = link_alloc(ctx, &L, locals, nlocal)))
 		goto out;
 	rc = locals[0] == (uint32_t)ctx->rank ? create_side(ctx, L, locals, nlocal, name)
-					      : attach_side(ctx, L, locals[0], name);
+					      : attach_side(ctx, L, locals, nlocal, name);
 	if (rc == 0 && (rc = activate(ctx, L)) == 0) {
 		size_t bytes;
 		void *area = pp_shm_seg_heap(&L->seg, L->seg.me, &bytes);

@@ -23,8 +23,12 @@ static enum pp_shm_rq_state state_of(uint64_t w)
 int pp_shm_rq_post(struct pp_shm_rq *q, int64_t tag, uint64_t addr, uint64_t seg_off, uint64_t len,
 		   uint32_t expect)
 {
+	/* Only r writes head and tail, but s can too: each is read once and
+	 * must be no more than the ring apart (this bounds the walk below). */
 	uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
 	uint64_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	if (tail - head > PP_SHM_RQ_ENTRIES)
+		return -EPROTO;
 	/* Reclaim what is done at the head: a posted or claimed entry stops it. */
 	while (head != tail) {
 		struct pp_shm_rq_entry *x = &q->e[head & MASK];
@@ -41,6 +45,10 @@ int pp_shm_rq_post(struct pp_shm_rq *q, int64_t tag, uint64_t addr, uint64_t seg
 	if (tail - head >= PP_SHM_RQ_ENTRIES)
 		return -ENOSPC;
 	struct pp_shm_rq_entry *x = &q->e[tail & MASK];
+	/* The entry at the tail was reclaimed or withdrawn: anything else means
+	 * the indices were rewritten, and the entry may be a live receive. */
+	if (state_of(atomic_load_explicit(&x->state, memory_order_acquire)) != PP_SHM_RQ_FREE)
+		return -EPROTO;
 	atomic_store_explicit(&x->tag, tag, memory_order_relaxed);
 	atomic_store_explicit(&x->addr, addr, memory_order_relaxed);
 	atomic_store_explicit(&x->seg_off, seg_off, memory_order_relaxed);
@@ -54,18 +62,14 @@ int pp_shm_rq_post(struct pp_shm_rq *q, int64_t tag, uint64_t addr, uint64_t seg
 int pp_shm_rq_take(struct pp_shm_rq *q, int slot, uint32_t msg_id, int written)
 {
 	struct pp_shm_rq_entry *x = &q->e[slot & MASK];
-	uint64_t w = atomic_load_explicit(&x->state, memory_order_acquire);
-	uint64_t pos = w >> 2;
+	uint64_t pos = atomic_load_explicit(&x->state, memory_order_relaxed) >> 2;
 	enum pp_shm_rq_state want = written ? PP_SHM_RQ_CLAIMED : PP_SHM_RQ_POSTED;
-	int ok = 0;
-	for (;;) {
-		ok = state_of(w) == want &&
-		     (!written || atomic_load_explicit(&x->expect, memory_order_relaxed) == msg_id);
-		if (atomic_compare_exchange_weak_explicit(&x->state, &w, word(pos, PP_SHM_RQ_TAKEN),
-							  memory_order_acq_rel,
-							  memory_order_acquire))
-			break;
-	}
+	/* One exchange, not a compare-and-swap loop that a sender rewriting
+	 * the word could keep failing: the state it replaces decides. */
+	uint64_t w =
+	    atomic_exchange_explicit(&x->state, word(pos, PP_SHM_RQ_TAKEN), memory_order_acq_rel);
+	int ok = state_of(w) == want &&
+		 (!written || atomic_load_explicit(&x->expect, memory_order_relaxed) == msg_id);
 	return ok ? 0 : -EPROTO;
 }
 

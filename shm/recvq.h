@@ -27,6 +27,13 @@
  * message's; it claims it only if `expect` is the message's number and the
  * buffer holds the whole message, otherwise it claims nothing. The zero-
  * filled area is a valid empty ring. Lock-free; no system call.
+ *
+ * Either side may be broken or hostile: every index, length and state is
+ * read once and checked, every walk is bounded by the ring's size (head and
+ * tail more than PP_SHM_RQ_ENTRIES apart are refused), an index is used
+ * only masked, and a write goes only where the segment or the receiver's
+ * process has the bytes. What a hostile side can do is make the pair's own
+ * receives fail.
  */
 #ifndef PP_SHM_RECVQ_H
 #define PP_SHM_RECVQ_H
@@ -75,7 +82,9 @@ struct pp_shm_rq_target {
 /* Receiver: reclaim taken entries at the head, then post a receive (tag or
  * PP_SHM_RQ_ANY_TAG) of len bytes at addr (seg_off: its segment offset or
  * PP_SHM_NO_OFFSET) waiting for message number expect. Returns its slot
- * (0..PP_SHM_RQ_ENTRIES-1). Errors: -ENOSPC (every entry in use). */
+ * (0..PP_SHM_RQ_ENTRIES-1). Errors: -ENOSPC (every entry in use), -EPROTO
+ * (head and tail were rewritten: further apart than the ring, or a tail on
+ * an entry in use). */
 int pp_shm_rq_post(struct pp_shm_rq *q, int64_t tag, uint64_t addr, uint64_t seg_off, uint64_t len,
 		   uint32_t expect);
 

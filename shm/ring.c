@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "pp_compiler.h"
+
 #define RING_MAGIC 0x70705247u /* "ppRG" */
 #define REC_DATA   0u	       /* a record */
 #define REC_PAD	   1u	       /* filler to the end of the cells */
@@ -29,9 +31,20 @@ struct rec_hdr {
 	uint32_t kind; /* REC_DATA or REC_PAD */
 };
 
+/* Cells of a record of len payload bytes, len at most max_len (a larger one
+ * would wrap the count: 0xFFFFFFB9 to 0 cells). */
 static uint32_t cells_of(uint32_t len)
 {
 	return (len + PP_SHM_RING_REC_HDR + PP_SHM_RING_CELL - 1) / PP_SHM_RING_CELL;
+}
+
+/* The record header at pos, read once: the producer can rewrite it under us,
+ * and the checks and the use must see the same values. */
+static struct rec_hdr read_hdr(const struct pp_shm_ring *r, uint32_t pos)
+{
+	const volatile struct rec_hdr *v =
+	    (const volatile struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
+	return (struct rec_hdr){.len = v->len, .kind = v->kind};
 }
 
 /* The header's indices sit in 128-byte blocks; memory off that boundary
@@ -67,41 +80,58 @@ int pp_shm_ring_format(void *mem, uint32_t ncells)
 	return 0;
 }
 
-int pp_shm_ring_attach(struct pp_shm_ring *r, void *mem)
+int pp_shm_ring_attach_cells(struct pp_shm_ring *r, void *mem, uint32_t ncells)
 {
 	struct pp_shm_ring_shared *sh = mem;
-	if (!r || !sh || misaligned(sh) || sh->magic != RING_MAGIC || !pow2(sh->ncells))
+	if (!r || !sh || misaligned(sh))
 		return -EINVAL;
+	/* The geometry is read once: the private copy is what is used. */
+	const volatile struct pp_shm_ring_shared *v = sh;
+	uint32_t magic = v->magic, n = v->ncells;
+	if (magic != RING_MAGIC || !pow2(n) || (ncells && n != ncells))
+		return -EINVAL;
+	uint64_t head = atomic_load_explicit(&sh->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+	if (head - tail > n)
+		return -EINVAL; /* tail ahead of head, or more than the ring apart */
 	memset(r, 0, sizeof(*r));
 	r->sh = sh;
 	r->cells = (uint8_t *)mem + sizeof(*sh);
-	r->ncells = sh->ncells;
-	r->mask = sh->ncells - 1;
-	/* The cache starts at the tail: for the producer that is the consumer's
-	 * index; for the consumer it equals its own, so its first peek looks at
-	 * the producer's. */
-	r->theirs = atomic_load_explicit(&sh->tail, memory_order_acquire);
+	r->ncells = n;
+	r->mask = n - 1;
+	r->max_len = n / 2 * PP_SHM_RING_CELL - PP_SHM_RING_REC_HDR;
+	/* Each side's own index starts where the ring is: the producer's at the
+	 * head, the consumer's at the tail. */
+	r->head = head;
+	r->tail = tail;
 	return 0;
+}
+
+int pp_shm_ring_attach(struct pp_shm_ring *r, void *mem)
+{
+	return pp_shm_ring_attach_cells(r, mem, 0);
 }
 
 uint32_t pp_shm_ring_max_record(const struct pp_shm_ring *r)
 {
-	return r->ncells / 2 * PP_SHM_RING_CELL - PP_SHM_RING_REC_HDR;
+	return r->max_len;
 }
 
 int pp_shm_ring_reserve(struct pp_shm_ring *r, uint32_t len, void **ptr)
 {
 	if (len > pp_shm_ring_max_record(r))
 		return -EMSGSIZE;
-	/* The producer's own index is the shared head: only it writes it. */
-	uint64_t head = atomic_load_explicit(&r->sh->head, memory_order_relaxed);
+	uint64_t head = r->head;
 	uint32_t need = cells_of(len);
 	uint32_t pos = (uint32_t)(head & r->mask);
 	uint32_t pad = pos + need > r->ncells ? r->ncells - pos : 0;
 	uint64_t total = (uint64_t)pad + need;
-	if (head + total - r->theirs > r->ncells) {
-		r->theirs = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
-		if (head + total - r->theirs > r->ncells)
+	if (head + total - r->tail > r->ncells) {
+		uint64_t tail = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
+		if (head - tail > r->ncells)
+			return -EPROTO; /* released what was never committed */
+		r->tail = tail;
+		if (head + total - tail > r->ncells)
 			return -EAGAIN;
 	}
 	if (pad) {
@@ -110,7 +140,6 @@ int pp_shm_ring_reserve(struct pp_shm_ring *r, uint32_t len, void **ptr)
 		ph->kind = REC_PAD;
 		pos = 0;
 	}
-	r->mine = head;
 	r->held = pad;
 	r->held_pos = pos;
 	*ptr = r->cells + (size_t)pos * PP_SHM_RING_CELL + PP_SHM_RING_REC_HDR;
@@ -122,42 +151,66 @@ void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len)
 	struct rec_hdr *h = (struct rec_hdr *)(r->cells + (size_t)r->held_pos * PP_SHM_RING_CELL);
 	h->len = len;
 	h->kind = REC_DATA;
-	uint64_t head = r->mine + r->held + cells_of(len);
+	uint64_t head = r->head + r->held + cells_of(len);
 	r->held = 0;
-	r->mine = head;
+	r->head = head;
 	atomic_store_explicit(&r->sh->head, head, memory_order_release);
+}
+
+/* The consumer found the ring broken: from now on it reads nothing from it.
+ * head = tail sends every later peek to the empty-ring branch, where no
+ * producer index passes the check against ncells 0 and an index equal to the
+ * tail returns err: -EPROTO every time, at no cost to a sound ring's peek. */
+static int poison(struct pp_shm_ring *r)
+{
+	r->err = -EPROTO;
+	r->ncells = 0;
+	r->head = r->tail;
+	r->held = 0;
+	return -EPROTO;
 }
 
 int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len)
 {
-	/* The consumer's own index is the shared tail: only it writes it. */
-	uint64_t tail = atomic_load_explicit(&r->sh->tail, memory_order_relaxed);
-	if (tail == r->theirs) {
-		r->theirs = atomic_load_explicit(&r->sh->head, memory_order_acquire);
-		if (tail == r->theirs)
-			return 0;
+	uint64_t tail = r->tail;
+	if (tail == r->head) {
+		uint64_t head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
+		if (head - tail > r->ncells)
+			return poison(r); /* behind the tail, or more than the ring ahead */
+		r->head = head;
+		if (tail == head)
+			return r->err; /* empty: 0, or -EPROTO once poisoned */
 	}
 	uint32_t pos = (uint32_t)(tail & r->mask), pad = 0;
-	const struct rec_hdr *h =
-	    (const struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
-	if (h->kind == REC_PAD) {
-		/* A pad is committed with the record after it, at cell 0. */
-		pad = h->len;
+	struct rec_hdr h = read_hdr(r, pos);
+	if (pp_unlikely(h.kind != REC_DATA)) {
+		/* A pad fills exactly the cells left to the end; it is committed
+		 * with the record after it, at cell 0. */
+		if (h.kind != REC_PAD || h.len != r->ncells - pos)
+			return poison(r);
+		pad = h.len;
 		pos = 0;
-		h = (const struct rec_hdr *)r->cells;
+		h = read_hdr(r, 0);
+		if (h.kind != REC_DATA)
+			return poison(r);
 	}
-	r->mine = tail;
-	r->held = pad + cells_of(h->len);
-	r->held_pos = pos;
-	*ptr = (const uint8_t *)h + PP_SHM_RING_REC_HDR;
-	*len = h->len;
+	/* At most half the ring (then the count below cannot wrap), inside the
+	 * cells, and published. */
+	if (h.len > r->max_len)
+		return poison(r);
+	uint32_t need = cells_of(h.len);
+	if (pos + need > r->ncells || pad + need > r->head - tail)
+		return poison(r);
+	r->held = pad + need;
+	*ptr = r->cells + (size_t)pos * PP_SHM_RING_CELL + PP_SHM_RING_REC_HDR;
+	*len = h.len;
 	return 1;
 }
 
 void pp_shm_ring_release(struct pp_shm_ring *r)
 {
-	uint64_t tail = r->mine + r->held;
+	uint64_t tail = r->tail + r->held;
 	r->held = 0;
-	r->mine = tail;
+	r->tail = tail;
 	atomic_store_explicit(&r->sh->tail, tail, memory_order_release);
 }

@@ -16,9 +16,24 @@
  * store of the producer index; the consumer sees it with an acquire load,
  * reads it, and gives the cells back with a release store of the consumer
  * index, which the producer reads with an acquire load. Each side keeps, in
- * its own process-local handle, a cached copy of the other's index: the
- * other side's line is read only when the cache says the ring is full
- * (producer) or empty (consumer); an empty ring costs one compare.
+ * its own process-local handle, its own index and a cached copy of the
+ * other's: the other side's line is read only when the cache says the ring
+ * is full (producer) or empty (consumer); an empty ring costs one compare.
+ *
+ * Trust: the other side may be broken or hostile and write anything into the
+ * shared memory at any moment. Neither side reads its own index back from
+ * the shared header (it only publishes it there), the geometry is read once
+ * at attach, and each value read from the other side is read once into a
+ * private copy and checked before it is used: the consumer checks the
+ * producer index (not behind its own, at most ncells ahead) and every record
+ * header (kind DATA or PAD; a pad reaching exactly to the end of the cells;
+ * a record of at most half the ring that neither runs past the end of the
+ * cells nor past the producer index); the producer checks the consumer
+ * index (not ahead of its own, at most ncells behind). A consumer that
+ * finds the ring broken stops ("poisoned"): peek returns -EPROTO from then
+ * on, and reads nothing more from the ring; what to do with the peer is the
+ * caller's choice. No pointer or length the consumer hands out leaves the
+ * cells.
  *
  * One producer and one consumer at a time; each may be in any process that
  * maps the memory (addresses differ, offsets do not).
@@ -39,12 +54,17 @@ struct pp_shm_ring_shared; /* the shared header, in the caller's memory */
 struct pp_shm_ring {
 	struct pp_shm_ring_shared *sh; /* shared header */
 	uint8_t *cells;		       /* first cell */
-	uint32_t ncells;	       /* cells, a power of two */
+	uint32_t ncells;	       /* cells, a power of two (read once, at attach) */
 	uint32_t mask;		       /* ncells - 1 */
-	uint64_t mine;		       /* own index when the record was reserved / peeked */
-	uint64_t theirs;	       /* cached index of the other side */
+	uint64_t head;		       /* producer: its own index; consumer: the producer's as last
+					* read and checked */
+	uint64_t tail;		       /* consumer: its own index; producer: the consumer's as last
+					* read and checked */
 	uint32_t held;		       /* cells of the reserved / peeked record, pad included */
-	uint32_t held_pos;	       /* position of the reserved / peeked record */
+	uint32_t held_pos;	       /* producer: position of the reserved record */
+	uint32_t max_len;	       /* largest record payload: half the cells, less the header */
+	int err;		       /* consumer: 0, or -EPROTO once the ring was found broken
+					* (poisoned; ncells is 0 then) */
 };
 
 /* Bytes of memory a ring of ncells cells needs (header included); 0 when
@@ -56,9 +76,18 @@ size_t pp_shm_ring_bytes(uint32_t ncells);
 int pp_shm_ring_format(void *mem, uint32_t ncells);
 
 /* Make r a view of the formatted ring at mem, for the producer or the
- * consumer (the same call: the role is in which functions are used).
+ * consumer (the same call: the role is in which functions are used). The
+ * ring's size is taken from its header: only for memory nobody else can
+ * have written yet (use pp_shm_ring_attach_cells otherwise).
  * Errors: -EINVAL (mem misaligned or not a formatted ring). */
 int pp_shm_ring_attach(struct pp_shm_ring *r, void *mem);
+
+/* As pp_shm_ring_attach, for memory sized for a ring of ncells cells that
+ * another process may have written: the header must say ncells (else the
+ * cells could run past the memory), and its indices must be consistent.
+ * Errors: -EINVAL (mem misaligned, not a formatted ring of ncells cells, or
+ * indices that no ring can have). */
+int pp_shm_ring_attach_cells(struct pp_shm_ring *r, void *mem, uint32_t ncells);
 
 /* Largest record payload the ring takes. */
 uint32_t pp_shm_ring_max_record(const struct pp_shm_ring *r);
@@ -66,18 +95,25 @@ uint32_t pp_shm_ring_max_record(const struct pp_shm_ring *r);
 /* Producer: room for a record of up to len bytes; *ptr is where its payload
  * goes (8-byte aligned). Reserving again before commit replaces the
  * reservation. Errors: -EAGAIN (full now: the consumer must release first),
- * -EMSGSIZE (len above pp_shm_ring_max_record). */
+ * -EMSGSIZE (len above pp_shm_ring_max_record), -EPROTO (the consumer index
+ * read from the ring is impossible: ahead of the producer's, or further
+ * behind than the ring holds; the ring is broken). */
 int pp_shm_ring_reserve(struct pp_shm_ring *r, uint32_t len, void **ptr);
 
 /* Producer: publish the reserved record with its real length len (at most
  * what was reserved). */
 void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len);
 
-/* Consumer: the oldest record. Returns 1 and sets *ptr, *len, or 0 when the
- * ring is empty. The record stays until pp_shm_ring_release. */
+/* Consumer: the oldest record. Returns 1 and sets *ptr, *len (the payload
+ * lies wholly inside the cells), or 0 when the ring is empty. The record
+ * stays until pp_shm_ring_release. Its payload is in memory the producer can
+ * still write: read what is checked once.
+ * Errors: -EPROTO (the producer broke the ring's rules: see Trust above);
+ * the ring is poisoned and every later peek returns -EPROTO too. */
 int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len);
 
-/* Consumer: give the peeked record's cells back to the producer. */
+/* Consumer: give the peeked record's cells back to the producer (nothing
+ * when no record is peeked). */
 void pp_shm_ring_release(struct pp_shm_ring *r);
 
 #endif

@@ -1,40 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The node segment; the rules are in segment.h. */
+/* The node segment; the rules are in segment.h (the sweep is in sweep.c). */
 #include "segment.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "pp_log.h"
 #include "recvq.h"
 #include "ring.h"
+#include "seg_obj.h"
 
-#define SEG_MAGIC   0x70705347u /* "ppSG" */
-#define SEG_VERSION 2u
-#define SEG_ALIGN   4096u
-
-struct pp_shm_hdr {
-	uint32_t magic;				   /* SEG_MAGIC once formatted */
-	uint32_t version;			   /* SEG_VERSION */
-	uint64_t nonce;				   /* the creator's, given to the others */
-	uint64_t size;				   /* bytes of the object */
-	uint32_t nlocal;			   /* local ranks */
-	uint32_t ring_cells;			   /* cells per ring */
-	uint64_t ring_bytes;			   /* bytes per ring, aligned */
-	uint64_t rings_off;			   /* first ring */
-	uint64_t descs_off;			   /* first send table */
-	uint64_t recvqs_off;			   /* first receive-queue area */
-	uint64_t heaps_off;			   /* first heap */
-	uint64_t heap_bytes;			   /* bytes per heap */
-	struct pp_shm_slot slot[PP_SHM_MAX_LOCAL]; /* local ranks, ascending */
-};
+#define SEG_ALIGN    4096u
+#define SEG_SIZE_MAX (UINT64_C(1) << 46) /* no segment is larger (64 TiB) */
+#define SHM_DIR	     "/dev/shm"		 /* where shm_open puts objects */
 
 static uint64_t align_up(uint64_t v)
 {
@@ -46,21 +31,23 @@ static uint32_t npairs(uint32_t n)
 	return n * (n - 1);
 }
 
-/* Fill the geometry fields of h from g; returns the total size. */
-static uint64_t layout(struct pp_shm_hdr *h, const struct pp_shm_geom *g)
+int pp_shm_seg_layout(const struct pp_shm_geom *g, struct pp_shm_layout *l)
 {
-	h->nlocal = g->nlocal;
-	h->ring_cells = g->ring_cells;
-	h->ring_bytes = align_up(pp_shm_ring_bytes(g->ring_cells));
-	h->rings_off = align_up(sizeof(*h));
-	h->descs_off = h->rings_off + h->ring_bytes * npairs(g->nlocal);
-	uint64_t descs =
-	    (uint64_t)npairs(g->nlocal) * PP_SHM_DESC_SLOTS * sizeof(struct pp_shm_desc);
-	h->recvqs_off = align_up(h->descs_off + descs);
-	uint64_t recvqs = (uint64_t)npairs(g->nlocal) * sizeof(struct pp_shm_rq);
-	h->heaps_off = align_up(h->recvqs_off + recvqs);
-	h->heap_bytes = align_up(g->heap_bytes);
-	return h->heaps_off + h->heap_bytes * g->nlocal;
+	/* The bound keeps every sum below from wrapping. */
+	if (!g || !l || g->nlocal < 1 || g->nlocal > PP_SHM_MAX_LOCAL ||
+	    !pp_shm_ring_bytes(g->ring_cells) || g->ring_cells > (1u << 24) ||
+	    g->heap_bytes > SEG_SIZE_MAX / PP_SHM_MAX_LOCAL)
+		return -EINVAL;
+	uint64_t np = npairs(g->nlocal);
+	l->ring_bytes = align_up(pp_shm_ring_bytes(g->ring_cells));
+	l->rings_off = align_up(sizeof(struct pp_shm_hdr));
+	l->descs_off = l->rings_off + l->ring_bytes * np;
+	l->recvqs_off =
+	    align_up(l->descs_off + np * PP_SHM_DESC_SLOTS * sizeof(struct pp_shm_desc));
+	l->heaps_off = align_up(l->recvqs_off + np * sizeof(struct pp_shm_rq));
+	l->heap_bytes = align_up(g->heap_bytes);
+	l->size = l->heaps_off + l->heap_bytes * g->nlocal;
+	return 0;
 }
 
 int pp_shm_seg_name(char *out, size_t cap, const char *job, const char *node)
@@ -77,160 +64,194 @@ int pp_shm_seg_name(char *out, size_t cap, const char *job, const char *node)
 	return 0;
 }
 
-static void seg_fill(struct pp_shm_seg *s, void *base, size_t size, const char *name)
+/* The private view: everything from the caller's geometry and ranks. */
+static void seg_fill(struct pp_shm_seg *s, void *base, const struct pp_shm_geom *g,
+		     const struct pp_shm_layout *l, const uint32_t *ranks, const struct stat *st,
+		     const char *name)
 {
+	memset(s, 0, sizeof(*s));
 	s->base = base;
-	s->size = size;
+	s->size = (size_t)l->size;
 	s->hdr = base;
 	s->slots = s->hdr->slot;
-	s->geom.nlocal = s->hdr->nlocal;
-	s->geom.ring_cells = s->hdr->ring_cells;
-	s->geom.heap_bytes = s->hdr->heap_bytes;
+	s->geom = *g;
+	s->geom.heap_bytes = l->heap_bytes;
+	s->lay = *l;
+	memcpy(s->rank, ranks, g->nlocal * sizeof(*ranks));
+	s->dev = (uint64_t)st->st_dev;
+	s->ino = (uint64_t)st->st_ino;
 	snprintf(s->name, sizeof(s->name), "%s", name);
+}
+
+/* An object of another user, or of another mode, holds name: say whose. */
+static int refuse(const char *name, const struct stat *st, const char *what)
+{
+	if (st->st_uid != geteuid())
+		pp_warn("shm: %s belongs to uid %u, not to us (uid %u): %s", name,
+			(unsigned)st->st_uid, (unsigned)geteuid(), what);
+	else
+		pp_warn("shm: %s has mode %04o (type %07o), not a regular object of mode 0600: %s",
+			name, (unsigned)(st->st_mode & 07777), (unsigned)(st->st_mode & S_IFMT),
+			what);
+	return -EACCES;
+}
+
+/* The owner and mode of the object at name, without opening it (opening
+ * another user's object may be refused, and a FIFO would block). */
+static int shm_stat(const char *name, struct stat *st)
+{
+	char path[sizeof(SHM_DIR) + PP_SHM_NAME_MAX];
+	snprintf(path, sizeof(path), SHM_DIR "%s", name);
+	return lstat(path, st) == 0 ? 0 : -errno;
+}
+
+/* Remove a stale object of ours at name; refuse one of someone else. */
+static int clear_name(const char *name)
+{
+	struct stat st;
+	int rc = shm_stat(name, &st);
+	if (rc)
+		return rc == -ENOENT ? 0 : rc;
+	if (st.st_uid != geteuid())
+		return refuse(name, &st, "not replaced: the job's local ranks use the port");
+	shm_unlink(name); /* ours: a stale object a crash left behind */
+	return 0;
 }
 
 int pp_shm_seg_create(struct pp_shm_seg *s, const char *name, const struct pp_shm_geom *g,
 		      const uint32_t *ranks, uint64_t nonce)
 {
-	if (!s || !name || !g || !ranks || nonce == 0 || g->nlocal < 1 ||
-	    g->nlocal > PP_SHM_MAX_LOCAL || !pp_shm_ring_bytes(g->ring_cells))
+	struct pp_shm_layout l;
+	if (!s || !name || !ranks || nonce == 0 || pp_shm_seg_layout(g, &l))
 		return -EINVAL;
 	for (uint32_t i = 1; i < g->nlocal; i++)
 		if (ranks[i] <= ranks[i - 1])
 			return -EINVAL;
-	struct pp_shm_hdr tmp;
-	memset(&tmp, 0, sizeof(tmp));
-	uint64_t size = layout(&tmp, g);
-
-	shm_unlink(name); /* a stale object a crash left behind */
+	int rc = clear_name(name);
+	if (rc)
+		return rc;
 	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
 		return -errno;
-	int rc = 0;
+	struct stat st;
 	void *base = MAP_FAILED;
-	if (ftruncate(fd, (off_t)size) != 0)
+	/* Exactly 0600, whatever the umask: the others check it. */
+	if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)l.size) != 0 || fstat(fd, &st) != 0)
 		rc = -errno;
-	else if ((base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+	else if ((base = mmap(NULL, l.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+		 MAP_FAILED)
 		rc = -errno;
 	close(fd);
 	if (rc) {
 		shm_unlink(name);
 		return rc;
 	}
+	/* The object is zero-filled: descriptors start invalid, and
+	 * receive-queue areas empty. */
 	struct pp_shm_hdr *h = base;
-	*h = tmp; /* the object is zero-filled: descriptors start invalid, and
-		   * receive-queue areas empty */
-	h->version = SEG_VERSION;
+	h->version = PP_SHM_SEG_VERSION;
 	h->nonce = nonce;
-	h->size = size;
+	h->size = l.size;
+	h->nlocal = g->nlocal;
+	h->ring_cells = g->ring_cells;
+	h->ring_bytes = l.ring_bytes;
+	h->rings_off = l.rings_off;
+	h->descs_off = l.descs_off;
+	h->recvqs_off = l.recvqs_off;
+	h->heaps_off = l.heaps_off;
+	h->heap_bytes = l.heap_bytes;
 	for (uint32_t i = 0; i < g->nlocal; i++) {
 		h->slot[i].rank = ranks[i];
 		atomic_init(&h->slot[i].state, PP_SHM_PENDING);
 		atomic_init(&h->slot[i].pid, 0);
 	}
 	for (uint32_t k = 0; k < npairs(g->nlocal); k++)
-		pp_shm_ring_format((uint8_t *)base + h->rings_off + k * h->ring_bytes,
-				   g->ring_cells);
+		pp_shm_ring_format((uint8_t *)base + l.rings_off + k * l.ring_bytes, g->ring_cells);
 	atomic_store_explicit(&h->slot[0].pid, (int32_t)getpid(), memory_order_relaxed);
 	atomic_store_explicit(&h->slot[0].state, PP_SHM_ATTACHED, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	h->magic = SEG_MAGIC;
-	seg_fill(s, base, size, name);
+	h->magic = PP_SHM_SEG_MAGIC;
+	seg_fill(s, base, g, &l, ranks, &st, name);
 	s->me = 0;
 	return 0;
 }
 
-int pp_shm_seg_attach(struct pp_shm_seg *s, const char *name, uint64_t nonce, uint32_t rank)
+/* Check the header copy h against the attaching rank's view of the job;
+ * the layout it computed goes to *l. Errors: -EPROTO, -ESTALE. */
+static int check_hdr(const struct pp_shm_hdr *h, const struct pp_shm_geom *g, const uint32_t *ranks,
+		     uint64_t nonce, uint64_t obj_size, struct pp_shm_layout *l)
 {
-	if (!s || !name)
-		return -EINVAL;
-	int fd = shm_open(name, O_RDWR, 0600);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	int rc = 0;
-	void *base = MAP_FAILED;
-	if (fstat(fd, &st) != 0)
-		rc = -errno;
-	else if ((size_t)st.st_size < sizeof(struct pp_shm_hdr))
-		rc = -EPROTO;
-	else if ((base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-			      0)) == MAP_FAILED)
-		rc = -errno;
-	close(fd);
-	if (rc)
-		return rc;
-	struct pp_shm_hdr *h = base;
-	atomic_thread_fence(memory_order_acquire);
-	if (h->magic != SEG_MAGIC || h->version != SEG_VERSION || h->size != (uint64_t)st.st_size ||
-	    h->nlocal < 1 || h->nlocal > PP_SHM_MAX_LOCAL)
-		rc = -EPROTO;
-	else if (h->nonce != nonce)
-		rc = -ESTALE;
-	if (rc) {
-		munmap(base, (size_t)st.st_size);
-		return rc;
-	}
-	seg_fill(s, base, (size_t)st.st_size, name);
-	int i = pp_shm_seg_index(s, rank);
-	if (i < 0) {
-		munmap(base, (size_t)st.st_size);
-		return -ESRCH;
-	}
-	s->me = (uint32_t)i;
-	atomic_store_explicit(&h->slot[i].pid, (int32_t)getpid(), memory_order_relaxed);
-	atomic_store_explicit(&h->slot[i].state, PP_SHM_ATTACHED, memory_order_release);
+	if (h->magic != PP_SHM_SEG_MAGIC || h->version != PP_SHM_SEG_VERSION)
+		return -EPROTO;
+	if (h->nonce != nonce)
+		return -ESTALE;
+	struct pp_shm_geom mine = {g->nlocal, g->ring_cells, h->heap_bytes};
+	if (h->nlocal != g->nlocal || h->ring_cells != g->ring_cells || h->heap_bytes % SEG_ALIGN ||
+	    pp_shm_seg_layout(&mine, l))
+		return -EPROTO;
+	if (h->size != l->size || obj_size != l->size || h->ring_bytes != l->ring_bytes ||
+	    h->rings_off != l->rings_off || h->descs_off != l->descs_off ||
+	    h->recvqs_off != l->recvqs_off || h->heaps_off != l->heaps_off ||
+	    h->heap_bytes != l->heap_bytes)
+		return -EPROTO;
+	for (uint32_t i = 0; i < g->nlocal; i++)
+		if (h->slot[i].rank != ranks[i])
+			return -EPROTO;
 	return 0;
 }
 
-/* 1 when no slot of the header at h has a live process. */
-static int abandoned(const struct pp_shm_hdr *h)
+int pp_shm_seg_attach(struct pp_shm_seg *s, const char *name, const struct pp_shm_geom *g,
+		      const uint32_t *ranks, uint64_t nonce, uint32_t rank)
 {
-	if (h->magic != SEG_MAGIC || h->nlocal < 1 || h->nlocal > PP_SHM_MAX_LOCAL)
-		return 0; /* not ours, or still being formatted: leave it */
-	for (uint32_t i = 0; i < h->nlocal; i++) {
-		int32_t pid = atomic_load_explicit(&h->slot[i].pid, memory_order_relaxed);
-		if (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH))
-			return 0;
+	if (!s || !name || !g || !ranks || g->nlocal < 1 || g->nlocal > PP_SHM_MAX_LOCAL)
+		return -EINVAL;
+	uint32_t me = 0;
+	while (me < g->nlocal && ranks[me] != rank)
+		me++;
+	struct stat st, st2;
+	int fd = shm_open(name, O_RDWR | O_NONBLOCK, 0600);
+	if (fd < 0) {
+		int err = errno;
+		if (err == EACCES && shm_stat(name, &st) == 0 && !pp_shm_obj_ours(&st))
+			return refuse(name, &st, "not attached");
+		return -err;
 	}
-	return 1;
-}
-
-int pp_shm_seg_sweep(const char *dir, const char *node)
-{
-	char suffix[PP_SHM_NAME_MAX], name[NAME_MAX + 2];
-	if (pp_shm_seg_name(suffix, sizeof(suffix), "x", node))
-		return 0;
-	const char *tail = suffix + 5; /* "-<node>" after "/pp-x" */
-	size_t tl = strlen(tail);
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	int removed = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		if (n <= 3 + tl || n >= PP_SHM_NAME_MAX || strncmp(e->d_name, "pp-", 3) ||
-		    strcmp(e->d_name + n - tl, tail))
-			continue;
-		snprintf(name, sizeof(name), "/%s", e->d_name);
-		int fd = shm_open(name, O_RDONLY, 0);
-		if (fd < 0)
-			continue;
-		struct stat st;
-		void *m = MAP_FAILED;
-		if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(struct pp_shm_hdr))
-			m = mmap(NULL, sizeof(struct pp_shm_hdr), PROT_READ, MAP_SHARED, fd, 0);
-		close(fd);
-		if (m == MAP_FAILED)
-			continue;
-		int dead = abandoned(m);
-		munmap(m, sizeof(struct pp_shm_hdr));
-		if (dead && shm_unlink(name) == 0)
-			removed++;
+	struct pp_shm_hdr h;
+	struct pp_shm_layout l;
+	void *base = MAP_FAILED;
+	int rc = 0;
+	ssize_t n;
+	/* Only ours is read at all; its header is read with pread into a
+	 * private copy, and mapped only once it says exactly the layout this
+	 * rank computes, of the object's size. */
+	if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if (!pp_shm_obj_ours(&st))
+		rc = refuse(name, &st, "not attached");
+	else if ((uint64_t)st.st_size < sizeof(h))
+		rc = -EPROTO;
+	else if ((n = pread(fd, &h, sizeof(h), 0)) != (ssize_t)sizeof(h))
+		rc = n < 0 ? -errno : -EPROTO;
+	else if ((rc = check_hdr(&h, g, ranks, nonce, (uint64_t)st.st_size, &l)) != 0)
+		;
+	else if (me == g->nlocal)
+		rc = -ESRCH;
+	else if ((base = mmap(NULL, l.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+		 MAP_FAILED)
+		rc = -errno;
+	else if (fstat(fd, &st2) != 0 || (uint64_t)st2.st_size != l.size)
+		rc = -EPROTO; /* resized while we looked */
+	close(fd);
+	if (rc) {
+		if (base != MAP_FAILED)
+			munmap(base, l.size);
+		return rc;
 	}
-	closedir(d);
-	return removed;
+	seg_fill(s, base, g, &l, ranks, &st, name);
+	s->me = me;
+	atomic_store_explicit(&s->slots[me].pid, (int32_t)getpid(), memory_order_relaxed);
+	atomic_store_explicit(&s->slots[me].state, PP_SHM_ATTACHED, memory_order_release);
+	return 0;
 }
 
 int pp_shm_seg_unlink(const char *name)
@@ -252,60 +273,101 @@ void pp_shm_seg_detach(struct pp_shm_seg *s)
 int pp_shm_seg_index(const struct pp_shm_seg *s, uint32_t rank)
 {
 	for (uint32_t i = 0; i < s->geom.nlocal; i++)
-		if (s->slots[i].rank == rank)
+		if (s->rank[i] == rank)
 			return (int)i;
 	return -1;
 }
 
 void pp_shm_seg_set_state(struct pp_shm_seg *s, uint32_t i, enum pp_shm_state st)
 {
-	atomic_store_explicit(&s->slots[i].state, (uint32_t)st, memory_order_release);
+	if (i < s->geom.nlocal)
+		atomic_store_explicit(&s->slots[i].state, (uint32_t)st, memory_order_release);
 }
 
 enum pp_shm_state pp_shm_seg_state(const struct pp_shm_seg *s, uint32_t i)
 {
-	return (enum pp_shm_state)atomic_load_explicit(&s->slots[i].state, memory_order_acquire);
+	if (i >= s->geom.nlocal)
+		return PP_SHM_LEFT;
+	uint32_t st = atomic_load_explicit(&s->slots[i].state, memory_order_acquire);
+	return st <= PP_SHM_LEFT ? (enum pp_shm_state)st : PP_SHM_LEFT;
 }
 
-int pp_shm_seg_pid(const struct pp_shm_seg *s, uint32_t i)
+/* 1 when process pid maps the object (dev, ino); -errno when its mappings
+ * cannot be read. */
+static int maps_object(int32_t pid, uint64_t dev, uint64_t ino)
 {
-	return atomic_load_explicit(&s->slots[i].pid, memory_order_relaxed);
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -EPERM;
+	int found = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		uint64_t i;
+		found = sscanf(line, "%*x-%*x %*s %*x %x:%x %" SCNu64, &maj, &min, &i) == 3 &&
+			i == ino && makedev(maj, min) == dev;
+		/* The rest of a line longer than the buffer (a long path). */
+		while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
+			;
+	}
+	fclose(f);
+	return found;
+}
+
+int pp_shm_seg_peer_pid(struct pp_shm_seg *s, uint32_t i)
+{
+	if (!s->base || i >= s->geom.nlocal || i == s->me)
+		return -EINVAL;
+	if (s->peer_pid[i])
+		return s->peer_pid[i];
+	if (pp_shm_seg_state(s, i) != PP_SHM_ATTACHED)
+		return -EAGAIN;
+	/* Read once; whatever the slot says later is not looked at. */
+	int32_t pid = atomic_load_explicit(&s->slots[i].pid, memory_order_relaxed);
+	int rc = pid > 0 ? maps_object(pid, s->dev, s->ino) : -ESRCH;
+	s->peer_pid[i] = rc == 1 ? pid : rc < 0 ? rc : -EPERM;
+	if (s->peer_pid[i] < 0)
+		pp_warn("shm: %s: slot %u (rank %u) names pid %d, not a process attached to the "
+			"segment (%s): no single copies with it",
+			s->name, i, s->rank[i], (int)pid, strerror(-s->peer_pid[i]));
+	return s->peer_pid[i];
 }
 
 /* Index of the ordered pair (i, j), i != j, among n * (n - 1). */
-static uint32_t pair(const struct pp_shm_seg *s, uint32_t i, uint32_t j)
+static uint64_t pair(const struct pp_shm_seg *s, uint32_t i, uint32_t j)
 {
-	return i * (s->geom.nlocal - 1) + (j < i ? j : j - 1);
+	return (uint64_t)i * (s->geom.nlocal - 1) + (j < i ? j : j - 1);
 }
 
 void *pp_shm_seg_ring(const struct pp_shm_seg *s, uint32_t i, uint32_t j)
 {
-	return s->base + s->hdr->rings_off + (uint64_t)pair(s, i, j) * s->hdr->ring_bytes;
+	return s->base + s->lay.rings_off + pair(s, i, j) * s->lay.ring_bytes;
 }
 
 struct pp_shm_desc *pp_shm_seg_desc(const struct pp_shm_seg *s, uint32_t i, uint32_t j,
 				    uint32_t msg_id)
 {
-	struct pp_shm_desc *t = (struct pp_shm_desc *)(s->base + s->hdr->descs_off);
-	return &t[(uint64_t)pair(s, i, j) * PP_SHM_DESC_SLOTS + (msg_id & (PP_SHM_DESC_SLOTS - 1))];
+	struct pp_shm_desc *t = (struct pp_shm_desc *)(s->base + s->lay.descs_off);
+	return &t[pair(s, i, j) * PP_SHM_DESC_SLOTS + (msg_id & (PP_SHM_DESC_SLOTS - 1))];
 }
 
 struct pp_shm_rq *pp_shm_seg_recvq(const struct pp_shm_seg *s, uint32_t i, uint32_t j)
 {
-	struct pp_shm_rq *q = (struct pp_shm_rq *)(s->base + s->hdr->recvqs_off);
+	struct pp_shm_rq *q = (struct pp_shm_rq *)(s->base + s->lay.recvqs_off);
 	return &q[pair(s, i, j)];
 }
 
 void *pp_shm_seg_heap(const struct pp_shm_seg *s, uint32_t i, size_t *bytes)
 {
-	*bytes = (size_t)s->hdr->heap_bytes;
-	return s->base + s->hdr->heaps_off + (uint64_t)i * s->hdr->heap_bytes;
+	*bytes = (size_t)s->lay.heap_bytes;
+	return s->base + s->lay.heaps_off + (uint64_t)i * s->lay.heap_bytes;
 }
 
 uint64_t pp_shm_seg_offset(const struct pp_shm_seg *s, const void *p, uint64_t len)
 {
 	const uint8_t *b = p;
-	if (!s->base || b < s->base + s->hdr->heaps_off || b > s->base + s->size ||
+	if (!s->base || b < s->base + s->lay.heaps_off || b > s->base + s->size ||
 	    len > (uint64_t)(s->base + s->size - b))
 		return PP_SHM_NO_OFFSET;
 	return (uint64_t)(b - s->base);

@@ -94,7 +94,7 @@ static void test_wrap(void)
 	CU_ASSERT_EQUAL(got, sent);
 	CU_ASSERT(sent > 1500);
 	/* Each record took 1 to 5 cells: the 16 cells went round many times. */
-	CU_ASSERT(cons.mine > 16 * 100);
+	CU_ASSERT(cons.tail > 16 * 100);
 	free(m);
 }
 
@@ -154,7 +154,7 @@ static void test_full(void)
 	CU_ASSERT(len == 184 && check(q, 184, 99));
 	CU_ASSERT_PTR_EQUAL(q, cons.cells + 8); /* placed at cell 0 */
 	pp_shm_ring_release(&cons);
-	CU_ASSERT_EQUAL(cons.mine, 14 + 2 + 3);
+	CU_ASSERT_EQUAL(cons.tail, 14 + 2 + 3);
 	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
 	free(m);
 }

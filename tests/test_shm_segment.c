@@ -64,11 +64,11 @@ static void test_create_attach(void)
 	uint32_t bad[3] = {5, 2, 7};
 	CU_ASSERT_EQUAL(pp_shm_seg_create(&a, name, &g, bad, 42), -EINVAL);   /* not ascending */
 	CU_ASSERT_EQUAL(pp_shm_seg_create(&a, name, &g, ranks3, 0), -EINVAL); /* no nonce */
-	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, 42, 5), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, &g, ranks3, 42, 5), -ENOENT);
 	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_create(&a, name, &g, ranks3, 42), 0);
 	CU_ASSERT_EQUAL(a.me, 0);
 	CU_ASSERT_EQUAL(pp_shm_seg_state(&a, 0), PP_SHM_ATTACHED);
-	CU_ASSERT_EQUAL(pp_shm_seg_pid(&a, 0), getpid());
+	CU_ASSERT_EQUAL(atomic_load(&a.slots[0].pid), getpid());
 	CU_ASSERT_EQUAL(pp_shm_seg_state(&a, 1), PP_SHM_PENDING);
 	/* The mode is 0600. */
 	struct stat st;
@@ -78,9 +78,9 @@ static void test_create_attach(void)
 	CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
 	close(fd);
 	/* A wrong nonce is another job's segment; an unknown rank has no slot. */
-	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, 43, 5), -ESTALE);
-	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, 42, 6), -ESRCH);
-	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_attach(&b, name, 42, 5), 0);
+	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, &g, ranks3, 43, 5), -ESTALE);
+	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, &g, ranks3, 42, 6), -ESRCH);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_attach(&b, name, &g, ranks3, 42, 5), 0);
 	CU_ASSERT_EQUAL(b.me, 1);
 	CU_ASSERT_EQUAL(pp_shm_seg_index(&b, 7), 2);
 	CU_ASSERT_EQUAL(pp_shm_seg_state(&a, 1), PP_SHM_ATTACHED);
@@ -89,7 +89,7 @@ static void test_create_attach(void)
 	/* Once unlinked, nobody new can attach, but the memory stays. */
 	CU_ASSERT_EQUAL(pp_shm_seg_unlink(name), 0);
 	CU_ASSERT_FALSE(exists(name));
-	CU_ASSERT_EQUAL(pp_shm_seg_attach(&c, name, 42, 7), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_seg_attach(&c, name, &g, ranks3, 42, 7), -ENOENT);
 
 	/* Rings: one per ordered pair, distinct, seen at the same offset by
 	 * both mappings; a record from a to b arrives. */
@@ -170,11 +170,11 @@ static void test_stale(void)
 	CU_ASSERT_EQUAL(ftruncate(fd, 8192), 0);
 	close(fd);
 	struct pp_shm_seg a, b;
-	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, 1, 5), -EPROTO); /* garbage */
 	struct pp_shm_geom g = {2, 16, 0};
+	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, &g, ranks3, 1, 5), -EPROTO); /* garbage */
 	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_create(&a, name, &g, ranks3, 99), 0);
-	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, 98, 5), -ESTALE);
-	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_attach(&b, name, 99, 5), 0);
+	CU_ASSERT_EQUAL(pp_shm_seg_attach(&b, name, &g, ranks3, 98, 5), -ESTALE);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_attach(&b, name, &g, ranks3, 99, 5), 0);
 	size_t n;
 	pp_shm_seg_heap(&a, 0, &n);
 	CU_ASSERT_EQUAL(n, 0);
@@ -233,7 +233,7 @@ static void test_two_processes(void)
 		struct pp_shm_seg b;
 		struct pp_shm_ring tx;
 		void *p;
-		if (pp_shm_seg_attach(&b, name, 7, 5) ||
+		if (pp_shm_seg_attach(&b, name, &g, ranks3, 7, 5) ||
 		    pp_shm_ring_attach(&tx, pp_shm_seg_ring(&b, 1, 0)) ||
 		    pp_shm_ring_reserve(&tx, 8, &p))
 			_exit(1);
@@ -255,7 +255,7 @@ static void test_two_processes(void)
 	CU_ASSERT(len == 8 && memcmp(q, "ready!!", 8) == 0);
 	pp_shm_ring_release(&rx);
 	CU_ASSERT_EQUAL(pp_shm_seg_state(&a, 1), PP_SHM_ATTACHED);
-	CU_ASSERT_EQUAL(pp_shm_seg_pid(&a, 1), pid);
+	CU_ASSERT_EQUAL(pp_shm_seg_peer_pid(&a, 1), pid);
 	struct pp_shm_desc *d = pp_shm_seg_desc(&a, 1, 0, 3);
 	CU_ASSERT_EQUAL(atomic_load(&d->key), (3u << 1) | 1);
 	/* Read from the child's address space into an unaligned buffer, both

@@ -343,7 +343,8 @@ static void test_incarnation(void)
 	/* The local form keeps the rule. */
 	h = sample();
 	h.dst_inc = 0x7003;
-	int m = pp_wire_encode_local(f, sizeof(f), &h, f + 200);
+	static const uint8_t pl[100]; /* sample()'s payload */
+	int m = pp_wire_encode_local(f, sizeof(f), &h, pl);
 	CU_ASSERT_EQUAL(pp_wire_decode_local(f, (size_t)m, &chk, &g, &p, &why), -EPROTO);
 	CU_ASSERT_EQUAL(why, PP_DROP_STALE);
 	CU_ASSERT_TRUE(pp_wire_inc_after(2, 1));

@@ -431,11 +431,12 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 	unsigned n = 0;
 	const void *ptr;
 	uint32_t len;
+	int got = 0;
 	/* At most PPD_BURST records of any kind a pass (one rank gets its
 	 * share of the handler, whatever it publishes), and no more frames in
 	 * flight than the rank has slots (pend is indexed by record number). */
 	while (n < PPD_BURST && h->ntxq < PPD_BURST && r->tx_seq - r->tx_done < PPD_TX_SLOTS &&
-	       pp_shm_ring_peek(&r->tx, &ptr, &len) > 0) {
+	       (got = pp_shm_ring_peek(&r->tx, &ptr, &len)) > 0) {
 		n++;
 		/* The record lies in memory the rank can write: read it once. */
 		uint8_t raw[sizeof(struct ppd_rec) + 4 * PPD_RXFREE_MAX];
@@ -480,6 +481,11 @@ static unsigned rank_tx(struct ppd_handler *h, struct ppd_rank *r)
 		if (b)
 			route(h, r, b, &pk);
 	}
+	/* A tx ring the rank broke (ring.h: poisoned): as if it closed its
+	 * connection, the rank is dying. */
+	int active = PPD_RANK_ACTIVE;
+	if (got < 0 && atomic_compare_exchange_strong(&r->state, &active, PPD_RANK_DYING))
+		pp_warn("ppd: rank %u of job %u broke its tx ring: detached", r->rank, r->job);
 	return n;
 }
 

@@ -292,8 +292,11 @@ static int ppd_stats(struct pp_port *port, struct pp_port_stats *stats)
  * of the connection is closed, which is all a killed daemon leaves. */
 static int daemon_gone(struct ppd_port *p, int probe)
 {
-	if (!p->gone && __atomic_load_n(&p->hdr->daemon_gone, __ATOMIC_ACQUIRE))
+	if (!p->gone && (__atomic_load_n(&p->hdr->daemon_gone, __ATOMIC_ACQUIRE) || p->rx.err)) {
+		if (p->rx.err) /* what the daemon writes cannot be read any more */
+			pp_warn("ppd: the daemon's ring to this rank is broken: operations fail");
 		p->gone = 1;
+	}
 	if (!p->gone && probe) {
 		char c;
 		ssize_t n = recv(p->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -388,7 +391,7 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		return 0;
 	if (p->nrxfree)
 		flush_rxfree(p);
-	while (got < n && pp_shm_ring_peek(&p->rx, &ptr, &len)) {
+	while (got < n && pp_shm_ring_peek(&p->rx, &ptr, &len) > 0) {
 		struct ppd_rec r;
 		memcpy(&r, ptr, sizeof(r) <= len ? sizeof(r) : len);
 		pp_shm_ring_release(&p->rx);

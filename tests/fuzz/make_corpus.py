@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 # Writes the seed corpus of the fuzz targets: well-formed frames of every
-# type (fuzz_wire) and short frame sequences for the engine (fuzz_engine).
+# type (fuzz_wire), short frame sequences for the engine (fuzz_engine),
+# rings with sound and broken records (fuzz_ring) and segment headers with
+# and without rewritten fields (fuzz_segment).
 # Run from this folder: ./make_corpus.py
 import os
 import struct
@@ -69,7 +71,62 @@ engine = {
     "dup_gap": rec(ef(2, 0x03, pl, seq=0), 5) + rec(ef(2, 0x03, pl, seq=0), 5)
     + rec(ef(2, 0x03, pl, seq=5), 1),
 }
-for d, files in (("corpus/fuzz_wire", wire), ("corpus/fuzz_engine", engine)):
+
+
+def ring(exp, head, tail, cells, ops):
+    """fuzz_ring.c's input: 2 << exp cells, the indices, the cells image
+    (padded to the ring), then the operations."""
+    n = 2 << exp
+    img = b"".join(cells).ljust(n * 64, b"\0")[: n * 64]
+    return bytes([exp]) + struct.pack("<QQ", head, tail) + img + ops
+
+
+def cellrec(length, kind=0):
+    """A cell holding a record header (len, kind) and nothing else."""
+    return struct.pack("<II", length, kind).ljust(64, b"\0")
+
+
+PEEK, PEEK_REL, REL, PROD, POKE, NEAR = range(6)
+rings = {
+    "sound": ring(3, 0, 0, [], bytes([PROD, 100, 0, PROD, 0, 0, PEEK_REL, PEEK_REL, PEEK_REL]
+                                     + [PROD, 200, 1, PEEK_REL] * 6)),
+    "wrap_len": ring(3, 2, 0, [cellrec(0xFFFFFFB9)], bytes([PEEK, PEEK_REL, PEEK_REL])),
+    "bad_pad": ring(2, 10, 6, [cellrec(56)] * 6 + [cellrec(5, 1)], bytes([PEEK_REL] * 4)),
+    "bad_kind": ring(2, 1, 0, [struct.pack("<II", 10, 7).ljust(64, b"\0")],
+                     bytes([PEEK_REL, PEEK])),
+    "head_far": ring(3, 1000, 0, [cellrec(56)] * 16, bytes([PEEK_REL] * 3)),
+    "head_behind": ring(3, 0, 0, [cellrec(56)] * 16,
+                        bytes([PROD, 56, 0, PEEK_REL, NEAR, 0xFE, PEEK, PEEK])),
+    "hostile_writes": ring(3, 0, 0, [],
+                           bytes([PROD, 120, 0, POKE, 128, 1]) + struct.pack("<Q", 0xFFFFFFB9)
+                           + bytes([PEEK_REL, PROD, 40, 0, POKE, 0, 0])
+                           + struct.pack("<Q", 1 << 40) + bytes([PEEK_REL, PEEK])),
+}
+
+
+def seg(nlocal, exp, heap_pages, nonce, me, delta, patches=b""):
+    """fuzz_segment.c's input: geometry, then patches to the sound header."""
+    return bytes([nlocal - 1, exp, heap_pages, nonce, me, delta & 0xFF]) + patches
+
+
+def patch(off, value, width=8):
+    return struct.pack("<HB", off, width - 1) + value.to_bytes(width, "little")
+
+
+# Header fields (segment.h, struct pp_shm_hdr).
+SIZE, NLOCAL, RING_BYTES, RINGS, DESCS, RECVQS, HEAPS, HEAP_BYTES = 16, 24, 32, 40, 48, 56, 64, 72
+segs = {
+    "sound": seg(3, 5, 4, 9, 1, 0),
+    "sound_one": seg(1, 0, 0, 1, 0, 0),
+    "descs_off": seg(3, 5, 4, 9, 1, 0, patch(DESCS, 0x7FFF000100A0)),
+    "heap_bytes": seg(2, 3, 1, 2, 1, 0, patch(HEAP_BYTES, 1 << 62)),
+    "rings_off": seg(4, 2, 0, 3, 2, 0, patch(RINGS, 0)),
+    "size_delta": seg(2, 3, 2, 4, 1, -1),
+    "slot_rank": seg(3, 3, 0, 5, 2, 0, patch(80 + 16, 99, 4)),
+    "nlocal": seg(2, 1, 0, 6, 1, 0, patch(NLOCAL, 64, 4)),
+}
+for d, files in (("corpus/fuzz_wire", wire), ("corpus/fuzz_engine", engine),
+                 ("corpus/fuzz_ring", rings), ("corpus/fuzz_segment", segs)):
     os.makedirs(d, exist_ok=True)
     for k, v in files.items():
         with open(os.path.join(d, k), "wb") as f:

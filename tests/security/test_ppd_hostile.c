@@ -109,8 +109,10 @@ static int raw_request(int s, const struct ppd_attach_req *req, struct raw *r)
 {
 	struct timeval tv = {.tv_sec = 3};
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req))
-		return -EPROTO;
+	/* A refusal may come before the request is sent (the daemon judges
+	 * the connection itself first): then the send fails and the answer
+	 * is still there to read. */
+	send(s, req, sizeof(*req), MSG_NOSIGNAL);
 	struct ppd_attach_rep rep;
 	union {
 		struct cmsghdr h;

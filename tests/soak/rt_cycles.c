@@ -54,6 +54,7 @@ struct rank_run {
 	int cycles_done;      /* cycles it finished */
 	uint64_t msgs, bytes; /* messages and bytes it received and checked */
 	char failure[256];    /* the first failure, empty when none */
+	uint8_t *sbuf[MAXR][NSIZES], *rbuf[MAXR][NSIZES]; /* its buffers, kept across cycles */
 };
 
 static struct pp_sim_link *link_;
@@ -108,7 +109,7 @@ static void *clock_main(void *arg)
 static int exchange(struct rank_run *run, pp_ctx *ctx, int c)
 {
 	const int n = run->o->ranks, me = run->rank;
-	static _Thread_local uint8_t *sbuf[MAXR][NSIZES], *rbuf[MAXR][NSIZES];
+	uint8_t *(*sbuf)[NSIZES] = run->sbuf, *(*rbuf)[NSIZES] = run->rbuf;
 	pp_req *rr[MAXR][NSIZES], *sr[MAXR][NSIZES];
 	int rc;
 	for (int p = 0; p < n; p++)
@@ -326,6 +327,11 @@ int main(int argc, char **argv)
 	uint64_t msgs = 0, bytes = 0;
 	for (int r = 0; r < o.ranks; r++) {
 		pthread_join(th[r], NULL);
+		for (int p = 0; p < MAXR; p++)
+			for (size_t k = 0; k < NSIZES; k++) {
+				free(runs[r].sbuf[p][k]);
+				free(runs[r].rbuf[p][k]);
+			}
 		if (runs[r].failure[0]) {
 			failures++;
 			fprintf(stderr, "rt_cycles: rank %d: %s\n", r, runs[r].failure);
