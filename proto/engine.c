@@ -305,6 +305,7 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	s->written = 0;
 	s->handed = 0;
 	s->served = 0;
+	s->below = 0;
 	s->error = 0;
 	list_add_tail(&p->sends, &s->all);
 	list_add_tail(&p->txq, &s->q);
@@ -457,11 +458,16 @@ int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int
 		if (!s->served)
 			return -ENOENT;
 		s->served = 0;
-		s->next_off = s->end_off = s->len;
-		s->gen_done = 1;
+		s->below = 1;
 		s->error = error ? -ECONNRESET : 0;
-		if (s->unacked == 0)
-			pp_proto_send_finish(e, s, s->error);
+		/* Pushes that wait for the window still go (next_frame ends the
+		 * send after the last of them). */
+		if (s->next_off >= s->push_end) {
+			s->next_off = s->end_off = s->len;
+			s->gen_done = 1;
+			if (s->unacked == 0)
+				pp_proto_send_finish(e, s, s->error);
+		}
 		return 0;
 	}
 	return -ENOENT;

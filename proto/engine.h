@@ -101,9 +101,10 @@
  * goes out and the rest waits for a PULL (not to a local peer, not a copied
  * send), handoff() is given its description; 0 means the layer below keeps
  * it. When the PULL arrives (without AGAIN), claim() says whether the layer
- * below serves it (1: the PULL is acked as usual but the engine sends no
- * DATA; the send completes when pp_proto_handoff_done reports the layer
- * below done and every pushed frame is acked) or gave the description back
+ * below serves it (1: the PULL is acked as usual and the engine sends no
+ * DATA, only the pushes that may still wait for the window; the send
+ * completes when pp_proto_handoff_done reports the layer below done and
+ * every pushed frame is sent and acked) or gave the description back
  * (0: the engine serves the PULL as usual). A send that ends otherwise (peer
  * lost) while the layer below holds it is withdrawn with cancel().
  *

@@ -94,9 +94,10 @@ struct send {
 	uint8_t written;       /* written into the receive buffer: one empty FIRST frame */
 	uint8_t handed;	       /* the handoff hook holds its description, no PULL yet */
 	uint8_t served;	       /* the lower layer serves its PULL; handoff_done pending */
-	int error;	       /* result given once its frames are acknowledged */
-	struct link all;       /* peer's list of active sends */
-	struct link q;	       /* peer's txq, or the free pool */
+	uint8_t below; /* the lower layer sent [push_end, len): the engine sends the pushes alone */
+	int error;     /* result given once its frames are acknowledged */
+	struct link all; /* peer's list of active sends */
+	struct link q;	 /* peer's txq, or the free pool */
 };
 
 struct rx {

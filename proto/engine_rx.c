@@ -170,7 +170,8 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 		struct send *s = container_of(l, struct send, all);
 		if (s->msg_id != h->msg_id)
 			continue;
-		if (s->len != h->msg_len || s->end_off == s->len) {
+		/* A PULL again (its ack was lost) asks for nothing new. */
+		if (s->len != h->msg_len || s->end_off == s->len || s->served || s->below) {
 			e->st.drops[PP_DROP_STATE]++;
 			return;
 		}
@@ -181,8 +182,9 @@ static void rx_pull(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr
 			s->handed = 0;
 			if (!(h->flags & PP_WIRE_F_AGAIN) &&
 			    e->c.handoff_claim(e->c.hook_arg, s->peer, s->msg_id)) {
+				/* The rest is the layer below's; pushes still
+				 * waiting for the window are still ours. */
 				s->served = 1;
-				s->end_off = s->len;
 				return;
 			}
 			if (h->flags & PP_WIRE_F_AGAIN) /* it may still hold it */

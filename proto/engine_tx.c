@@ -205,6 +205,8 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 	d->obj = s;
 	d->offset = off;
 	s->next_off = s->written ? s->len : off + n;
+	if (s->below && s->next_off == s->push_end) /* the rest went below */
+		s->next_off = s->end_off = s->len;
 	s->unacked++;
 	if (s->next_off == s->len)
 		s->gen_done = 1;

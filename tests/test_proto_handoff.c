@@ -256,6 +256,71 @@ static void test_done_before_pull(void)
 	net_fini(&net);
 }
 
+/* Move one frame from engine from to engine to; its length (0: none). */
+static int step(struct net *net, unsigned from, unsigned to)
+{
+	int len = pp_proto_output(net->e[from], net->frame, sizeof(net->frame), net->now);
+	if (len > 0)
+		pp_proto_input(net->e[to], net->frame, (size_t)len, net->now);
+	return len;
+}
+
+/* The PULL comes (and is claimed) while the second push still waits for
+ * the window: the engine sends that push and no DATA, and the layer below
+ * may be done before the push even left: the push still goes, and the send
+ * completes once it is acked. */
+static void test_claimed_before_pushes(void)
+{
+	for (int done_early = 0; done_early < 2; done_early++) {
+		struct net net;
+		struct below b;
+		memset(&b, 0, sizeof(b));
+		b.take = b.serve = 1;
+		struct pp_proto_conf conf;
+		pp_proto_conf_default(&conf);
+		conf.handoff = h_handoff;
+		conf.handoff_claim = h_claim;
+		conf.handoff_cancel = h_cancel;
+		conf.hook_arg = &b;
+		conf.window = 1; /* the second push waits for the FIRST's ack */
+		conf.copy_max = 0;
+		CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+		net.filter = watch;
+		net.arg = &b;
+		pat_fill(sbuf, LEN, 6);
+		memset(rbuf, 0, sizeof(rbuf));
+		struct pp_proto_cpl c;
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0); /* early */
+		CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, LEN, 1), 0);
+		CU_ASSERT(step(&net, 0, 1) > 0);      /* FIRST */
+		CU_ASSERT_EQUAL(step(&net, 0, 1), 0); /* the window is shut */
+		CU_ASSERT(step(&net, 1, 0) > 0);      /* the PULL, which acks the FIRST */
+		CU_ASSERT_EQUAL(b.claims, 1);
+		if (done_early) { /* served and done before the second push left */
+			serve_data(&net, &b);
+			CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, 0), 0);
+			CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+		}
+		net_run(&net, 1000000);
+		if (!done_early) {
+			CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
+			serve_data(&net, &b);
+			net_run(&net, 1000000);
+			CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, 0), 0);
+			net_run(&net, 1000000);
+		}
+		CU_ASSERT_EQUAL(b.data0, 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+		CU_ASSERT_EQUAL(c.error, 0);
+		CU_ASSERT_EQUAL(c.len, LEN);
+		CU_ASSERT(pat_check(rbuf, LEN, 6));
+		CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[0], &c), 1);
+		CU_ASSERT_EQUAL(c.error, 0);
+		CU_ASSERT_EQUAL(b.cancels, 0);
+		net_fini(&net);
+	}
+}
+
 static int drop_to_1(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h)
 {
 	(void)arg, (void)src, (void)h;
@@ -295,6 +360,7 @@ static CU_TestInfo tests[] = {
     {"description not taken: served as before", test_not_taken},
     {"failure below fails the send", test_failed_below},
     {"done reported before the engine saw the PULL", test_done_before_pull},
+    {"PULL claimed while the pushes wait for the window", test_claimed_before_pushes},
     {"a send that ends otherwise is withdrawn", test_withdrawn},
     {"hooks all or none", test_conf},
     CU_TEST_INFO_NULL,

@@ -189,7 +189,9 @@ static void sc_sizes(pp_ctx *ctx)
 
 /* --- many: every rank to every other, many requests outstanding ------------ */
 
-#define MANY_N 48
+#define MANY_N	  48
+#define STORM_N	  64   /* storm: messages each way with every peer */
+#define STORM_LEN 3000 /* ... of this size: past the pushes, pulled */
 
 static size_t many_len(int i)
 {
@@ -197,38 +199,47 @@ static size_t many_len(int i)
 	return base[i % 6] + (size_t)i;
 }
 
-static void sc_many(pp_ctx *ctx)
+static size_t storm_len(int i)
 {
-	int npeer = size_ - 1, nreq = 2 * npeer * MANY_N;
+	(void)i;
+	return STORM_LEN;
+}
+
+/* nper messages each way with every other rank, message i of len(i) bytes
+ * and tag i, all outstanding at once; receives first on half the peers
+ * (recv_first_all: on all of them), so some messages find their receive
+ * posted and some arrive before it. */
+static void exchange_all(pp_ctx *ctx, const char *name, int nper, size_t (*len_of)(int),
+			 int recv_first_all)
+{
+	int npeer = size_ - 1, nreq = 2 * npeer * nper;
 	size_t per = 0;
-	for (int i = 0; i < MANY_N; i++)
-		per += many_len(i);
+	for (int i = 0; i < nper; i++)
+		per += len_of(i);
 	uint8_t *sb = xmalloc(per * (size_t)npeer), *rb = xmalloc(per * (size_t)npeer);
 	pp_req **req = calloc((size_t)nreq, sizeof(*req));
-	int *kind = calloc((size_t)nreq, sizeof(*kind)); /* peer*MANY_N+i, negative: send */
+	int *kind = calloc((size_t)nreq, sizeof(*kind)); /* peer*nper+i, negative: send */
 	size_t *off = calloc((size_t)nreq, sizeof(*off));
 	int n = 0, before = failures;
 	if (!req || !kind || !off)
 		exit(2);
 	memset(rb, 0xEE, per * (size_t)npeer);
-	/* Receives first on half the peers, sends first on the other half: some
-	 * messages find their receive posted, some arrive before it. */
 	for (int pass = 0; pass < 2; pass++) {
 		size_t o = 0;
 		for (int p = 0; p < size_; p++) {
 			if (p == rank_)
 				continue;
-			for (int i = 0; i < MANY_N; i++) {
-				size_t len = many_len(i);
-				int recv_first = (p + rank_) % 2 == 0;
+			for (int i = 0; i < nper; i++) {
+				size_t len = len_of(i);
+				int recv_first = recv_first_all || (p + rank_) % 2 == 0;
 				int rc;
 				if ((pass == 0) == recv_first) {
 					rc = pp_irecv(ctx, rb + o, len, p, i, &req[n]);
-					kind[n] = p * MANY_N + i;
+					kind[n] = p * nper + i;
 				} else {
 					fill(sb + o, len, seed_of(rank_, p, i));
 					rc = pp_isend(ctx, sb + o, len, p, i, &req[n]);
-					kind[n] = -(p * MANY_N + i) - 1;
+					kind[n] = -(p * nper + i) - 1;
 				}
 				EXPECT(rc == 0, "start %d with %d: %s", i, p, pp_strerror(rc));
 				off[n++] = o;
@@ -252,8 +263,8 @@ static void sc_many(pp_ctx *ctx)
 				EXPECT(rc == 0, "send %d: %s", -kind[j] - 1, pp_strerror(rc));
 				continue;
 			}
-			int p = kind[j] / MANY_N, i = kind[j] % MANY_N;
-			size_t len = many_len(i);
+			int p = kind[j] / nper, i = kind[j] % nper;
+			size_t len = len_of(i);
 			EXPECT(rc == 0 && st.len == len && st.source == p && st.tag == i,
 			       "recv %d from %d: %s, len %zu", i, p, pp_strerror(rc), st.len);
 			size_t bad = first_bad(rb + off[j], len, seed_of(p, rank_, i));
@@ -266,8 +277,21 @@ static void sc_many(pp_ctx *ctx)
 	free(off);
 	free(sb);
 	free(rb);
-	say("many: %d requests outstanding at once with %d peer(s), every byte checked: %s", n,
+	say("%s: %d requests outstanding at once with %d peer(s), every byte checked: %s", name, n,
 	    npeer, failures == before ? "ok" : "FAILED");
+}
+
+/* many: every rank to every other, many sizes, many requests outstanding. */
+static void sc_many(pp_ctx *ctx)
+{
+	exchange_all(ctx, "many", MANY_N, many_len, 0);
+}
+
+/* storm: every rank posts all its receives, then all its sends, of one size
+ * past the pushes (so every message is pulled), to every other rank. */
+static void sc_storm(pp_ctx *ctx)
+{
+	exchange_all(ctx, "storm", STORM_N, storm_len, 1);
 }
 
 /* --- match: wildcards and non-overtaking order, at rank 0 ------------------- */
@@ -1191,6 +1215,8 @@ static void usage(FILE *f)
 	      "Scenarios:\n"
 	      "  sizes      0 B .. 16 MiB + 3 both ways between rank pairs, bytes checked\n"
 	      "  many       every rank to every other, many requests outstanding\n"
+	      "  storm      every rank posts 64 receives, then 64 sends of 3000 B, to every\n"
+	      "             other rank at once (every message pulled)\n"
 	      "  match      wildcards and per-source order at rank 0\n"
 	      "  trunc      receive buffers shorter than the message (-EMSGSIZE)\n"
 	      "  earlylate  receives posted before and after their message\n"
@@ -1308,7 +1334,7 @@ int main(int argc, char **argv)
 	const char *sc = argv[optind];
 	static const char *const known[] = {"sizes", "many",	   "match",    "trunc", "earlylate",
 					    "kill",  "killsend",   "handlers", "crash", "predict",
-					    "evict", "daemonpull", "badpull",  "all"};
+					    "evict", "daemonpull", "badpull",  "storm", "all"};
 	int ok = 0;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= strcmp(sc, known[i]) == 0;
@@ -1325,7 +1351,7 @@ int main(int argc, char **argv)
 	}
 	rank_ = pp_rank(ctx);
 	size_ = pp_size(ctx);
-	int pairs = strcmp(sc, "many") != 0 && strcmp(sc, "match") != 0;
+	int pairs = strcmp(sc, "many") != 0 && strcmp(sc, "match") != 0 && strcmp(sc, "storm") != 0;
 	if (size_ < 2 || (pairs && size_ % 2)) {
 		fprintf(stderr, "rt_check: %s needs %s ranks (have %d)\n", sc,
 			pairs ? "an even number of" : "at least 2", size_);
@@ -1342,6 +1368,8 @@ int main(int argc, char **argv)
 		sc_sizes(ctx);
 	if (all || strcmp(sc, "many") == 0)
 		sc_many(ctx);
+	if (strcmp(sc, "storm") == 0)
+		sc_storm(ctx);
 	if (all || strcmp(sc, "match") == 0)
 		sc_match(ctx);
 	if (all || strcmp(sc, "trunc") == 0)

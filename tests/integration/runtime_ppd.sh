@@ -3,7 +3,7 @@
 #   runtime_ppd.sh PPRUN RT_CHECK PPD_CHECK PPD PP_PINGPONG TESTBED
 # 1. 2 nodes x 2 ranks through daemons (pprun --daemon): every rt_check
 #    scenario (sizes 0 B .. 16 MiB + 3, many outstanding, matching, truncation,
-#    early/late), bytes checked; node-mates talk through the daemon's loopback
+#    early/late), bytes checked; storms of pulled messages; node-mates talk through the daemon's loopback
 #    (its counters say so), large frames to the other node leave from the
 #    ranks' slots without a copy; the same with two handlers per daemon (two
 #    NIC queue pairs); pp_pingpong early and late with --check.
@@ -54,6 +54,12 @@ counter() {
 
 # 1. Two nodes, two ranks each, through the daemons.
 run "4 ranks on 2 nodes through daemons, all scenarios" 17 -n 4 --nodes 2 --daemon -- "$rtc" all
+# Every rank posts 64 receives and 64 sends of 3000 B to every other at once:
+# the rest of each is served by the handlers while the second push may still
+# wait for the window (a send once ended early and its receive hung).
+for k in 1 2 3; do
+  run "storm $k of 3, push-pull through daemons" 4 -n 4 --nodes 2 --daemon --mode push-pull -- "$rtc" storm
+done
 [ "$(counter 8)" -gt 0 ] || { cat "$log"; fail "no frame went between node-mates through the daemon's loopback"; }
 [ "$(counter 5)" -gt 0 ] || fail "no frame went from the daemons to the NIC"
 [ "$(counter 9)" -gt 0 ] || fail "no frame left a rank's slot without a copy (af_packet takes external buffers)"
