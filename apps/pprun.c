@@ -45,6 +45,7 @@ struct opts {
 	int no_pin;	       /* --no-pin */
 	const char *ppd;       /* --ppd PATH */
 	const char *ppd_cores; /* --ppd-cores LIST, else core node % ncpu */
+	const char *fault;     /* --fault SPEC: faults on every port's receive */
 	char **argv;	       /* program and its arguments */
 };
 
@@ -72,6 +73,8 @@ static void usage(FILE *f)
 	    "                        instead of owning ports\n"
 	    "      --ppd PATH        the ppd program (default: $PPRUN_PPD, beside pprun, or PATH)\n"
 	    "      --ppd-cores LIST  handler cores of every daemon (default: node i on core i)\n"
+	    "      --fault SPEC      faults on what every port receives, e.g.\n"
+	    "                        loss=0.05,dup=0.01,reorder=0.05 (driver/fault)\n"
 	    "      --timeout SEC     kill the job after SEC seconds (exit 124)\n"
 	    "      --testbed PATH    testbed.sh to bring the test bed up with\n"
 	    "      --no-pin          do not pin ranks to cores\n"
@@ -108,6 +111,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_NOPIN,
 		O_PPD,
 		O_PPD_CORES,
+		O_FAULT,
 	};
 	static const struct option lo[] = {
 	    {"np", required_argument, NULL, 'n'},
@@ -122,6 +126,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"no-pin", no_argument, NULL, O_NOPIN},
 	    {"ppd", required_argument, NULL, O_PPD},
 	    {"ppd-cores", required_argument, NULL, O_PPD_CORES},
+	    {"fault", required_argument, NULL, O_FAULT},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -165,6 +170,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_PPD_CORES:
 			o->ppd_cores = optarg;
+			break;
+		case O_FAULT:
+			o->fault = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -289,6 +297,23 @@ static void set_env(const char *key, const char *val)
 	}
 }
 
+/* --fault SPEC: dev becomes "fault:SPEC,seed=SEED;dev" (its own seed per
+ * port unless SPEC names one). */
+static void faulty(const struct opts *o, char *dev, size_t len, int seed)
+{
+	if (!o->fault)
+		return;
+	char out[768];
+	int n = strstr(o->fault, "seed=")
+		    ? snprintf(out, sizeof(out), "fault:%s;%s", o->fault, dev)
+		    : snprintf(out, sizeof(out), "fault:%s,seed=%d;%s", o->fault, seed, dev);
+	if (n < 0 || (size_t)n >= len) {
+		fprintf(stderr, "pprun: --fault '%s': device string too long\n", o->fault);
+		_exit(2);
+	}
+	memcpy(dev, out, (size_t)n + 1);
+}
+
 /* In the child: enter the node's namespace, pin, set PP_*, exec. */
 static void child(const struct opts *o, int rank, unsigned job, uint64_t token, int out_fd,
 		  int err_fd)
@@ -334,9 +359,11 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 		set_env("PP_TOKEN", buf);
 	} else if (strcmp(o->dev_kind, "pcap") == 0) {
 		snprintf(buf, sizeof(buf), "pcap:pp%d", port);
+		faulty(o, buf, sizeof(buf), 1 + rank);
 		set_env("PP_DEV", buf);
 	} else {
 		snprintf(buf, sizeof(buf), "--vdev=net_%s0,iface=pp%d", o->dev_kind, port);
+		faulty(o, buf, sizeof(buf), 1 + rank);
 		set_env("PP_DEV", buf);
 	}
 	set_env("PP_MODE", o->mode);
@@ -417,7 +444,7 @@ static const char *find_ppd(const struct opts *o, char *buf, size_t len)
 /* Start node's daemon in its namespace, on the node's port pp0. */
 static pid_t daemon_start(const struct opts *o, int node)
 {
-	char path[PATH_MAX + 16], ns[64], nspath[96], dev[128], sock[128], cores[32];
+	char path[PATH_MAX + 16], ns[64], nspath[96], dev[384], sock[128], cores[32];
 	const char *ppd = find_ppd(o, path, sizeof(path));
 	snprintf(ns, sizeof(ns), "ppn%d", node);
 	snprintf(sock, sizeof(sock), "/run/pp/ppd-%s.sock", ns);
@@ -425,6 +452,7 @@ static pid_t daemon_start(const struct opts *o, int node)
 		snprintf(dev, sizeof(dev), "pcap:pp0");
 	else
 		snprintf(dev, sizeof(dev), "--vdev=net_%s0,iface=pp0", o->dev_kind);
+	faulty(o, dev, sizeof(dev), 100 + node);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	snprintf(cores, sizeof(cores), "%ld", ncpu > 0 ? node % ncpu : 0);
 	pid_t pid = fork();

@@ -18,6 +18,7 @@ extern const struct pp_port_ops pp_port_ops_pcap;
 extern const struct pp_port_ops pp_port_ops_dpdk;
 #endif
 extern const struct pp_port_ops pp_port_ops_ppd;
+extern const struct pp_port_ops pp_port_ops_fault;
 
 static const struct {
 	const char *prefix; /* "" matches anything: DPDK takes EAL arguments */
@@ -39,6 +40,7 @@ static const struct {
 #endif
      "built without libpcap (install libpcap-dev and reconfigure)"},
     {"ppd:", &pp_port_ops_ppd, NULL},
+    {"fault:", &pp_port_ops_fault, NULL},
     {"",
 #ifdef PP_HAVE_DPDK
      &pp_port_ops_dpdk,

@@ -6,6 +6,8 @@
  * and from then on every call goes through that backend's ops table:
  *   "sim:LINK/INDEX"          the in-memory lossy link (driver/sim)
  *   "pcap:IFACE"              libpcap live capture + inject (driver/pcap)
+ *   "fault:SPEC;DEV"          DEV with loss, duplication and reordering
+ *                             injected into what it receives (driver/fault)
  *   anything else             DPDK EAL device arguments, e.g.
  *                             "--vdev=net_af_xdp0,iface=pp0" (driver/dpdk)
  *
