@@ -278,8 +278,11 @@ int pp_proto_input(struct pp_proto *eng, const uint8_t *frame, size_t len, uint6
  * frame for a message that is not a matched receive). */
 int pp_proto_input_placed(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
 
-/* The same for a frame of pp_proto_output_local from an intranode ring. */
-int pp_proto_input_local(struct pp_proto *eng, const uint8_t *frame, size_t len, uint64_t now);
+/* The same for a frame of pp_proto_output_local from the intranode ring of
+ * local peer from: a frame whose source is any other rank is dropped (RANK;
+ * the header is checked on a copy, so the peer cannot change it after). */
+int pp_proto_input_local(struct pp_proto *eng, uint32_t from, const uint8_t *frame, size_t len,
+			 uint64_t now);
 
 /* Write the next frame to transmit into buf. Returns its length, 0 when there
  * is nothing to send now, -ENOSPC when cap < mtu + 14. */

@@ -284,8 +284,9 @@ enum input_form {
 	FORM_PLACED,   /* a DATA frame's headers, its payload placed already */
 };
 
+/* from: the only source a local frame may have (its ring's), else unused. */
 static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now,
-		 enum input_form form)
+		 enum input_form form, uint32_t from)
 {
 	struct pp_wire_hdr h;
 	const uint8_t *pl = NULL;
@@ -301,6 +302,10 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 		bad = pp_wire_decode(frame, len, &chk, &h, &pl, &why);
 	if (bad) {
 		e->st.drops[why]++;
+		return -EPROTO;
+	}
+	if (form == FORM_LOCAL && h.src_rank != from) { /* a node-mate speaking for another */
+		e->st.drops[PP_DROP_RANK]++;
 		return -EPROTO;
 	}
 	if (h.type == PP_WIRE_HELLO || h.type == PP_WIRE_BYE)
@@ -385,15 +390,16 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 
 int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
 {
-	return input(e, frame, len, now, FORM_WIRE);
+	return input(e, frame, len, now, FORM_WIRE, 0);
 }
 
 int pp_proto_input_placed(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
 {
-	return input(e, frame, len, now, FORM_PLACED);
+	return input(e, frame, len, now, FORM_PLACED, 0);
 }
 
-int pp_proto_input_local(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
+int pp_proto_input_local(struct pp_proto *e, uint32_t from, const uint8_t *frame, size_t len,
+			 uint64_t now)
 {
-	return input(e, frame, len, now, FORM_LOCAL);
+	return input(e, frame, len, now, FORM_LOCAL, from);
 }

@@ -302,7 +302,7 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 		for (unsigned k = 0;
 		     k < PP_SHM_RX_BURST && (got = pp_shm_ring_peek(&pe->rx, &rec, &len)) > 0;
 		     k++) {
-			pp_proto_input_local(ctx->eng, rec, len, now);
+			pp_proto_input_local(ctx->eng, pe->rank, rec, len, now);
 			pp_shm_ring_release(&pe->rx);
 			n++;
 		}

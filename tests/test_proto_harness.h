@@ -181,7 +181,8 @@ static inline int local_pump(struct pp_proto *e[2], uint8_t *f, size_t cap, uint
 			if (len < 0)
 				return -1;
 			if (len > 0) {
-				if (pp_proto_input_local(e[1 - i], f, (size_t)len, *now) && strict)
+				if (pp_proto_input_local(e[1 - i], i, f, (size_t)len, *now) &&
+				    strict)
 					return -1;
 				moved = 1;
 				total++;

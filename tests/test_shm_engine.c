@@ -321,6 +321,29 @@ static void test_fail(void)
 	world_fini();
 }
 
+/* A frame in a node-mate's ring that names another source is dropped (a
+ * hostile node-mate cannot speak for another rank of the node). */
+static void test_ring_owner(void)
+{
+	world_init(PP_PROTO_PUSH_PULL, 16, 0, 1u << 20);
+	static uint8_t s[10], r[10];
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, r, sizeof(r), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, sizeof(s), 2), 0);
+	int len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now);
+	CU_ASSERT_FATAL(len > 0);
+	struct pp_stats st;
+	pp_proto_stats(w.e[1], &st);
+	uint64_t before = st.drops[PP_DROP_RANK];
+	CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], 5, w.frame, (size_t)len, w.now), -EPROTO);
+	pp_proto_stats(w.e[1], &st);
+	CU_ASSERT_EQUAL(st.drops[PP_DROP_RANK], before + 1);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(w.e[1], &c), 0); /* nothing matched */
+	CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], 0, w.frame, (size_t)len, w.now), 0);
+	CU_ASSERT_EQUAL(pp_proto_poll(w.e[1], &c), 1);
+	world_fini();
+}
+
 static CU_TestInfo tests[] = {
     {"single copy, every mode, early and late", test_direct},
     {"a second push comes before the copy", test_second_push},
@@ -329,6 +352,7 @@ static CU_TestInfo tests[] = {
     {"too little for a copy call: DATA", test_direct_min},
     {"many outstanding both ways", test_many},
     {"a local peer that died", test_fail},
+    {"a frame in a ring names its owner", test_ring_owner},
     CU_TEST_INFO_NULL,
 };
 

@@ -604,7 +604,7 @@ static void test_refused_first(void)
 	for (int i = 0; i < 5; i++) {
 		int len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now);
 		CU_ASSERT_FATAL(len > 0);
-		CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], w.frame, (size_t)len, w.now),
+		CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], 0, w.frame, (size_t)len, w.now),
 				i < 4 ? 0 : -EPROTO);
 	}
 	/* One small receive frees a record; the big receive, posted now, is

@@ -35,7 +35,7 @@ static void pass(int i)
 	int len;
 	while ((len = pp_proto_output_local(e[i], (uint32_t)(1 - i), frame, sizeof(frame), now)) >
 	       0)
-		if (pp_proto_input_local(e[1 - i], frame, (size_t)len, now))
+		if (pp_proto_input_local(e[1 - i], (uint32_t)i, frame, (size_t)len, now))
 			die("a frame was refused");
 	if (len < 0)
 		die("output failed");
