@@ -2,6 +2,7 @@
 #include "pp_log.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +10,10 @@
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
 
-/* -1 until first use; then the threshold. Benign race: every thread computes
- * the same value from the same environment. */
-static int threshold = -1;
+/* -1 until first use; then the threshold. Threads may race to set it first:
+ * they compute the same value from the same environment, and the accesses
+ * are atomic (relaxed: nothing else is published with it). */
+static _Atomic int threshold = -1;
 
 static int level_from_name(const char *name)
 {
@@ -23,12 +25,14 @@ static int level_from_name(const char *name)
 
 enum pp_log_level pp_log_level(void)
 {
-	if (threshold < 0) {
+	int t = atomic_load_explicit(&threshold, memory_order_relaxed);
+	if (t < 0) {
 		const char *env = getenv("PP_LOG");
 		int l = env ? level_from_name(env) : -EINVAL;
-		threshold = l >= 0 ? l : PP_LOG_ERROR;
+		t = l >= 0 ? l : PP_LOG_ERROR;
+		atomic_store_explicit(&threshold, t, memory_order_relaxed);
 	}
-	return (enum pp_log_level)threshold;
+	return (enum pp_log_level)t;
 }
 
 int pp_log_set_level(const char *name)
@@ -36,7 +40,7 @@ int pp_log_set_level(const char *name)
 	int l = level_from_name(name);
 	if (l < 0)
 		return l;
-	threshold = l;
+	atomic_store_explicit(&threshold, l, memory_order_relaxed);
 	return 0;
 }
 
