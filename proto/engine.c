@@ -123,11 +123,11 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6], u
 		p->ring = calloc(e->c.window, sizeof(*p->ring));
 		if (!p->ring)
 			return -ENOMEM;
+		pp_gbn_tx_start(&p->tx, 0, e->c.rto_ns, e->c.rto_max_ns);
 	}
 	memcpy(p->mac, mac, 6);
 	p->inc = inc;
 	p->present = 1;
-	p->rto = e->c.rto_ns;
 	if (!p->local) {
 		p->btp1 = e->c.btp1;
 		p->btp2 = e->c.btp2;
@@ -242,11 +242,10 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 		if (r->want_src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
 	}
-	p->snd_una = p->rtx_nxt = p->rtx_end = p->snd_nxt;
-	p->owe = 0;
+	pp_gbn_tx_drop(&p->tx);
 	p->done_head = p->done_tail;
 	for (unsigned i = 0; i < PP_PROTO_STREAMS; i++)
-		p->xs[i].owe = 0;
+		p->rx[i].owe = 0;
 	p->xowe = 0;
 }
 
@@ -261,7 +260,7 @@ void pp_proto_ping(struct pp_proto *e, uint32_t rank)
 	if (rank >= e->c.nranks || rank == e->c.rank)
 		return;
 	struct peer *p = &e->peers[rank];
-	if (p->present && !p->lost && !p->gone && p->snd_una == p->snd_nxt)
+	if (p->present && !p->lost && !p->gone && !pp_gbn_tx_busy(&p->tx))
 		p->ping_owed = 1;
 }
 
@@ -374,12 +373,7 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 			pp_proto_stage_match(e, p, r);
 			return 0;
 		}
-		uint32_t cells = pp_pushbuf_drain(&e->pb, &r->cells, buf, len);
-		p->credit_adv = (uint16_t)(p->credit_adv + cells);
-		if (cells && !(p->owe & OWE_ACK)) {
-			p->owe |= OWE_ACK; /* the credit update goes out soon */
-			p->ack_deadline = 0;
-		}
+		pp_proto_credit_return(p, pp_pushbuf_drain(&e->pb, &r->cells, buf, len), 1);
 		e->st.late_matches++;
 		e->user_ops++;
 		if (r->got == r->msg_len && !r->wants_pull)
@@ -485,7 +479,7 @@ int pp_proto_idle(const struct pp_proto *e)
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
 		const struct peer *p = &e->peers[r];
 		if (p->present && !p->lost &&
-		    (p->snd_una != p->snd_nxt || (p->owe & OWE_ACK) || p->xowe ||
+		    (pp_gbn_tx_busy(&p->tx) || (p->rx[0].owe & PP_GBN_OWE_ACK) || p->xowe ||
 		     p->done_head != p->done_tail))
 			return 0;
 	}

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "gbn.h"
 #include "pushbuf.h"
-#include "rtt.h"
 #include "wire.h"
 
 #define CREDIT_SHARE_MAX 32767u /* cells; keeps 16-bit credit arithmetic sound */
@@ -55,13 +55,6 @@ static inline void list_del(struct link *n)
 	n->next->prev = n->prev;
 	n->next = n->prev = n;
 }
-
-/* Work a peer owes (bit flags). */
-enum owe {
-	OWE_ACK = 0x01,	    /* a cumulative ack is owed, by ack_deadline */
-	OWE_ACK_NOW = 0x02, /* ... and it is due now */
-	OWE_NACK = 0x04,    /* a NACK for rcv_nxt is owed */
-};
 
 enum send_state {
 	SEND_FREE = 0, /* in the free pool */
@@ -144,15 +137,6 @@ struct done {
 	uint32_t msg_id;  /* its number */
 };
 
-/* Receive state of one extra stream of a peer (a pull handler's DATA). */
-struct xstream {
-	uint32_t rcv_nxt;      /* next seq expected */
-	uint32_t unacked_rx;   /* frames accepted since our last ack on it */
-	uint32_t nacked;       /* rcv_nxt a NACK was last sent for, + 1 (0: none) */
-	uint64_t ack_deadline; /* when an owed ack must go */
-	uint8_t owe;	       /* enum owe bits */
-};
-
 struct peer {
 	uint8_t mac[6];	 /* where frames to it go */
 	uint32_t inc;	 /* its incarnation: its frames carry it, ours to it too */
@@ -164,21 +148,9 @@ struct peer {
 	uint32_t btp1;	 /* bytes of the first push to it */
 	uint32_t btp2;	 /* bytes of the second push to it */
 	/* TX channel (our stream to this peer). */
-	uint32_t snd_una;      /* oldest unacked seq */
-	uint32_t snd_nxt;      /* next new seq */
-	uint32_t rtx_nxt;      /* next seq to send again when < rtx_end */
-	uint32_t rtx_end;      /* end of the range being sent again */
-	uint8_t probing;       /* a timeout resent only snd_una; its ack decides */
+	struct pp_gbn_tx tx;   /* its go-back-N sender */
 	uint8_t ping_owed;     /* pp_proto_ping: a PING waits for the window */
 	struct desc *ring;     /* window descriptors, indexed seq & mask */
-	uint64_t rto;	       /* current timeout */
-	uint64_t rto_deadline; /* when the timer fires (if frames unacked) */
-	uint32_t tries;	       /* expiries without progress */
-	uint64_t srtt;	       /* smoothed round trip, ns (0: no sample yet) */
-	uint64_t rttvar;       /* its mean deviation, ns */
-	uint64_t rtt_t0;       /* when the timed frame was sent */
-	uint32_t rtt_seq;      /* the timed frame (one at a time, Karn) */
-	uint8_t rtt_on;	       /* a frame is being timed */
 	uint32_t next_msg_id;  /* next message number to this peer */
 	uint32_t rx_msg_next;  /* next message number from it not seen yet */
 	uint16_t credit_limit; /* cells the peer has allowed us, cumulative */
@@ -191,18 +163,14 @@ struct peer {
 	uint32_t done_mask;    /* its size - 1 */
 	uint32_t done_head;    /* next to send */
 	uint32_t done_tail;    /* next to fill */
-	/* RX channel (its stream to us). */
-	uint16_t rx_stream;    /* its stream, from its last sequenced frame */
-	uint32_t rcv_nxt;      /* next seq expected */
-	uint32_t unacked_rx;   /* frames accepted since our last ack */
-	uint32_t nacked;       /* rcv_nxt a NACK was last sent for, + 1 (0: none) */
-	uint64_t ack_deadline; /* when an owed ack must go */
-	uint8_t owe;	       /* enum owe bits */
-	uint16_t credit_adv;   /* cells allowed to it, cumulative (advertised) */
-	struct link arrived;   /* unexpected and active receives from it */
-	/* Extra streams 1..PP_PROTO_STREAMS-1: DATA from pull handlers. */
-	struct xstream xs[PP_PROTO_STREAMS]; /* indexed by stream; [0] unused */
-	uint32_t xowe;			     /* bit s: stream s owes an ACK or NACK */
+	/* RX channels: its own stream (rx[0], whatever number the peer gives
+	 * it) and the extra streams 1..PP_PROTO_STREAMS-1 of pull handlers
+	 * sending DATA on its behalf (rx[s]). */
+	uint16_t rx_stream;		       /* its own stream's number, from its last frame */
+	struct pp_gbn_rx rx[PP_PROTO_STREAMS]; /* go-back-N receivers, by stream */
+	uint32_t xowe;			       /* bit s: extra stream s owes an ACK or NACK */
+	uint16_t credit_adv;		       /* cells allowed to it, cumulative (advertised) */
+	struct link arrived;		       /* unexpected and active receives from it */
 };
 
 struct pp_proto {
@@ -236,26 +204,14 @@ struct pp_proto {
 	int recvq;		      /* 1 when they are set */
 };
 
-static inline int seq_lt(uint32_t a, uint32_t b)
+/* Give cells of the pushed buffer back to peer p: the cumulative count we
+ * advertise in every frame to it grows; with announce, an ack is owed soon
+ * so that the update goes even when no frame would. */
+static inline void pp_proto_credit_return(struct peer *p, uint32_t cells, int announce)
 {
-	return (int32_t)(a - b) < 0;
-}
-
-/* Round-trip estimate (RFC 6298 gains) from one timed frame per window.
- * Samples include the receiver's ack delay and, on a shared core, its
- * scheduling gaps, which is exactly what the timeout must ride out. */
-static inline void pp_proto_rtt_sample(struct peer *p, uint64_t r)
-{
-	pp_rtt_sample(&p->srtt, &p->rttvar, r);
-}
-
-/* Timeout after progress: srtt + 4 rttvar, within [rto_ns, rto_max_ns]. */
-static inline uint64_t pp_proto_rto(const struct pp_proto *e, const struct peer *p)
-{
-	uint64_t t = p->srtt + 4 * p->rttvar;
-	if (t < e->c.rto_ns)
-		t = e->c.rto_ns;
-	return t > e->c.rto_max_ns ? e->c.rto_max_ns : t;
+	p->credit_adv = (uint16_t)(p->credit_adv + cells);
+	if (cells && announce)
+		pp_gbn_rx_owe(&p->rx[0]);
 }
 
 /* Finish a send (error 0, or -ECONNRESET) and return it to the pool. */

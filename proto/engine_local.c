@@ -36,7 +36,7 @@ int pp_proto_peer_busy(const struct pp_proto *e, uint32_t rank)
 	if (rank >= e->c.nranks || !e->peers[rank].present)
 		return 0;
 	const struct peer *p = &e->peers[rank];
-	if (!list_empty(&p->sends) || p->snd_una != p->snd_nxt)
+	if (!list_empty(&p->sends) || pp_gbn_tx_busy(&p->tx))
 		return 1;
 	for (const struct link *l = p->arrived.next; l != &p->arrived; l = l->next) {
 		const struct rx *r = container_of(l, struct rx, by_peer);

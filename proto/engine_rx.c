@@ -13,44 +13,18 @@ static int rx_matches(const struct rx *posted, uint32_t src, uint32_t tag)
 	return pp_proto_match(posted->want_src, posted->want_tag, src, tag);
 }
 
-static void owe_ack(struct pp_proto *e, struct peer *p, uint64_t now)
-{
-	if (!(p->owe & OWE_ACK)) {
-		p->owe |= OWE_ACK;
-		p->ack_deadline = now + e->c.ack_delay_ns;
-	}
-}
-
+/* A cumulative ack on our stream: the frames it acknowledges release their
+ * sends (go-back-N decides which, gbn.h). */
 static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64_t now)
 {
-	if (!seq_lt(p->snd_una, ack) || seq_lt(p->snd_nxt, ack))
-		return;
-	/* After a timeout resent snd_una alone (rtx_end = snd_una + 1), an ack
-	 * for exactly that frame says the receiver lacks everything after it;
-	 * an ack reaching further is a slow receiver working through its
-	 * backlog, which needs nothing sent again. */
-	int lacks_rest = p->probing && ack == p->rtx_end;
-	p->probing = 0;
-	while (p->snd_una != ack) {
-		struct desc *d = &p->ring[p->snd_una & e->wmask];
-		p->snd_una++;
+	for (uint32_t n = pp_gbn_tx_ack(&p->tx, ack, now), seq = ack - n; seq != ack; seq++) {
+		struct desc *d = &p->ring[seq & e->wmask];
 		if (d->type == PP_WIRE_PULL || d->type == PP_WIRE_PING)
 			continue;
 		struct send *s = d->obj;
 		if (--s->unacked == 0 && s->gen_done)
 			pp_proto_send_finish(e, s, s->error);
 	}
-	if (seq_lt(p->rtx_nxt, p->snd_una))
-		p->rtx_nxt = p->snd_una;
-	if (seq_lt(p->rtx_end, p->rtx_nxt) || lacks_rest)
-		p->rtx_end = lacks_rest ? p->snd_nxt : p->rtx_nxt;
-	if (p->rtt_on && seq_lt(p->rtt_seq, ack)) {
-		pp_proto_rtt_sample(p, now - p->rtt_t0);
-		p->rtt_on = 0;
-	}
-	p->rto = pp_proto_rto(e, p);
-	p->tries = 0;
-	p->rto_deadline = now + p->rto;
 }
 
 static struct rx *find_arrived(struct peer *p, uint32_t msg_id)
@@ -127,8 +101,7 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 		if (!r || r->msg_len != h->msg_len || h->offset != r->got - r->xgot ||
 		    (h->type == PP_WIRE_DATA && r->state != RX_ACTIVE && !r->stage)) {
 			if (h->type == PP_WIRE_PUSH) /* the sender counted its cells */
-				p->credit_adv =
-				    (uint16_t)(p->credit_adv + pp_pushbuf_cells(h->payload_len));
+				pp_proto_credit_return(p, pp_pushbuf_cells(h->payload_len), 0);
 			e->st.drops[PP_DROP_STATE]++;
 			return 0; /* accepted in sequence, fits nothing */
 		}
@@ -152,7 +125,7 @@ static int rx_push(struct pp_proto *e, struct peer *p, uint32_t src, const struc
 	} else {
 		place(e, r, h->offset, pl, h->payload_len);
 		if (h->type == PP_WIRE_PUSH)
-			p->credit_adv = (uint16_t)(p->credit_adv + cells);
+			pp_proto_credit_return(p, cells, 0);
 	}
 	e->st.bytes_rx += h->payload_len;
 	if (r->state == RX_ACTIVE) {
@@ -242,39 +215,23 @@ static int x_data(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *
 static int x_input(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
 		   const uint8_t *pl, uint64_t now)
 {
-	struct xstream *x = &p->xs[h->stream];
-	uint32_t bit = 1u << h->stream;
+	struct pp_gbn_rx *x = &p->rx[h->stream];
 	if (h->type != PP_WIRE_DATA) {
 		e->st.drops[PP_DROP_STATE]++;
 		return -EPROTO;
 	}
-	if (h->seq != x->rcv_nxt) {
+	p->xowe |= 1u << h->stream;
+	if (pp_gbn_rx_check(x, h->seq) != PP_GBN_NEXT) {
 		e->st.drops[PP_DROP_DUP]++;
-		if (seq_lt(h->seq, x->rcv_nxt)) {
-			x->owe |= OWE_ACK | OWE_ACK_NOW; /* re-ack a duplicate */
-			p->xowe |= bit;
-		} else if (x->nacked != x->rcv_nxt + 1) {
-			x->owe |= OWE_NACK;
-			x->nacked = x->rcv_nxt + 1;
-			p->xowe |= bit;
-		}
 		return -EPROTO;
 	}
 	int rc = x_data(e, p, h, pl);
-	p->xowe |= bit;
 	if (rc) {
 		e->st.drops[rc - 1]++;
-		x->owe |= OWE_ACK | OWE_ACK_NOW; /* alive; the frame comes again */
+		pp_gbn_rx_refuse(x); /* alive; the frame comes again */
 		return -EPROTO;
 	}
-	x->rcv_nxt++;
-	x->nacked = 0;
-	if (!(x->owe & OWE_ACK)) {
-		x->owe |= OWE_ACK;
-		x->ack_deadline = now + e->c.ack_delay_ns;
-	}
-	if (++x->unacked_rx >= e->c.ack_every || (h->flags & PP_WIRE_F_LAST))
-		x->owe |= OWE_ACK_NOW;
+	pp_gbn_rx_take(x, now, e->c.ack_delay_ns, e->c.ack_every, h->flags & PP_WIRE_F_LAST);
 	return 0;
 }
 
@@ -332,59 +289,43 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 		/* A standalone ack shows the peer alive even without progress
 		 * (it refused a frame for lack of room): it is not lost. */
 		if (h.ack_stream == e->c.stream)
-			p->tries = 0;
+			p->tx.tries = 0;
 		return 0;
 	case PP_WIRE_NACK:
-		if (h.ack_stream == e->c.stream && !seq_lt(h.seq, p->snd_una) &&
-		    seq_lt(h.seq, p->snd_nxt)) {
-			if (seq_lt(h.seq, p->rtx_nxt))
-				p->rtx_nxt = h.seq; /* go back */
-			p->rtx_end = p->snd_nxt;
-			p->probing = 0;
-			p->rtt_on = 0; /* Karn: no sample across a resend */
-		}
+		if (h.ack_stream == e->c.stream)
+			pp_gbn_tx_nack(&p->tx, h.seq);
 		return 0;
 	default:
 		break;
 	}
-	/* Sequenced: PUSH, PULL, DATA. */
-	if (h.seq != p->rcv_nxt) {
+	/* Sequenced: PUSH, PULL, DATA, PING. */
+	struct pp_gbn_rx *x = &p->rx[0];
+	if (pp_gbn_rx_check(x, h.seq) != PP_GBN_NEXT) {
 		e->st.drops[PP_DROP_DUP]++;
-		if (seq_lt(h.seq, p->rcv_nxt)) {
-			p->owe |= OWE_ACK | OWE_ACK_NOW; /* re-ack a duplicate */
-		} else if (p->nacked != p->rcv_nxt + 1) {
-			p->owe |= OWE_NACK;
-			p->nacked = p->rcv_nxt + 1;
-		}
 		return -EPROTO;
 	}
 	int rc = 0;
 	if (h.type == PP_WIRE_PULL)
 		rx_pull(e, p, &h);
 	else if (h.type == PP_WIRE_PING)
-		p->owe |= OWE_ACK_NOW; /* the prober waits for this answer */
+		x->owe |= PP_GBN_OWE_ACK_NOW; /* the prober waits for this answer */
 	else
 		rc = rx_push(e, p, h.src_rank, &h, pl);
+	p->rx_stream = h.stream;
 	if (rc) {
 		/* No room now: the frame comes again; say we are alive. */
 		e->st.drops[rc - 1]++;
-		p->rx_stream = h.stream;
-		p->owe |= OWE_ACK | OWE_ACK_NOW;
+		pp_gbn_rx_refuse(x);
 		return -EPROTO;
 	}
 	if (h.type == PP_WIRE_PUSH && (h.flags & PP_WIRE_F_FIRST))
 		p->rx_msg_next = h.msg_id + 1; /* seen: a receive posted now waits for the next */
-	p->rx_stream = h.stream;
-	p->rcv_nxt++;
-	p->nacked = 0;
-	owe_ack(e, p, now);
 	/* A frame that ends a message completes the sender's send once acked:
 	 * ack it now, not after ack_delay, which a receiver that goes off to
 	 * compute would stretch. One burst's LAST frames still share an ACK.
 	 * A copied send completed already: its ack can wait for a ride. */
-	if (++p->unacked_rx >= e->c.ack_every ||
-	    (h.flags & (PP_WIRE_F_LAST | PP_WIRE_F_COPIED)) == PP_WIRE_F_LAST)
-		p->owe |= OWE_ACK_NOW;
+	pp_gbn_rx_take(x, now, e->c.ack_delay_ns, e->c.ack_every,
+		       (h.flags & (PP_WIRE_F_LAST | PP_WIRE_F_COPIED)) == PP_WIRE_F_LAST);
 	return 0;
 }
 

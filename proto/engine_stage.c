@@ -54,7 +54,7 @@ void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
 	}
 	/* Staged bytes and thrown-away bytes hold no cell: give them back. */
 	if (h->type == PP_WIRE_PUSH)
-		p->credit_adv = (uint16_t)(p->credit_adv + pp_pushbuf_cells(h->payload_len));
+		pp_proto_credit_return(p, pp_pushbuf_cells(h->payload_len), 0);
 	r->got += h->payload_len;
 }
 
@@ -76,12 +76,7 @@ static int evictable(const struct rx *r)
 static void evict(struct pp_proto *e, struct rx *r)
 {
 	struct peer *p = &e->peers[r->peer];
-	uint32_t cells = pp_pushbuf_drain(&e->pb, &r->cells, NULL, 0);
-	p->credit_adv = (uint16_t)(p->credit_adv + cells);
-	if (cells && !(p->owe & OWE_ACK)) {
-		p->owe |= OWE_ACK; /* the credit update goes out soon */
-		p->ack_deadline = 0;
-	}
+	pp_proto_credit_return(p, pp_pushbuf_drain(&e->pb, &r->cells, NULL, 0), 1);
 	r->evicted = 1;
 	e->st.evictions++;
 }

@@ -27,7 +27,7 @@ static void hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t 
 	h->job = e->c.job;
 	h->stream = e->c.stream;
 	h->ack_stream = p->rx_stream;
-	h->ack = p->rcv_nxt;
+	h->ack = p->rx[0].rcv_nxt;
 	h->credit = p->credit_adv;
 	h->src_rank = e->c.rank;
 	h->dst_rank = rank;
@@ -89,8 +89,7 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 		 * once the first push is on the wire (address translation
 		 * masking, the paper's section 4.3). */
 		if (e->ref_out && d->len >= e->ref_min && !(h.flags & PP_WIRE_F_FIRST)) {
-			p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
-			p->unacked_rx = 0;
+			pp_gbn_rx_acked(&p->rx[0]);
 			e->ref_out->addr = pl;
 			e->ref_out->len = d->len;
 			e->ref_out->msg = s->buf;
@@ -98,8 +97,7 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 			return pp_wire_encode_hdr(buf, cap, p->mac, e->c.mac, &h, pl);
 		}
 	}
-	p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
-	p->unacked_rx = 0;
+	pp_gbn_rx_acked(&p->rx[0]); /* the frame carries the ack */
 	return encode(e, buf, cap, p, &h, pl);
 }
 
@@ -110,9 +108,8 @@ static int emit_ctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t t
 	memset(&h, 0, sizeof(h));
 	hdr_common(e, p, rank, &h);
 	h.type = type;
-	h.seq = p->rcv_nxt;
-	p->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
-	p->unacked_rx = 0;
+	h.seq = p->rx[0].rcv_nxt;
+	pp_gbn_rx_acked(&p->rx[0]);
 	return encode(e, buf, cap, p, &h, NULL);
 }
 
@@ -124,25 +121,22 @@ static int emit_xctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t 
 	for (uint32_t i = 1; i < PP_PROTO_STREAMS; i++) {
 		if (!(p->xowe & (1u << i)))
 			continue;
-		struct xstream *x = &p->xs[i];
-		uint8_t type;
-		if (x->owe & OWE_NACK) {
-			x->owe &= (uint8_t)~OWE_NACK;
+		struct pp_gbn_rx *x = &p->rx[i];
+		uint8_t type = 0;
+		if (pp_gbn_rx_nack_due(x)) {
 			type = PP_WIRE_NACK;
 			e->st.nacks_tx++;
-		} else if ((x->owe & OWE_ACK) &&
-			   ((x->owe & OWE_ACK_NOW) || now >= x->ack_deadline)) {
-			x->owe &= (uint8_t) ~(OWE_ACK | OWE_ACK_NOW);
-			x->unacked_rx = 0;
+		} else if (pp_gbn_rx_ack_due(x, now)) {
 			type = PP_WIRE_ACK;
 			e->st.acks_tx++;
-		} else {
-			if (!x->owe)
-				p->xowe &= ~(1u << i);
-			continue;
 		}
-		if (!x->owe)
+		if (!x->owe || type)
 			p->xowe &= ~(1u << i);
+		if (!type)
+			continue;
+		pp_gbn_rx_acked(x);
+		if (x->owe)
+			p->xowe |= 1u << i;
 		struct pp_wire_hdr h;
 		memset(&h, 0, sizeof(h));
 		hdr_common(e, p, rank, &h);
@@ -220,16 +214,13 @@ static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struc
 static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
 {
 	struct peer *p = &e->peers[rank];
-	if (seq_lt(p->rtx_nxt, p->rtx_end)) {
-		uint32_t seq = p->rtx_nxt++;
+	uint32_t seq;
+	if (pp_gbn_tx_resend(&p->tx, now, &seq)) {
 		e->st.retransmits++;
-		if (p->rtx_nxt == p->rtx_end)
-			p->rto_deadline = now + p->rto;
 		return emit_desc(e, p, rank, &p->ring[seq & e->wmask], seq, PP_WIRE_F_RETX, buf,
 				 cap);
 	}
-	if (p->owe & OWE_NACK) {
-		p->owe &= (uint8_t)~OWE_NACK;
+	if (pp_gbn_rx_nack_due(&p->rx[0])) {
 		e->st.nacks_tx++;
 		return emit_ctl(e, p, rank, PP_WIRE_NACK, buf, cap);
 	}
@@ -240,10 +231,10 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 	}
 	if (p->direct)
 		pp_proto_direct_step(e, rank, p);
-	int open = p->snd_nxt - p->snd_una < e->c.window;
+	int open = pp_gbn_tx_open(&p->tx, e->c.window);
 	int done = p->done_head != p->done_tail;
 	if (open && (done || p->ping_owed || !list_empty(&p->pullq) || !list_empty(&p->txq))) {
-		struct desc *d = &p->ring[p->snd_nxt & e->wmask];
+		struct desc *d = &p->ring[p->tx.nxt & e->wmask];
 		if (done) {
 			pp_proto_done_desc(e, p, d);
 		} else if (p->ping_owed) {
@@ -273,18 +264,9 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		} else {
 			next_frame(e, p, container_of(p->txq.next, struct send, q), d);
 		}
-		if (p->snd_una == p->snd_nxt)
-			p->rto_deadline = now + p->rto;
-		uint32_t seq = p->snd_nxt++;
-		p->rtx_nxt = p->rtx_end = p->snd_nxt;
-		if (!p->rtt_on) {
-			p->rtt_on = 1;
-			p->rtt_seq = seq;
-			p->rtt_t0 = now;
-		}
-		return emit_desc(e, p, rank, d, seq, 0, buf, cap);
+		return emit_desc(e, p, rank, d, pp_gbn_tx_send(&p->tx, now), 0, buf, cap);
 	}
-	if ((p->owe & OWE_ACK) && ((p->owe & OWE_ACK_NOW) || now >= p->ack_deadline)) {
+	if (pp_gbn_rx_ack_due(&p->rx[0], now)) {
 		e->st.acks_tx++;
 		return emit_ctl(e, p, rank, PP_WIRE_ACK, buf, cap);
 	}
@@ -347,14 +329,15 @@ uint64_t pp_proto_expiry(const struct pp_proto *e)
 		const struct peer *p = &e->peers[r];
 		if (!p->present || p->lost)
 			continue;
-		if (p->snd_una != p->snd_nxt && p->rto_deadline < t)
-			t = p->rto_deadline;
-		if ((p->owe & OWE_ACK) && !(p->owe & OWE_ACK_NOW) && p->ack_deadline < t)
-			t = p->ack_deadline;
-		for (uint32_t i = 1; p->xowe && i < PP_PROTO_STREAMS; i++) {
-			const struct xstream *x = &p->xs[i];
-			if ((x->owe & OWE_ACK) && !(x->owe & OWE_ACK_NOW) && x->ack_deadline < t)
-				t = x->ack_deadline;
+		uint64_t x = pp_gbn_tx_expiry(&p->tx);
+		if (x < t)
+			t = x;
+		for (uint32_t i = 0; i < PP_PROTO_STREAMS; i++) {
+			if (i && !(p->xowe & (1u << i)))
+				continue;
+			x = pp_gbn_rx_expiry(&p->rx[i]);
+			if (x < t)
+				t = x;
 		}
 	}
 	return t;
@@ -366,26 +349,10 @@ void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
 		struct peer *p = &e->peers[r];
 		if (!p->present || p->lost)
 			continue;
-		if ((p->owe & OWE_ACK) && now >= p->ack_deadline)
-			p->owe |= OWE_ACK_NOW;
-		for (uint32_t i = 1; p->xowe && i < PP_PROTO_STREAMS; i++) {
-			struct xstream *x = &p->xs[i];
-			if ((x->owe & OWE_ACK) && now >= x->ack_deadline)
-				x->owe |= OWE_ACK_NOW;
-		}
-		if (p->snd_una == p->snd_nxt || now < p->rto_deadline)
-			continue;
-		if (++p->tries > e->c.rto_tries) {
+		for (uint32_t i = 0; i < PP_PROTO_STREAMS; i++)
+			if (!i || (p->xowe & (1u << i)))
+				pp_gbn_rx_timer(&p->rx[i], now);
+		if (pp_gbn_tx_timer(&p->tx, now, e->c.rto_tries) == PP_GBN_LOST)
 			pp_proto_peer_lose(e, r);
-			continue;
-		}
-		p->rto = p->rto * 2 > e->c.rto_max_ns ? e->c.rto_max_ns : p->rto * 2;
-		p->rto_deadline = now + p->rto;
-		/* Resend only the oldest frame: a receiver that was merely slow
-		 * has the rest, and its ack says so; see ack_release. */
-		p->rtx_nxt = p->snd_una;
-		p->rtx_end = p->snd_una + 1;
-		p->probing = 1;
-		p->rtt_on = 0;
 	}
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * proto/engine reliability: the go-back-N window, cumulative and delayed
- * acks, NACK on a gap, duplicates, retransmission back-off, peer loss, and a
- * seeded lossy soak in every mode.
+ * Go-back-N: proto/gbn's sender and receiver alone, and through the engine:
+ * the window, cumulative and delayed acks, NACK on a gap, duplicates,
+ * retransmission back-off, peer loss, and a seeded lossy soak in every mode.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cu_main.h"
+#include "gbn.h"
 #include "test_proto_harness.h"
 
 struct drop_ctl {
@@ -530,6 +531,130 @@ static void test_soak(void)
 	}
 }
 
+/* ---- proto/gbn alone: the sender and the receiver objects ---- */
+
+#define US 1000ull
+
+static void test_obj_sender(void)
+{
+	struct pp_gbn_tx t;
+	memset(&t, 0, sizeof(t));
+	pp_gbn_tx_start(&t, 0xfffffffe, 200 * US, 1600 * US); /* wraps on the way */
+	uint32_t seq;
+	CU_ASSERT_FALSE(pp_gbn_tx_busy(&t));
+	CU_ASSERT_EQUAL(pp_gbn_tx_expiry(&t), UINT64_MAX);
+	CU_ASSERT_EQUAL(pp_gbn_tx_send(&t, 1000), 0xfffffffe);
+	CU_ASSERT_EQUAL(pp_gbn_tx_send(&t, 1000), 0xffffffff);
+	CU_ASSERT_EQUAL(pp_gbn_tx_send(&t, 1000), 0);
+	CU_ASSERT_EQUAL(pp_gbn_tx_send(&t, 1000), 1);
+	CU_ASSERT_TRUE(pp_gbn_tx_open(&t, 5));
+	CU_ASSERT_FALSE(pp_gbn_tx_open(&t, 4));
+	CU_ASSERT_EQUAL(pp_gbn_tx_expiry(&t), 1000 + 200 * US);
+	CU_ASSERT_FALSE(pp_gbn_tx_resend(&t, 1000, &seq));
+	/* An ack for two frames; old and future acks are no news. */
+	CU_ASSERT_EQUAL(pp_gbn_tx_ack(&t, 0, 51000), 2);
+	CU_ASSERT_EQUAL(t.srtt, 50000); /* the first frame was timed */
+	CU_ASSERT_EQUAL(pp_gbn_tx_ack(&t, 0xffffffff, 52000), 0);
+	CU_ASSERT_EQUAL(pp_gbn_tx_ack(&t, 3, 52000), 0);
+	/* A NACK goes back: 0 and 1 again, oldest first, then nothing. */
+	pp_gbn_tx_nack(&t, 0);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend(&t, 53000, &seq) && seq == 0);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend(&t, 53000, &seq) && seq == 1);
+	CU_ASSERT_FALSE(pp_gbn_tx_resend(&t, 53000, &seq));
+	pp_gbn_tx_nack(&t, 7); /* outside [una, nxt): ignored */
+	CU_ASSERT_FALSE(pp_gbn_tx_resend(&t, 53000, &seq));
+	/* Timeouts: back-off doubles up to rto_max, each probe resends una. */
+	uint64_t now = pp_gbn_tx_expiry(&t);
+	uint64_t rto = t.rto;
+	CU_ASSERT_EQUAL(pp_gbn_tx_timer(&t, now - 1, 3), PP_GBN_QUIET);
+	CU_ASSERT_EQUAL(pp_gbn_tx_timer(&t, now, 3), PP_GBN_PROBE);
+	CU_ASSERT_EQUAL(t.rto, 2 * rto);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend(&t, now, &seq) && seq == 0);
+	CU_ASSERT_FALSE(pp_gbn_tx_resend(&t, now, &seq)); /* the probe alone */
+	/* An ack for exactly the probe: the rest is lacking and goes again. */
+	CU_ASSERT_EQUAL(pp_gbn_tx_ack(&t, 1, now + 10), 1);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend(&t, now + 10, &seq) && seq == 1);
+	CU_ASSERT_FALSE(pp_gbn_tx_resend(&t, now + 10, &seq));
+	/* Without progress: lost after max_tries timeouts, rto capped. */
+	enum pp_gbn_timer r = PP_GBN_QUIET;
+	int probes = 0;
+	for (int i = 0; i < 10 && r != PP_GBN_LOST; i++) {
+		now = pp_gbn_tx_expiry(&t);
+		r = pp_gbn_tx_timer(&t, now, 3);
+		probes += r == PP_GBN_PROBE;
+		CU_ASSERT(t.rto <= 1600 * US);
+	}
+	CU_ASSERT_EQUAL(r, PP_GBN_LOST);
+	CU_ASSERT_EQUAL(probes, 3);
+	pp_gbn_tx_drop(&t);
+	CU_ASSERT_FALSE(pp_gbn_tx_busy(&t));
+	CU_ASSERT_FALSE(pp_gbn_tx_resend(&t, now, &seq));
+}
+
+static void test_obj_probe_slow_receiver(void)
+{
+	struct pp_gbn_tx t;
+	memset(&t, 0, sizeof(t));
+	pp_gbn_tx_start(&t, 10, 100, 10000);
+	for (int i = 0; i < 4; i++)
+		pp_gbn_tx_send(&t, 0);
+	CU_ASSERT_EQUAL(pp_gbn_tx_timer(&t, 100, 5), PP_GBN_PROBE);
+	uint32_t seq;
+	CU_ASSERT_TRUE(pp_gbn_tx_resend(&t, 100, &seq) && seq == 10);
+	/* The ack reaches past the probe: the receiver had it all. */
+	CU_ASSERT_EQUAL(pp_gbn_tx_ack(&t, 14, 150), 4);
+	CU_ASSERT_FALSE(pp_gbn_tx_resend(&t, 150, &seq));
+	CU_ASSERT_FALSE(pp_gbn_tx_busy(&t));
+	CU_ASSERT_EQUAL(t.tries, 0);
+}
+
+static void test_obj_receiver(void)
+{
+	struct pp_gbn_rx x;
+	memset(&x, 0, sizeof(x));
+	x.rcv_nxt = 0xffffffff;
+	CU_ASSERT_EQUAL(pp_gbn_rx_check(&x, 0xffffffff), PP_GBN_NEXT);
+	pp_gbn_rx_take(&x, 1000, 20, 3, 0);
+	CU_ASSERT_EQUAL(x.rcv_nxt, 0);
+	CU_ASSERT_FALSE(pp_gbn_rx_ack_due(&x, 1019));
+	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 1020));
+	CU_ASSERT_EQUAL(pp_gbn_rx_expiry(&x), 1020);
+	pp_gbn_rx_timer(&x, 1020);
+	CU_ASSERT_EQUAL(pp_gbn_rx_expiry(&x), UINT64_MAX); /* due now */
+	pp_gbn_rx_acked(&x);
+	CU_ASSERT_FALSE(pp_gbn_rx_ack_due(&x, 5000));
+	/* Every 3 frames an ack is due at once; a flagged frame too. */
+	pp_gbn_rx_take(&x, 2000, 20, 3, 0);
+	pp_gbn_rx_take(&x, 2000, 20, 3, 0);
+	CU_ASSERT_FALSE(pp_gbn_rx_ack_due(&x, 2000));
+	pp_gbn_rx_take(&x, 2000, 20, 3, 0);
+	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 2000));
+	pp_gbn_rx_acked(&x);
+	pp_gbn_rx_take(&x, 2000, 20, 3, 1);
+	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 2000));
+	pp_gbn_rx_acked(&x);
+	/* A duplicate is re-acked at once; a gap NACKed once. */
+	CU_ASSERT_EQUAL(x.rcv_nxt, 4);
+	CU_ASSERT_EQUAL(pp_gbn_rx_check(&x, 2), PP_GBN_DUP);
+	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 0));
+	pp_gbn_rx_acked(&x);
+	CU_ASSERT_EQUAL(pp_gbn_rx_check(&x, 6), PP_GBN_GAP);
+	CU_ASSERT_TRUE(pp_gbn_rx_nack_due(&x));
+	CU_ASSERT_EQUAL(pp_gbn_rx_check(&x, 7), PP_GBN_GAP);
+	CU_ASSERT_FALSE(pp_gbn_rx_nack_due(&x)); /* one per gap */
+	CU_ASSERT_EQUAL(pp_gbn_rx_check(&x, 4), PP_GBN_NEXT);
+	pp_gbn_rx_take(&x, 3000, 20, 3, 0);
+	CU_ASSERT_EQUAL(pp_gbn_rx_check(&x, 6), PP_GBN_GAP);
+	CU_ASSERT_TRUE(pp_gbn_rx_nack_due(&x)); /* a new gap */
+	/* A frame refused for lack of room: ack at once; credit: ack soon. */
+	pp_gbn_rx_acked(&x);
+	pp_gbn_rx_refuse(&x);
+	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 0));
+	pp_gbn_rx_acked(&x);
+	pp_gbn_rx_owe(&x);
+	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 0));
+}
+
 static CU_TestInfo tests[] = {
     {"small sends complete from a copy", test_copied_sends},
     {"ping: live peer acks, silent peer lost", test_ping},
@@ -542,6 +667,9 @@ static CU_TestInfo tests[] = {
     {"RTO back-off and peer loss", test_backoff_and_loss},
     {"slow receiver is not lost", test_slow_receiver_not_lost},
     {"lossy soak, every mode, 0/1/30 %", test_soak},
+    {"gbn sender alone: send, ack, NACK, probe, back-off, loss, wrap", test_obj_sender},
+    {"gbn sender alone: a probe answered past itself", test_obj_probe_slow_receiver},
+    {"gbn receiver alone: next, duplicate, gap, acks due", test_obj_receiver},
     CU_TEST_INFO_NULL,
 };
 

@@ -62,6 +62,7 @@
 
 #include "pp_port.h"
 #include "ppd_shm.h"
+#include "gbn.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -163,19 +164,19 @@ struct ppd_counters {
 struct ppd_flow {
 	uint32_t job, src, dst;	   /* job key, serving rank, receiving rank */
 	uint32_t src_inc, dst_inc; /* their incarnations */
-	uint32_t snd_nxt;	   /* next seq a new job starts at */
+	struct pp_gbn_tx tx;	   /* its go-back-N sender (proto/gbn.h), kept across jobs */
 	uint64_t last;		   /* when a job last took it (ns) */
-	uint8_t fresh;	       /* its entry was given up before: the receiver's seq is unknown */
-	uint64_t srtt, rttvar; /* round-trip estimate, ns (srtt 0: none yet) */
-	uint8_t used;	       /* entry taken */
-	uint8_t busy;	       /* a job runs on it (one at a time) */
+	uint8_t fresh; /* its entry was given up before: the receiver's seq is unknown */
+	uint8_t used;  /* entry taken */
+	uint8_t busy;  /* a job runs on it (one at a time) */
 };
 
 /* One PULL served by a handler. */
 struct ppd_pjob {
 	uint8_t used;		   /* entry taken */
 	uint8_t started;	   /* it has its flow and first seq */
-	uint8_t failing;	   /* a read failed: send nothing more, then FAILED */
+	uint8_t failing;	   /* 1: send nothing more, FAILED once nothing is in flight;
+				    * 2: FAILED now */
 	struct ppd_rank *r;	   /* serving rank's entry */
 	pid_t pid;		   /* ... and its pid then (the entry may be reused) */
 	uint32_t job, src, dst;	   /* job key, serving rank, receiving rank */
@@ -185,21 +186,11 @@ struct ppd_pjob {
 	uint64_t addr, len;	   /* send buffer in the rank, message length */
 	uint64_t off;		   /* first byte to send */
 	uint8_t mac[6];		   /* the receiver's MAC (the PULL's source) */
-	struct ppd_flow *flow;	   /* its sequence */
-	uint32_t seq0;		   /* seq of the frame at off */
+	struct ppd_flow *flow;	   /* its sequence: the flow's sender while it runs */
+	uint32_t seq0;		   /* seq of the frame at off (frame k is seq0 + k) */
 	uint32_t nframes;	   /* frames in all */
-	uint32_t una, nxt;	   /* frames acked, next frame to send (index) */
-	uint32_t sent;		   /* frames sent at least once */
-	uint32_t tries;		   /* timeouts without progress */
 	uint64_t timeout_ns;	   /* no progress this long: FAILED */
-	uint64_t progress;	   /* when an ack last moved una (or the job started) */
-	uint8_t probing;	   /* a timeout resent frame una alone; its ack decides */
-	uint8_t probe_owed;	   /* ... and it is still to be sent */
-	uint8_t rtt_on;		   /* frame rtt_k is being timed (one at a time, Karn) */
-	uint32_t rtt_k;		   /* the timed frame */
-	uint64_t rtt_t0;	   /* when it was sent */
-	uint64_t rto;		   /* current timeout */
-	uint64_t deadline;	   /* when it fires (frames unacked) */
+	uint64_t progress;	   /* when an ack last acknowledged something (or the start) */
 };
 
 enum ppd_msg_type {

@@ -8,9 +8,9 @@
 #include <time.h>
 
 #include "engine.h"
+#include "gbn.h"
 #include "pp_log.h"
 #include "ppd.h"
-#include "rtt.h"
 #include "wire.h"
 
 #define WINDOW	       64u	  /* frames in flight per job */
@@ -18,6 +18,7 @@
 #define RTO_MAX_NS     50000000u  /* largest after back-off */
 #define TIMEOUT_MIN_NS 100000000u /* least silence before a job fails */
 #define TX_ROOM	       PPD_BURST  /* frames a pass may queue for the NIC */
+#define FAIL_NOW       2 /* j->failing bit: end at once (bit 1: once nothing is in flight) */
 
 _Static_assert(PPD_SERVERS == PP_PROTO_STREAMS - 1, "a stream per serving handler");
 
@@ -28,11 +29,6 @@ static uint64_t now_ns(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static int seq_lt(uint32_t a, uint32_t b)
-{
-	return (int32_t)(a - b) < 0;
 }
 
 static int rank_alive(const struct ppd_rank *r, pid_t pid)
@@ -280,38 +276,21 @@ static struct ppd_flow *flow_get(struct ppd_handler *h, const struct ppd_pjob *j
 				  .dst = dst,
 				  .src_inc = j->src_inc,
 				  .dst_inc = j->dst_inc,
-				  .snd_nxt = evicted ? rnd32(h) : 0,
 				  .fresh = (uint8_t)evicted,
 				  .last = now,
 				  .used = 1};
+	pp_gbn_tx_start(&slot->tx, evicted ? rnd32(h) : 0, RTO_NS, RTO_MAX_NS);
 	COUNT(h, flows_evicted, (uint64_t)evicted);
 	return slot;
-}
-
-/* Round-trip estimate of a flow (RFC 6298 gains), one timed frame at a
- * time; samples include the receiving rank's scheduling gaps, which is
- * what the timeout must ride out. */
-static void rtt_sample(struct ppd_flow *f, uint64_t r)
-{
-	pp_rtt_sample(&f->srtt, &f->rttvar, r);
-}
-
-static uint64_t rto_of(const struct ppd_flow *f)
-{
-	uint64_t t = f->srtt + 4 * f->rttvar;
-	return t < RTO_NS ? RTO_NS : t > RTO_MAX_NS ? RTO_MAX_NS : t;
 }
 
 /* End job j: the entry goes DONE or FAILED (or was dropped by the rank, or
  * the rank is gone: nothing to tell). */
 static void job_end(struct ppd_handler *h, struct ppd_pjob *j, int ok)
 {
-	if (j->started) {
-		/* Frames sent but not acked may or may not be in: the next
-		 * job resynchronises on the receiver's first ack. */
-		j->flow->snd_nxt = j->seq0 + j->sent;
+	if (j->started) /* frames sent and not acked may or may not be in: the
+			 * next job resynchronises on the receiver's first ack */
 		j->flow->busy = 0;
-	}
 	if (rank_alive(j->r, j->pid)) {
 		struct ppd_pull *x = &j->r->hdr->pulls[j->slot];
 		if (!cas_state(x, PPD_PULL_SERVING, ok ? PPD_PULL_DONE : PPD_PULL_FAILED))
@@ -331,9 +310,9 @@ static uint32_t maxp(const struct ppd *d)
 	return d->info.mtu - PP_WIRE_HDR_LEN;
 }
 
-/* Frame k of job j into a NIC buffer on h's txq. 1 sent, 0 no buffer now,
- * -1 the rank's range cannot be read. */
-static int send_frame(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, int retx)
+/* The payload of frame k of job j, read from the rank straight into a NIC
+ * buffer: 1 (*out), 0 no buffer now, -1 the rank's range cannot be read. */
+static int frame_read(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, struct pp_buf **out)
 {
 	struct ppd *d = h->d;
 	uint32_t mp = maxp(d);
@@ -342,8 +321,7 @@ static int send_frame(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, int
 	struct pp_buf *b;
 	if (pp_port_alloc(d->port, &b, 1) != 1)
 		return 0;
-	uint8_t *pl = b->data + PP_WIRE_MIN_FRAME;
-	struct iovec local = {pl, n};
+	struct iovec local = {b->data + PP_WIRE_MIN_FRAME, n};
 	struct iovec remote = {(void *)(uintptr_t)(j->addr + off), n};
 	if (process_vm_readv(j->pid, &local, 1, &remote, 1, 0) != (ssize_t)n) {
 		pp_port_free(d->port, &b, 1);
@@ -351,6 +329,19 @@ static int send_frame(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, int
 		return -1;
 	}
 	COUNT(h, ext_bytes, n);
+	b->len = PP_WIRE_MIN_FRAME + n;
+	*out = b;
+	return 1;
+}
+
+/* Send buffer b, holding frame k of job j read by frame_read, as sequence
+ * number seq (retx: sent again). */
+static void frame_send(struct ppd_handler *h, struct ppd_pjob *j, struct pp_buf *b, uint32_t k,
+		       uint32_t seq, int retx)
+{
+	struct ppd *d = h->d;
+	uint64_t off = j->off + (uint64_t)k * maxp(d);
+	uint32_t n = b->len - PP_WIRE_MIN_FRAME;
 	struct pp_wire_hdr w = {.type = PP_WIRE_DATA,
 				.flags = (uint8_t)((off + n == j->len ? PP_WIRE_F_LAST : 0) |
 						   (retx ? PP_WIRE_F_RETX : 0)),
@@ -358,7 +349,7 @@ static int send_frame(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, int
 				.job = j->job,
 				.stream = (uint16_t)(1 + h->id),
 				.ack_stream = PP_PROTO_NO_ACK,
-				.seq = j->seq0 + k,
+				.seq = seq,
 				.src_rank = j->src,
 				.dst_rank = j->dst,
 				.msg_id = j->msg_id,
@@ -367,16 +358,11 @@ static int send_frame(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, int
 				.offset = off,
 				.src_inc = j->src_inc,
 				.dst_inc = j->dst_inc};
-	if (pp_wire_encode_hdr(b->data, b->cap, j->mac, d->info.mac, &w, pl) <= 0) {
-		pp_port_free(d->port, &b, 1);
-		return -1;
-	}
-	b->len = PP_WIRE_MIN_FRAME + n;
+	pp_wire_encode_hdr(b->data, b->cap, j->mac, d->info.mac, &w, b->data + PP_WIRE_MIN_FRAME);
 	h->txq[h->ntxq++] = b;
 	COUNT(h, pull_frames, 1);
 	if (retx)
 		COUNT(h, pull_retx, 1);
-	return 1;
 }
 
 static void take_msgs(struct ppd_handler *h, uint64_t now)
@@ -419,8 +405,7 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 					       .timeout_ns = m->timeout_ns,
 					       .progress = now,
 					       .nframes =
-						   (uint32_t)((m->len - m->off + mp - 1) / mp),
-					       .rto = RTO_NS};
+						   (uint32_t)((m->len - m->off + mp - 1) / mp)};
 			memcpy(j->mac, m->mac, 6);
 			continue;
 		}
@@ -428,10 +413,8 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 			for (unsigned k = 0; k < PPD_PJOBS; k++) {
 				struct ppd_pjob *j = &h->jobs[k];
 				if (j->used && j->job == m->job && j->dst == m->dst &&
-				    j->dst_inc == m->dst_inc && j->una < j->nframes) {
-					j->failing = 1;
-					j->nxt = j->una;
-				}
+				    j->dst_inc == m->dst_inc)
+					j->failing |= FAIL_NOW;
 			}
 			continue;
 		}
@@ -442,9 +425,9 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 			    j->dst != m->dst || j->src_inc != m->src_inc ||
 			    j->dst_inc != m->dst_inc)
 				continue;
-			uint32_t una = j->seq0 + j->una, sent = j->seq0 + j->sent;
-			if (j->una == 0 && m->ack != j->seq0 &&
-			    (seq_lt(m->ack, j->seq0) || seq_lt(sent, m->ack)) &&
+			struct pp_gbn_tx *t = &j->flow->tx;
+			if (t->una == j->seq0 && m->ack != j->seq0 &&
+			    (pp_gbn_lt(m->ack, j->seq0) || pp_gbn_lt(t->nxt, m->ack)) &&
 			    (j->flow->fresh ||
 			     (uint32_t)(m->ack - j->seq0 + 4 * WINDOW) < 8 * WINDOW)) {
 				/* The receiver expects another seq than this job
@@ -452,36 +435,16 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 				 * unacked, or the flow is new after its entry was
 				 * given up): nothing of this one is in, so it starts
 				 * again there. */
+				pp_gbn_tx_start(t, m->ack, RTO_NS, RTO_MAX_NS);
 				j->seq0 = m->ack;
-				j->nxt = j->sent = 0;
-				j->probing = j->probe_owed = 0;
-				j->rtt_on = 0;
 				break;
 			}
-			if (seq_lt(una, m->ack) && !seq_lt(sent, m->ack)) {
-				/* After a probe, an ack for exactly it says the
-				 * receiver lacks the rest: go back. */
-				int lacks_rest = j->probing && m->ack == una + 1;
+			if (pp_gbn_tx_ack(t, m->ack, now)) {
 				j->flow->fresh = 0;
-				j->probing = j->probe_owed = 0;
-				j->una = m->ack - j->seq0;
-				if (j->rtt_on && j->rtt_k < j->una) {
-					rtt_sample(j->flow, now - j->rtt_t0);
-					j->rtt_on = 0;
-				}
-				j->tries = 0;
 				j->progress = now;
-				j->rto = rto_of(j->flow);
-				j->deadline = now + j->rto;
-				if (lacks_rest || seq_lt(j->seq0 + j->nxt, m->ack))
-					j->nxt = j->una;
 			}
-			if (m->type == PPD_MSG_NACK && !seq_lt(m->ack, j->seq0 + j->una) &&
-			    seq_lt(m->ack, j->seq0 + j->sent)) {
-				j->nxt = m->ack - j->seq0; /* go back */
-				j->probing = j->probe_owed = 0;
-				j->rtt_on = 0;
-			}
+			if (m->type == PPD_MSG_NACK)
+				pp_gbn_tx_nack(t, m->ack);
 			break;
 		}
 	}
@@ -505,70 +468,59 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 		}
 		if (__atomic_load_n(&j->r->hdr->pulls[j->slot].state, __ATOMIC_ACQUIRE) ==
 		    PPD_PULL_CANCEL)
-			j->failing = 1; /* the rank dropped the send */
+			j->failing |= 1; /* the rank dropped the send */
 		if (!j->started) {
 			struct ppd_flow *f = flow_get(h, j, now);
 			if (f->busy)
 				continue; /* one job per flow at a time */
 			f->busy = 1;
 			j->flow = f;
-			j->seq0 = f->snd_nxt;
+			pp_gbn_tx_start(&f->tx, f->tx.nxt, RTO_NS, RTO_MAX_NS);
+			j->seq0 = f->tx.nxt;
 			j->started = 1;
 			j->progress = now;
-			j->rto = rto_of(f);
-			j->deadline = now + j->rto;
 		}
-		if (j->una == j->nframes) {
+		struct pp_gbn_tx *t = &j->flow->tx;
+		if (t->una - j->seq0 == j->nframes) {
 			job_end(h, j, 1);
 			work++;
 			continue;
 		}
-		if (j->failing && j->una == j->nxt) {
+		if ((j->failing & FAIL_NOW) || (j->failing && !pp_gbn_tx_busy(t))) {
 			job_end(h, j, 0);
 			work++;
 			continue;
 		}
-		if (j->una != j->sent && now >= j->deadline) {
-			j->tries++;
-			if (now - j->progress > j->timeout_ns) {
-				j->nxt = j->una;
-				job_end(h, j, 0);
-				continue;
-			}
-			j->rto = j->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS : j->rto * 2;
-			j->deadline = now + j->rto;
-			/* Resend only the oldest frame: a receiver that was
-			 * merely slow has the rest, and its ack says so. */
-			j->probing = j->probe_owed = 1;
-			j->rtt_on = 0;
+		if (pp_gbn_tx_timer(t, now, UINT32_MAX) == PP_GBN_PROBE &&
+		    now - j->progress > j->timeout_ns) {
+			job_end(h, j, 0); /* the receiver is silent */
+			continue;
 		}
-		if (j->probe_owed && h->ntxq < TX_ROOM) {
-			int rc = send_frame(h, j, j->una, 1);
-			if (rc < 0)
-				j->failing = 1;
-			else if (rc > 0)
-				j->probe_owed = 0;
-			work += rc > 0;
-		}
-		while (!j->failing && !j->probing && j->nxt < j->nframes &&
-		       j->nxt - j->una < WINDOW && h->ntxq < TX_ROOM) {
-			if (j->una == j->sent)
-				j->deadline = now + j->rto;
-			if (!j->rtt_on && j->nxt == j->sent) {
-				j->rtt_on = 1;
-				j->rtt_k = j->nxt;
-				j->rtt_t0 = now;
-			}
-			int rc = send_frame(h, j, j->nxt, j->nxt < j->sent);
-			if (rc == 0)
-				break;
-			if (rc < 0) {
-				j->failing = 1;
+		/* What must go again first, then new frames while the window
+		 * is open; a frame's payload is read before its seq is taken,
+		 * so a range the rank cannot read takes none. */
+		while (h->ntxq < TX_ROOM && pp_gbn_lt(t->rtx_nxt, t->rtx_end)) {
+			struct pp_buf *b;
+			uint32_t seq = t->rtx_nxt;
+			int rc = frame_read(h, j, seq - j->seq0, &b);
+			if (rc <= 0) {
+				j->failing |= rc < 0;
 				break;
 			}
-			j->nxt++;
-			if (j->nxt > j->sent)
-				j->sent = j->nxt;
+			pp_gbn_tx_resend(t, now, &seq);
+			frame_send(h, j, b, seq - j->seq0, seq, 1);
+			work++;
+		}
+		while (!j->failing && t->nxt - j->seq0 < j->nframes && pp_gbn_tx_open(t, WINDOW) &&
+		       h->ntxq < TX_ROOM) {
+			struct pp_buf *b;
+			int rc = frame_read(h, j, t->nxt - j->seq0, &b);
+			if (rc <= 0) {
+				j->failing |= rc < 0;
+				break;
+			}
+			uint32_t seq = pp_gbn_tx_send(t, now);
+			frame_send(h, j, b, seq - j->seq0, seq, 0);
 			work++;
 		}
 	}
