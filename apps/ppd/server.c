@@ -122,10 +122,21 @@ int ppd_server_open(struct ppd_server *s, const char *path, const char *group)
 	return 0;
 }
 
+/* Close a client's connection. What it sent and we did not read is read
+ * first (a few messages, without waiting): a UNIX socket closed with unread
+ * data resets the other end, which would then lose our answer. */
+static void client_close(int fd)
+{
+	char junk[64];
+	for (int i = 0; i < 8 && recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0; i++)
+		;
+	close(fd);
+}
+
 static void conn_close(struct ppd_conn *c)
 {
 	if (c->fd >= 0)
-		close(c->fd);
+		client_close(c->fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	c->fd = c->pidfd = -1;
@@ -200,14 +211,14 @@ void ppd_server_accept(struct ppd_server *s, uint64_t now)
 		}
 		if (!allowed(s, fd, &cr)) {
 			ppd_reply(fd, -EPERM, 0, -1, "uid %u may not use this daemon", cr.uid);
-			close(fd);
+			client_close(fd);
 			continue;
 		}
 		int pidfd = peer_pidfd(fd, cr.pid);
 		if (pidfd < 0) {
 			ppd_reply(fd, -ESRCH, 0, -1, "pid %d: no pidfd for it (exited?)",
 				  (int)cr.pid);
-			close(fd);
+			client_close(fd);
 			continue;
 		}
 		/* A free slot, else the oldest connection goes. */
