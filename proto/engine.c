@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The engine's life cycle, user operations and completions; the rules are in
- * engine.h. */
+/* The engine's life cycle, its peers and its completions (engine.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,16 +34,36 @@ void pp_proto_conf_default(struct pp_proto_conf *c)
 	c->direct_chunk = 1u << 20;
 }
 
+/* 1 when a group of hooks is given in part. */
+static int partial(const void *const *hooks, unsigned n)
+{
+	unsigned set = 0;
+	for (unsigned i = 0; i < n; i++)
+		set += hooks[i] != NULL;
+	return set != 0 && set != n;
+}
+
+/* The hooks' groups are all there or all NULL (engine.h). */
+static int hooks_valid(const struct pp_proto_hooks *h)
+{
+	const void *handoff[] = {(const void *)h->handoff, (const void *)h->handoff_claim,
+				 (const void *)h->handoff_cancel};
+	const void *place[] = {(const void *)h->place_post, (const void *)h->place_cancel};
+	const void *rq[] = {(const void *)h->rq_post, (const void *)h->rq_take,
+			    (const void *)h->rq_withdraw, (const void *)h->rq_write};
+	const void *stage[] = {(const void *)h->stage, (const void *)h->unstage,
+			       (const void *)h->stage_place, (const void *)h->stage_ahead};
+	return !partial(handoff, 3) && !partial(place, 2) && !partial(rq, 4) && !partial(stage, 4);
+}
+
 int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 {
 	if (!engp || !c || c->nranks == 0 || c->rank >= c->nranks || c->window == 0 ||
 	    (c->window & (c->window - 1)) || c->window > 32768 || c->mtu < PP_WIRE_HDR_LEN + 64 ||
 	    c->max_msgs == 0 || c->max_msgs > (1u << 24) || c->mode > PP_PROTO_PUSH_ZERO ||
 	    c->rto_ns == 0 || c->rto_tries == 0 || c->ack_every == 0 ||
-	    (c->direct && c->direct_chunk == 0) ||
-	    (c->stream >= 1 && c->stream < PP_PROTO_STREAMS) ||
-	    (!c->handoff != !c->handoff_claim || !c->handoff != !c->handoff_cancel) ||
-	    !c->place_post != !c->place_cancel)
+	    (c->hooks.direct && c->direct_chunk == 0) ||
+	    (c->stream >= 1 && c->stream < PP_PROTO_STREAMS) || !hooks_valid(&c->hooks))
 		return -EINVAL;
 	struct pp_proto *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -66,8 +85,9 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 		return -ENOMEM;
 	}
 	e->cpl_mask = cpl_n - 1;
-	uint32_t share = c->nranks > 1 ? e->pb.ncells / (c->nranks - 1) : 0;
-	e->credit_share = share > CREDIT_SHARE_MAX ? CREDIT_SHARE_MAX : share;
+	e->credit_share = pp_proto_credit_share(&e->pb, c->nranks);
+	e->staging = c->hooks.stage != NULL;
+	e->recvq = c->hooks.rq_post != NULL;
 	list_init(&e->send_free);
 	list_init(&e->pp_proto_rx_free);
 	list_init(&e->posted);
@@ -88,17 +108,17 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	return 0;
 }
 
-static void place_take(struct pp_proto *e, struct rx *r);
-
 void pp_proto_destroy(struct pp_proto *e)
 {
 	if (!e)
 		return;
-	if (e->recvq)
-		pp_proto_set_recvq(e, NULL); /* withdraw what is published */
 	if (e->rxs)
-		for (size_t i = 0; i < 2 * (size_t)e->c.max_msgs; i++)
-			place_take(e, &e->rxs[i]);
+		for (size_t i = 0; i < 2 * (size_t)e->c.max_msgs; i++) {
+			/* What the layer below holds of a receive is taken back. */
+			if (e->rxs[i].state == RX_POSTED)
+				pp_proto_rq_withdraw(e, &e->rxs[i]);
+			pp_proto_place_take(e, &e->rxs[i]);
+		}
 	if (e->peers)
 		for (uint32_t r = 0; r < e->c.nranks; r++) {
 			free(e->peers[r].ring);
@@ -137,10 +157,32 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6], u
 	return 0;
 }
 
+int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32_t btp2)
+{
+	if (!e || rank >= e->c.nranks || rank == e->c.rank || !e->peers[rank].present)
+		return -EINVAL;
+	struct peer *p = &e->peers[rank];
+	if (!p->doneq) {
+		/* Each owed DONE is a send of the peer: it has max_msgs at most. */
+		uint32_t n = 1;
+		while (n < 2 * e->c.max_msgs)
+			n <<= 1;
+		p->doneq = calloc(n, sizeof(*p->doneq));
+		if (!p->doneq)
+			return -ENOMEM;
+		p->done_mask = n - 1;
+	}
+	p->local = 1;
+	p->direct = e->c.hooks.direct != NULL;
+	p->btp1 = btp1;
+	p->btp2 = btp2;
+	return 0;
+}
+
 /* ---- completions ---- */
 
-static void complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer, uint32_t tag,
-		     uint64_t len, int error)
+void pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer,
+		       uint32_t tag, uint64_t len, int error)
 {
 	struct pp_proto_cpl *x = &e->cpl[e->cpl_tail++ & e->cpl_mask];
 	x->cookie = cookie;
@@ -158,65 +200,6 @@ int pp_proto_poll(struct pp_proto *e, struct pp_proto_cpl *cpl)
 	*cpl = e->cpl[e->cpl_head++ & e->cpl_mask];
 	e->user_ops--;
 	return 1;
-}
-
-void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
-{
-	if (s->copied) {
-		e->nsends_copied--; /* its completion went out at pp_proto_send */
-	} else {
-		/* The layer below still holds it: no byte more is read. */
-		if (s->handed || s->served)
-			e->c.handoff_cancel(e->c.hook_arg, s->peer, s->msg_id);
-		complete(e, s->cookie, 1, s->peer, s->tag, s->len, error);
-		if (!error)
-			e->st.msgs_tx++;
-	}
-	list_del(&s->all);
-	if (s->queued)
-		list_del(&s->q);
-	s->state = SEND_FREE;
-	list_add_head(&e->send_free, &s->q); /* reused first, while its lines are warm */
-}
-
-/* Take back r's placement description: the layer below writes nothing
- * more into r->buf once this returns. */
-static void place_take(struct pp_proto *e, struct rx *r)
-{
-	if (r->placed) {
-		r->placed = 0;
-		e->c.place_cancel(e->c.hook_arg, r->peer, r->msg_id);
-	}
-}
-
-void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
-{
-	place_take(e, r);
-	if (r->state == RX_POSTED && r->rq_slot)
-		pp_proto_rq_withdraw(e, r);
-	if (r->state == RX_UNEXPECTED || r->state == RX_POSTED)
-		list_del(&r->q);
-	if (r->state == RX_UNEXPECTED || r->state == RX_ACTIVE)
-		list_del(&r->by_peer);
-	if (r->pull_queued) {
-		list_del(&r->pq);
-		r->pull_queued = 0;
-	}
-	if (r->stage)
-		pp_proto_stage_release(e, r);
-	r->state = RX_FREE;
-	list_add_head(&e->pp_proto_rx_free, &r->q); /* reused first, while its lines are warm */
-}
-
-void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error)
-{
-	if (!error && r->msg_len > r->cap)
-		error = -EMSGSIZE;
-	place_take(e, r); /* before the user may reuse the buffer */
-	complete(e, r->cookie, 0, r->peer, r->tag, r->msg_len, error);
-	if (!error || error == -EMSGSIZE)
-		e->st.msgs_rx++;
-	pp_proto_rx_free(e, r);
 }
 
 /* ---- peer loss ---- */
@@ -264,167 +247,6 @@ void pp_proto_ping(struct pp_proto *e, uint32_t rank)
 		p->ping_owed = 1;
 }
 
-/* ---- user operations ---- */
-
-int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, uint64_t len,
-		  uint64_t cookie)
-{
-	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present ||
-	    tag == PP_PROTO_ANY || (!buf && len))
-		return -EINVAL;
-	struct peer *p = &e->peers[dst];
-	if (p->lost || p->gone)
-		return -ECONNRESET;
-	if (e->user_ops >= 2 * e->c.max_msgs)
-		return -ENOMEM;
-	if (list_empty(&e->send_free))
-		return e->nsends_copied ? -EAGAIN : -ENOMEM;
-	struct send *s = container_of(e->send_free.next, struct send, q);
-	list_del(&s->q);
-	uint64_t push = len;
-	if (e->c.mode == PP_PROTO_PUSH_PULL && len > (uint64_t)p->btp1 + p->btp2)
-		push = (uint64_t)p->btp1 + p->btp2;
-	else if (e->c.mode == PP_PROTO_PUSH_ZERO)
-		push = 0;
-	s->state = SEND_ACTIVE;
-	s->buf = buf;
-	s->len = len;
-	s->push_end = push;
-	s->next_off = 0;
-	s->end_off = push;
-	s->cookie = cookie;
-	s->peer = dst;
-	s->tag = (uint32_t)tag;
-	s->msg_id = p->next_msg_id++;
-	s->unacked = 0;
-	s->first_sent = 0;
-	s->gen_done = 0;
-	s->queued = 1;
-	s->copied = 0;
-	s->written = 0;
-	s->handed = 0;
-	s->served = 0;
-	s->below = 0;
-	s->error = 0;
-	list_add_tail(&p->sends, &s->all);
-	list_add_tail(&p->txq, &s->q);
-	e->user_ops++;
-	/* Written straight into a receive the peer published: done too. */
-	int written = pp_proto_rq_write(e, p, s);
-	if (written || (e->c.copy_max && len <= e->c.copy_max && push == len)) {
-		/* Eager: pushed whole, so nothing waits for a PULL that a
-		 * sender gone computing would serve late; the user's buffer is
-		 * free again now. */
-		if (!written) {
-			uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
-			if (len)
-				memcpy(copy, buf, (size_t)len);
-			s->buf = copy;
-		}
-		s->copied = 1;
-		e->nsends_copied++;
-		complete(e, cookie, 1, dst, (uint32_t)tag, len, 0);
-		e->st.msgs_tx++;
-	}
-	if (p->local && push < len && e->c.publish && !written)
-		e->c.publish(e->c.hook_arg, dst, s->msg_id, buf, len);
-	return 0;
-}
-
-void pp_proto_queue_pull(struct peer *p, struct rx *r)
-{
-	if (r->wants_pull && !r->pull_queued && r->got < r->msg_len) {
-		r->pull_queued = 1;
-		r->wants_pull = 0;
-		if (p->direct) {
-			/* Nothing pushed means Push-Zero (or no credit): else the
-			 * peer pushes [0, min(L, BTP1 + BTP2)) before we copy. */
-			uint64_t push = (uint64_t)p->btp1 + p->btp2;
-			r->direct_from = r->got == 0 ? 0 : push < r->msg_len ? push : r->msg_len;
-			list_add_tail(&p->directq, &r->pq);
-			return;
-		}
-		list_add_tail(&p->pullq, &r->pq);
-	}
-}
-
-int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len, uint64_t cookie)
-{
-	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) || (!buf && len))
-		return -EINVAL;
-	if (src >= 0 && e->peers[src].lost)
-		return -ECONNRESET;
-	if (e->user_ops >= 2 * e->c.max_msgs)
-		return -ENOMEM;
-	for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
-		struct rx *r = container_of(l, struct rx, q);
-		if (!pp_proto_match(src, tag, r->peer, r->tag))
-			continue;
-		/* Late receiver: copy the pushed bytes once, then pull the rest. */
-		struct peer *p = &e->peers[r->peer];
-		list_del(&r->q);
-		r->state = RX_ACTIVE;
-		r->buf = buf;
-		r->cap = len;
-		r->cookie = cookie;
-		if (r->stage || r->evicted) {
-			e->st.late_matches++;
-			e->user_ops++;
-			pp_proto_stage_match(e, p, r);
-			return 0;
-		}
-		pp_proto_credit_return(p, pp_pushbuf_drain(&e->pb, &r->cells, buf, len), 1);
-		e->st.late_matches++;
-		e->user_ops++;
-		if (r->got == r->msg_len && !r->wants_pull)
-			pp_proto_rx_finish(e, r, 0);
-		else
-			pp_proto_queue_pull(p, r);
-		return 0;
-	}
-	/* Nothing that is not here already will come from a departed peer. */
-	if (src >= 0 && e->peers[src].gone)
-		return -ECONNRESET;
-	if (list_empty(&e->pp_proto_rx_free))
-		return -ENOMEM;
-	struct rx *r = container_of(e->pp_proto_rx_free.next, struct rx, q);
-	list_del(&r->q);
-	memset(r, 0, sizeof(*r));
-	r->state = RX_POSTED;
-	r->want_src = src;
-	r->want_tag = tag;
-	r->buf = buf;
-	r->cap = len;
-	r->cookie = cookie;
-	pp_pushbuf_chain_init(&r->cells);
-	list_add_tail(&e->posted, &r->q);
-	e->user_ops++;
-	pp_proto_rq_post(e, r);
-	return 0;
-}
-
-int pp_proto_probe(const struct pp_proto *e, int src, int tag, struct pp_proto_cpl *cpl)
-{
-	for (const struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
-		const struct rx *r = container_of(l, struct rx, q);
-		if (!pp_proto_match(src, tag, r->peer, r->tag))
-			continue;
-		memset(cpl, 0, sizeof(*cpl));
-		cpl->source = (int)r->peer;
-		cpl->tag = (int)r->tag;
-		cpl->len = r->msg_len;
-		return 1;
-	}
-	return 0;
-}
-
-void pp_proto_stats(const struct pp_proto *e, struct pp_stats *st)
-{
-	*st = e->st;
-	st->pushed_buf_bytes = e->pb.bytes;
-	st->pushed_buf_peak = e->pb.peak;
-}
-
 void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
 {
 	if (rank >= e->c.nranks || !e->peers[rank].present)
@@ -438,38 +260,31 @@ void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
 	}
 }
 
-int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int error)
-{
-	if (!e || dst >= e->c.nranks || !e->peers[dst].present)
-		return -EINVAL;
-	struct peer *p = &e->peers[dst];
-	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
-		struct send *s = container_of(l, struct send, all);
-		if (s->msg_id != msg_id)
-			continue;
-		if (s->handed)
-			return -EAGAIN; /* its PULL is not in yet: say it again then */
-		if (!s->served)
-			return -ENOENT;
-		s->served = 0;
-		s->below = 1;
-		s->error = error ? -ECONNRESET : 0;
-		/* Pushes that wait for the window still go (next_frame ends the
-		 * send after the last of them). */
-		if (s->next_off >= s->push_end) {
-			s->next_off = s->end_off = s->len;
-			s->gen_done = 1;
-			if (s->unacked == 0)
-				pp_proto_send_finish(e, s, s->error);
-		}
-		return 0;
-	}
-	return -ENOENT;
-}
-
 int pp_proto_peer_lost(const struct pp_proto *e, uint32_t rank)
 {
 	return rank < e->c.nranks && e->peers[rank].present && e->peers[rank].lost;
+}
+
+int pp_proto_peer_busy(const struct pp_proto *e, uint32_t rank)
+{
+	if (rank >= e->c.nranks || !e->peers[rank].present)
+		return 0;
+	const struct peer *p = &e->peers[rank];
+	if (!list_empty(&p->sends) || pp_gbn_tx_busy(&p->tx))
+		return 1;
+	for (const struct link *l = p->arrived.next; l != &p->arrived; l = l->next) {
+		const struct rx *r = container_of(l, struct rx, by_peer);
+		if (r->state == RX_ACTIVE || r->got < r->msg_len)
+			return 1;
+	}
+	return 0;
+}
+
+void pp_proto_stats(const struct pp_proto *e, struct pp_stats *st)
+{
+	*st = e->st;
+	st->pushed_buf_bytes = e->pb.bytes;
+	st->pushed_buf_peak = e->pb.peak;
 }
 
 int pp_proto_idle(const struct pp_proto *e)

@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Inside the engine: the state shared by engine.c (life cycle, user
- * operations, completions), engine_rx.c (pp_proto_input: acks, sequence
- * check, matching, placement, pulls) and engine_tx.c (pp_proto_output: frame
- * production, retransmission, acks and NACKs, timers). Not for other layers.
+ * Inside the engine, not for other layers: the records every module shares
+ * (a peer, a send, a receive, a window descriptor) and what each module
+ * offers the others. The modules, one rule each (docs/protocol.md):
+ *   engine.c   life cycle, peers, completions
+ *   send.c     a message's sending side: post, frames, PULLs served, handoff
+ *   recv.c     a message's receiving side: bytes placed, PULLs queued, finish
+ *   match.c    posted receives and unexpected messages (MPI matching)
+ *   credit.c   the pushed buffer's shares: spent, given back
+ *   gbn.c      go-back-N of one stream (a leaf: gbn.h)
+ *   input.c    a received frame: decode, check, go-back-N, dispatch
+ *   output.c   frames to send, and the timers
+ *   local.c    intranode peers: direct copies, DONE PULLs, receive queue
+ *   stage.c    prediction staging and pushed-buffer eviction
+ * The layer below's hooks (conf.hooks) are called through the wrappers at
+ * the end of this file, one each.
  */
 #ifndef PP_PROTO_ENGINE_IMPL_H
 #define PP_PROTO_ENGINE_IMPL_H
@@ -15,8 +26,6 @@
 #include "gbn.h"
 #include "pushbuf.h"
 #include "wire.h"
-
-#define CREDIT_SHARE_MAX 32767u /* cells; keeps 16-bit credit arithmetic sound */
 
 /* An intrusive doubly linked list. */
 struct link {
@@ -197,12 +206,51 @@ struct pp_proto {
 	uint32_t cpl_tail;	      /* next to fill */
 	struct pp_pushbuf pb;	      /* the pushed buffer */
 	struct pp_stats st;	      /* counters */
-	struct pp_proto_stage_ops so; /* staging hooks */
-	int staging;		      /* 1 when the hooks are set */
+	uint8_t staging;	      /* the staging hooks are there */
+	uint8_t recvq;		      /* the receive-queue hooks are there */
 	uint8_t local_out;	      /* in pp_proto_output_local: frames in the local form */
-	struct pp_proto_recvq_ops rq; /* receive-queue hooks */
-	int recvq;		      /* 1 when they are set */
 };
+
+/* What a frame in sequence did: taken, or refused for now (it comes again,
+ * and the reason is counted). */
+enum take {
+	TAKEN = 0,     /* in: the stream moves on */
+	REFUSED_STATE, /* no record for it now */
+	REFUSED_NOBUF, /* no pushed-buffer room */
+};
+
+/* What eviction could do for a frame that finds the pushed buffer full. */
+enum evict_result {
+	EVICT_NONE = 0, /* nothing could give its cells up */
+	EVICT_ROOM,	/* others gave theirs: the frame fits now */
+	EVICT_SELF,	/* the frame's own message gave its bytes up: throw it away */
+};
+
+/* ---- engine.c ---- */
+
+/* Queue a completion. */
+void pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer,
+		       uint32_t tag, uint64_t len, int error);
+
+/* Declare a peer lost: its operations fail with -ECONNRESET. */
+void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);
+
+/* ---- credit.c ---- */
+
+/* The cells peer p's share gets at first (an equal share of the buffer). */
+uint32_t pp_proto_credit_share(const struct pp_pushbuf *pb, uint32_t nranks);
+
+/* Pushing s to p: spend its cells, or degrade it to Push-Zero (s->push_end
+ * becomes 0) when the peer's credit does not cover them. */
+void pp_proto_credit_spend(struct pp_proto *e, struct peer *p, struct send *s);
+
+/* The peer's frame advertised credit (cumulative, 16 bits): take it when it
+ * is news. */
+static inline void pp_proto_credit_seen(struct peer *p, uint16_t credit)
+{
+	if ((int16_t)(credit - p->credit_limit) > 0)
+		p->credit_limit = credit;
+}
 
 /* Give cells of the pushed buffer back to peer p: the cumulative count we
  * advertise in every frame to it grows; with announce, an ack is owed soon
@@ -214,8 +262,35 @@ static inline void pp_proto_credit_return(struct peer *p, uint32_t cells, int an
 		pp_gbn_rx_owe(&p->rx[0]);
 }
 
+/* ---- send.c ---- */
+
+/* Take the next frame of the send at the head of p's txq into d. */
+void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d);
+
+/* A PULL in sequence from p. */
+void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h);
+
 /* Finish a send (error 0, or -ECONNRESET) and return it to the pool. */
 void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error);
+
+/* ---- recv.c ---- */
+
+/* A PUSH or DATA frame in sequence on p's own stream (pl NULL: its payload
+ * was placed below). */
+enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
+			   const struct pp_wire_hdr *h, const uint8_t *pl);
+
+/* DATA in sequence on one of p's extra streams. */
+enum take pp_proto_xdata_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+			    const uint8_t *pl);
+
+/* Queue a PULL for r if its sender waits for one and bytes remain (for a
+ * local peer with a direct hook: queue the direct copy instead). */
+void pp_proto_queue_pull(struct peer *p, struct rx *r);
+
+/* Take back r's placement description: the layer below writes nothing
+ * more into r->buf once this returns. */
+void pp_proto_place_take(struct pp_proto *e, struct rx *r);
 
 /* Return a receive record to the pool, unlinking it from every list. */
 void pp_proto_rx_free(struct pp_proto *e, struct rx *r);
@@ -223,15 +298,25 @@ void pp_proto_rx_free(struct pp_proto *e, struct rx *r);
 /* Complete a receive (-EMSGSIZE when truncated) and free its record. */
 void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error);
 
-/* Declare a peer lost: its operations fail with -ECONNRESET. */
-void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);
+/* ---- match.c ---- */
 
-/* Queue a PULL for r if its sender waits for one and bytes remain (for a
- * local peer with a direct hook: queue the direct copy instead). */
-void pp_proto_queue_pull(struct peer *p, struct rx *r);
+/* MPI matching: want_src/want_tag may be PP_PROTO_ANY. Tags below zero are
+ * the library's own (the barrier's): only an exact tag matches them, never
+ * the wildcard. */
+static inline int pp_proto_match(int want_src, int want_tag, uint32_t src, uint32_t tag)
+{
+	return (want_src == PP_PROTO_ANY || (uint32_t)want_src == src) &&
+	       (want_tag == PP_PROTO_ANY ? (int32_t)tag >= 0 : (uint32_t)want_tag == tag);
+}
 
-/* Local peer: one chunk of the direct copy at the head of p->directq (see
- * engine.h); a receive whose copy fails moves to p->pullq. */
+/* The first posted receive that matches a message from src with tag, taken
+ * off the posted list (now ACTIVE), or NULL. */
+struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint32_t tag);
+
+/* ---- local.c ---- */
+
+/* Local peer: one chunk of the direct copy at the head of p->directq; a
+ * receive whose copy fails moves to p->pullq. */
 void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p);
 
 /* A PULL for s from a local peer: the DONE kind finishes s (returns 1); one
@@ -242,36 +327,29 @@ int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
 
 /* Local peer: fill d with the next owed DONE PULL; 0 when none is owed. */
 int pp_proto_done_desc(struct pp_proto *e, struct peer *p, struct desc *d);
-/* Receive queue (engine_local.c). post: publish r, just queued, if the
- * rules allow. match: r (active) matched the FIRST frame h: take its entry;
- * returns 1 when it finished r (a WRITTEN message, or a protocol error), 0
- * when r goes on as usual. withdraw: r, posted, ends without a message.
- * write: let the receiver's hook take s whole; returns 1 when it did. */
+
+/* Receive queue. post: publish r, just queued, if the rules allow. match: r
+ * (active) matched the FIRST frame h: take its entry; returns 1 when it
+ * finished r (a WRITTEN message, or a protocol error), 0 when r goes on as
+ * usual. withdraw: r, posted, ends without a message (also every published
+ * one when the engine goes). write: let the receiver take s whole; returns
+ * 1 when it did. */
 void pp_proto_rq_post(struct pp_proto *e, struct rx *r);
 int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr *h);
 void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r);
 int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s);
 
-/* Staging (engine_stage.c). ask: a block for an unexpected FIRST, or NULL.
- * input: a frame of a staged or evicted unexpected message (stored or thrown
- * away). evict: make room for need cells, maybe by evicting self; returns 1
- * when the frame now fits, 2 when self gave its bytes up (throw the frame
- * away through input), 0 when nothing can go. match: a receive took a staged
- * or evicted message. release: give a staging block back. */
+/* ---- stage.c ---- */
+
+/* ask: a block for an unexpected FIRST, or NULL. input: a frame of a staged
+ * or evicted unexpected message (stored or thrown away). evict: make room
+ * for need cells, maybe by evicting self. match: a receive took a staged or
+ * evicted message. release: give a staging block back. */
 void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_hdr *h);
 void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
 			  const struct pp_wire_hdr *h, const uint8_t *pl);
-int pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self);
+enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self);
 void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r);
 void pp_proto_stage_release(struct pp_proto *e, struct rx *r);
-
-/* MPI matching: want_src/want_tag may be PP_PROTO_ANY. Tags below zero are
- * the library's own (the barrier's): only an exact tag matches them, never
- * the wildcard. */
-static inline int pp_proto_match(int want_src, int want_tag, uint32_t src, uint32_t tag)
-{
-	return (want_src == PP_PROTO_ANY || (uint32_t)want_src == src) &&
-	       (want_tag == PP_PROTO_ANY ? (int32_t)tag >= 0 : (uint32_t)want_tag == tag);
-}
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Go-back-N, the reliability of one stream in one direction (docs/protocol.md,
- * rule 4), as two leaf objects: the sender's and the receiver's. The engine
+ * rule 3), as two leaf objects: the sender's and the receiver's. The engine
  * keeps one sender per peer (its own stream) and one receiver per (peer,
  * stream); a node daemon's pull handlers keep one sender per flow. Neither
  * object knows frames or buffers: callers send, regenerate and release

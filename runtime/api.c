@@ -37,7 +37,7 @@ static int check_config(const struct pp_config *c)
 	return 0;
 }
 
-static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
+static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 {
 	const struct pp_config *c = &ctx->cfg;
 	pp_proto_conf_default(pc);
@@ -57,20 +57,20 @@ static void proto_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
 	 * of tries: back-off reaches rto_max quickly, then it keeps trying. */
 	pc->rto_max_ns = PP_RTO_MAX_NS;
 	pc->rto_tries = (uint32_t)((uint64_t)c->timeout_ms * 1000000u / PP_RTO_MAX_NS) + 8;
-	/* Intranode: pulled bytes copied straight between user buffers, unless
-	 * shm=twocopy sends them through the rings. */
-	if (c->shm == PP_SHM_ON)
-		pc->direct = pp_shm_link_direct;
 	pc->direct_chunk = PP_DIRECT_CHUNK;
 	pc->direct_min = PP_DIRECT_MIN;
-	pc->publish = pp_shm_link_publish;
-	pc->hook_arg = (void *)ctx;
-	pp_rt_handoff_conf(ctx, pc);
+	pc->hooks.arg = ctx;
+	pp_shm_link_hooks(ctx, &pc->hooks);
+	pp_rt_daemon_hooks(ctx, &pc->hooks);
+	pp_rt_stage_hooks(ctx, &pc->hooks);
 }
 
+/* The engine goes first: its hooks take back what the intranode link and the
+ * port hold of its receives. */
 static void ctx_free(pp_ctx *ctx)
 {
 	pp_handlers_stop(ctx);
+	pp_proto_destroy(ctx->eng);
 	pp_shm_link_fini(ctx);
 	if (ctx->port) {
 		if (ctx->nspare)
@@ -80,7 +80,6 @@ static void ctx_free(pp_ctx *ctx)
 		pp_zc_fini(ctx);
 		pp_port_close(ctx->port);
 	}
-	pp_proto_destroy(ctx->eng);
 	pp_rt_pred_fini(ctx);
 	pp_req_pool_fini(ctx);
 	free(ctx->peers);
@@ -138,8 +137,6 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 		pp_err("pp_init: protocol engine: %s", pp_strerror(rc));
 		goto fail;
 	}
-	if ((rc = pp_rt_stage_start(ctx)))
-		goto fail;
 	if ((rc = pp_membership_join(ctx)))
 		goto fail;
 	for (int r = 0; r < ctx->size; r++)

@@ -186,13 +186,14 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out);
 
 /* The receive predictor (predictor.c). init: -EINVAL for an unknown name,
- * -ENOMEM. receive: one completed receive into buf, on the completion path.
- * stage_start: give the engine the staging hooks (after it is created);
- * -ENOMEM. stats: add the staging counters the runtime keeps. */
+ * -ENOMEM; with a predictor it makes the staging pool too. receive: one
+ * completed receive into buf, on the completion path. stage_hooks: the
+ * engine's staging hooks in h when there is a pool (arg: the context).
+ * stats: add the staging counters the runtime keeps. */
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
 void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf);
-int pp_rt_stage_start(pp_ctx *ctx);
+void pp_rt_stage_hooks(pp_ctx *ctx, struct pp_proto_hooks *h);
 void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st);
 
 /* Zero-copy transmit (zcopy.c): the next frame into b, b->len set; returns
@@ -204,27 +205,27 @@ void pp_zc_fini(pp_ctx *ctx);
 /* The intranode link (shm_link.c). init runs after discovery, with every
  * peer added: it sets up the node segment with the ranks of the same node
  * (Errors: -ENOMEM, -ETIMEDOUT, the errors of pp_wait; a segment that cannot
- * be made is not an error: the port serves those ranks). rx and tx are the
- * progress pass's share (ctx->shm set): they return frames handled. The
- * hooks are the engine's direct and publish hooks (arg: the context). */
+ * be made is not an error: the port serves those ranks). fini runs after the
+ * engine is gone. rx and tx are the progress pass's share (ctx->shm set):
+ * they return frames handled. hooks: the engine's intranode hooks in h
+ * (direct and publish; the receive-queue hooks with shm_write), given at
+ * create: until the link is up they find no peer and decline. */
 int pp_shm_link_init(pp_ctx *ctx);
 void pp_shm_link_fini(pp_ctx *ctx);
 unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now);
 unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now);
-int pp_shm_link_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
-		       uint64_t len);
-void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len);
+void pp_shm_link_hooks(pp_ctx *ctx, struct pp_proto_hooks *h);
 /* pp_malloc from the rank's heap area: NULL when none or full. free: 0, or
  * -ENOENT when p is not from there. */
 void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);
 int pp_shm_link_free(pp_ctx *ctx, void *p);
 
-/* Daemon mode (daemon=SOCKET): set the engine's handoff hooks in pc so the
+/* Daemon mode (daemon=SOCKET): set the engine's handoff hooks in h so the
  * daemon's pull handlers may serve our PULLs (progress.c polls their
  * completions), and its place hooks so the daemon may write pulled DATA
  * straight into our receive buffers (progress.c hands the engine such
  * frames' headers with pp_proto_input_placed). Nothing without a daemon. */
-void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc);
+void pp_rt_daemon_hooks(const pp_ctx *ctx, struct pp_proto_hooks *h);
 
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);

@@ -25,6 +25,24 @@
 #include "pp_predict.h"
 #include "staging.h"
 
+/* The staging pool of a predictor (pp_rt_pred_init). */
+static int stage_start(pp_ctx *ctx)
+{
+	if (!ctx->pred)
+		return 0; /* stage_bytes=0 still ranks messages for eviction */
+	ctx->pred_bufs = calloc(PP_PRED_BUFS, sizeof(*ctx->pred_bufs));
+	ctx->stage = calloc(1, sizeof(*ctx->stage));
+	if (!ctx->pred_bufs || !ctx->stage)
+		return -ENOMEM;
+	int rc = pp_stage_init(ctx->stage, ctx->cfg.stage_bytes, -1, ctx->cfg.stage_remap);
+	if (rc) {
+		free(ctx->stage);
+		ctx->stage = NULL;
+		return rc;
+	}
+	return 0;
+}
+
 int pp_rt_pred_init(pp_ctx *ctx)
 {
 	ctx->pred_site = PP_PRED_NO_SITE;
@@ -41,7 +59,7 @@ int pp_rt_pred_init(pp_ctx *ctx)
 		pp_err("predict=%s: no such predictor (off, %s)", ctx->cfg.predict, names);
 		return -EINVAL;
 	}
-	return rc;
+	return rc ? rc : stage_start(ctx);
 }
 
 void pp_rt_pred_fini(pp_ctx *ctx)
@@ -96,28 +114,14 @@ static uint64_t hook_place(void *arg, void *dst, const void *block, uint64_t n)
 	return pp_stage_place(ctx->stage, dst, block, (size_t)n);
 }
 
-int pp_rt_stage_start(pp_ctx *ctx)
+void pp_rt_stage_hooks(pp_ctx *ctx, struct pp_proto_hooks *h)
 {
-	if (!ctx->pred)
-		return 0; /* stage_bytes=0 still ranks messages for eviction */
-	ctx->pred_bufs = calloc(PP_PRED_BUFS, sizeof(*ctx->pred_bufs));
-	ctx->stage = calloc(1, sizeof(*ctx->stage));
-	if (!ctx->pred_bufs || !ctx->stage)
-		return -ENOMEM;
-	int rc = pp_stage_init(ctx->stage, ctx->cfg.stage_bytes, -1, ctx->cfg.stage_remap);
-	if (rc) {
-		free(ctx->stage);
-		ctx->stage = NULL;
-		return rc;
-	}
-	struct pp_proto_stage_ops ops = {
-	    .stage = hook_stage,
-	    .unstage = hook_unstage,
-	    .place = hook_place,
-	    .ahead = hook_ahead,
-	    .arg = ctx,
-	};
-	return pp_proto_set_stage(ctx->eng, &ops);
+	if (!ctx->stage)
+		return;
+	h->stage = hook_stage;
+	h->unstage = hook_unstage;
+	h->stage_place = hook_place;
+	h->stage_ahead = hook_ahead;
 }
 
 void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st)

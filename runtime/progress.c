@@ -198,15 +198,15 @@ static void place_cancel(void *arg, uint32_t src, uint32_t msg_id)
 	ppd_port_place_cancel(((pp_ctx *)arg)->port, src, msg_id);
 }
 
-void pp_rt_handoff_conf(const pp_ctx *ctx, struct pp_proto_conf *pc)
+void pp_rt_daemon_hooks(const pp_ctx *ctx, struct pp_proto_hooks *h)
 {
 	if (!ctx->cfg.daemon[0])
 		return;
-	pc->handoff = handoff_post;
-	pc->handoff_claim = handoff_claim;
-	pc->handoff_cancel = handoff_cancel;
-	pc->place_post = place_post;
-	pc->place_cancel = place_cancel;
+	h->handoff = handoff_post;
+	h->handoff_claim = handoff_claim;
+	h->handoff_cancel = handoff_cancel;
+	h->place_post = place_post;
+	h->place_cancel = place_cancel;
 }
 
 /* The node daemon is gone (killed, or stopped): nothing more reaches any

@@ -104,8 +104,7 @@ static struct shm_peer *peer_of(struct pp_shm_link *L, uint32_t rank)
 	return i >= 0 ? &L->peer[i] : NULL;
 }
 
-int pp_shm_link_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
-		       uint64_t len)
+static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst, uint64_t len)
 {
 	pp_ctx *ctx = arg;
 	struct pp_shm_link *L = ctx->shm;
@@ -137,7 +136,7 @@ int pp_shm_link_direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, v
 	return 0;
 }
 
-void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len)
+static void publish(void *arg, uint32_t dst, uint32_t msg_id, const void *buf, uint64_t len)
 {
 	pp_ctx *ctx = arg;
 	struct pp_shm_link *L = ctx->shm;
@@ -152,7 +151,7 @@ void pp_shm_link_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *b
 	atomic_store_explicit(&d->key, ((uint64_t)msg_id << 1) | 1, memory_order_release);
 }
 
-/* Receive-queue hooks (pp_proto_set_recvq). */
+/* Receive-queue hooks (shm_write). */
 
 /* The peer rank reaches through the rings, alive; NULL otherwise. */
 static struct shm_peer *live_peer(pp_ctx *ctx, uint32_t rank)
@@ -224,6 +223,22 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, cons
 		L->write_fails++;
 	}
 	return rc;
+}
+
+void pp_shm_link_hooks(pp_ctx *ctx, struct pp_proto_hooks *h)
+{
+	const struct pp_config *c = &ctx->cfg;
+	/* Pulled bytes copied straight between user buffers, unless
+	 * shm=twocopy sends them through the rings. */
+	if (c->shm == PP_SHM_ON)
+		h->direct = direct;
+	h->publish = publish;
+	if (c->shm == PP_SHM_ON && c->shm_write) {
+		h->rq_post = rq_post;
+		h->rq_take = rq_take;
+		h->rq_withdraw = rq_withdraw;
+		h->rq_write = rq_write;
+	}
 }
 
 /* ---- progress ---- */
@@ -417,12 +432,6 @@ static int activate(pp_ctx *ctx, struct pp_shm_link *L)
 		pe->tx_on = 1;
 		active++;
 	}
-	if (c->shm == PP_SHM_ON && c->shm_write) {
-		struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write, ctx};
-		int rc = pp_proto_set_recvq(ctx->eng, &ops);
-		if (rc)
-			return rc;
-	}
 	L->setup = 0;
 	ctx->shm_only = active == (uint32_t)ctx->size - 1;
 	pp_info("shm: segment %s, %u local peer(s) through shared memory (%s)", L->seg.name, active,
@@ -572,8 +581,8 @@ void pp_shm_link_fini(pp_ctx *ctx)
 		(unsigned long long)L->writes, (unsigned long long)L->write_bytes,
 		(unsigned long long)L->posted, (unsigned long long)L->write_fails);
 	/* Nothing published may outlive us: a sender would write into freed
-	 * memory. A claimed entry's write is under way or done already. */
-	pp_proto_set_recvq(ctx->eng, NULL);
+	 * memory. The engine withdrew its receives' entries when destroyed; a
+	 * claimed entry's write is under way or done already. */
 	int claimed = 0;
 	for (uint32_t i = 0; i < L->npeers; i++)
 		if (L->peer[i].rx_on)

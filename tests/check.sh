@@ -43,12 +43,12 @@ setup build -Dwerror=true
 ninja -C build
 run build || status=1
 
-setup build-san -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
+setup build-san -Dbuildtype=debug -Db_lto=false -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
 ninja -C build-san
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run build-san --suite unit --suite security || status=1
 
-setup build-tsan -Dbuildtype=debug -Db_sanitize=thread -Db_lundef=false -Dwerror=true -Dfuzz=disabled
+setup build-tsan -Dbuildtype=debug -Db_lto=false -Db_sanitize=thread -Db_lundef=false -Dwerror=true -Dfuzz=disabled
 ninja -C build-tsan
 TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite unit --suite security || status=1
 

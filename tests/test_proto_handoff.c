@@ -93,10 +93,10 @@ static void setup(struct net *net, struct below *b, int take, int serve)
 	b->serve = serve;
 	struct pp_proto_conf c;
 	pp_proto_conf_default(&c);
-	c.handoff = h_handoff;
-	c.handoff_claim = h_claim;
-	c.handoff_cancel = h_cancel;
-	c.hook_arg = b;
+	c.hooks.handoff = h_handoff;
+	c.hooks.handoff_claim = h_claim;
+	c.hooks.handoff_cancel = h_cancel;
+	c.hooks.arg = b;
 	CU_ASSERT_EQUAL_FATAL(net_init(net, 2, &c), 0);
 	net->filter = watch;
 	net->arg = b;
@@ -278,10 +278,10 @@ static void test_claimed_before_pushes(void)
 		b.take = b.serve = 1;
 		struct pp_proto_conf conf;
 		pp_proto_conf_default(&conf);
-		conf.handoff = h_handoff;
-		conf.handoff_claim = h_claim;
-		conf.handoff_cancel = h_cancel;
-		conf.hook_arg = &b;
+		conf.hooks.handoff = h_handoff;
+		conf.hooks.handoff_claim = h_claim;
+		conf.hooks.handoff_cancel = h_cancel;
+		conf.hooks.arg = &b;
 		conf.window = 1; /* the second push waits for the FIRST's ack */
 		conf.copy_max = 0;
 		CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
@@ -350,7 +350,7 @@ static void test_conf(void)
 	struct pp_proto *e = NULL;
 	pp_proto_conf_default(&c);
 	c.nranks = 2;
-	c.handoff = h_handoff; /* without claim and cancel */
+	c.hooks.handoff = h_handoff; /* without claim and cancel */
 	CU_ASSERT_EQUAL(pp_proto_create(&e, &c), -EINVAL);
 }
 

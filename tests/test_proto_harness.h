@@ -45,8 +45,10 @@ static inline uint32_t net_inc(unsigned rank)
 	return 0x1000u + rank;
 }
 
-/* Start n engines from conf (rank, nranks, job, inc, mac filled in here). */
-static inline int net_init(struct net *net, unsigned n, const struct pp_proto_conf *conf)
+/* Start n engines from conf (rank, nranks, job, inc, mac filled in here), as
+ * net_init does, but engine who gets hooks (the others none). */
+static inline int net_init_with(struct net *net, unsigned n, const struct pp_proto_conf *conf,
+				unsigned who, const struct pp_proto_hooks *hooks)
 {
 	memset(net, 0, sizeof(*net));
 	net->n = n;
@@ -58,6 +60,8 @@ static inline int net_init(struct net *net, unsigned n, const struct pp_proto_co
 		c.job = 0x5eed;
 		c.inc = net_inc(i);
 		net_mac(i, c.mac);
+		if (i == who)
+			c.hooks = *hooks;
 		int rc = pp_proto_create(&net->e[i], &c);
 		if (rc)
 			return rc;
@@ -71,6 +75,12 @@ static inline int net_init(struct net *net, unsigned n, const struct pp_proto_co
 					return -1;
 			}
 	return 0;
+}
+
+/* Start n engines from conf (rank, nranks, job, inc, mac filled in here). */
+static inline int net_init(struct net *net, unsigned n, const struct pp_proto_conf *conf)
+{
+	return net_init_with(net, n, conf, n, NULL);
 }
 
 static inline void net_fini(struct net *net)
@@ -130,7 +140,7 @@ static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
 }
 
 /* Two engines started from conf, ranks 0 and 1 of job 0x5eed (rank, nranks,
- * job, mac and hook_arg, the rank, filled in here), each the other's local
+ * job, mac and hooks.arg, the rank, filled in here), each the other's local
  * peer with BTP btp1/btp2. Returns 0 or the first error. */
 static inline int local_pair(struct pp_proto *e[2], const struct pp_proto_conf *conf, uint32_t btp1,
 			     uint32_t btp2)
@@ -141,7 +151,7 @@ static inline int local_pair(struct pp_proto *e[2], const struct pp_proto_conf *
 		c.nranks = 2;
 		c.job = 0x5eed;
 		c.inc = net_inc(i);
-		c.hook_arg = (void *)(uintptr_t)i;
+		c.hooks.arg = (void *)(uintptr_t)i;
 		net_mac(i, c.mac);
 		int rc = pp_proto_create(&e[i], &c);
 		if (rc)

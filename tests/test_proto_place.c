@@ -70,8 +70,8 @@ static void rig_init(struct rig *g)
 	c.nranks = 2;
 	c.job = 0x5eed;
 	c.inc = net_inc(1);
-	c.place_post = h_post;
-	c.place_cancel = h_cancel;
+	c.hooks.place_post = h_post;
+	c.hooks.place_cancel = h_cancel;
 	net_mac(1, c.mac);
 	memset(g, 0, sizeof(*g));
 	memset(&hk, 0, sizeof(hk));
@@ -327,7 +327,7 @@ static void test_conf(void)
 	pp_proto_conf_default(&c);
 	c.rank = 0;
 	c.nranks = 2;
-	c.place_post = h_post;
+	c.hooks.place_post = h_post;
 	CU_ASSERT_EQUAL(pp_proto_create(&e, &c), -EINVAL);
 }
 

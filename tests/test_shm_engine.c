@@ -67,8 +67,8 @@ static void world_init(enum pp_proto_mode mode, uint32_t btp1, uint32_t btp2, ui
 	struct pp_proto_conf c;
 	pp_proto_conf_default(&c);
 	c.mode = mode;
-	c.direct = hook_direct;
-	c.publish = hook_publish;
+	c.hooks.direct = hook_direct;
+	c.hooks.publish = hook_publish;
 	c.direct_chunk = chunk;
 	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, btp1, btp2), 0);
 }
@@ -219,9 +219,9 @@ static void test_direct_min(void)
 	c.job = 0x5eed; /* local_pair's */
 	c.inc = net_inc(1);
 	c.mac[5] = 1;
-	c.direct = hook_direct;
-	c.publish = hook_publish;
-	c.hook_arg = (void *)(uintptr_t)1;
+	c.hooks.direct = hook_direct;
+	c.hooks.publish = hook_publish;
+	c.hooks.arg = (void *)(uintptr_t)1;
 	c.direct_chunk = 1u << 20;
 	c.direct_min = 1000;
 	uint8_t mac[6] = {0};

@@ -198,6 +198,14 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, cons
 	return rc;
 }
 
+static void set_recvq(struct pp_proto_hooks *h)
+{
+	h->rq_post = rq_post;
+	h->rq_take = rq_take;
+	h->rq_withdraw = rq_withdraw;
+	h->rq_write = rq_write;
+}
+
 static void world_init(enum pp_proto_mode mode)
 {
 	uint8_t *seg = w.seg;
@@ -208,14 +216,10 @@ static void world_init(enum pp_proto_mode mode)
 	struct pp_proto_conf c;
 	pp_proto_conf_default(&c);
 	c.mode = mode;
-	c.direct = hook_direct;
-	c.publish = hook_publish;
+	c.hooks.direct = hook_direct;
+	c.hooks.publish = hook_publish;
+	set_recvq(&c.hooks);
 	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
-	for (uint32_t i = 0; i < 2; i++) {
-		struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write,
-						 (void *)(uintptr_t)i};
-		CU_ASSERT_EQUAL_FATAL(pp_proto_set_recvq(w.e[i], &ops), 0);
-	}
 }
 
 static void world_fini(void)
@@ -585,12 +589,11 @@ static void test_refused_first(void)
 	cf.inc = net_inc(1);
 	cf.mac[5] = 1;
 	cf.max_msgs = 2; /* 4 receive records */
-	cf.direct = hook_direct;
-	cf.publish = hook_publish;
-	cf.hook_arg = (void *)(uintptr_t)1;
+	cf.hooks.direct = hook_direct;
+	cf.hooks.publish = hook_publish;
+	cf.hooks.arg = (void *)(uintptr_t)1;
+	set_recvq(&cf.hooks);
 	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&w.e[1], &cf), 0);
-	struct pp_proto_recvq_ops ops = {rq_post, rq_take, rq_withdraw, rq_write, (void *)1};
-	CU_ASSERT_EQUAL_FATAL(pp_proto_set_recvq(w.e[1], &ops), 0);
 	uint8_t mac[6] = {0};
 	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_add(w.e[1], 0, mac, net_inc(0)), 0);
 	CU_ASSERT_EQUAL_FATAL(pp_proto_peer_local(w.e[1], 0, 16, 744), 0);

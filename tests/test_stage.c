@@ -225,14 +225,26 @@ static uint64_t h_place(void *arg, void *dst, const void *blk, uint64_t n)
 	return pp_stage_place(&k->pool, dst, blk, (size_t)n);
 }
 
-static void hooks_init(struct hooks *k, struct pp_proto *e, size_t budget)
+/* A pool of budget bytes, nothing expected; returns the engine's hooks. */
+static struct pp_proto_hooks hooks_init(struct hooks *k, size_t budget)
 {
 	memset(k, 0, sizeof(*k));
-	CU_ASSERT_EQUAL_FATAL(pp_stage_init(&k->pool, budget, -1, 2 * PAGE), 0);
+	CU_ASSERT_EQUAL(pp_stage_init(&k->pool, budget, -1, 2 * PAGE), 0);
 	for (int i = 0; i < 64; i++)
 		k->pos[i] = -1;
-	struct pp_proto_stage_ops ops = {h_stage, h_unstage, h_place, h_ahead, k};
-	CU_ASSERT_EQUAL_FATAL(pp_proto_set_stage(e, &ops), 0);
+	return (struct pp_proto_hooks){.stage = h_stage,
+				       .unstage = h_unstage,
+				       .stage_place = h_place,
+				       .stage_ahead = h_ahead,
+				       .arg = k};
+}
+
+/* Two engines; rank 1 stages with k's pool of budget bytes. */
+static void staged_net(struct net *net, const struct pp_proto_conf *conf, struct hooks *k,
+		       size_t budget)
+{
+	struct pp_proto_hooks h = hooks_init(k, budget);
+	CU_ASSERT_EQUAL_FATAL(net_init_with(net, 2, conf, 1, &h), 0);
 }
 
 static int one_cpl(struct pp_proto *e, uint64_t cookie, int error, uint64_t len)
@@ -249,9 +261,8 @@ static void staged_one(uint64_t len, uint8_t *rbuf, uint8_t *aim, int expect_rem
 	struct pp_proto_conf conf;
 	pp_proto_conf_default(&conf);
 	struct net net;
-	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
 	struct hooks k;
-	hooks_init(&k, net.e[1], 4u << 20);
+	staged_net(&net, &conf, &k, 4u << 20);
 	k.pos[5] = 0;
 	k.dst[5] = (uintptr_t)aim;
 	uint8_t *sbuf = malloc(len);
@@ -329,9 +340,8 @@ static void test_engine_paths(void)
 	struct pp_proto_conf conf;
 	pp_proto_conf_default(&conf);
 	struct net net;
-	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
 	struct hooks k;
-	hooks_init(&k, net.e[1], 16384);
+	staged_net(&net, &conf, &k, 16384);
 	k.pos[1] = 0;
 	k.pos[2] = 1;
 	k.pos[3] = 2;
@@ -396,9 +406,8 @@ static void test_engine_evict(void)
 	conf.credits = 0;
 	conf.pushbuf_bytes = 16384; /* 64 cells: 16 messages of 80 + 680 pushed */
 	struct net net;
-	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
 	struct hooks k;
-	hooks_init(&k, net.e[1], 0); /* no staging memory: eviction only */
+	staged_net(&net, &conf, &k, 0); /* no staging memory: eviction only */
 	enum { N = 24, LEN = 5000 };
 	static uint8_t sb[N][LEN], rb[N][LEN];
 	for (int t = 0; t < N; t++)
@@ -486,14 +495,13 @@ static void evict_mixed(int lossy, unsigned early_frames)
 	conf.credits = 0;
 	conf.pushbuf_bytes = 16384;
 	struct net net;
-	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	struct hooks k;
+	staged_net(&net, &conf, &k, 0);
 	unsigned drops = 0;
 	if (lossy) {
 		net.filter = drop_some;
 		net.arg = &drops;
 	}
-	struct hooks k;
-	hooks_init(&k, net.e[1], 0);
 	enum { N = 60, LEN = 3000 };
 	static uint8_t sb[N][LEN], rb[N][LEN];
 	for (int t = 0; t < N; t++)
@@ -559,18 +567,19 @@ static void test_engine_evict_mixed(void)
 	evict_mixed(0, 90);
 }
 
-/* Hooks must all be given. */
+/* The staging hooks are all given or none. */
 static void test_set_stage_errors(void)
 {
 	struct pp_proto_conf conf;
 	pp_proto_conf_default(&conf);
 	conf.nranks = 2;
-	struct pp_proto *e;
+	struct pp_proto *e = NULL;
+	conf.hooks = (struct pp_proto_hooks){
+	    .stage = h_stage, .unstage = h_unstage, .stage_ahead = h_ahead}; /* no stage_place */
+	CU_ASSERT_EQUAL(pp_proto_create(&e, &conf), -EINVAL);
+	CU_ASSERT_PTR_NULL(e);
+	conf.hooks.stage_place = h_place;
 	CU_ASSERT_EQUAL_FATAL(pp_proto_create(&e, &conf), 0);
-	struct pp_proto_stage_ops ops = {h_stage, h_unstage, NULL, h_ahead, NULL};
-	CU_ASSERT_EQUAL(pp_proto_set_stage(e, &ops), -EINVAL);
-	CU_ASSERT_EQUAL(pp_proto_set_stage(NULL, &ops), -EINVAL);
-	CU_ASSERT_EQUAL(pp_proto_set_stage(e, NULL), 0);
 	pp_proto_destroy(e);
 }
 

@@ -1,25 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The engine's transmit path and timers: pp_proto_output, expiry. */
+/* What goes out: frames sent again first, owed NACKs and the ACKs of extra
+ * streams, new frames while the window is open, owed ACKs; and the timers
+ * (pp_proto_output*, pp_proto_expiry). */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine_impl.h"
-
-/* ---- transmit path ---- */
-
-static uint32_t push_cells(const struct pp_proto *e, uint32_t btp1, uint64_t push)
-{
-	uint64_t first = push;
-	if (e->c.mode == PP_PROTO_PUSH_PULL && first > btp1)
-		first = btp1;
-	if (first > e->maxp)
-		first = e->maxp;
-	uint64_t rest = push - first;
-	uint64_t cells = pp_pushbuf_cells(first) + (rest / e->maxp) * pp_pushbuf_cells(e->maxp) +
-			 pp_pushbuf_cells(rest % e->maxp);
-	return cells > UINT16_MAX ? UINT16_MAX : (uint32_t)cells;
-}
 
 static void hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t rank,
 		       struct pp_wire_hdr *h)
@@ -149,68 +135,6 @@ static int emit_xctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t 
 	return 0;
 }
 
-/* Take the next frame of the send at the head of txq into d. */
-static void next_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d)
-{
-	uint64_t off = s->next_off, n;
-	uint8_t flags = 0;
-	if (!s->first_sent) {
-		if (e->c.credits && s->push_end) {
-			uint32_t need = push_cells(e, p->btp1, s->push_end);
-			uint16_t avail = (uint16_t)(p->credit_limit - p->credit_used);
-			if (need > avail || need > CREDIT_SHARE_MAX) {
-				s->push_end = 0; /* degrade to Push-Zero */
-				s->end_off = 0;
-				e->st.push_degraded++;
-			} else {
-				p->credit_used = (uint16_t)(p->credit_used + need);
-			}
-		}
-		n = s->push_end;
-		if (e->c.mode == PP_PROTO_PUSH_PULL && n > p->btp1)
-			n = p->btp1;
-		if (n > e->maxp)
-			n = e->maxp;
-		flags = PP_WIRE_F_FIRST;
-		if (s->written) {
-			flags |= PP_WIRE_F_WRITTEN | PP_WIRE_F_LAST;
-		} else if (s->push_end < s->len) {
-			flags |= PP_WIRE_F_PULL;
-			/* The rest may be served below: say so before the
-			 * FIRST frame, and with it the PULL, can exist. */
-			if (e->c.handoff && !p->local && !s->copied)
-				s->handed = e->c.handoff(e->c.hook_arg, s->peer, s->msg_id, s->tag,
-							 s->buf, s->len, s->push_end) == 0;
-		}
-		s->first_sent = 1;
-	} else {
-		uint64_t lim = off < s->push_end ? s->push_end : s->end_off;
-		n = lim - off;
-		if (n > e->maxp)
-			n = e->maxp;
-	}
-	if (off + n == s->len)
-		flags |= PP_WIRE_F_LAST;
-	if (s->copied)
-		flags |= PP_WIRE_F_COPIED;
-	d->type = off < s->push_end || (flags & PP_WIRE_F_FIRST) ? PP_WIRE_PUSH : PP_WIRE_DATA;
-	d->flags = flags;
-	d->len = (uint16_t)n;
-	d->obj = s;
-	d->offset = off;
-	s->next_off = s->written ? s->len : off + n;
-	if (s->below && s->next_off == s->push_end) /* the rest went below */
-		s->next_off = s->end_off = s->len;
-	s->unacked++;
-	if (s->next_off == s->len)
-		s->gen_done = 1;
-	list_del(&s->q);
-	if (s->next_off < s->end_off)
-		list_add_tail(&p->txq, &s->q); /* round robin between messages */
-	else
-		s->queued = 0;
-}
-
 static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
 {
 	struct peer *p = &e->peers[rank];
@@ -255,14 +179,14 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 			d->offset = r->got;
 			d->msg_id = r->msg_id;
 			e->st.pulls_tx++;
-			if (e->c.place_post && !p->local && !r->placed && r->state == RX_ACTIVE &&
-			    r->cap)
+			if (e->c.hooks.place_post && !p->local && !r->placed &&
+			    r->state == RX_ACTIVE && r->cap)
 				r->placed =
-				    e->c.place_post(e->c.hook_arg, r->peer, r->msg_id, r->buf,
-						    r->cap < r->msg_len ? r->cap : r->msg_len,
-						    r->got) == 0;
+				    e->c.hooks.place_post(
+					e->c.hooks.arg, r->peer, r->msg_id, r->buf,
+					r->cap < r->msg_len ? r->cap : r->msg_len, r->got) == 0;
 		} else {
-			next_frame(e, p, container_of(p->txq.next, struct send, q), d);
+			pp_proto_send_frame(e, p, container_of(p->txq.next, struct send, q), d);
 		}
 		return emit_desc(e, p, rank, d, pp_gbn_tx_send(&p->tx, now), 0, buf, cap);
 	}

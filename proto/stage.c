@@ -1,26 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The engine's prediction staging and pushed-buffer eviction; the rules are
- * in engine.h (pp_proto_stage_ops). */
+/* Prediction staging and pushed-buffer eviction (docs/protocol.md,
+ * rule 8). */
 #include <errno.h>
 #include <string.h>
 
 #include "engine_impl.h"
-
-int pp_proto_set_stage(struct pp_proto *e, const struct pp_proto_stage_ops *ops)
-{
-	if (!e)
-		return -EINVAL;
-	if (!ops) {
-		memset(&e->so, 0, sizeof(e->so));
-		e->staging = 0;
-		return 0;
-	}
-	if (!ops->stage || !ops->unstage || !ops->place || !ops->ahead)
-		return -EINVAL;
-	e->so = *ops;
-	e->staging = 1;
-	return 0;
-}
 
 void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_hdr *h)
 {
@@ -28,7 +12,7 @@ void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_
 	 * once the receive is posted; staging would add a copy. */
 	if (!h->msg_len || e->peers[src].local)
 		return NULL;
-	void *blk = e->so.stage(e->so.arg, src, h->tag, h->msg_len);
+	void *blk = e->c.hooks.stage(e->c.hooks.arg, src, h->tag, h->msg_len);
 	if (blk)
 		e->st.staged_msgs++;
 	return blk;
@@ -36,7 +20,7 @@ void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_
 
 void pp_proto_stage_release(struct pp_proto *e, struct rx *r)
 {
-	e->so.unstage(e->so.arg, r->stage);
+	e->c.hooks.unstage(e->c.hooks.arg, r->stage);
 	r->stage = NULL;
 }
 
@@ -61,7 +45,7 @@ void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
 /* How far ahead r is expected: its position, INT32_MAX when not at all. */
 static int32_t expected_at(struct pp_proto *e, const struct rx *r)
 {
-	int a = e->so.ahead(e->so.arg, r->peer, r->tag);
+	int a = e->c.hooks.stage_ahead(e->c.hooks.arg, r->peer, r->tag);
 	return a < 0 ? INT32_MAX : a;
 }
 
@@ -81,7 +65,7 @@ static void evict(struct pp_proto *e, struct rx *r)
 	e->st.evictions++;
 }
 
-int pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self)
+enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self)
 {
 	while (e->pb.nfree < need) {
 		struct rx *victim = NULL;
@@ -98,12 +82,12 @@ int pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self)
 			}
 		}
 		if (!victim)
-			return 0;
+			return EVICT_NONE;
 		evict(e, victim);
 		if (victim == self)
-			return 2;
+			return EVICT_SELF;
 	}
-	return 1;
+	return EVICT_ROOM;
 }
 
 void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r)
@@ -116,7 +100,7 @@ void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r)
 		return;
 	}
 	uint64_t n = r->got < r->cap ? r->got : r->cap;
-	uint64_t pages = n ? e->so.place(e->so.arg, r->buf, r->stage, n) : 0;
+	uint64_t pages = n ? e->c.hooks.stage_place(e->c.hooks.arg, r->buf, r->stage, n) : 0;
 	e->st.pages_remapped += pages;
 	e->st.copies_avoided += pages * 4096u;
 	pp_proto_stage_release(e, r);

@@ -1,50 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/*
- * The engine's intranode additions (engine.h, "Intranode peers"): local peers,
- * direct copies in place of pulled DATA, DONE PULLs, and the receive queue
- * (published receives the sender writes into).
- */
+/* Intranode peers (docs/protocol.md, rule 6): direct copies in place of
+ * pulled DATA, DONE PULLs, and the receive queue the sender writes into. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "engine_impl.h"
-
-int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32_t btp2)
-{
-	if (!e || rank >= e->c.nranks || rank == e->c.rank || !e->peers[rank].present)
-		return -EINVAL;
-	struct peer *p = &e->peers[rank];
-	if (!p->doneq) {
-		/* Each owed DONE is a send of the peer: it has max_msgs at most. */
-		uint32_t n = 1;
-		while (n < 2 * e->c.max_msgs)
-			n <<= 1;
-		p->doneq = calloc(n, sizeof(*p->doneq));
-		if (!p->doneq)
-			return -ENOMEM;
-		p->done_mask = n - 1;
-	}
-	p->local = 1;
-	p->direct = e->c.direct != NULL;
-	p->btp1 = btp1;
-	p->btp2 = btp2;
-	return 0;
-}
-
-int pp_proto_peer_busy(const struct pp_proto *e, uint32_t rank)
-{
-	if (rank >= e->c.nranks || !e->peers[rank].present)
-		return 0;
-	const struct peer *p = &e->peers[rank];
-	if (!list_empty(&p->sends) || pp_gbn_tx_busy(&p->tx))
-		return 1;
-	for (const struct link *l = p->arrived.next; l != &p->arrived; l = l->next) {
-		const struct rx *r = container_of(l, struct rx, by_peer);
-		if (r->state == RX_ACTIVE || r->got < r->msg_len)
-			return 1;
-	}
-	return 0;
-}
 
 void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p)
 {
@@ -64,8 +24,8 @@ void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p)
 	    r->msg_len - r->got > e->c.direct_chunk ? r->got + e->c.direct_chunk : r->msg_len;
 	uint64_t to = end < r->cap ? end : r->cap; /* truncated: the rest is not copied */
 	if (to > r->got) {
-		int rc = e->c.direct(e->c.hook_arg, rank, r->msg_id, r->got, r->buf + r->got,
-				     to - r->got);
+		int rc = e->c.hooks.direct(e->c.hooks.arg, rank, r->msg_id, r->got, r->buf + r->got,
+					   to - r->got);
 		if (rc) {
 			/* Pull what is left as DATA frames instead. */
 			list_del(&r->pq);
@@ -124,21 +84,6 @@ int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
 	return 0;
 }
 
-/* ---- receive queue ---- */
-
-int pp_proto_set_recvq(struct pp_proto *e, const struct pp_proto_recvq_ops *ops)
-{
-	if (ops && (!ops->post || !ops->take || !ops->withdraw || !ops->write))
-		return -EINVAL;
-	if (e->recvq)
-		for (struct link *l = e->posted.next; l != &e->posted; l = l->next)
-			pp_proto_rq_withdraw(e, container_of(l, struct rx, q));
-	e->recvq = ops != NULL;
-	if (ops)
-		e->rq = *ops;
-	return 0;
-}
-
 /* Bytes a local peer pushes of a message longer than that. */
 static uint64_t local_push(const struct pp_proto *e, const struct peer *p)
 {
@@ -160,8 +105,8 @@ void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
 		if (x->want_src == PP_PROTO_ANY || (x->want_src == r->want_src && !x->rq_slot))
 			return;
 	}
-	int slot = e->rq.post(e->rq.arg, (uint32_t)r->want_src, r->want_tag, r->buf, r->cap,
-			      p->rx_msg_next);
+	int slot = e->c.hooks.rq_post(e->c.hooks.arg, (uint32_t)r->want_src, r->want_tag, r->buf,
+				      r->cap, p->rx_msg_next);
 	if (slot >= 0)
 		r->rq_slot = slot + 1;
 }
@@ -171,9 +116,9 @@ int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr
 	int written = (h->flags & PP_WIRE_F_WRITTEN) != 0;
 	if (!r->rq_slot && !written)
 		return 0;
-	int rc = r->rq_slot && e->recvq
-		     ? e->rq.take(e->rq.arg, r->peer, r->rq_slot - 1, h->msg_id, written)
-		     : -EPROTO;
+	int rc = r->rq_slot && e->recvq ? e->c.hooks.rq_take(e->c.hooks.arg, r->peer,
+							     r->rq_slot - 1, h->msg_id, written)
+					: -EPROTO;
 	r->rq_slot = 0;
 	if (rc)
 		e->st.drops[PP_DROP_STATE]++;
@@ -196,7 +141,7 @@ void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r)
 	/* A claimed entry (-EBUSY) means the sender is writing this message:
 	 * the receive ends anyway (its peer is lost or the engine goes). */
 	if (r->rq_slot && e->recvq)
-		e->rq.withdraw(e->rq.arg, (uint32_t)r->want_src, r->rq_slot - 1);
+		e->c.hooks.rq_withdraw(e->c.hooks.arg, (uint32_t)r->want_src, r->rq_slot - 1);
 	r->rq_slot = 0;
 }
 
@@ -205,7 +150,7 @@ int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
 	if (!e->recvq || !p->local || e->c.mode == PP_PROTO_PUSH_ALL || s->push_end >= s->len ||
 	    s->len - s->push_end < e->c.direct_min)
 		return 0;
-	if (e->rq.write(e->rq.arg, s->peer, s->msg_id, s->tag, s->buf, s->len))
+	if (e->c.hooks.rq_write(e->c.hooks.arg, s->peer, s->msg_id, s->tag, s->buf, s->len))
 		return 0;
 	s->written = 1;
 	s->push_end = s->end_off = 0;

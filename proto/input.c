@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What a received frame does: decode it, check whose it is, run go-back-N
+ * on its stream, and hand it to the rule it is for (pp_proto_input*). */
+#include <errno.h>
+
+#include "engine_impl.h"
+
+/* A cumulative ack on our stream: the frames it acknowledges release their
+ * sends (go-back-N decides which, gbn.h). */
+static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64_t now)
+{
+	for (uint32_t n = pp_gbn_tx_ack(&p->tx, ack, now), seq = ack - n; seq != ack; seq++) {
+		struct desc *d = &p->ring[seq & e->wmask];
+		if (d->type == PP_WIRE_PULL || d->type == PP_WIRE_PING)
+			continue;
+		struct send *s = d->obj;
+		if (--s->unacked == 0 && s->gen_done)
+			pp_proto_send_finish(e, s, s->error);
+	}
+}
+
+static enum pp_drop_reason take_drop(enum take t)
+{
+	return t == REFUSED_NOBUF ? PP_DROP_NOBUF : PP_DROP_STATE;
+}
+
+/* A frame on extra stream h->stream (a pull handler's): only DATA, which is
+ * sequenced and acked on that stream alone. */
+static int x_input(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+		   const uint8_t *pl, uint64_t now)
+{
+	struct pp_gbn_rx *x = &p->rx[h->stream];
+	if (h->type != PP_WIRE_DATA) {
+		e->st.drops[PP_DROP_STATE]++;
+		return -EPROTO;
+	}
+	p->xowe |= 1u << h->stream;
+	if (pp_gbn_rx_check(x, h->seq) != PP_GBN_NEXT) {
+		e->st.drops[PP_DROP_DUP]++;
+		return -EPROTO;
+	}
+	enum take t = pp_proto_xdata_in(e, p, h, pl);
+	if (t != TAKEN) {
+		e->st.drops[take_drop(t)]++;
+		pp_gbn_rx_refuse(x); /* alive; the frame comes again */
+		return -EPROTO;
+	}
+	pp_gbn_rx_take(x, now, e->c.ack_delay_ns, e->c.ack_every, h->flags & PP_WIRE_F_LAST);
+	return 0;
+}
+
+enum input_form {
+	FORM_WIRE = 0, /* a whole wire frame */
+	FORM_LOCAL,    /* an intranode frame */
+	FORM_PLACED,   /* a DATA frame's headers, its payload placed already */
+};
+
+/* from: the only source a local frame may have (its ring's), else unused. */
+static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now,
+		 enum input_form form, uint32_t from)
+{
+	struct pp_wire_hdr h;
+	const uint8_t *pl = NULL;
+	enum pp_drop_reason why;
+	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu, e->c.inc};
+	int bad;
+	e->st.frames_rx++;
+	if (form == FORM_LOCAL)
+		bad = pp_wire_decode_local(frame, len, &chk, &h, &pl, &why);
+	else if (form == FORM_PLACED)
+		bad = pp_wire_decode_placed(frame, len, &chk, &h, &why);
+	else
+		bad = pp_wire_decode(frame, len, &chk, &h, &pl, &why);
+	if (bad) {
+		e->st.drops[why]++;
+		return -EPROTO;
+	}
+	if (form == FORM_LOCAL && h.src_rank != from) { /* a node-mate speaking for another */
+		e->st.drops[PP_DROP_RANK]++;
+		return -EPROTO;
+	}
+	if (h.type == PP_WIRE_HELLO || h.type == PP_WIRE_BYE)
+		return 0; /* discovery and goodbye belong to the runtime */
+	struct peer *p = &e->peers[h.src_rank];
+	if (!p->present || p->lost) {
+		e->st.drops[PP_DROP_STATE]++;
+		return -EPROTO;
+	}
+	if (h.src_inc != p->inc) { /* an earlier (or unknown) life of the peer */
+		e->st.drops[PP_DROP_STALE]++;
+		return -EPROTO;
+	}
+	if (h.stream >= 1 && h.stream < PP_PROTO_STREAMS)
+		return x_input(e, p, &h, pl, now);
+	/* Every authentic frame of the peer's own stream carries its ack and
+	 * credit. */
+	pp_proto_credit_seen(p, h.credit);
+	if (h.ack_stream == e->c.stream)
+		ack_release(e, p, h.ack, now);
+	switch (h.type) {
+	case PP_WIRE_ACK:
+		/* A standalone ack shows the peer alive even without progress
+		 * (it refused a frame for lack of room): it is not lost. */
+		if (h.ack_stream == e->c.stream)
+			p->tx.tries = 0;
+		return 0;
+	case PP_WIRE_NACK:
+		if (h.ack_stream == e->c.stream)
+			pp_gbn_tx_nack(&p->tx, h.seq);
+		return 0;
+	default:
+		break;
+	}
+	/* Sequenced: PUSH, PULL, DATA, PING. */
+	struct pp_gbn_rx *x = &p->rx[0];
+	if (pp_gbn_rx_check(x, h.seq) != PP_GBN_NEXT) {
+		e->st.drops[PP_DROP_DUP]++;
+		return -EPROTO;
+	}
+	enum take t = TAKEN;
+	if (h.type == PP_WIRE_PULL)
+		pp_proto_pull_in(e, p, &h);
+	else if (h.type == PP_WIRE_PING)
+		x->owe |= PP_GBN_OWE_ACK_NOW; /* the prober waits for this answer */
+	else
+		t = pp_proto_push_in(e, p, h.src_rank, &h, pl);
+	p->rx_stream = h.stream;
+	if (t != TAKEN) {
+		/* No room now: the frame comes again; say we are alive. */
+		e->st.drops[take_drop(t)]++;
+		pp_gbn_rx_refuse(x);
+		return -EPROTO;
+	}
+	if (h.type == PP_WIRE_PUSH && (h.flags & PP_WIRE_F_FIRST))
+		p->rx_msg_next = h.msg_id + 1; /* seen: a receive posted now waits for the next */
+	/* A frame that ends a message completes the sender's send once acked:
+	 * ack it now, not after ack_delay, which a receiver that goes off to
+	 * compute would stretch. One burst's LAST frames still share an ACK.
+	 * A copied send completed already: its ack can wait for a ride. */
+	pp_gbn_rx_take(x, now, e->c.ack_delay_ns, e->c.ack_every,
+		       (h.flags & (PP_WIRE_F_LAST | PP_WIRE_F_COPIED)) == PP_WIRE_F_LAST);
+	return 0;
+}
+
+int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
+{
+	return input(e, frame, len, now, FORM_WIRE, 0);
+}
+
+int pp_proto_input_placed(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
+{
+	return input(e, frame, len, now, FORM_PLACED, 0);
+}
+
+int pp_proto_input_local(struct pp_proto *e, uint32_t from, const uint8_t *frame, size_t len,
+			 uint64_t now)
+{
+	return input(e, frame, len, now, FORM_LOCAL, from);
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* MPI matching (docs/protocol.md, rule 2): the posted receives and the
+ * unexpected messages, each in order; early and late receivers; probe. */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint32_t tag)
+{
+	for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
+		struct rx *r = container_of(l, struct rx, q);
+		if (pp_proto_match(r->want_src, r->want_tag, src, tag)) {
+			list_del(&r->q);
+			r->state = RX_ACTIVE;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len, uint64_t cookie)
+{
+	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) || (!buf && len))
+		return -EINVAL;
+	if (src >= 0 && e->peers[src].lost)
+		return -ECONNRESET;
+	if (e->user_ops >= 2 * e->c.max_msgs)
+		return -ENOMEM;
+	for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
+		struct rx *r = container_of(l, struct rx, q);
+		if (!pp_proto_match(src, tag, r->peer, r->tag))
+			continue;
+		/* Late receiver: copy the pushed bytes once, then pull the rest. */
+		struct peer *p = &e->peers[r->peer];
+		list_del(&r->q);
+		r->state = RX_ACTIVE;
+		r->buf = buf;
+		r->cap = len;
+		r->cookie = cookie;
+		if (r->stage || r->evicted) {
+			e->st.late_matches++;
+			e->user_ops++;
+			pp_proto_stage_match(e, p, r);
+			return 0;
+		}
+		pp_proto_credit_return(p, pp_pushbuf_drain(&e->pb, &r->cells, buf, len), 1);
+		e->st.late_matches++;
+		e->user_ops++;
+		if (r->got == r->msg_len && !r->wants_pull)
+			pp_proto_rx_finish(e, r, 0);
+		else
+			pp_proto_queue_pull(p, r);
+		return 0;
+	}
+	/* Nothing that is not here already will come from a departed peer. */
+	if (src >= 0 && e->peers[src].gone)
+		return -ECONNRESET;
+	if (list_empty(&e->pp_proto_rx_free))
+		return -ENOMEM;
+	struct rx *r = container_of(e->pp_proto_rx_free.next, struct rx, q);
+	list_del(&r->q);
+	memset(r, 0, sizeof(*r));
+	r->state = RX_POSTED;
+	r->want_src = src;
+	r->want_tag = tag;
+	r->buf = buf;
+	r->cap = len;
+	r->cookie = cookie;
+	pp_pushbuf_chain_init(&r->cells);
+	list_add_tail(&e->posted, &r->q);
+	e->user_ops++;
+	pp_proto_rq_post(e, r);
+	return 0;
+}
+
+int pp_proto_probe(const struct pp_proto *e, int src, int tag, struct pp_proto_cpl *cpl)
+{
+	for (const struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
+		const struct rx *r = container_of(l, struct rx, q);
+		if (!pp_proto_match(src, tag, r->peer, r->tag))
+			continue;
+		memset(cpl, 0, sizeof(*cpl));
+		cpl->source = (int)r->peer;
+		cpl->tag = (int)r->tag;
+		cpl->len = r->msg_len;
+		return 1;
+	}
+	return 0;
+}

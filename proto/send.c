@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A message's sending side (docs/protocol.md, rules 1 and 7): a send is
+ * posted, framed as the window opens, served when its PULL comes (by the
+ * engine or the layer below) and finished when every frame is acked. */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+/* ---- user operations ---- */
+
+int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, uint64_t len,
+		  uint64_t cookie)
+{
+	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present ||
+	    tag == PP_PROTO_ANY || (!buf && len))
+		return -EINVAL;
+	struct peer *p = &e->peers[dst];
+	if (p->lost || p->gone)
+		return -ECONNRESET;
+	if (e->user_ops >= 2 * e->c.max_msgs)
+		return -ENOMEM;
+	if (list_empty(&e->send_free))
+		return e->nsends_copied ? -EAGAIN : -ENOMEM;
+	struct send *s = container_of(e->send_free.next, struct send, q);
+	list_del(&s->q);
+	uint64_t push = len;
+	if (e->c.mode == PP_PROTO_PUSH_PULL && len > (uint64_t)p->btp1 + p->btp2)
+		push = (uint64_t)p->btp1 + p->btp2;
+	else if (e->c.mode == PP_PROTO_PUSH_ZERO)
+		push = 0;
+	s->state = SEND_ACTIVE;
+	s->buf = buf;
+	s->len = len;
+	s->push_end = push;
+	s->next_off = 0;
+	s->end_off = push;
+	s->cookie = cookie;
+	s->peer = dst;
+	s->tag = (uint32_t)tag;
+	s->msg_id = p->next_msg_id++;
+	s->unacked = 0;
+	s->first_sent = 0;
+	s->gen_done = 0;
+	s->queued = 1;
+	s->copied = 0;
+	s->written = 0;
+	s->handed = 0;
+	s->served = 0;
+	s->below = 0;
+	s->error = 0;
+	list_add_tail(&p->sends, &s->all);
+	list_add_tail(&p->txq, &s->q);
+	e->user_ops++;
+	/* Written straight into a receive the peer published: done too. */
+	int written = pp_proto_rq_write(e, p, s);
+	if (written || (e->c.copy_max && len <= e->c.copy_max && push == len)) {
+		/* Eager: pushed whole, so nothing waits for a PULL that a
+		 * sender gone computing would serve late; the user's buffer is
+		 * free again now. */
+		if (!written) {
+			uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
+			if (len)
+				memcpy(copy, buf, (size_t)len);
+			s->buf = copy;
+		}
+		s->copied = 1;
+		e->nsends_copied++;
+		pp_proto_complete(e, cookie, 1, dst, (uint32_t)tag, len, 0);
+		e->st.msgs_tx++;
+	}
+	if (p->local && push < len && e->c.hooks.publish && !written)
+		e->c.hooks.publish(e->c.hooks.arg, dst, s->msg_id, buf, len);
+	return 0;
+}
+
+/* Take the next frame of the send at the head of txq into d. */
+void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d)
+{
+	uint64_t off = s->next_off, n;
+	uint8_t flags = 0;
+	if (!s->first_sent) {
+		pp_proto_credit_spend(e, p, s);
+		n = s->push_end;
+		if (e->c.mode == PP_PROTO_PUSH_PULL && n > p->btp1)
+			n = p->btp1;
+		if (n > e->maxp)
+			n = e->maxp;
+		flags = PP_WIRE_F_FIRST;
+		if (s->written) {
+			flags |= PP_WIRE_F_WRITTEN | PP_WIRE_F_LAST;
+		} else if (s->push_end < s->len) {
+			flags |= PP_WIRE_F_PULL;
+			/* The rest may be served below: say so before the
+			 * FIRST frame, and with it the PULL, can exist. */
+			if (e->c.hooks.handoff && !p->local && !s->copied)
+				s->handed =
+				    e->c.hooks.handoff(e->c.hooks.arg, s->peer, s->msg_id, s->tag,
+						       s->buf, s->len, s->push_end) == 0;
+		}
+		s->first_sent = 1;
+	} else {
+		uint64_t lim = off < s->push_end ? s->push_end : s->end_off;
+		n = lim - off;
+		if (n > e->maxp)
+			n = e->maxp;
+	}
+	if (off + n == s->len)
+		flags |= PP_WIRE_F_LAST;
+	if (s->copied)
+		flags |= PP_WIRE_F_COPIED;
+	d->type = off < s->push_end || (flags & PP_WIRE_F_FIRST) ? PP_WIRE_PUSH : PP_WIRE_DATA;
+	d->flags = flags;
+	d->len = (uint16_t)n;
+	d->obj = s;
+	d->offset = off;
+	s->next_off = s->written ? s->len : off + n;
+	if (s->below && s->next_off == s->push_end) /* the rest went below */
+		s->next_off = s->end_off = s->len;
+	s->unacked++;
+	if (s->next_off == s->len)
+		s->gen_done = 1;
+	list_del(&s->q);
+	if (s->next_off < s->end_off)
+		list_add_tail(&p->txq, &s->q); /* round robin between messages */
+	else
+		s->queued = 0;
+}
+
+void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h)
+{
+	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
+		struct send *s = container_of(l, struct send, all);
+		if (s->msg_id != h->msg_id)
+			continue;
+		/* A PULL again (its ack was lost) asks for nothing new. */
+		if (s->len != h->msg_len || s->end_off == s->len || s->served || s->below) {
+			e->st.drops[PP_DROP_STATE]++;
+			return;
+		}
+		if (pp_proto_pull_local(e, p, s, h))
+			return;
+		if (s->handed) {
+			/* The layer below decides once, seeing this PULL too. */
+			s->handed = 0;
+			if (!(h->flags & PP_WIRE_F_AGAIN) &&
+			    e->c.hooks.handoff_claim(e->c.hooks.arg, s->peer, s->msg_id)) {
+				/* The rest is the layer below's; pushes still
+				 * waiting for the window are still ours. */
+				s->served = 1;
+				return;
+			}
+			if (h->flags & PP_WIRE_F_AGAIN) /* it may still hold it */
+				e->c.hooks.handoff_cancel(e->c.hooks.arg, s->peer, s->msg_id);
+		}
+		/* The receiver gave the pushed bytes up: send them again as DATA. */
+		if ((h->flags & PP_WIRE_F_AGAIN) && h->offset < s->next_off) {
+			s->next_off = h->offset;
+			if (s->push_end > h->offset)
+				s->push_end = h->offset;
+		}
+		s->end_off = s->len;
+		e->st.pulls_served++;
+		if (!s->queued) {
+			s->queued = 1;
+			list_add_tail(&p->txq, &s->q);
+		}
+		return;
+	}
+	e->st.drops[PP_DROP_STATE]++;
+}
+
+int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int error)
+{
+	if (!e || dst >= e->c.nranks || !e->peers[dst].present)
+		return -EINVAL;
+	struct peer *p = &e->peers[dst];
+	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
+		struct send *s = container_of(l, struct send, all);
+		if (s->msg_id != msg_id)
+			continue;
+		if (s->handed)
+			return -EAGAIN; /* its PULL is not in yet: say it again then */
+		if (!s->served)
+			return -ENOENT;
+		s->served = 0;
+		s->below = 1;
+		s->error = error ? -ECONNRESET : 0;
+		/* Pushes that wait for the window still go (next_frame ends the
+		 * send after the last of them). */
+		if (s->next_off >= s->push_end) {
+			s->next_off = s->end_off = s->len;
+			s->gen_done = 1;
+			if (s->unacked == 0)
+				pp_proto_send_finish(e, s, s->error);
+		}
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
+{
+	if (s->copied) {
+		e->nsends_copied--; /* its completion went out at pp_proto_send */
+	} else {
+		/* The layer below still holds it: no byte more is read. */
+		if (s->handed || s->served)
+			e->c.hooks.handoff_cancel(e->c.hooks.arg, s->peer, s->msg_id);
+		pp_proto_complete(e, s->cookie, 1, s->peer, s->tag, s->len, error);
+		if (!error)
+			e->st.msgs_tx++;
+	}
+	list_del(&s->all);
+	if (s->queued)
+		list_del(&s->q);
+	s->state = SEND_FREE;
+	list_add_head(&e->send_free, &s->q); /* reused first, while its lines are warm */
+}
