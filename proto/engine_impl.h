@@ -13,8 +13,7 @@
  *   output.c   frames to send, and the timers
  *   local.c    intranode peers: direct copies, DONE PULLs, receive queue
  *   stage.c    prediction staging and pushed-buffer eviction
- * The layer below's hooks (conf.hooks) are called through the wrappers at
- * the end of this file, one each.
+ * The layer below's hooks (conf.hooks) are called through HOOK only.
  */
 #ifndef PP_PROTO_ENGINE_IMPL_H
 #define PP_PROTO_ENGINE_IMPL_H
@@ -32,6 +31,9 @@ struct link {
 	struct link *next; /* following element, or the head */
 	struct link *prev; /* preceding element, or the head */
 };
+
+/* Call hook name of the layer below (struct pp_proto_hooks) with its arg. */
+#define HOOK(e, name, ...) ((e)->c.hooks.name((e)->c.hooks.arg, __VA_ARGS__))
 
 #define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
 

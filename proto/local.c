@@ -24,8 +24,7 @@ void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p)
 	    r->msg_len - r->got > e->c.direct_chunk ? r->got + e->c.direct_chunk : r->msg_len;
 	uint64_t to = end < r->cap ? end : r->cap; /* truncated: the rest is not copied */
 	if (to > r->got) {
-		int rc = e->c.hooks.direct(e->c.hooks.arg, rank, r->msg_id, r->got, r->buf + r->got,
-					   to - r->got);
+		int rc = HOOK(e, direct, rank, r->msg_id, r->got, r->buf + r->got, to - r->got);
 		if (rc) {
 			/* Pull what is left as DATA frames instead. */
 			list_del(&r->pq);
@@ -105,8 +104,8 @@ void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
 		if (x->want_src == PP_PROTO_ANY || (x->want_src == r->want_src && !x->rq_slot))
 			return;
 	}
-	int slot = e->c.hooks.rq_post(e->c.hooks.arg, (uint32_t)r->want_src, r->want_tag, r->buf,
-				      r->cap, p->rx_msg_next);
+	int slot =
+	    HOOK(e, rq_post, (uint32_t)r->want_src, r->want_tag, r->buf, r->cap, p->rx_msg_next);
 	if (slot >= 0)
 		r->rq_slot = slot + 1;
 }
@@ -116,9 +115,9 @@ int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr
 	int written = (h->flags & PP_WIRE_F_WRITTEN) != 0;
 	if (!r->rq_slot && !written)
 		return 0;
-	int rc = r->rq_slot && e->recvq ? e->c.hooks.rq_take(e->c.hooks.arg, r->peer,
-							     r->rq_slot - 1, h->msg_id, written)
-					: -EPROTO;
+	int rc = r->rq_slot && e->recvq
+		     ? HOOK(e, rq_take, r->peer, r->rq_slot - 1, h->msg_id, written)
+		     : -EPROTO;
 	r->rq_slot = 0;
 	if (rc)
 		e->st.drops[PP_DROP_STATE]++;
@@ -141,7 +140,7 @@ void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r)
 	/* A claimed entry (-EBUSY) means the sender is writing this message:
 	 * the receive ends anyway (its peer is lost or the engine goes). */
 	if (r->rq_slot && e->recvq)
-		e->c.hooks.rq_withdraw(e->c.hooks.arg, (uint32_t)r->want_src, r->rq_slot - 1);
+		HOOK(e, rq_withdraw, (uint32_t)r->want_src, r->rq_slot - 1);
 	r->rq_slot = 0;
 }
 
@@ -150,7 +149,7 @@ int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
 	if (!e->recvq || !p->local || e->c.mode == PP_PROTO_PUSH_ALL || s->push_end >= s->len ||
 	    s->len - s->push_end < e->c.direct_min)
 		return 0;
-	if (e->c.hooks.rq_write(e->c.hooks.arg, s->peer, s->msg_id, s->tag, s->buf, s->len))
+	if (HOOK(e, rq_write, s->peer, s->msg_id, s->tag, s->buf, s->len))
 		return 0;
 	s->written = 1;
 	s->push_end = s->end_off = 0;

@@ -158,7 +158,7 @@ void pp_proto_place_take(struct pp_proto *e, struct rx *r)
 {
 	if (r->placed) {
 		r->placed = 0;
-		e->c.hooks.place_cancel(e->c.hooks.arg, r->peer, r->msg_id);
+		HOOK(e, place_cancel, r->peer, r->msg_id);
 	}
 }
 

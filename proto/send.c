@@ -70,7 +70,7 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 		e->st.msgs_tx++;
 	}
 	if (p->local && push < len && e->c.hooks.publish && !written)
-		e->c.hooks.publish(e->c.hooks.arg, dst, s->msg_id, buf, len);
+		HOOK(e, publish, dst, s->msg_id, buf, len);
 	return 0;
 }
 
@@ -94,9 +94,8 @@ void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, str
 			/* The rest may be served below: say so before the
 			 * FIRST frame, and with it the PULL, can exist. */
 			if (e->c.hooks.handoff && !p->local && !s->copied)
-				s->handed =
-				    e->c.hooks.handoff(e->c.hooks.arg, s->peer, s->msg_id, s->tag,
-						       s->buf, s->len, s->push_end) == 0;
+				s->handed = HOOK(e, handoff, s->peer, s->msg_id, s->tag, s->buf,
+						 s->len, s->push_end) == 0;
 		}
 		s->first_sent = 1;
 	} else {
@@ -144,14 +143,14 @@ void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_h
 			/* The layer below decides once, seeing this PULL too. */
 			s->handed = 0;
 			if (!(h->flags & PP_WIRE_F_AGAIN) &&
-			    e->c.hooks.handoff_claim(e->c.hooks.arg, s->peer, s->msg_id)) {
+			    HOOK(e, handoff_claim, s->peer, s->msg_id)) {
 				/* The rest is the layer below's; pushes still
 				 * waiting for the window are still ours. */
 				s->served = 1;
 				return;
 			}
 			if (h->flags & PP_WIRE_F_AGAIN) /* it may still hold it */
-				e->c.hooks.handoff_cancel(e->c.hooks.arg, s->peer, s->msg_id);
+				HOOK(e, handoff_cancel, s->peer, s->msg_id);
 		}
 		/* The receiver gave the pushed bytes up: send them again as DATA. */
 		if ((h->flags & PP_WIRE_F_AGAIN) && h->offset < s->next_off) {
@@ -206,7 +205,7 @@ void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 	} else {
 		/* The layer below still holds it: no byte more is read. */
 		if (s->handed || s->served)
-			e->c.hooks.handoff_cancel(e->c.hooks.arg, s->peer, s->msg_id);
+			HOOK(e, handoff_cancel, s->peer, s->msg_id);
 		pp_proto_complete(e, s->cookie, 1, s->peer, s->tag, s->len, error);
 		if (!error)
 			e->st.msgs_tx++;

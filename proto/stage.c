@@ -12,7 +12,7 @@ void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_
 	 * once the receive is posted; staging would add a copy. */
 	if (!h->msg_len || e->peers[src].local)
 		return NULL;
-	void *blk = e->c.hooks.stage(e->c.hooks.arg, src, h->tag, h->msg_len);
+	void *blk = HOOK(e, stage, src, h->tag, h->msg_len);
 	if (blk)
 		e->st.staged_msgs++;
 	return blk;
@@ -20,7 +20,7 @@ void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_
 
 void pp_proto_stage_release(struct pp_proto *e, struct rx *r)
 {
-	e->c.hooks.unstage(e->c.hooks.arg, r->stage);
+	HOOK(e, unstage, r->stage);
 	r->stage = NULL;
 }
 
@@ -45,7 +45,7 @@ void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
 /* How far ahead r is expected: its position, INT32_MAX when not at all. */
 static int32_t expected_at(struct pp_proto *e, const struct rx *r)
 {
-	int a = e->c.hooks.stage_ahead(e->c.hooks.arg, r->peer, r->tag);
+	int a = HOOK(e, stage_ahead, r->peer, r->tag);
 	return a < 0 ? INT32_MAX : a;
 }
 
@@ -100,7 +100,7 @@ void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r)
 		return;
 	}
 	uint64_t n = r->got < r->cap ? r->got : r->cap;
-	uint64_t pages = n ? e->c.hooks.stage_place(e->c.hooks.arg, r->buf, r->stage, n) : 0;
+	uint64_t pages = n ? HOOK(e, stage_place, r->buf, r->stage, n) : 0;
 	e->st.pages_remapped += pages;
 	e->st.copies_avoided += pages * 4096u;
 	pp_proto_stage_release(e, r);

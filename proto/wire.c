@@ -104,25 +104,6 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	return PP_WIRE_MIN_FRAME;
 }
 
-/* The header fields after the first word, from the wire. */
-static void get_fields(const uint8_t *p, struct pp_wire_hdr *x)
-{
-	x->job = get32(p + PP_WIRE_OFF_JOB);
-	x->stream = get16(p + PP_WIRE_OFF_STREAM);
-	x->ack_stream = get16(p + PP_WIRE_OFF_ACK_STREAM);
-	x->seq = get32(p + PP_WIRE_OFF_SEQ);
-	x->ack = get32(p + PP_WIRE_OFF_ACK);
-	x->credit = get16(p + PP_WIRE_OFF_CREDIT);
-	x->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
-	x->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
-	x->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
-	x->tag = get32(p + PP_WIRE_OFF_TAG);
-	x->msg_len = get64(p + PP_WIRE_OFF_MSG_LEN);
-	x->offset = get64(p + PP_WIRE_OFF_OFFSET);
-	x->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);
-	x->dst_inc = get32(p + PP_WIRE_OFF_DST_INC);
-}
-
 /* The rules after length and CRC: job, ranks, ranges. PP_DROP_MAX when the
  * header passes. */
 static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
@@ -146,27 +127,53 @@ static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
 	return PP_DROP_MAX;
 }
 
+/* The header fields after the first word, from the wire, checked
+ * (check_fields). */
+static enum pp_drop_reason get_fields(const uint8_t *p, struct pp_wire_hdr *x,
+				      const struct pp_wire_check *chk)
+{
+	x->job = get32(p + PP_WIRE_OFF_JOB);
+	x->stream = get16(p + PP_WIRE_OFF_STREAM);
+	x->ack_stream = get16(p + PP_WIRE_OFF_ACK_STREAM);
+	x->seq = get32(p + PP_WIRE_OFF_SEQ);
+	x->ack = get32(p + PP_WIRE_OFF_ACK);
+	x->credit = get16(p + PP_WIRE_OFF_CREDIT);
+	x->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
+	x->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
+	x->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
+	x->tag = get32(p + PP_WIRE_OFF_TAG);
+	x->msg_len = get64(p + PP_WIRE_OFF_MSG_LEN);
+	x->offset = get64(p + PP_WIRE_OFF_OFFSET);
+	x->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);
+	x->dst_inc = get32(p + PP_WIRE_OFF_DST_INC);
+	return check_fields(x, chk);
+}
+
+/* The first four bytes of a wire frame of our EtherType: version, a known
+ * type, flags and payload length into x; PP_DROP_MAX when sound. */
+static enum pp_drop_reason get_prefix(const uint8_t *frame, size_t len, struct pp_wire_hdr *x)
+{
+	if (len < PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE)
+		return PP_DROP_SHORT;
+	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	if (p[0] >> 4 != PP_WIRE_VERSION)
+		return PP_DROP_VERSION;
+	x->type = p[0] & 0x0f;
+	if (!type_valid(x->type))
+		return PP_DROP_TYPE;
+	x->flags = p[1];
+	x->payload_len = get16(p + PP_WIRE_OFF_PAYLOAD_LEN);
+	return PP_DROP_MAX;
+}
+
 int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
 		   struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why)
 {
-	enum pp_drop_reason r;
 	struct pp_wire_hdr x;
-	if (len < PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE) {
-		r = PP_DROP_SHORT;
+	enum pp_drop_reason r = get_prefix(frame, len, &x);
+	if (r != PP_DROP_MAX)
 		goto drop;
-	}
 	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
-	if (p[0] >> 4 != PP_WIRE_VERSION) {
-		r = PP_DROP_VERSION;
-		goto drop;
-	}
-	x.type = p[0] & 0x0f;
-	if (!type_valid(x.type)) {
-		r = PP_DROP_TYPE;
-		goto drop;
-	}
-	x.flags = p[1];
-	x.payload_len = get16(p + PP_WIRE_OFF_PAYLOAD_LEN);
 	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_WIRE_ETH_LEN > chk->mtu ||
 	    (x.payload_len && !type_has_payload(x.type))) {
 		r = PP_DROP_LENGTH;
@@ -181,8 +188,7 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 		r = PP_DROP_CRC;
 		goto drop;
 	}
-	get_fields(p, &x);
-	r = check_fields(&x, chk);
+	r = get_fields(p, &x, chk);
 	if (r != PP_DROP_MAX)
 		goto drop;
 	*h = x;
@@ -196,25 +202,19 @@ drop:
 int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
 			  struct pp_wire_hdr *h, enum pp_drop_reason *why)
 {
-	enum pp_drop_reason r = PP_DROP_SHORT;
 	struct pp_wire_hdr x;
-	if (len != PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE)
+	enum pp_drop_reason r =
+	    len == PP_WIRE_MIN_FRAME ? get_prefix(frame, len, &x) : PP_DROP_SHORT;
+	if (r != PP_DROP_MAX)
 		goto drop;
 	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
-	r = PP_DROP_VERSION;
-	if (p[0] >> 4 != PP_WIRE_VERSION)
-		goto drop;
-	x.type = p[0] & 0x0f;
 	r = PP_DROP_TYPE;
 	if (x.type != PP_WIRE_DATA)
 		goto drop;
-	x.flags = p[1];
-	x.payload_len = get16(p + PP_WIRE_OFF_PAYLOAD_LEN);
 	r = PP_DROP_LENGTH;
 	if (!x.payload_len || PP_WIRE_HDR_LEN + (size_t)x.payload_len > chk->mtu)
 		goto drop;
-	get_fields(p, &x);
-	r = check_fields(&x, chk);
+	r = get_fields(p, &x, chk);
 	if (r != PP_DROP_MAX)
 		goto drop;
 	*h = x;

@@ -223,6 +223,12 @@ int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_
  */
 int pp_wire_peek(const uint8_t *frame, size_t len, struct pp_wire_peek *pk);
 
+/* The type of a frame at least PP_WIRE_MIN_FRAME bytes long, unchecked. */
+static inline uint8_t pp_wire_type_of(const uint8_t *frame)
+{
+	return frame[PP_WIRE_ETH_LEN + PP_WIRE_OFF_VER_TYPE] & 0x0f;
+}
+
 /* Name of a drop reason ("short", "crc", ...), "?" when out of range. */
 const char *pp_wire_drop_name(enum pp_drop_reason r);
 

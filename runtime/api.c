@@ -82,7 +82,7 @@ static void ctx_free(pp_ctx *ctx)
 	}
 	pp_rt_pred_fini(ctx);
 	pp_req_pool_fini(ctx);
-	free(ctx->peers);
+	pp_membership_fini(ctx);
 	free(ctx);
 }
 
@@ -102,8 +102,9 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	ctx->rank = ctx->cfg.rank;
 	ctx->size = ctx->cfg.size;
 	ctx->inc = pp_membership_incarnation();
-	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
-	rc = ctx->peers ? pp_req_pool_init(ctx, 2 * PP_MAX_MSGS) : -ENOMEM;
+	rc = pp_membership_init(ctx);
+	if (rc == 0)
+		rc = pp_req_pool_init(ctx, 2 * PP_MAX_MSGS);
 	if (rc)
 		goto fail;
 
@@ -139,11 +140,6 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	}
 	if ((rc = pp_membership_join(ctx)))
 		goto fail;
-	for (int r = 0; r < ctx->size; r++)
-		if (r != ctx->rank &&
-		    (rc = pp_proto_peer_add(ctx->eng, (uint32_t)r, ctx->peers[r].mac,
-					    ctx->peers[r].inc)))
-			goto fail;
 	if ((rc = pp_shm_link_init(ctx)))
 		goto fail;
 	if ((rc = pp_handlers_start(ctx)))
@@ -312,8 +308,11 @@ PP_API int pp_test(pp_req **req, int *done, pp_status *st)
 
 PP_API int pp_wait(pp_req **req, pp_status *st)
 {
-	if (!valid(req))
-		return -EINVAL;
+	return valid(req) ? pp_ctx_wait(req, st) : -EINVAL;
+}
+
+int pp_ctx_wait(pp_req **req, pp_status *st)
+{
 	struct pp_req *r = *req;
 	pp_ctx *ctx = r->ctx;
 	const uint64_t silence = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
@@ -411,7 +410,7 @@ PP_API int pp_prerecv(pp_ctx *ctx, unsigned site)
 {
 	if (!ctx)
 		return -EINVAL;
-	ctx->pred_site = site; /* used by the next receive to complete */
+	pp_rt_pred_site(ctx, site); /* used by the next receive to complete */
 	return 0;
 }
 
@@ -425,10 +424,7 @@ PP_API int pp_get_stats(pp_ctx *ctx, struct pp_stats *out)
 	pp_proto_stats(ctx->eng, &s);
 	s.frames_rx = ctx->frames_rx;
 	s.frames_tx = ctx->frames_tx;
-	s.pred_predictions = ctx->pred_predictions;
-	s.pred_hits = ctx->pred_hits;
-	s.pred_misses = ctx->pred_misses;
-	pp_rt_stage_stats(ctx, &s);
+	pp_rt_pred_stats(ctx, &s);
 	pp_ctx_leave(ctx);
 	*out = s;
 	return 0;

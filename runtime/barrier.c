@@ -10,8 +10,6 @@
 
 #include "ctx.h"
 
-#define PP_TAG_BARRIER (-2)
-
 PP_API int pp_barrier(pp_ctx *ctx)
 {
 	if (!ctx)
@@ -25,10 +23,10 @@ PP_API int pp_barrier(pp_ctx *ctx)
 		if (rc)
 			return rc;
 		if ((rc = pp_ctx_start(ctx, 1, &dummy, 0, to, PP_TAG_BARRIER, &s))) {
-			pp_wait(&r, NULL);
+			pp_ctx_wait(&r, NULL);
 			return rc;
 		}
-		int rs = pp_wait(&s, NULL), rr = pp_wait(&r, NULL);
+		int rs = pp_ctx_wait(&s, NULL), rr = pp_ctx_wait(&r, NULL);
 		if (rs || rr)
 			return rs ? rs : rr;
 	}

@@ -21,6 +21,13 @@
 #include "pp.h"
 #include "pp_port.h"
 
+/* The library's own tags: below zero, which user receives (tags >= 0, or
+ * PP_ANY_TAG) never match (-1 is the engine's wildcard). */
+enum pp_reserved_tag {
+	PP_TAG_BARRIER = -2, /* pp_barrier's empty messages (barrier.c) */
+	PP_TAG_SHM = -3,     /* the intranode link's set-up words (shm_link.c) */
+};
+
 #define PP_CTX_BURST 32
 #define PP_NODE_NAME 64
 
@@ -53,6 +60,17 @@ struct pp_peer_info {
 	char node[PP_NODE_NAME]; /* its node name */
 };
 
+/* What membership knows (membership.c owns it; others ask it). */
+struct pp_membership {
+	struct pp_peer_info *peers; /* per rank, from discovery */
+	uint32_t nknown;	    /* ranks heard from (self included) */
+	uint64_t next_hello;	    /* when discovery sends its next HELLO */
+	uint32_t nbye;		    /* peers that said goodbye */
+	uint64_t bye_last;	    /* when a peer last asked for our BYE */
+	int leaving;		    /* pp_finalize is saying goodbye */
+	int joined;		    /* discovery is over */
+};
+
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
 struct pp_shm_link;	 /* the node segment and its rings (shm_link.c) */
 struct pp_stage;	 /* prediction staging memory (predict/staging.h) */
@@ -61,6 +79,21 @@ struct pp_stage;	 /* prediction staging memory (predict/staging.h) */
 struct pp_rt_pred_buf {
 	uint64_t id;	/* message id */
 	uintptr_t addr; /* its buffer */
+};
+
+/* The receive predictor and its staging (predictor.c owns it). */
+struct pp_rt_pred {
+	struct pp_pred *model;	       /* NULL when predict=off */
+	uint64_t next;		       /* id it expects for the next receive */
+	int have;		       /* next is valid */
+	uint32_t site;		       /* call site from pp_prerecv for the next receive */
+	uint64_t predictions;	       /* predictions scored */
+	uint64_t hits;		       /* ... that were right */
+	uint64_t misses;	       /* ... that were wrong */
+	uint64_t ahead[PP_PRED_AHEAD]; /* ids expected for the next receives */
+	unsigned nahead;	       /* how many of them are valid */
+	struct pp_rt_pred_buf *bufs;   /* last buffer per id, PP_PRED_BUFS slots */
+	struct pp_stage *stage;	       /* staging memory, NULL when off */
 };
 
 #define PP_ZC_MIN  2048 /* smallest payload sent from the user's buffer */
@@ -93,13 +126,7 @@ struct pp_ctx {
 	uint32_t free_head;  /* first free request, UINT32_MAX if none */
 	uint32_t active;     /* requests handed to the engine */
 
-	struct pp_peer_info *peers; /* per rank, from discovery */
-	uint32_t nknown;	    /* ranks heard from (self included) */
-	uint64_t next_hello;	    /* when discovery sends its next HELLO */
-	uint32_t nbye;		    /* peers that said goodbye */
-	uint64_t bye_last;	    /* when a peer last asked for our BYE */
-	int leaving;		    /* pp_finalize is saying goodbye */
-	int joined;		    /* discovery is over */
+	struct pp_membership mem; /* membership.c's */
 
 	struct pp_buf *txq[PP_CTX_BURST];   /* frames written but not yet taken */
 	unsigned ntxq;			    /* how many */
@@ -108,19 +135,9 @@ struct pp_ctx {
 	uint64_t last_rx;		    /* time of the last frame received */
 	uint64_t frames_rx, frames_tx;	    /* port-level counters for pp_get_stats */
 
-	struct pp_pred *pred;	   /* receive predictor, NULL when predict=off */
-	uint64_t pred_next;	   /* id it expects for the next receive */
-	int pred_have;		   /* pred_next is valid */
-	uint32_t pred_site;	   /* call site from pp_prerecv for the next receive */
-	uint64_t pred_predictions; /* predictions scored */
-	uint64_t pred_hits;	   /* ... that were right */
-	uint64_t pred_misses;	   /* ... that were wrong */
+	struct pp_rt_pred pred; /* predictor.c's */
 
-	struct pp_zc zc;		    /* zero-copy transmit */
-	uint64_t pred_ahead[PP_PRED_AHEAD]; /* ids expected for the next receives */
-	unsigned pred_nahead;		    /* how many of them are valid */
-	struct pp_rt_pred_buf *pred_bufs;   /* last buffer per id, PP_PRED_BUFS slots */
-	struct pp_stage *stage;		    /* staging memory, NULL when off */
+	struct pp_zc zc; /* zero-copy transmit */
 
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
@@ -133,6 +150,7 @@ struct pp_ctx {
 	uint64_t now;		 /* the clock as the last pass read it */
 	unsigned clock_skip;	 /* idle passes left that reuse it */
 	unsigned expiry_skip;	 /* passes since the timers were last looked at */
+	int in_pass;		 /* a progress pass is running (it must not nest) */
 };
 
 /* Take and release the engine. Only pull handlers make this a real lock;
@@ -169,9 +187,18 @@ void pp_ctx_push(pp_ctx *ctx);
  * the real-time clock, in ms), never 0. */
 uint32_t pp_membership_incarnation(void);
 
-/* Discovery: find every rank of the job or fail after timeout_ms.
- * Errors: -ETIMEDOUT (the missing ranks are logged), -EINVAL (cluster file). */
+/* Membership (membership.c). init/fini: its per-rank table (-ENOMEM).
+ * join: discovery: find every rank of the job or fail after timeout_ms, then
+ * add every peer to the engine. Errors: -ETIMEDOUT (the missing ranks are
+ * logged), -EINVAL (cluster file), the engine's. peer: what discovery knows
+ * of rank. left: rank is gone (its BYE came, or crashed: it died without
+ * one, and what needs it fails now); 1 when that is news, 0 when it had
+ * left already. */
+int pp_membership_init(pp_ctx *ctx);
+void pp_membership_fini(pp_ctx *ctx);
 int pp_membership_join(pp_ctx *ctx);
+const struct pp_peer_info *pp_membership_peer(const pp_ctx *ctx, uint32_t rank);
+int pp_membership_left(pp_ctx *ctx, uint32_t rank, int crashed);
 
 /* Say goodbye to every peer and wait for theirs (see membership.c).
  * Errors: -ETIMEDOUT (some peer silent past deadline). */
@@ -185,16 +212,22 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
  * Errors: -ENOMEM (no request free), the engine's errors. */
 int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int tag, pp_req **out);
 
+/* pp_wait for a request the library started itself (set-up exchanges, the
+ * barrier): the same loop, no argument check. */
+int pp_ctx_wait(pp_req **req, pp_status *st);
+
 /* The receive predictor (predictor.c). init: -EINVAL for an unknown name,
  * -ENOMEM; with a predictor it makes the staging pool too. receive: one
  * completed receive into buf, on the completion path. stage_hooks: the
  * engine's staging hooks in h when there is a pool (arg: the context).
- * stats: add the staging counters the runtime keeps. */
+ * site: the call site of the next receive (pp_prerecv). stats: its counters
+ * into st. */
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
 void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf);
 void pp_rt_stage_hooks(pp_ctx *ctx, struct pp_proto_hooks *h);
-void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st);
+void pp_rt_pred_site(pp_ctx *ctx, unsigned site);
+void pp_rt_pred_stats(const pp_ctx *ctx, struct pp_stats *st);
 
 /* Zero-copy transmit (zcopy.c): the next frame into b, b->len set; returns
  * its length, 0 when none, or pp_proto_output's error. fini drops the

@@ -88,7 +88,7 @@ uint32_t pp_membership_incarnation(void)
 
 static int all_known(const pp_ctx *ctx)
 {
-	return ctx->nknown == (uint32_t)ctx->size;
+	return ctx->mem.nknown == (uint32_t)ctx->size;
 }
 
 /* HELLO or BYE: unsequenced frames the runtime sends itself. Only HELLO
@@ -112,7 +112,7 @@ static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], ui
 	    .src_inc = ctx->inc,
 	    .dst_inc = dst_inc,
 	};
-	snprintf(p.node, sizeof(p.node), "%s", ctx->peers[ctx->rank].node);
+	snprintf(p.node, sizeof(p.node), "%s", ctx->mem.peers[ctx->rank].node);
 	if (pp_port_alloc(ctx->port, &b, 1) != 1)
 		return; /* no buffer now; the next interval tries again */
 	int len = pp_wire_encode(b->data, b->cap, dst_mac, ctx->port_info.mac, &h, &p);
@@ -128,17 +128,17 @@ static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], ui
 static void forget(pp_ctx *ctx, struct pp_peer_info *pi)
 {
 	pi->known = pi->knows_all = 0;
-	ctx->nknown--;
+	ctx->mem.nknown--;
 }
 
 /* A HELLO from rank h->src_rank at src_mac. */
 static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t *src_mac,
 			const uint8_t *payload)
 {
-	struct pp_peer_info *pi = &ctx->peers[h->src_rank];
+	struct pp_peer_info *pi = &ctx->mem.peers[h->src_rank];
 	struct hello p;
 
-	if (ctx->leaving || h->payload_len < sizeof(p))
+	if (ctx->mem.leaving || h->payload_len < sizeof(p))
 		return;
 	memcpy(&p, payload, sizeof(p));
 	p.node[sizeof(p.node) - 1] = '\0';
@@ -157,7 +157,7 @@ static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t 
 	if (pi->known && h->src_inc != pi->inc) {
 		if (!pp_wire_inc_after(h->src_inc, pi->inc))
 			return; /* from an earlier life of the rank: stale */
-		if (ctx->joined) {
+		if (ctx->mem.joined) {
 			if (!pp_proto_peer_lost(ctx->eng, h->src_rank)) {
 				pp_warn("rank %u started again (incarnation %u, this job knew %u): "
 					"its operations fail",
@@ -177,10 +177,10 @@ static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t 
 			snprintf(pi->node, sizeof(pi->node), "%s", p.node);
 		pi->inc = h->src_inc;
 		pi->known = 1;
-		ctx->nknown++;
+		ctx->mem.nknown++;
 	}
 	pi->knows_all = p.knows_all;
-	if (h->msg_id == HELLO_REQUEST && (!p.knows_all || ctx->joined))
+	if (h->msg_id == HELLO_REQUEST && (!p.knows_all || ctx->mem.joined))
 		send_control(ctx, PP_WIRE_HELLO, pi->mac, h->src_rank, pi->inc, 0);
 }
 
@@ -200,21 +200,17 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 		hello_input(ctx, &h, frame + 6, payload);
 		return;
 	}
-	struct pp_peer_info *pi = &ctx->peers[h.src_rank];
+	struct pp_peer_info *pi = &ctx->mem.peers[h.src_rank];
 	if (!pi->known || h.src_inc != pi->inc) {
 		pp_debug("membership: BYE of rank %u's incarnation %u dropped (stale)", h.src_rank,
 			 h.src_inc);
 		return;
 	}
-	if (!pi->bye) {
-		pi->bye = 1;
-		ctx->nbye++;
-		pp_proto_peer_gone(ctx->eng, h.src_rank);
-	}
+	pp_membership_left(ctx, h.src_rank, 0);
 	if (h.msg_id) {
 		pi->has_our_bye = 1;
-	} else if (ctx->leaving) { /* it lacks ours: answer, and keep waiting */
-		ctx->bye_last = now;
+	} else if (ctx->mem.leaving) { /* it lacks ours: answer, and keep waiting */
+		ctx->mem.bye_last = now;
 		send_control(ctx, PP_WIRE_BYE, pi->mac, h.src_rank, pi->inc, 1);
 	}
 }
@@ -246,7 +242,8 @@ static int load_cluster(pp_ctx *ctx)
 		n = sscanf(line, "%d %63s %63s", &rank, mac, node);
 		if (n <= 0)
 			continue; /* blank or comment */
-		struct pp_peer_info *pi = rank >= 0 && rank < ctx->size ? &ctx->peers[rank] : NULL;
+		struct pp_peer_info *pi =
+		    rank >= 0 && rank < ctx->size ? &ctx->mem.peers[rank] : NULL;
 		uint8_t m[6];
 		if (n < 2 || !pi || pp_mac_parse(mac, m)) {
 			pp_err("cluster file %s:%d: want 'RANK MAC [NODE]' with RANK < %d",
@@ -281,7 +278,7 @@ static void say_hello(pp_ctx *ctx, uint32_t request)
 		return;
 	}
 	for (int r = 0; r < ctx->size; r++) {
-		const struct pp_peer_info *pi = &ctx->peers[r];
+		const struct pp_peer_info *pi = &ctx->mem.peers[r];
 		if (r != ctx->rank)
 			send_control(ctx, PP_WIRE_HELLO, pi->mac, (uint32_t)r,
 				     pi->known ? pi->inc : 0, request);
@@ -291,7 +288,7 @@ static void say_hello(pp_ctx *ctx, uint32_t request)
 static int everyone_knows_all(const pp_ctx *ctx)
 {
 	for (int r = 0; r < ctx->size; r++)
-		if (r != ctx->rank && !ctx->peers[r].knows_all)
+		if (r != ctx->rank && !ctx->mem.peers[r].knows_all)
 			return 0;
 	return 1;
 }
@@ -301,7 +298,7 @@ static void log_missing(const pp_ctx *ctx)
 	char list[512];
 	size_t n = 0;
 	for (int r = 0; r < ctx->size && n + 12 < sizeof(list); r++)
-		if (r != ctx->rank && !ctx->peers[r].known)
+		if (r != ctx->rank && !ctx->mem.peers[r].known)
 			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", n ? "," : "", r);
 	list[n] = '\0';
 	if (n)
@@ -312,9 +309,57 @@ static void log_missing(const pp_ctx *ctx)
 		       ctx->cfg.timeout_ms);
 }
 
+int pp_membership_init(pp_ctx *ctx)
+{
+	ctx->mem.peers = calloc((size_t)ctx->size, sizeof(*ctx->mem.peers));
+	return ctx->mem.peers ? 0 : -ENOMEM;
+}
+
+void pp_membership_fini(pp_ctx *ctx)
+{
+	free(ctx->mem.peers);
+	ctx->mem.peers = NULL;
+}
+
+const struct pp_peer_info *pp_membership_peer(const pp_ctx *ctx, uint32_t rank)
+{
+	return &ctx->mem.peers[rank];
+}
+
+int pp_membership_left(pp_ctx *ctx, uint32_t rank, int crashed)
+{
+	struct pp_peer_info *pi = &ctx->mem.peers[rank];
+	if (pi->bye)
+		return 0;
+	pi->bye = 1;
+	ctx->mem.nbye++;
+	if (crashed) { /* it will never have our goodbye; what needs it fails */
+		pi->has_our_bye = 1;
+		if (pp_proto_peer_busy(ctx->eng, rank)) {
+			pp_proto_peer_fail(ctx->eng, rank);
+			return 1;
+		}
+	}
+	pp_proto_peer_gone(ctx->eng, rank);
+	return 1;
+}
+
+/* Every rank known: the engine may reach them. */
+static int add_peers(pp_ctx *ctx)
+{
+	for (int r = 0; r < ctx->size; r++) {
+		const struct pp_peer_info *pi = &ctx->mem.peers[r];
+		int rc =
+		    r == ctx->rank ? 0 : pp_proto_peer_add(ctx->eng, (uint32_t)r, pi->mac, pi->inc);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int pp_membership_join(pp_ctx *ctx)
 {
-	struct pp_peer_info *self = &ctx->peers[ctx->rank];
+	struct pp_peer_info *self = &ctx->mem.peers[ctx->rank];
 	memcpy(self->mac, ctx->port_info.mac, 6);
 	if (ctx->cfg.node[0])
 		snprintf(self->node, sizeof(self->node), "%.*s", PP_NODE_NAME - 1, ctx->cfg.node);
@@ -322,7 +367,7 @@ int pp_membership_join(pp_ctx *ctx)
 		strcpy(self->node, "?");
 	self->node[sizeof(self->node) - 1] = '\0';
 	self->known = self->knows_all = 1;
-	ctx->nknown = 1;
+	ctx->mem.nknown = 1;
 
 	if (ctx->cfg.cluster[0]) {
 		int rc = load_cluster(ctx);
@@ -331,21 +376,21 @@ int pp_membership_join(pp_ctx *ctx)
 	}
 
 	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
-	ctx->next_hello = 0;
+	ctx->mem.next_hello = 0;
 	for (;;) {
 		uint64_t now = pp_now_ns();
 		if (all_known(ctx) && everyone_knows_all(ctx)) {
 			say_hello(ctx, 0);
-			ctx->joined = 1;
-			return 0;
+			ctx->mem.joined = 1;
+			return add_peers(ctx);
 		}
 		if (now >= deadline) {
 			log_missing(ctx);
 			return -ETIMEDOUT;
 		}
-		if (now >= ctx->next_hello) {
+		if (now >= ctx->mem.next_hello) {
 			say_hello(ctx, HELLO_REQUEST);
-			ctx->next_hello = now + PP_HELLO_INTERVAL_NS;
+			ctx->mem.next_hello = now + PP_HELLO_INTERVAL_NS;
 		}
 		pp_ctx_progress(ctx);
 	}
@@ -355,9 +400,9 @@ int pp_membership_join(pp_ctx *ctx)
  * has it, or nobody asked for PP_BYE_QUIET. */
 static int may_leave(const pp_ctx *ctx, uint64_t now)
 {
-	int quiet = now - ctx->bye_last >= PP_BYE_QUIET_NS;
+	int quiet = now - ctx->mem.bye_last >= PP_BYE_QUIET_NS;
 	for (int r = 0; r < ctx->size; r++) {
-		const struct pp_peer_info *pi = &ctx->peers[r];
+		const struct pp_peer_info *pi = &ctx->mem.peers[r];
 		if (r == ctx->rank || pp_proto_peer_lost(ctx->eng, (uint32_t)r))
 			continue;
 		if (!pi->bye || (!pi->has_our_bye && !quiet))
@@ -369,20 +414,20 @@ static int may_leave(const pp_ctx *ctx, uint64_t now)
 int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
 {
 	uint64_t next = 0;
-	ctx->leaving = 1;
-	ctx->bye_last = pp_now_ns();
+	ctx->mem.leaving = 1;
+	ctx->mem.bye_last = pp_now_ns();
 	for (;;) {
 		uint64_t now = pp_now_ns();
 		if (may_leave(ctx, now))
 			return 0;
 		if (now > deadline) {
 			pp_warn("pp_finalize: %d of %d peers did not say goodbye in time",
-				ctx->size - 1 - (int)ctx->nbye, ctx->size - 1);
+				ctx->size - 1 - (int)ctx->mem.nbye, ctx->size - 1);
 			return -ETIMEDOUT;
 		}
 		if (now >= next) {
 			for (int r = 0; r < ctx->size; r++) {
-				struct pp_peer_info *pi = &ctx->peers[r];
+				struct pp_peer_info *pi = &ctx->mem.peers[r];
 				if (r != ctx->rank && !pi->has_our_bye &&
 				    !pp_proto_peer_lost(ctx->eng, (uint32_t)r))
 					send_control(ctx, PP_WIRE_BYE, pi->mac, (uint32_t)r,

@@ -28,16 +28,16 @@
 /* The staging pool of a predictor (pp_rt_pred_init). */
 static int stage_start(pp_ctx *ctx)
 {
-	if (!ctx->pred)
+	if (!ctx->pred.model)
 		return 0; /* stage_bytes=0 still ranks messages for eviction */
-	ctx->pred_bufs = calloc(PP_PRED_BUFS, sizeof(*ctx->pred_bufs));
-	ctx->stage = calloc(1, sizeof(*ctx->stage));
-	if (!ctx->pred_bufs || !ctx->stage)
+	ctx->pred.bufs = calloc(PP_PRED_BUFS, sizeof(*ctx->pred.bufs));
+	ctx->pred.stage = calloc(1, sizeof(*ctx->pred.stage));
+	if (!ctx->pred.bufs || !ctx->pred.stage)
 		return -ENOMEM;
-	int rc = pp_stage_init(ctx->stage, ctx->cfg.stage_bytes, -1, ctx->cfg.stage_remap);
+	int rc = pp_stage_init(ctx->pred.stage, ctx->cfg.stage_bytes, -1, ctx->cfg.stage_remap);
 	if (rc) {
-		free(ctx->stage);
-		ctx->stage = NULL;
+		free(ctx->pred.stage);
+		ctx->pred.stage = NULL;
 		return rc;
 	}
 	return 0;
@@ -45,11 +45,11 @@ static int stage_start(pp_ctx *ctx)
 
 int pp_rt_pred_init(pp_ctx *ctx)
 {
-	ctx->pred_site = PP_PRED_NO_SITE;
+	ctx->pred.site = PP_PRED_NO_SITE;
 	if (strcmp(ctx->cfg.predict, "off") == 0)
 		return 0;
 	struct pp_pred_params prm = {.max_ahead = PP_PRED_AHEAD};
-	int rc = pp_pred_create(ctx->cfg.predict, &prm, &ctx->pred);
+	int rc = pp_pred_create(ctx->cfg.predict, &prm, &ctx->pred.model);
 	if (rc == -ENOENT) {
 		char names[256];
 		size_t n = 0;
@@ -64,15 +64,15 @@ int pp_rt_pred_init(pp_ctx *ctx)
 
 void pp_rt_pred_fini(pp_ctx *ctx)
 {
-	pp_pred_destroy(ctx->pred);
-	ctx->pred = NULL;
-	if (ctx->stage) {
-		pp_stage_fini(ctx->stage);
-		free(ctx->stage);
-		ctx->stage = NULL;
+	pp_pred_destroy(ctx->pred.model);
+	ctx->pred.model = NULL;
+	if (ctx->pred.stage) {
+		pp_stage_fini(ctx->pred.stage);
+		free(ctx->pred.stage);
+		ctx->pred.stage = NULL;
 	}
-	free(ctx->pred_bufs);
-	ctx->pred_bufs = NULL;
+	free(ctx->pred.bufs);
+	ctx->pred.bufs = NULL;
 }
 
 static uint64_t envelope_id(uint32_t src, uint32_t tag)
@@ -85,8 +85,8 @@ static int hook_ahead(void *arg, uint32_t src, uint32_t tag)
 {
 	const pp_ctx *ctx = arg;
 	uint64_t id = envelope_id(src, tag);
-	for (unsigned i = 0; i < ctx->pred_nahead; i++)
-		if (ctx->pred_ahead[i] == id)
+	for (unsigned i = 0; i < ctx->pred.nahead; i++)
+		if (ctx->pred.ahead[i] == id)
 			return (int)i;
 	return -1;
 }
@@ -97,26 +97,26 @@ static void *hook_stage(void *arg, uint32_t src, uint32_t tag, uint64_t msg_len)
 	if (hook_ahead(ctx, src, tag) < 0 || msg_len > SIZE_MAX)
 		return NULL;
 	uint64_t id = envelope_id(src, tag);
-	const struct pp_rt_pred_buf *b = &ctx->pred_bufs[id % PP_PRED_BUFS];
-	return pp_stage_alloc(ctx->stage, (size_t)msg_len, b->id == id ? b->addr : 0);
+	const struct pp_rt_pred_buf *b = &ctx->pred.bufs[id % PP_PRED_BUFS];
+	return pp_stage_alloc(ctx->pred.stage, (size_t)msg_len, b->id == id ? b->addr : 0);
 }
 
 static void hook_unstage(void *arg, void *block)
 {
 	pp_ctx *ctx = arg;
-	if (pp_stage_free(ctx->stage, block))
+	if (pp_stage_free(ctx->pred.stage, block))
 		pp_err("staging: a block the pool does not hold was given back");
 }
 
 static uint64_t hook_place(void *arg, void *dst, const void *block, uint64_t n)
 {
 	pp_ctx *ctx = arg;
-	return pp_stage_place(ctx->stage, dst, block, (size_t)n);
+	return pp_stage_place(ctx->pred.stage, dst, block, (size_t)n);
 }
 
 void pp_rt_stage_hooks(pp_ctx *ctx, struct pp_proto_hooks *h)
 {
-	if (!ctx->stage)
+	if (!ctx->pred.stage)
 		return;
 	h->stage = hook_stage;
 	h->unstage = hook_unstage;
@@ -124,29 +124,37 @@ void pp_rt_stage_hooks(pp_ctx *ctx, struct pp_proto_hooks *h)
 	h->stage_ahead = hook_ahead;
 }
 
-void pp_rt_stage_stats(const pp_ctx *ctx, struct pp_stats *st)
+void pp_rt_pred_site(pp_ctx *ctx, unsigned site)
 {
-	st->stage_peak = ctx->stage ? ctx->stage->peak : 0;
+	ctx->pred.site = site;
+}
+
+void pp_rt_pred_stats(const pp_ctx *ctx, struct pp_stats *st)
+{
+	st->pred_predictions = ctx->pred.predictions;
+	st->pred_hits = ctx->pred.hits;
+	st->pred_misses = ctx->pred.misses;
+	st->stage_peak = ctx->pred.stage ? ctx->pred.stage->peak : 0;
 }
 
 void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf)
 {
 	struct pp_pred_obs o = {
-	    .src = st->source, .tag = st->tag, .bytes = st->len, .site = ctx->pred_site};
+	    .src = st->source, .tag = st->tag, .bytes = st->len, .site = ctx->pred.site};
 	uint64_t id = pp_pred_id(&o, PP_PRED_KEY_ENVELOPE);
-	if (ctx->pred_have) {
-		ctx->pred_predictions++;
-		if (id == ctx->pred_next)
-			ctx->pred_hits++;
+	if (ctx->pred.have) {
+		ctx->pred.predictions++;
+		if (id == ctx->pred.next)
+			ctx->pred.hits++;
 		else
-			ctx->pred_misses++;
+			ctx->pred.misses++;
 	}
-	pp_pred_observe(ctx->pred, id, o.site);
-	ctx->pred_site = PP_PRED_NO_SITE;
-	if (ctx->pred_bufs)
-		ctx->pred_bufs[id % PP_PRED_BUFS] = (struct pp_rt_pred_buf){id, (uintptr_t)buf};
-	ctx->pred_nahead =
-	    pp_pred_predict(ctx->pred, PP_PRED_NO_SITE, ctx->pred_ahead, PP_PRED_AHEAD);
-	ctx->pred_have = ctx->pred_nahead >= 1;
-	ctx->pred_next = ctx->pred_ahead[0];
+	pp_pred_observe(ctx->pred.model, id, o.site);
+	ctx->pred.site = PP_PRED_NO_SITE;
+	if (ctx->pred.bufs)
+		ctx->pred.bufs[id % PP_PRED_BUFS] = (struct pp_rt_pred_buf){id, (uintptr_t)buf};
+	ctx->pred.nahead =
+	    pp_pred_predict(ctx->pred.model, PP_PRED_NO_SITE, ctx->pred.ahead, PP_PRED_AHEAD);
+	ctx->pred.have = ctx->pred.nahead >= 1;
+	ctx->pred.next = ctx->pred.ahead[0];
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* One progress pass of an embedded engine (see ctx.h). The hot path. */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,7 +77,7 @@ static int is_membership(const struct pp_buf *b)
 {
 	if (b->len < PP_WIRE_MIN_FRAME)
 		return 0;
-	unsigned type = b->data[PP_WIRE_ETH_LEN + PP_WIRE_OFF_VER_TYPE] & 0x0f;
+	unsigned type = pp_wire_type_of(b->data);
 	return type == PP_WIRE_HELLO || type == PP_WIRE_BYE;
 }
 
@@ -150,7 +151,7 @@ static unsigned completions(pp_ctx *ctx)
 		r->st.tag = c.tag;
 		r->st.len = (size_t)c.len;
 		r->st.error = c.error;
-		if (ctx->pred && !r->is_send && (c.error == 0 || c.error == -EMSGSIZE))
+		if (ctx->pred.model && !r->is_send && (c.error == 0 || c.error == -EMSGSIZE))
 			pp_rt_pred_receive(ctx, &r->st, r->buf);
 		/* Published last: the owner may be waiting in another thread
 		 * than this pass's (pull handlers). */
@@ -225,6 +226,9 @@ static unsigned daemon_lost(pp_ctx *ctx)
 
 static int progress_locked(pp_ctx *ctx, int spin)
 {
+	/* Nothing a pass calls may start another pass (a hook that waits). */
+	assert(!ctx->in_pass);
+	ctx->in_pass = 1;
 	/* An idle pass costs well under 0.1 us, a fifth of it the clock read and
 	 * the timer scan: passes of one wait loop (spin) reuse the last reading a
 	 * few times and look at the timers every few passes. Timers are
@@ -264,6 +268,7 @@ static int progress_locked(pp_ctx *ctx, int spin)
 	n += completions(ctx);
 	if (n)
 		ctx->clock_skip = 0;
+	ctx->in_pass = 0;
 	return (int)n;
 }
 

@@ -51,7 +51,6 @@
 #include "ring.h"
 #include "segment.h"
 
-#define PP_TAG_SHM	  (-3)
 #define PP_SHM_RING_CELLS 4096 /* 256 KiB per ordered pair */
 /* Intranode BTP: the paper's 16 bytes in the first push, which is matched;
  * the second push takes the total to the Ethernet default (760 bytes), so a
@@ -280,16 +279,9 @@ static int exited(const struct shm_peer *pe)
 static void peer_lost(pp_ctx *ctx, struct shm_peer *pe, const char *why)
 {
 	pe->dead = 1;
-	struct pp_peer_info *pi = &ctx->peers[pe->rank];
-	if (pi->bye)
-		return;
-	pp_warn("shm: local rank %u (pid %d) %s; its operations fail", pe->rank, (int)pe->pid, why);
-	if (pp_proto_peer_busy(ctx->eng, pe->rank))
-		pp_proto_peer_fail(ctx->eng, pe->rank);
-	else
-		pp_proto_peer_gone(ctx->eng, pe->rank);
-	pi->bye = pi->has_our_bye = 1;
-	ctx->nbye++;
+	if (pp_membership_left(ctx, pe->rank, 1))
+		pp_warn("shm: local rank %u (pid %d) %s; its operations fail", pe->rank,
+			(int)pe->pid, why);
 }
 
 static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
@@ -366,7 +358,7 @@ static int xfer(pp_ctx *ctx, int is_send, uint64_t *word, int peer)
 {
 	pp_req *r;
 	int rc = pp_ctx_start(ctx, is_send, word, sizeof(*word), peer, PP_TAG_SHM, &r);
-	return rc ? rc : pp_wait(&r, NULL);
+	return rc ? rc : pp_ctx_wait(&r, NULL);
 }
 
 static int link_alloc(pp_ctx *ctx, struct pp_shm_link **out, const uint32_t *locals,
@@ -467,7 +459,8 @@ static int create_side(pp_ctx *ctx, struct pp_shm_link *L, const uint32_t *local
 		if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 			nonce = (uint64_t)pp_now_ns() ^ ((uint64_t)getpid() << 32);
 		nonce |= 1;
-		int swept = pp_shm_seg_sweep("/dev/shm", ctx->peers[ctx->rank].node);
+		int swept = pp_shm_seg_sweep("/dev/shm",
+					     pp_membership_peer(ctx, (uint32_t)ctx->rank)->node);
 		if (swept)
 			pp_info("shm: removed %d segment(s) that crashed jobs left on this node",
 				swept);
@@ -526,12 +519,12 @@ static int attach_side(pp_ctx *ctx, struct pp_shm_link *L, const uint32_t *local
 
 int pp_shm_link_init(pp_ctx *ctx)
 {
-	const char *node = ctx->peers[ctx->rank].node;
+	const char *node = pp_membership_peer(ctx, (uint32_t)ctx->rank)->node;
 	uint32_t *locals = malloc((size_t)ctx->size * sizeof(*locals)), nlocal = 0;
 	if (!locals)
 		return -ENOMEM;
 	for (int r = 0; r < ctx->size; r++)
-		if (strncmp(ctx->peers[r].node, node, PP_NODE_NAME) == 0)
+		if (strncmp(pp_membership_peer(ctx, r)->node, node, PP_NODE_NAME) == 0)
 			locals[nlocal++] = (uint32_t)r;
 	int rc = 0;
 	if (nlocal < 2)

@@ -19,16 +19,6 @@
 #define IDLE_SPINS	4    /* empty passes before each one yields the core */
 #define IDLE_NO_RANK_US 1000 /* sleep per empty pass while no rank is attached */
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* Single writer: a plain add published with a relaxed store. */
-#define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
-
 /* PULL frames moved, either way (ppd --stats). */
 static void count_pull(struct ppd_handler *h, const struct pp_wire_peek *pk)
 {
@@ -545,11 +535,11 @@ static void *handler_main(void *arg)
 	if (rc)
 		pp_warn("ppd: handler %d: cannot pin to core %d (%s); running unpinned", h->id,
 			h->core, strerror(-rc));
-	uint64_t start = now_ns(), busy = 0;
+	uint64_t start = ppd_now_ns(), busy = 0;
 	unsigned idle = 0;
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
 		atomic_fetch_add_explicit(&h->epoch, 1, memory_order_acq_rel);
-		uint64_t t0 = now_ns();
+		uint64_t t0 = ppd_now_ns();
 		unsigned n = nic_rx(h);
 		for (int i = 0; i < PPD_MAX_RANKS; i++) {
 			struct ppd_rank *r = &d->ranks[i];
@@ -566,7 +556,7 @@ static void *handler_main(void *arg)
 		}
 		n += ppd_pull_run(h);
 		n += flush(h);
-		uint64_t t1 = now_ns();
+		uint64_t t1 = ppd_now_ns();
 		if (n) {
 			busy += t1 - t0;
 			idle = 0;
@@ -599,7 +589,7 @@ int ppd_handlers_start(struct ppd *d, const int *cores, int n)
 		h->id = i;
 		h->core = cores[i];
 		h->queue = (uint16_t)i;
-		h->rng = (now_ns() | 1) * 0x9E3779B97F4A7C15ull + (uint64_t)i;
+		h->rng = (ppd_now_ns() | 1) * 0x9E3779B97F4A7C15ull + (uint64_t)i;
 		atomic_flag_clear(&h->inbox_lock);
 		int rc = pthread_create(&h->thread, NULL, handler_main, h);
 		if (rc) {

@@ -59,6 +59,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "pp_port.h"
 #include "ppd_shm.h"
@@ -326,5 +327,17 @@ int ppd_default_cores(const char *dev, int *cores, int max);
 
 /* The interface name in a device string (iface=NAME, pcap:NAME), or "" . */
 void ppd_dev_iface(const char *dev, char *out, size_t len);
+
+/* Monotonic time in ns. */
+static inline uint64_t ppd_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A handler's counter (h->c.field) += n: single writer, so a plain add
+ * published with a relaxed store (ppd --stats reads it). */
+#define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
 
 #endif

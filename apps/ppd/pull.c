@@ -22,15 +22,6 @@
 
 _Static_assert(PPD_SERVERS == PP_PROTO_STREAMS - 1, "a stream per serving handler");
 
-#define COUNT(h, field, n) __atomic_store_n(&(h)->c.field, (h)->c.field + (n), __ATOMIC_RELAXED)
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static int rank_alive(const struct ppd_rank *r, pid_t pid)
 {
 	return atomic_load_explicit(&r->state, memory_order_acquire) == PPD_RANK_ACTIVE &&
@@ -455,7 +446,7 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 	if (!atomic_load_explicit(&h->load, memory_order_relaxed) &&
 	    !__atomic_load_n(&h->ninbox, __ATOMIC_RELAXED))
 		return 0;
-	uint64_t now = now_ns();
+	uint64_t now = ppd_now_ns();
 	unsigned work = 0;
 	take_msgs(h, now);
 	for (unsigned k = 0; k < PPD_PJOBS; k++) {

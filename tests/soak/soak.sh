@@ -48,7 +48,7 @@ total_msgs=0 total_bytes=0 total_runs=0
 count_random() {
   read -r m b < <(awk '/rt_random: .* messages and .* bytes checked/ {
     for (i = 1; i <= NF; i++) { if ($(i) == "messages") m = $(i - 1); if ($(i) == "bytes") b = $(i - 1) }
-  } END { print m + 0, b + 0 }' "$1")
+  } END { printf "%.0f %.0f\n", m, b }' "$1")
   total_msgs=$((total_msgs + m)) total_bytes=$((total_bytes + b))
 }
 
