@@ -8,6 +8,8 @@
  *   "pcap:IFACE"              libpcap live capture + inject (driver/pcap)
  *   "fault:SPEC;DEV"          DEV with loss, duplication and reordering
  *                             injected into what it receives (driver/fault)
+ *   "ppd:job=..,path=SOCKET"  a rank's rings to its node daemon (driver/ppd;
+ *                             the runtime builds it from daemon=)
  *   anything else             DPDK EAL device arguments, e.g.
  *                             "--vdev=net_af_xdp0,iface=pp0" (driver/dpdk)
  *
@@ -18,7 +20,8 @@
  * buffers tx_burst did not take stay the caller's.
  *
  * The hot-path calls (alloc, free, rx_burst, tx_burst) are inline dispatches
- * through the ops table; they never allocate, lock or log.
+ * through the ops table; they never allocate or log, and lock only in the
+ * sim backend (a test link shared by threads: driver/sim/pp_sim.h).
  */
 #ifndef PP_PORT_H
 #define PP_PORT_H

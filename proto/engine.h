@@ -3,8 +3,9 @@
  * The Push-Pull protocol engine, sans I/O: one per rank. The caller passes in
  * received frames, sends and receives to post, the current time and frame
  * buffers; the engine writes frames to transmit, places bytes straight into
- * receive buffers and reports completions. It never reads a clock, blocks or
- * allocates after pp_proto_create. What it does with messages and frames is
+ * receive buffers and reports completions. It never reads a clock or blocks;
+ * it allocates its pools in pp_proto_create and, on the cold path, a peer's
+ * window when it is added or made local, never while traffic flows. What it does with messages and frames is
  * stated in docs/protocol.md, rule by rule, with the file that owns each.
  *
  * Driving it: post operations (pp_proto_send, pp_proto_recv); hand in what
@@ -148,7 +149,7 @@ void pp_proto_destroy(struct pp_proto *eng);
 
 /* Make rank, in incarnation inc, reachable at mac: frames to it carry inc,
  * and its frames are taken only when they carry inc (others are dropped as
- * STALE). Errors: -EINVAL (own rank, out of range). */
+ * STALE). Errors: -EINVAL (own rank, out of range), -ENOMEM. */
 int pp_proto_peer_add(struct pp_proto *eng, uint32_t rank, const uint8_t mac[6], uint32_t inc);
 
 /* Make rank, already added, an intranode peer with its own BTP: its frames

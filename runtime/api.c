@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Public entry points over an embedded engine: the rank owns its port
- * (DPDK or libpcap), and progress happens inside pp_* calls and, with
- * pull_cores, in pull-handler threads.
+ * Public entry points over an embedded engine: the rank owns its port (a
+ * DPDK or libpcap port, or with daemon= its rings to the node daemon), and
+ * progress happens inside pp_* calls and, with pull_cores, in pull-handler
+ * threads.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -3,10 +3,12 @@
  * The context of one rank with an embedded engine: its configuration, its
  * port, the protocol engine, the request pool and what discovery learnt.
  *
- * Progress (pp_ctx_progress) is one pass of: receive a burst and feed it to
- * the engine (HELLO frames go to discovery), run the engine's timers, let the
- * engine write frames straight into port buffers and send them, and turn the
- * engine's completions into finished requests. Frames the port would not take
+ * Progress (pp_ctx_progress) is one pass of: receive a burst from the port
+ * and feed it to the engine (HELLO and BYE go to membership), the same from
+ * the node-mates' rings, run the engine's timers, let the engine write frames
+ * straight into port buffers and ring records and send them, take the node
+ * daemon's finished pulls, and turn the engine's completions into finished
+ * requests (docs/architecture.md, "The progress pass"). Frames the port would not take
  * stay queued in the context and go first next time. With pull handlers the
  * pass runs under ctx->lock, from whichever thread gets there.
  */

@@ -8,7 +8,7 @@
  *   header     magic, version, nonce, geometry, and a slot per local rank
  *              (its rank, pid, state: pending, attached, refused, left)
  *   rings      one SPSC ring (ring.h) per ordered pair of local ranks, for
- *              frames of the wire format from the first to the second
+ *              frames in the local form (docs/wire.md) from the first to the second
  *   send table per ordered pair, PP_SHM_DESC_SLOTS descriptors of sends in
  *              progress (msg_id, address, length, segment offset), so the
  *              receiver can copy straight from the sender's buffer

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The engine with intranode peers (proto/engine.h, "Intranode peers"): two
+/* The engine with intranode peers (docs/protocol.md, rule 6): two
  * engines whose frames go through pp_proto_output_local, with a direct hook
  * that copies from the sender's published buffer, as the runtime's does
  * through the segment. Early and late receivers, every mode, BTP with a

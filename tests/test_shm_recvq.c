@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The receive-queue area (shm/recvq.h) alone, then the engine's early
- * receiver path over it (proto/engine.h, "Early receiver, sender writes"):
+ * receiver path over it (docs/protocol.md, rule 6, sender writes):
  * two engines in this process whose hooks use real areas, the sender
  * writing with process_vm_writev into this process (or memcpy into a
  * stand-in segment for pp_malloc buffers), the late path's direct hook

@@ -29,7 +29,8 @@
  * hands the PULL to the rank, and queues the job in the inbox of the least
  * loaded handler (queue depth, then busy time). That handler sends the rest
  * as DATA frames with the rank as source on its own stream (1 + its index),
- * its own go-back-N sequence per (job, rank, peer): payload read from the
+ * its own go-back-N sequence per (job, rank, peer, and the incarnations of
+ * both: struct ppd_flow): payload read from the
  * rank with process_vm_readv straight into the NIC buffer, window, ACKs and
  * NACKs on its stream (routed to its inbox, never to the rank), timeouts
  * with back-off and bounded tries. It marks the description DONE when every

@@ -2,7 +2,7 @@
 /*
  * ppd's UNIX socket, main thread only (cold path): the listening socket and
  * the connections that have not sent their request yet. Nothing here
- * blocks: every connection is non-blocking and has PPD_CONN_MS to send its
+ * blocks: every connection is non-blocking and has PPD_CONN_NS to send its
  * one request (an attach or a stats request), after which it is closed, so
  * no client can hold the main thread; at most PPD_PENDING wait at once (one
  * more closes the oldest).

@@ -5,7 +5,8 @@
  *
  * Attach: the rank connects to the daemon's socket and sends a
  * struct ppd_attach_req. The daemon checks the peer's credentials
- * (SO_PEERCRED: same uid as the daemon, or root), creates the rank's region
+ * (SO_PEERCRED: same uid as the daemon, root, or a member of the group
+ * given with ppd --group, whose socket is then mode 0660), creates the rank's region
  * (a sealed memfd: it cannot grow or shrink under the daemon), formats it and
  * answers with a struct ppd_attach_rep carrying the memfd (SCM_RIGHTS). The
  * connection then stays open and idle: the daemon takes its end of file

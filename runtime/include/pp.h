@@ -116,6 +116,7 @@ struct pp_stats {
  * job, node, dev, mode (push-pull|push-all|push-zero), btp1, btp2,
  * pull_cores, daemon (ppd socket path), predict, pcap_dump, timeout_ms,
  * cluster, log, stage_bytes, stage_remap, credits, pushbuf_bytes,
+ * token (hex: the job's secret for ppd; pprun --daemon sets one per launch),
  * zerocopy (on|off: payloads of 2 KiB or more leave from the user's buffer
  * where the port can; default off: on af_packet, whose PMD copies anyway,
  * it measured slower),
