@@ -29,6 +29,7 @@
 #include "pp_log.h"
 #include "ppd.h"
 #include "sim/pp_sim.h"
+#include "topo.h"
 
 #define DRAIN_MS_DEFAULT 5000
 
@@ -272,7 +273,7 @@ static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 			return -EINVAL;
 		}
 	} else {
-		*ncores = ppd_default_cores(o->dev, cores, PPD_MAX_HANDLERS);
+		*ncores = pp_topo_default_cores(o->dev, cores, PPD_MAX_HANDLERS);
 		if (*ncores <= 0) {
 			fprintf(stderr,
 				"ppd: cannot choose cores from the topology (%s); use --cores\n",
@@ -337,7 +338,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	parse(argc, argv, &o);
 	if (o.topology) {
-		int rc = ppd_topology_print(o.dev, o.cores);
+		int rc = pp_topo_print(stdout, o.dev, o.cores, PPD_MAX_HANDLERS);
 		if (rc)
 			fprintf(stderr, "ppd: --topology: %s\n", strerror(-rc));
 		return rc ? 1 : 0;

@@ -328,15 +328,4 @@ unsigned ppd_pull_run(struct ppd_handler *h);
 void ppd_stats_format(const struct ppd *d, char *buf, size_t len);
 int ppd_stats_json(const struct ppd *d, FILE *f);
 
-/* Topology (topo.c). Print cores, caches, NUMA nodes, the NIC's node and
- * the placement ppd would choose; 0 or -errno. */
-int ppd_topology_print(const char *dev, const char *cores);
-
-/* The default handler cores: one logical processor per physical core on the
- * NIC's NUMA node (every node when unknown). Returns the count or -errno. */
-int ppd_default_cores(const char *dev, int *cores, int max);
-
-/* The interface name in a device string (iface=NAME, pcap:NAME), or "" . */
-void ppd_dev_iface(const char *dev, char *out, size_t len);
-
 #endif
