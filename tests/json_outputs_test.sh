@@ -36,6 +36,7 @@ pingpong() {
   return $rc
 }
 
+# shellcheck disable=SC2054  # the commas are pp_pingpong's lists
 args=(--test latency,bandwidth,early --mode all --sizes 8,4k --iters 20 --warmup 2
       --compute-x 1000 --compute-y 1000 --check --json)
 PP_STATS=json pingpong "json$$" "$tmp/r0.json" "$tmp/r0.err" "${args[@]}" ||
