@@ -39,9 +39,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pp.h>
-#include <unistd.h>
 
 #include "perf.h"
 #include "pp_json.h"
