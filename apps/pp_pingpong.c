@@ -28,7 +28,10 @@
  * Every measurement starts with a barrier; for early/late every iteration
  * does, as in the paper. Statistics: mean of the middle 80 %, median, p99.
  * The table goes to stdout (rank 0 only), --csv FILE gets one row per
- * measurement.
+ * measurement; with --json stdout gets one JSON document instead of the
+ * table, the same results as its rows. While a sweep runs, rank 0 shows what
+ * it measures now ("[i/N] ...") on one line of stderr when stderr is a
+ * terminal (or pprun's stderr is: PPRUN_TTY), and nothing when it is not.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,10 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pp.h>
 
 #include "perf.h"
+#include "pp_json.h"
 
 enum test { T_LATENCY, T_BANDWIDTH, T_EARLY, T_LATE, T_BUSY, T_COUNT };
 static const char *const test_names[T_COUNT] = {"latency", "bandwidth", "early", "late", "busy"};
@@ -56,6 +61,7 @@ struct opts {
 	long compute_x, compute_y; /* -1: the paper's value for the test */
 	const char *predict;	   /* predictor name or NULL */
 	const char *csv;	   /* CSV file or NULL */
+	int json;		   /* --json: a JSON document on stdout, no table */
 	const char *config;	   /* extra pp_init settings */
 	enum pp_perf_clock clock;
 	int check;	     /* verify every received byte */
@@ -86,13 +92,51 @@ static void usage(FILE *f)
 	      "  --clock KIND       auto | tsc | mono (default auto)\n"
 	      "  --check            verify every byte received\n"
 	      "  --csv FILE         also write CSV rows to FILE\n"
+	      "  --json             print one JSON document instead of the table (the same\n"
+	      "                     results: one object per row, counters included)\n"
 	      "  -h, --help         this text\n"
 	      "Latencies are one-way, in microseconds; bandwidth in MB/s (10^6 B/s).\n",
 	      f);
 }
 
+/* --- what rank 0 shows ------------------------------------------------- */
+
+/* The progress line: off, or "[i/N] what" on stderr, ended by '\r' so that
+ * pprun can show it too (PPRUN_TTY); \033[K clears the rest of the line. */
+static struct {
+	int on;		  /* stderr (or pprun's) is a terminal, and we are rank 0 */
+	int shown;	  /* a progress line is on the screen */
+	unsigned i, n;	  /* measurement under way, of how many */
+	struct pp_json j; /* --json: the document on stdout */
+} ui;
+
+static void progress_clear(void)
+{
+	if (ui.shown) {
+		fputs("\033[K\r", stderr);
+		fflush(stderr);
+		ui.shown = 0;
+	}
+}
+
+static void progress(const char *test, const char *mode, long btp1, long btp2, uint64_t size)
+{
+	ui.i++;
+	if (!ui.on)
+		return;
+	fprintf(stderr, "pp_pingpong: [%u/%u] %s %s", ui.i, ui.n, test, mode);
+	if (btp1 >= 0)
+		fprintf(stderr, " btp1=%ld", btp1);
+	if (btp2 >= 0)
+		fprintf(stderr, " btp2=%ld", btp2);
+	fprintf(stderr, " %" PRIu64 " B\033[K\r", size);
+	fflush(stderr);
+	ui.shown = 1;
+}
+
 static void die(const char *what, int err)
 {
+	progress_clear();
 	fprintf(stderr, "pp_pingpong: %s: %s\n", what, pp_strerror(err));
 	exit(1);
 }
@@ -163,6 +207,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"poll", required_argument, NULL, 'P'},
 	    {"compute-us", required_argument, NULL, 'U'},
 	    {"csv", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -221,6 +266,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'o':
 			o->csv = optarg;
+			break;
+		case 'J':
+			o->json = 1;
 			break;
 		case 'k':
 			if (pick(optarg, clocks, 3, k))
@@ -283,6 +331,8 @@ struct run {
 	double *compute_peer; /* early/late: the pong's, on the ping */
 	uint64_t ctr[NCTR];   /* early/late: counters of the measured pass, both ranks */
 	int have_ctr;	      /* ctr is valid for the row being written */
+	uint64_t x, y;	      /* early/late: the compute loops, NOPs */
+	double x_us, y_us;    /* ... and their timed length */
 };
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
@@ -516,6 +566,54 @@ struct point {
 	FILE *csv;	  /* CSV output or NULL */
 };
 
+/* One row as a JSON object in the results array. */
+static void emit_json(const struct run *r, const struct point *p, const char *test, uint64_t size,
+		      const struct pp_perf_summary *s, double bw)
+{
+	struct pp_json *j = &ui.j;
+	pp_json_object(j, NULL);
+	pp_json_str(j, "test", test);
+	pp_json_str(j, "mode", p->mode);
+	if (p->btp1 >= 0)
+		pp_json_i64(j, "btp1", p->btp1);
+	else
+		pp_json_null(j, "btp1");
+	if (p->btp2 >= 0)
+		pp_json_i64(j, "btp2", p->btp2);
+	else
+		pp_json_null(j, "btp2");
+	pp_json_str(j, "predict", r->o->predict ? r->o->predict : "off");
+	pp_json_u64(j, "size", size);
+	pp_json_u64(j, "iters", r->o->iters);
+	pp_json_num(j, "lat_us_mid80", s->mid80);
+	pp_json_num(j, "lat_us_median", s->median);
+	pp_json_num(j, "lat_us_p99", s->p99);
+	if (bw > 0)
+		pp_json_num(j, "bw_MBps", bw);
+	else
+		pp_json_null(j, "bw_MBps");
+	if (strcmp(test, "early") == 0 || strcmp(test, "late") == 0) {
+		pp_json_object(j, "compute");
+		pp_json_u64(j, "x_nops", r->x);
+		pp_json_u64(j, "y_nops", r->y);
+		pp_json_num(j, "x_us", r->x_us);
+		pp_json_num(j, "y_us", r->y_us);
+		pp_json_close(j);
+	} else if (strcmp(test, "busy") == 0) {
+		pp_json_u64(j, "compute_us", r->o->compute_us);
+	}
+	if (r->have_ctr) {
+		pp_json_object(j, "counters");
+		for (int k = 0; k < NCTR; k++)
+			pp_json_u64(j, ctr_names[k], r->ctr[k]);
+		pp_json_close(j);
+	} else {
+		pp_json_null(j, "counters");
+	}
+	pp_json_close(j);
+	fflush(stdout);
+}
+
 static void emit(const struct run *r, const struct point *p, const char *test, uint64_t size,
 		 const struct pp_perf_summary *s, double bw)
 {
@@ -527,14 +625,19 @@ static void emit(const struct run *r, const struct point *p, const char *test, u
 		snprintf(b2, sizeof(b2), "%ld", p->btp2);
 	if (bw > 0)
 		snprintf(bws, sizeof(bws), "%.1f", bw);
-	printf("%-9s %-9s %6s %6s %10" PRIu64 " %12.2f %10.2f %10.2f %10s\n", test, p->mode, b1, b2,
-	       size, s->mid80, s->median, s->p99, bws);
-	fflush(stdout);
-	if (r->have_ctr) {
-		printf("#   counters, both ranks:");
-		for (int k = 0; k < NCTR; k++)
-			printf(" %s %" PRIu64, ctr_names[k], r->ctr[k]);
-		printf("\n");
+	if (r->o->json) {
+		emit_json(r, p, test, size, s, bw);
+	} else {
+		progress_clear();
+		printf("%-9s %-9s %6s %6s %10" PRIu64 " %12.2f %10.2f %10.2f %10s\n", test, p->mode,
+		       b1, b2, size, s->mid80, s->median, s->p99, bws);
+		if (r->have_ctr) {
+			printf("#   counters, both ranks:");
+			for (int k = 0; k < NCTR; k++)
+				printf(" %s %" PRIu64, ctr_names[k], r->ctr[k]);
+			printf("\n");
+		}
+		fflush(stdout);
 	}
 	if (p->csv) {
 		fprintf(p->csv, "%s,%s,%s,%s,%s,%" PRIu64 ",%u,%.3f,%.3f,%.3f,%s", test, p->mode,
@@ -558,20 +661,32 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 	if (t == T_EARLY || t == T_LATE) {
 		x = o->compute_x >= 0 ? (uint64_t)o->compute_x : t == T_EARLY ? 500000 : 100000;
 		y = o->compute_y >= 0 ? (uint64_t)o->compute_y : t == T_EARLY ? 100000 : 300000;
-		if (r->rank == 0)
+		r->x = x;
+		r->y = y;
+		if (r->rank == 0) {
+			r->x_us = time_compute(x);
+			r->y_us = time_compute(y);
+		}
+		if (r->rank == 0 && !o->json) {
+			progress_clear();
 			printf("# %s: x=%" PRIu64 " y=%" PRIu64 " NOPs (x %.1f us, y %.1f us)\n",
-			       test_names[t], x, y, time_compute(x), time_compute(y));
+			       test_names[t], x, y, r->x_us, r->y_us);
+		}
 	}
-	if (t == T_BUSY && r->rank == 0)
+	if (t == T_BUSY && r->rank == 0 && !o->json) {
+		progress_clear();
 		printf("# busy: the sender computes %" PRIu64
 		       " us; receiver's post-to-completion\n",
 		       o->compute_us);
+	}
 	for (int si = 0; si < o->nsizes; si++) {
 		size_t len = o->sizes[si];
 		struct pp_perf_summary s;
 		double bw = 0;
 
 		fill(r->sbuf, len, (unsigned)r->rank);
+		if (r->rank == 0)
+			progress(test_names[t], p->mode, p->btp1, p->btp2, len);
 		for (int pass = 0; pass < 2; pass++) { /* warm-up, then measured */
 			unsigned n = pass ? o->iters : o->warmup;
 			if (t == T_LATENCY)
@@ -671,13 +786,39 @@ int main(int argc, char **argv)
 			fprintf(p.csv, ",%s", ctr_names[k]);
 		fputc('\n', p.csv);
 	}
-	if (writer) {
+	if (writer && o.json) {
+		pp_json_begin(&ui.j, stdout, 2);
+		pp_json_object(&ui.j, NULL);
+		pp_json_str(&ui.j, "program", "pp_pingpong");
+		pp_json_str(&ui.j, "clock", pp_perf_clock_name());
+		pp_json_num(&ui.j, "ticks_per_us", pp_perf_ticks_per_us());
+		pp_json_u64(&ui.j, "iters", o.iters);
+		pp_json_u64(&ui.j, "warmup", o.warmup);
+		pp_json_bool(&ui.j, "check", o.check);
+		pp_json_str(&ui.j, "config", o.config);
+		pp_json_object(&ui.j, "units");
+		pp_json_str(&ui.j, "lat", "us, one-way (bandwidth rows: transfer time)");
+		pp_json_str(&ui.j, "bw", "MB/s (10^6 B/s)");
+		pp_json_close(&ui.j);
+		pp_json_array(&ui.j, "results");
+		fflush(stdout);
+	} else if (writer) {
 		printf("# clock %s, %.1f ticks/us; latencies one-way in us (bandwidth rows: "
 		       "transfer time)\n",
 		       pp_perf_clock_name(), pp_perf_ticks_per_us());
 		printf("%-9s %-9s %6s %6s %10s %12s %10s %10s %10s\n", "test", "mode", "btp1",
 		       "btp2", "size", "lat_mid80", "median", "p99", "bw_MBps");
 	}
+	/* The progress line: every measurement of the sweep is one row. */
+	const char *ptty = getenv("PPRUN_TTY");
+	ui.on = writer && (isatty(STDERR_FILENO) || (ptty && strcmp(ptty, "1") == 0));
+	int ntests = 0, nmodes = 0;
+	for (int t = 0; t < T_COUNT; t++)
+		ntests += o.tests[t] != 0;
+	for (int m = 0; m < 3; m++)
+		nmodes += o.modes[m] != 0;
+	ui.n = (unsigned)(nmodes * (o.nbtp1 ? o.nbtp1 : 1) * (o.nbtp2 ? o.nbtp2 : 1) * ntests *
+			  o.nsizes);
 	for (int m = 0; m < 3; m++) {
 		if (!o.modes[m])
 			continue;
@@ -689,6 +830,11 @@ int main(int argc, char **argv)
 				run_point(&r, &p);
 			}
 		}
+	}
+	progress_clear();
+	if (writer && o.json && pp_json_finish(&ui.j)) {
+		fprintf(stderr, "pp_pingpong: cannot write the JSON document\n");
+		return 1;
 	}
 	if (p.csv && fclose(p.csv)) {
 		perror(o.csv);

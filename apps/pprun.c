@@ -10,6 +10,11 @@
  * environment, is pinned to a core (round robin, so busy-polling ranks do not starve each other),
  * and has its output prefixed with "[rank] ". pprun exits with the first non-zero status of a rank,
  * killing the others, or 124 on --timeout.
+ *
+ * When pprun's stderr is a terminal, the ranks get PPRUN_TTY=1, and a
+ * rank's stderr text ended by a carriage return instead of a newline is a
+ * status line (pp_pingpong's progress, "[i/N] ..."): shown in place, once,
+ * and cleared before any other line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +62,9 @@ struct stream {
 	size_t used;		/* bytes pending in buf */
 	char buf[LINE_MAX_LEN]; /* an incomplete line */
 };
+
+static int status_tty;	 /* our stderr is a terminal: show ranks' status lines */
+static int status_shown; /* a status line is on it, the cursor at its start */
 
 static void usage(FILE *f)
 {
@@ -369,10 +377,45 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 	set_env("PP_MODE", o->mode);
 	set_env("PP_BTP1", o->btp1);
 	set_env("PP_BTP2", o->btp2);
+	if (status_tty)
+		setenv("PPRUN_TTY", "1", 1);
+	else
+		unsetenv("PPRUN_TTY");
 
 	execvp(o->argv[0], o->argv);
 	fprintf(stderr, "pprun: cannot run %s: %s\n", o->argv[0], strerror(errno));
 	_exit(127);
+}
+
+static void status_clear(void)
+{
+	if (status_shown) {
+		fputs("\033[K", stderr);
+		fflush(stderr);
+		status_shown = 0;
+	}
+}
+
+/* A rank's status line (n bytes at t, without its '\r'); its own
+ * clear-to-end-of-line sequences are dropped, an empty one clears. */
+static void status_show(int rank, const char *t, size_t n)
+{
+	char line[LINE_MAX_LEN];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] == '\033' && i + 2 < n && t[i + 1] == '[' && t[i + 2] == 'K') {
+			i += 2;
+			continue;
+		}
+		line[k++] = t[i];
+	}
+	if (k == 0) {
+		status_clear();
+		return;
+	}
+	fprintf(stderr, "[%d] %.*s\033[K\r", rank, (int)k, line);
+	fflush(stderr);
+	status_shown = 1;
 }
 
 /* Print every complete line of s->buf with the rank prefix; keep the rest. */
@@ -380,16 +423,24 @@ static void flush_lines(struct stream *s, int all)
 {
 	size_t start = 0;
 	for (size_t i = 0; i < s->used; i++) {
-		if (s->buf[i] == '\n') {
+		int status = s->buf[i] == '\r' && status_tty && s->out == stderr &&
+			     !(i + 1 < s->used && s->buf[i + 1] == '\n');
+		if (status) {
+			status_show(s->rank, s->buf + start, i - start);
+			start = i + 1;
+		} else if (s->buf[i] == '\n') {
+			status_clear();
 			fprintf(s->out, "[%d] %.*s\n", s->rank, (int)(i - start), s->buf + start);
 			start = i + 1;
 		}
 	}
 	if (all && start < s->used) {
+		status_clear();
 		fprintf(s->out, "[%d] %.*s\n", s->rank, (int)(s->used - start), s->buf + start);
 		start = s->used;
 	}
 	if (start == 0 && s->used == sizeof(s->buf)) { /* a line longer than the buffer */
+		status_clear();
 		fprintf(s->out, "[%d] %.*s\n", s->rank, (int)s->used, s->buf);
 		start = s->used;
 	}
@@ -552,6 +603,7 @@ int main(int argc, char **argv)
 	int nstreams = 2 * o.nranks;
 
 	signal(SIGPIPE, SIG_IGN);
+	status_tty = isatty(STDERR_FILENO);
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -626,6 +678,7 @@ int main(int argc, char **argv)
 			int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			if (code != 0 && status == 0) {
 				status = code;
+				status_clear();
 				fprintf(stderr,
 					"pprun: rank %d exited with status %d; stopping the job\n",
 					r, code);
@@ -639,6 +692,7 @@ int main(int argc, char **argv)
 		if (stop_signal && status == 0) {
 			/* Each rank leads its own group: pass the signal on, or the
 			 * ranks would go on polling after we are gone. */
+			status_clear();
 			fprintf(stderr, "pprun: signal %d; stopping %d rank(s)\n", (int)stop_signal,
 				alive);
 			kill_all(pids, o.nranks, SIGTERM);
@@ -649,6 +703,7 @@ int main(int argc, char **argv)
 		}
 		if (deadline && alive > 0 && now_s() > deadline) {
 			if (status == 0) {
+				status_clear();
 				fprintf(stderr, "pprun: timeout after %d s; killing %d rank(s)\n",
 					o.timeout_s, alive);
 				status = 124;
@@ -657,6 +712,7 @@ int main(int argc, char **argv)
 			deadline = 0;
 		}
 	}
+	status_clear();
 	if (o.daemon)
 		daemons_stop(dpids, o.nodes);
 	return status;

@@ -22,26 +22,27 @@ extern const struct pp_port_ops pp_port_ops_fault;
 
 static const struct {
 	const char *prefix; /* "" matches anything: DPDK takes EAL arguments */
+	const char *name;   /* for people (pp_info) */
 	const struct pp_port_ops *ops;
 	const char *missing; /* why it is absent, when it is */
 } backends[] = {
-    {"sim:",
+    {"sim:", "sim",
 #ifdef PP_HAVE_SIM
      &pp_port_ops_sim,
 #else
      NULL,
 #endif
      "the in-memory link is not built in"},
-    {"pcap:",
+    {"pcap:", "pcap",
 #ifdef PP_HAVE_PCAP
      &pp_port_ops_pcap,
 #else
      NULL,
 #endif
      "built without libpcap (install libpcap-dev and reconfigure)"},
-    {"ppd:", &pp_port_ops_ppd, NULL},
-    {"fault:", &pp_port_ops_fault, NULL},
-    {"",
+    {"ppd:", "ppd", &pp_port_ops_ppd, NULL},
+    {"fault:", "fault", &pp_port_ops_fault, NULL},
+    {"", "dpdk",
 #ifdef PP_HAVE_DPDK
      &pp_port_ops_dpdk,
 #else
@@ -49,6 +50,17 @@ static const struct {
 #endif
      "built without DPDK (install libdpdk-dev and reconfigure)"},
 };
+
+int pp_port_backend(size_t i, struct pp_port_backend *out)
+{
+	if (!out || i >= sizeof(backends) / sizeof(backends[0]))
+		return -ENOENT;
+	out->prefix = backends[i].prefix;
+	out->name = backends[i].name;
+	out->built = backends[i].ops != NULL;
+	out->missing = backends[i].ops ? NULL : backends[i].missing;
+	return 0;
+}
 
 int pp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
 {

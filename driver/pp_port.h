@@ -112,6 +112,17 @@ struct pp_port {
  */
 int pp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf);
 void pp_port_close(struct pp_port *port);
+
+/* A backend, as pp_port_open matches device strings against them. */
+struct pp_port_backend {
+	const char *prefix;  /* "sim:", "pcap:", ...; "" for DPDK (anything else) */
+	const char *name;    /* "sim", "pcap", "ppd", "fault", "dpdk" */
+	int built;	     /* 1: compiled in */
+	const char *missing; /* why not, when not built */
+};
+
+/* Backend i, in matching order: 0, or -ENOENT past the last one. */
+int pp_port_backend(size_t i, struct pp_port_backend *out);
 int pp_port_info(struct pp_port *port, struct pp_port_info *info);
 int pp_port_stats(struct pp_port *port, struct pp_port_stats *stats);
 

@@ -71,27 +71,42 @@ static int split(char *line, char **f)
 	}
 }
 
+/* 1 when s starts with 0x or 0X. */
+static int hex_prefix(const char *s)
+{
+	return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
+
+/* A signed integer, decimal or 0x hexadecimal (-0x10 is -16). */
 static int parse_int(struct reader *r, const char *col, const char *s, int32_t *out)
 {
-	char *end;
+	const char *p = s + (*s == '-' || *s == '+');
+	int base = hex_prefix(p) ? 16 : 10;
+	if (base == 16)
+		p += 2;
+	char *end = NULL;
 	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || errno || v < INT32_MIN || v > INT32_MAX)
+	unsigned long long u = isxdigit((unsigned char)*p) ? strtoull(p, &end, base) : 0;
+	if (!end || *end != '\0' || errno || u > (unsigned long long)INT32_MAX + (*s == '-'))
 		return fail(r, "bad %s '%s': expected an integer", col, s);
+	long long v = *s == '-' ? -(long long)u : (long long)u;
 	*out = (int32_t)v;
 	return 0;
 }
 
+/* An unsigned number in base (16: with or without 0x); with base 10, 0x
+ * hexadecimal is taken too. */
 static int parse_u64(struct reader *r, const char *col, const char *s, int base, uint64_t *out)
 {
-	char *end;
 	const char *p = s;
-	if (base == 16 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+	if (hex_prefix(p)) {
+		base = 16;
 		p += 2;
+	}
+	char *end = NULL;
 	errno = 0;
-	unsigned long long v = strtoull(p, &end, base);
-	if (*p == '\0' || *end != '\0' || errno || *p == '-' || *p == '+' ||
-	    isspace((unsigned char)*p))
+	unsigned long long v = isxdigit((unsigned char)*p) ? strtoull(p, &end, base) : 0;
+	if (!end || *end != '\0' || errno)
 		return fail(r, "bad %s '%s': expected a%s number", col, s,
 			    base == 16 ? " hexadecimal" : "n unsigned");
 	*out = v;

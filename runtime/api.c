@@ -195,6 +195,7 @@ PP_API int pp_finalize(pp_ctx *ctx)
 	if (rc == 0)
 		rc = pp_membership_leave(ctx, deadline);
 	log_stats(ctx);
+	pp_rt_stats_print(ctx);
 	ctx_free(ctx);
 	return rc;
 }

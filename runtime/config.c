@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pp_log.h"
 
@@ -18,27 +19,38 @@ const char *pp_mode_name(enum pp_mode mode)
 	return (unsigned)mode < 3 ? mode_names[mode] : "?";
 }
 
+/* Digits, decimal or 0x hexadecimal (a leading 0 is not octal). */
+static int parse_num(const char *v, unsigned long long *out, char **end)
+{
+	int base = 10;
+	if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+		base = 16;
+		v += 2;
+	}
+	if (!isxdigit((unsigned char)v[0]) || (base == 10 && !isdigit((unsigned char)v[0])))
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(v, end, base);
+	return errno ? -EINVAL : 0;
+}
+
 static int parse_u32(const char *v, uint32_t max, uint32_t *out)
 {
 	char *end;
-	if (!isdigit((unsigned char)v[0]))
-		return -EINVAL;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 0);
-	if (errno || *end || x > max)
+	unsigned long long x;
+	if (parse_num(v, &x, &end) || *end || x > max)
 		return -EINVAL;
 	*out = (uint32_t)x;
 	return 0;
 }
 
-/* A byte count: digits with an optional k, m or g (binary) suffix. */
+/* A byte count: a number with an optional k, m or g (binary) suffix. */
 static int parse_bytes(const char *v, uint64_t *out)
 {
 	char *end;
-	if (!isdigit((unsigned char)v[0]))
+	unsigned long long x;
+	if (parse_num(v, &x, &end))
 		return -EINVAL;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 0);
 	unsigned shift = 0;
 	switch (tolower((unsigned char)*end)) {
 	case 'k':
@@ -55,7 +67,7 @@ static int parse_bytes(const char *v, uint64_t *out)
 	}
 	if (shift)
 		end++;
-	if (errno || *end || x > (UINT64_MAX >> 34))
+	if (*end || x > (UINT64_MAX >> 34))
 		return -EINVAL;
 	*out = (uint64_t)x << shift;
 	return 0;
@@ -88,104 +100,319 @@ static uint64_t fnv1a64(const char *s)
 	return h ? h : 1;
 }
 
-static int set_one(struct pp_config *c, const char *key, const char *v)
+/* --- the keys ------------------------------------------------------------ */
+
+int pp_config_bool(const char *v)
+{
+	static const char *const yes[] = {"on", "yes", "true", "1"};
+	static const char *const no[] = {"off", "no", "false", "0"};
+	for (unsigned i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0)
+			return 1;
+		if (strcasecmp(v, no[i]) == 0)
+			return 0;
+	}
+	return -EINVAL;
+}
+
+/* Index of v in names (n of them), or -EINVAL. */
+static int choice(const char *v, const char *const *names, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(v, names[i]) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+static int set_bool(bool *dst, const char *v)
+{
+	int b = pp_config_bool(v);
+	if (b < 0)
+		return b;
+	*dst = b;
+	return 0;
+}
+
+static int set_rank(struct pp_config *c, const char *v)
 {
 	uint32_t u;
-	int rc;
+	int rc = parse_u32(v, INT_MAX, &u);
+	if (rc == 0)
+		c->rank = (int)u;
+	return rc;
+}
 
-	if (strcmp(key, "rank") == 0 || strcmp(key, "size") == 0) {
-		rc = parse_u32(v, INT_MAX, &u);
-		if (rc == 0)
-			*(key[0] == 'r' ? &c->rank : &c->size) = (int)u;
-		return rc;
-	}
-	if (strcmp(key, "job") == 0) {
-		if (!v[0] || set_str(c->job_name, v))
-			return -EINVAL;
-		c->job = parse_u32(v, UINT32_MAX, &u) == 0 ? u : fnv1a(v);
-		return 0;
-	}
-	if (strcmp(key, "token") == 0) {
-		c->token = v[0] ? fnv1a64(v) : 0;
-		return 0;
-	}
-	if (strcmp(key, "mode") == 0) {
-		for (unsigned i = 0; i < 3; i++)
-			if (strcmp(v, mode_names[i]) == 0) {
-				c->mode = (enum pp_mode)i;
-				return 0;
-			}
-		return -EINVAL;
-	}
-	if (strcmp(key, "btp1") == 0 || strcmp(key, "btp2") == 0) {
-		rc = parse_u32(v, UINT32_MAX, &u);
-		if (rc == 0) {
-			*(key[3] == '1' ? &c->btp1 : &c->btp2) = u;
-			c->btp_set = true;
-		}
-		return rc;
-	}
-	if (strcmp(key, "timeout_ms") == 0) {
-		rc = parse_u32(v, UINT32_MAX, &u);
-		if (rc == 0 && u == 0)
-			rc = -EINVAL;
-		if (rc == 0)
-			c->timeout_ms = u;
-		return rc;
-	}
-	if (strcmp(key, "stage_bytes") == 0)
-		return parse_u32(v, UINT32_MAX, &c->stage_bytes);
-	if (strcmp(key, "stage_remap") == 0)
-		return parse_u32(v, UINT32_MAX, &c->stage_remap);
-	if (strcmp(key, "pushbuf_bytes") == 0)
-		return parse_u32(v, UINT32_MAX, &c->pushbuf_bytes);
-	if (strcmp(key, "credits") == 0) {
-		rc = parse_u32(v, 1, &u);
-		if (rc == 0)
-			c->credits = u != 0;
-		return rc;
-	}
-	if (strcmp(key, "log") == 0)
-		return pp_log_set_level(v);
-	if (strcmp(key, "zerocopy") == 0) {
-		if (strcmp(v, "on") && strcmp(v, "off"))
-			return -EINVAL;
-		c->zerocopy = strcmp(v, "on") == 0;
-		return 0;
-	}
-	if (strcmp(key, "shm") == 0) {
-		static const char *const names[] = {"on", "off", "twocopy"};
-		for (unsigned i = 0; i < 3; i++)
-			if (strcmp(v, names[i]) == 0) {
-				c->shm = (enum pp_shm_mode)i;
-				return 0;
-			}
-		return -EINVAL;
-	}
-	if (strcmp(key, "shm_write") == 0) {
-		if (strcmp(v, "on") && strcmp(v, "off"))
-			return -EINVAL;
-		c->shm_write = strcmp(v, "on") == 0;
-		return 0;
-	}
-	if (strcmp(key, "shm_heap") == 0)
-		return parse_bytes(v, &c->shm_heap);
+static int set_size(struct pp_config *c, const char *v)
+{
+	uint32_t u;
+	int rc = parse_u32(v, INT_MAX, &u);
+	if (rc == 0)
+		c->size = (int)u;
+	return rc;
+}
 
-	static const struct {
-		const char *key;
-		size_t off;
-	} strs[] = {
-	    {"node", offsetof(struct pp_config, node)},
-	    {"dev", offsetof(struct pp_config, dev)},
-	    {"pull_cores", offsetof(struct pp_config, pull_cores)},
-	    {"daemon", offsetof(struct pp_config, daemon)},
-	    {"predict", offsetof(struct pp_config, predict)},
-	    {"pcap_dump", offsetof(struct pp_config, pcap_dump)},
-	    {"cluster", offsetof(struct pp_config, cluster)},
-	};
-	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-		if (strcmp(key, strs[i].key) == 0)
-			return set_str((char *)c + strs[i].off, v);
+static int set_job(struct pp_config *c, const char *v)
+{
+	uint32_t u;
+	if (!v[0] || set_str(c->job_name, v))
+		return -EINVAL;
+	c->job = parse_u32(v, UINT32_MAX, &u) == 0 ? u : fnv1a(v);
+	return 0;
+}
+
+static int set_token(struct pp_config *c, const char *v)
+{
+	c->token = v[0] ? fnv1a64(v) : 0;
+	return 0;
+}
+
+static int set_node(struct pp_config *c, const char *v)
+{
+	return set_str(c->node, v);
+}
+
+static int set_dev(struct pp_config *c, const char *v)
+{
+	return set_str(c->dev, v);
+}
+
+static int set_mode(struct pp_config *c, const char *v)
+{
+	int i = choice(v, mode_names, 3);
+	if (i < 0)
+		return i;
+	c->mode = (enum pp_mode)i;
+	return 0;
+}
+
+static int set_btp1(struct pp_config *c, const char *v)
+{
+	int rc = parse_u32(v, UINT32_MAX, &c->btp1);
+	c->btp_set |= rc == 0;
+	return rc;
+}
+
+static int set_btp2(struct pp_config *c, const char *v)
+{
+	int rc = parse_u32(v, UINT32_MAX, &c->btp2);
+	c->btp_set |= rc == 0;
+	return rc;
+}
+
+static int set_pull_cores(struct pp_config *c, const char *v)
+{
+	return set_str(c->pull_cores, v);
+}
+
+static int set_daemon(struct pp_config *c, const char *v)
+{
+	return set_str(c->daemon, v);
+}
+
+static int set_predict(struct pp_config *c, const char *v)
+{
+	return set_str(c->predict, v);
+}
+
+static int set_pcap_dump(struct pp_config *c, const char *v)
+{
+	return set_str(c->pcap_dump, v);
+}
+
+static int set_timeout_ms(struct pp_config *c, const char *v)
+{
+	uint32_t u;
+	int rc = parse_u32(v, UINT32_MAX, &u);
+	if (rc == 0 && u == 0)
+		rc = -EINVAL;
+	if (rc == 0)
+		c->timeout_ms = u;
+	return rc;
+}
+
+static int set_cluster(struct pp_config *c, const char *v)
+{
+	return set_str(c->cluster, v);
+}
+
+static int set_log(struct pp_config *c, const char *v)
+{
+	(void)c;
+	return pp_log_set_level(v);
+}
+
+static int set_stats(struct pp_config *c, const char *v)
+{
+	static const char *const names[] = {"off", "text", "json"};
+	int i = choice(v, names, 3);
+	if (i < 0)
+		return i;
+	c->stats = (enum pp_stats_out)i;
+	return 0;
+}
+
+static int set_shm(struct pp_config *c, const char *v)
+{
+	int b = pp_config_bool(v);
+	if (b >= 0)
+		c->shm = b ? PP_SHM_ON : PP_SHM_OFF;
+	else if (strcmp(v, "twocopy") == 0)
+		c->shm = PP_SHM_TWOCOPY;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int set_shm_write(struct pp_config *c, const char *v)
+{
+	return set_bool(&c->shm_write, v);
+}
+
+static int set_shm_heap(struct pp_config *c, const char *v)
+{
+	return parse_bytes(v, &c->shm_heap);
+}
+
+/* A byte count that fits 32 bits. */
+static int set_bytes32(uint32_t *dst, const char *v)
+{
+	uint64_t x;
+	int rc = parse_bytes(v, &x);
+	if (rc == 0 && x > UINT32_MAX)
+		rc = -EINVAL;
+	if (rc == 0)
+		*dst = (uint32_t)x;
+	return rc;
+}
+
+static int set_stage_bytes(struct pp_config *c, const char *v)
+{
+	return set_bytes32(&c->stage_bytes, v);
+}
+
+static int set_stage_remap(struct pp_config *c, const char *v)
+{
+	return set_bytes32(&c->stage_remap, v);
+}
+
+static int set_credits(struct pp_config *c, const char *v)
+{
+	return set_bool(&c->credits, v);
+}
+
+static int set_pushbuf_bytes(struct pp_config *c, const char *v)
+{
+	return set_bytes32(&c->pushbuf_bytes, v);
+}
+
+static int set_zerocopy(struct pp_config *c, const char *v)
+{
+	return set_bool(&c->zerocopy, v);
+}
+
+#define BOOL  "on|off (or yes|no, true|false, 1|0; any case)"
+#define BYTES "bytes, with an optional k, m or g suffix (binary)"
+
+/* Every key: its description and its parser. The defaults are parsed by
+ * pp_config_load like any value, except log's (process-wide: set only when
+ * given; PP_LOG is read by the logger itself). */
+static const struct key {
+	struct pp_config_key doc;
+	int (*set)(struct pp_config *c, const char *v);
+	bool global; /* not per context: the default is not applied */
+} keys[] = {
+    {{"rank", "0..size-1", NULL, "this rank (pprun sets it)"}, set_rank, false},
+    {{"size", "1..2147483647", NULL, "ranks in the job (pprun sets it)"}, set_size, false},
+    {{"job", "a number, or a name (hashed)", "0", "job key: frames of other jobs are dropped"},
+     set_job,
+     false},
+    {{"token", "any text (empty: none)", "",
+      "binds the job at its node daemons (pprun --daemon draws one)"},
+     set_token,
+     false},
+    {{"node", "a name", "", "node name: ranks of one node talk through shared memory"},
+     set_node,
+     false},
+    {{"dev", "pcap:IFACE | sim:LINK/I | fault:SPEC;DEV | DPDK EAL arguments", "",
+      "the port this rank owns"},
+     set_dev,
+     false},
+    {{"mode", "push-pull|push-all|push-zero", "push-pull",
+      "BTP(1)+BTP(2) pushed and the rest pulled | everything pushed | everything pulled"},
+     set_mode,
+     false},
+    {{"btp1", "bytes, 0..4294967295", "80", "bytes in the first push"}, set_btp1, false},
+    {{"btp2", "bytes, 0..4294967295", "680", "bytes in the second push, overlapping the ack"},
+     set_btp2,
+     false},
+    {{"pull_cores", "core list such as 0,2-3 (empty: none)", "",
+      "pull-handler threads, one pinned to each core"},
+     set_pull_cores,
+     false},
+    {{"daemon", "path of a ppd socket (empty: none)", "",
+      "attach to the node daemon instead of owning a port"},
+     set_daemon,
+     false},
+    {{"predict", "off|single-cycle|tag|tag-cycle|tag-bettercycle|graph|dpd|hybrid", "off",
+      "receive predictor feeding the staging of early messages"},
+     set_predict,
+     false},
+    {{"pcap_dump", "file name (empty: none)", "",
+      "write every frame the port sends and receives to a pcap file"},
+     set_pcap_dump,
+     false},
+    {{"timeout_ms", "1..4294967295", "10000", "discovery and peer-loss timeout, ms"},
+     set_timeout_ms,
+     false},
+    {{"cluster", "file name (empty: discover)", "",
+      "rank-to-MAC file instead of discovery by broadcast"},
+     set_cluster,
+     false},
+    {{"log", "debug|info|warn|error|off", "error",
+      "diagnostics on stderr (process-wide; info adds a line of counters at pp_finalize)"},
+     set_log,
+     true},
+    {{"stats", "off|text|json", "off", "every counter on stderr at pp_finalize"}, set_stats, false},
+    {{"shm", "on|off|twocopy (on, off: also as for booleans)", "on",
+      "shared memory between ranks of a node | over the port | through the rings only"},
+     set_shm,
+     false},
+    {{"shm_write", BOOL, "on",
+      "an early receiver's message is written by its sender (off: the receiver copies)"},
+     set_shm_write,
+     false},
+    {{"shm_heap", BYTES, "64m", "pp_malloc memory per rank in the node segment"},
+     set_shm_heap,
+     false},
+    {{"stage_bytes", BYTES, "4m", "prediction staging memory (0: no staging)"},
+     set_stage_bytes,
+     false},
+    {{"stage_remap", BYTES, "0",
+      "staged messages of at least this many bytes move by page remap "
+      "(0: always copied)"},
+     set_stage_remap,
+     false},
+    {{"credits", BOOL, "on", "pushed-buffer credits (off: the paper's Push-All overflow)"},
+     set_credits,
+     false},
+    {{"pushbuf_bytes", BYTES, "1m", "pushed-buffer size"}, set_pushbuf_bytes, false},
+    {{"zerocopy", BOOL, "off", "payloads of 2 KiB or more leave from the user's buffer"},
+     set_zerocopy,
+     false},
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+const struct pp_config_key *pp_config_key(size_t i)
+{
+	return i < NKEYS ? &keys[i].doc : NULL;
+}
+
+static int set_one(struct pp_config *c, const char *key, const char *v)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(key, keys[i].doc.name) == 0)
+			return keys[i].set(c, v);
 	return -ENOENT;
 }
 
@@ -253,19 +480,13 @@ int pp_config_load(struct pp_config *c, const char *config)
 	memset(c, 0, sizeof(*c));
 	c->rank = -1;
 	c->size = -1;
-	c->mode = PP_MODE_PUSH_PULL;
-	c->btp1 = PP_BTP1_ETH_DEFAULT;
-	c->btp2 = PP_BTP2_ETH_DEFAULT;
-	c->timeout_ms = PP_TIMEOUT_MS_DEFAULT;
-	c->zerocopy = false; /* measured slower on af_packet; see zcopy.c */
-	c->stage_bytes = PP_STAGE_BYTES_DEFAULT;
-	c->pushbuf_bytes = PP_PUSHBUF_BYTES_DEFAULT;
-	c->credits = true;
-	c->shm = PP_SHM_ON;
-	c->shm_heap = PP_SHM_HEAP_DEFAULT;
-	c->shm_write = true;
-	strcpy(c->predict, "off");
-	set_one(c, "job", "0");
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].doc.def && !keys[i].global && keys[i].set(c, keys[i].doc.def)) {
+			pp_err("configuration: the default of '%s' does not parse",
+			       keys[i].doc.name);
+			return -EINVAL;
+		}
+	c->btp_set = false;
 
 	int rc = load_env(c);
 	if (rc == 0 && config)

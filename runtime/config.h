@@ -3,11 +3,16 @@
  * Configuration of one rank: PP_<KEY> environment variables, overridden by
  * the "key=value,key=value" string given to pp_init. Unknown keys and bad
  * values are errors that name the key. Cold path.
+ *
+ * One table in config.c names every key, what it takes, its default and
+ * what it does, and holds its parser; pp_config_load applies the defaults
+ * by parsing them, and pp_info prints the table.
  */
 #ifndef PP_CONFIG_H
 #define PP_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum pp_mode {
@@ -20,6 +25,12 @@ enum pp_shm_mode {
 	PP_SHM_ON = 0,	/* ranks of one node talk through shared memory, single copy */
 	PP_SHM_OFF,	/* every rank over the port */
 	PP_SHM_TWOCOPY, /* shared memory, but pulled bytes go through the rings */
+};
+
+enum pp_stats_out {
+	PP_STATS_OFF = 0, /* nothing at pp_finalize (PP_LOG=info still logs one line) */
+	PP_STATS_TEXT,	  /* the counters on stderr, one "name value" per line */
+	PP_STATS_JSON,	  /* ... as one JSON document */
 };
 
 #define PP_CFG_STR 256
@@ -50,16 +61,8 @@ struct pp_config {
 	enum pp_shm_mode shm;	     /* intranode transport: on, off, twocopy */
 	uint64_t shm_heap;	     /* pp_malloc bytes per rank in the segment (0: none) */
 	bool shm_write;		     /* shm=on: a sender writes into a receive posted early */
+	enum pp_stats_out stats;     /* counters on stderr at pp_finalize */
 };
-
-/* Defaults: the paper's Ethernet BTP values, 80 and 680 bytes. */
-#define PP_BTP1_ETH_DEFAULT   80
-#define PP_BTP2_ETH_DEFAULT   680
-#define PP_TIMEOUT_MS_DEFAULT 10000
-#define PP_SHM_HEAP_DEFAULT   (64u << 20)
-
-#define PP_STAGE_BYTES_DEFAULT	 (4u << 20) /* prediction staging budget */
-#define PP_PUSHBUF_BYTES_DEFAULT (1u << 20) /* the engine's default */
 
 /*
  * Fill *cfg from defaults, then the environment (PP_RANK, PP_SIZE, ...), then
@@ -71,5 +74,25 @@ int pp_config_load(struct pp_config *cfg, const char *config);
 
 /* "push-pull", "push-all" or "push-zero". */
 const char *pp_mode_name(enum pp_mode mode);
+
+/*
+ * The keys, as the parser knows them: config.c has one table that both
+ * parses a key and describes it (pp_info, the README), and pp_config_load
+ * fills the defaults by parsing each key's def, so what is shown is what
+ * is done.
+ */
+struct pp_config_key {
+	const char *name;   /* key; PP_<NAME> in the environment */
+	const char *values; /* what it takes, for people */
+	const char *def;    /* its default as it would be written, NULL: none */
+	const char *help;   /* what it does, one line */
+};
+
+/* Key i, in the table's order, or NULL past the last one. */
+const struct pp_config_key *pp_config_key(size_t i);
+
+/* A boolean value: on, yes, true, 1 (1) or off, no, false, 0 (0), in any
+ * case; -EINVAL for anything else. */
+int pp_config_bool(const char *v);
 
 #endif

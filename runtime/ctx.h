@@ -262,6 +262,9 @@ int pp_shm_link_free(pp_ctx *ctx, void *p);
  * frames' headers with pp_proto_input_placed). Nothing without a daemon. */
 void pp_rt_daemon_hooks(const pp_ctx *ctx, struct pp_proto_hooks *h);
 
+/* stats=text|json: every counter on stderr (stats.c); nothing when off. */
+void pp_rt_stats_print(pp_ctx *ctx);
+
 /* Request pool. */
 int pp_req_pool_init(pp_ctx *ctx, uint32_t n);
 void pp_req_pool_fini(pp_ctx *ctx);

@@ -4,6 +4,7 @@ set -uo pipefail
 pp=$1
 fail() { echo "FAIL: $*"; exit 1; }
 "$pp" --help | grep -q -- "--compute-x" || fail "--help"
+"$pp" --help | grep -q -- "--json" || fail "--help does not describe --json"
 for args in "--test nosuch" "--mode push-some" "--sizes 8:4" "--iters 0" "--btp1 x" \
             "--clock sundial" "stray"; do
   # shellcheck disable=SC2086

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* runtime/config: environment, pp_init string, defaults and every error. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "cu_main.h"
 #include "pp_log.h"
+#include "pp_predict.h"
 
 static void clear_env(void)
 {
-	static const char *const vars[] = {"PP_RANK", "PP_SIZE", "PP_JOB", "PP_MODE", "PP_BTP1",
-					   "PP_BTP2", "PP_DEV", "PP_FROB", "PP_TIMEOUT_MS"};
+	static const char *const vars[] = {"PP_RANK", "PP_SIZE", "PP_JOB",
+					   "PP_MODE", "PP_BTP1", "PP_BTP2",
+					   "PP_DEV",  "PP_FROB", "PP_TIMEOUT_MS"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 }
@@ -33,9 +37,20 @@ static void test_defaults(void)
 	CU_ASSERT_EQUAL(c.btp1, 80);
 	CU_ASSERT_EQUAL(c.btp2, 680);
 	CU_ASSERT_FALSE(c.btp_set);
-	CU_ASSERT_EQUAL(c.timeout_ms, PP_TIMEOUT_MS_DEFAULT);
+	CU_ASSERT_EQUAL(c.timeout_ms, 10000);
 	CU_ASSERT_STRING_EQUAL(c.predict, "off");
 	CU_ASSERT_STRING_EQUAL(c.daemon, "");
+	CU_ASSERT_EQUAL(c.shm, PP_SHM_ON);
+	CU_ASSERT_TRUE(c.shm_write);
+	CU_ASSERT_TRUE(c.credits);
+	CU_ASSERT_FALSE(c.zerocopy);
+	CU_ASSERT_EQUAL(c.shm_heap, 64u << 20);
+	CU_ASSERT_EQUAL(c.stage_bytes, 4u << 20);
+	CU_ASSERT_EQUAL(c.stage_remap, 0);
+	CU_ASSERT_EQUAL(c.pushbuf_bytes, 1u << 20);
+	CU_ASSERT_EQUAL(c.stats, PP_STATS_OFF);
+	CU_ASSERT_EQUAL(c.job, 0);
+	CU_ASSERT_EQUAL(c.token, 0);
 }
 
 static void test_string(void)
@@ -87,19 +102,19 @@ static void test_errors(void)
 {
 	struct pp_config c;
 	static const char *const bad[] = {
-		"frobnicate=1",       /* unknown key */
-		"rank",               /* no '=' */
-		"=3",                 /* no key */
-		"rank=-1",            /* negative */
-		"rank=x",             /* not a number */
-		"size=0",             /* empty job */
-		"rank=4,size=4",      /* rank out of range */
-		"mode=push-some",     /* unknown mode */
-		"btp1=99999999999",   /* overflow */
-		"timeout_ms=0",       /* zero timeout */
-		"log=loud",           /* unknown log level */
-		"job=",               /* empty job key */
-		"zerocopy=maybe",     /* on or off only */
+	    "frobnicate=1",	/* unknown key */
+	    "rank",		/* no '=' */
+	    "=3",		/* no key */
+	    "rank=-1",		/* negative */
+	    "rank=x",		/* not a number */
+	    "size=0",		/* empty job */
+	    "rank=4,size=4",	/* rank out of range */
+	    "mode=push-some",	/* unknown mode */
+	    "btp1=99999999999", /* overflow */
+	    "timeout_ms=0",	/* zero timeout */
+	    "log=loud",		/* unknown log level */
+	    "job=",		/* empty job key */
+	    "zerocopy=maybe",	/* a boolean */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CU_ASSERT_EQUAL(pp_config_load(&c, bad[i]), -EINVAL);
@@ -118,18 +133,146 @@ static void test_errors(void)
 	clear_env();
 }
 
+/* Every boolean key takes the same words, in any case; nothing else. */
+static void test_booleans(void)
+{
+	static const char *const keys[] = {"credits", "zerocopy", "shm_write"};
+	static const char *const yes[] = {"on", "yes", "true", "1", "ON", "Yes", "TRUE"};
+	static const char *const no[] = {"off", "no", "false", "0", "OFF", "No", "False"};
+	static const char *const bad[] = {"", "2", "y", "n", "onn", "enable", "-1", " on"};
+	struct pp_config c;
+	char cfg[64];
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		bool *field = strcmp(keys[k], "credits") == 0	 ? &c.credits
+			      : strcmp(keys[k], "zerocopy") == 0 ? &c.zerocopy
+								 : &c.shm_write;
+		for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+			snprintf(cfg, sizeof(cfg), "%s=%s", keys[k], no[i]);
+			CU_ASSERT_EQUAL(pp_config_load(&c, cfg), 0);
+			CU_ASSERT_FALSE(*field);
+			snprintf(cfg, sizeof(cfg), "%s=%s", keys[k], yes[i]);
+			CU_ASSERT_EQUAL(pp_config_load(&c, cfg), 0);
+			CU_ASSERT_TRUE(*field);
+		}
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			snprintf(cfg, sizeof(cfg), "%s=%s", keys[k], bad[i]);
+			CU_ASSERT_EQUAL(pp_config_load(&c, cfg), -EINVAL);
+		}
+	}
+	/* What the README offers, and the same through the environment. */
+	CU_ASSERT_EQUAL(pp_config_load(&c, "credits=off"), 0);
+	CU_ASSERT_FALSE(c.credits);
+	setenv("PP_CREDITS", "No", 1);
+	CU_ASSERT_EQUAL(pp_config_load(&c, NULL), 0);
+	CU_ASSERT_FALSE(c.credits);
+	unsetenv("PP_CREDITS");
+	/* shm takes the boolean words for on and off, and twocopy. */
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm=no"), 0);
+	CU_ASSERT_EQUAL(c.shm, PP_SHM_OFF);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm=TRUE"), 0);
+	CU_ASSERT_EQUAL(c.shm, PP_SHM_ON);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm=twocopy"), 0);
+	CU_ASSERT_EQUAL(c.shm, PP_SHM_TWOCOPY);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm=threecopy"), -EINVAL);
+	CU_ASSERT_EQUAL(pp_config_bool("oN"), 1);
+	CU_ASSERT_EQUAL(pp_config_bool("fAlSe"), 0);
+	CU_ASSERT_EQUAL(pp_config_bool("maybe"), -EINVAL);
+}
+
+/* Numbers are decimal or 0x hexadecimal (never octal); byte counts take
+ * k, m, g. */
+static void test_numbers(void)
+{
+	struct pp_config c;
+	CU_ASSERT_EQUAL(pp_config_load(&c, "btp1=010,btp2=0x20,timeout_ms=0X10"), 0);
+	CU_ASSERT_EQUAL(c.btp1, 10);
+	CU_ASSERT_EQUAL(c.btp2, 32);
+	CU_ASSERT_EQUAL(c.timeout_ms, 16);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "stage_bytes=2m,pushbuf_bytes=64k,shm_heap=0x10k"), 0);
+	CU_ASSERT_EQUAL(c.stage_bytes, 2u << 20);
+	CU_ASSERT_EQUAL(c.pushbuf_bytes, 64u << 10);
+	CU_ASSERT_EQUAL(c.shm_heap, 16u << 10);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "stage_remap=4096"), 0);
+	CU_ASSERT_EQUAL(c.stage_remap, 4096);
+	static const char *const bad[] = {"btp1=0x",	 "btp1=0xg",	   "btp1=+1",
+					  "btp1=1k",	 "stage_bytes=4g", "pushbuf_bytes=1t",
+					  "shm_heap=-1", "timeout_ms=0x0"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(pp_config_load(&c, bad[i]), -EINVAL);
+}
+
+/* The key table is what the parser parses: every key is accepted, its
+ * default parses to the value pp_config_load sets, and every key's name is
+ * unique. */
+static void test_key_table(void)
+{
+	struct pp_config c, d;
+	char cfg[512];
+	size_t n = 0;
+	CU_ASSERT_EQUAL_FATAL(pp_config_load(&d, NULL), 0);
+	for (const struct pp_config_key *k; (k = pp_config_key(n)); n++) {
+		CU_ASSERT_PTR_NOT_NULL(k->values);
+		CU_ASSERT_PTR_NOT_NULL(k->help);
+		for (size_t j = 0; j < n; j++)
+			CU_ASSERT_STRING_NOT_EQUAL(pp_config_key(j)->name, k->name);
+		/* A key the parser does not know would be -EINVAL here. */
+		snprintf(cfg, sizeof(cfg), "size=2,rank=0,%s=%s", k->name,
+			 k->def && k->def[0] ? k->def : "1");
+		if (strcmp(k->name, "log") == 0)
+			snprintf(cfg, sizeof(cfg), "log=off");
+		CU_ASSERT_EQUAL(pp_config_load(&c, cfg), 0);
+		if (strcmp(k->name, "predict") == 0) { /* lists every predictor */
+			char want[256] = "off";
+			for (size_t p = 0; pp_pred_all[p]; p++)
+				snprintf(want + strlen(want), sizeof(want) - strlen(want), "|%s",
+					 pp_pred_all[p]->name);
+			CU_ASSERT_STRING_EQUAL(k->values, want);
+		}
+		if (!k->def || strcmp(k->name, "log") == 0)
+			continue;
+		/* The default, given explicitly, changes nothing. */
+		snprintf(cfg, sizeof(cfg), "%s=%s", k->name, k->def);
+		CU_ASSERT_EQUAL(pp_config_load(&c, cfg), 0);
+		c.btp_set = false;
+		CU_ASSERT(memcmp(&c, &d, sizeof(c)) == 0);
+		/* The environment parses as the string does, good values and bad. */
+		char var[64] = "PP_";
+		for (size_t i = 0; k->name[i] && i + 4 < sizeof(var); i++)
+			var[3 + i] = (char)toupper((unsigned char)k->name[i]);
+		static const char *const vals[] = {"!bad", "on", "7"};
+		for (size_t v = 0; v < 3; v++) {
+			unsetenv(var);
+			snprintf(cfg, sizeof(cfg), "%s=%s", k->name, vals[v]);
+			int want = pp_config_load(&c, cfg);
+			setenv(var, vals[v], 1);
+			CU_ASSERT_EQUAL(pp_config_load(&c, NULL), want);
+		}
+		unsetenv(var);
+	}
+	CU_ASSERT(n >= 25);
+	CU_ASSERT_PTR_NULL(pp_config_key(n));
+	CU_ASSERT_EQUAL(pp_config_load(&c, "stats=json"), 0);
+	CU_ASSERT_EQUAL(c.stats, PP_STATS_JSON);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "stats=text"), 0);
+	CU_ASSERT_EQUAL(c.stats, PP_STATS_TEXT);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "stats=xml"), -EINVAL);
+}
+
 static CU_TestInfo tests[] = {
-	{"defaults", test_defaults},
-	{"string", test_string},
-	{"env then string", test_env_then_string},
-	{"job key", test_job_key},
-	{"errors", test_errors},
-	CU_TEST_INFO_NULL,
+    {"defaults", test_defaults},
+    {"string", test_string},
+    {"env then string", test_env_then_string},
+    {"job key", test_job_key},
+    {"errors", test_errors},
+    {"booleans", test_booleans},
+    {"numbers", test_numbers},
+    {"key table", test_key_table},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"config", setup, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"config", setup, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

@@ -153,6 +153,59 @@ static void test_short_cycles(void)
 	hybrid_is_best(rows, n);
 }
 
+/* The same trace with every number written 0x hexadecimal (as a tool that
+ * prints call sites as addresses would) replays to the same counts. */
+static void test_hex_trace(void)
+{
+	static char out[16384], out_hex[16384];
+	char args[512], path[256], path_hex[256], line[512];
+	struct row rows[MAX_ROWS], rows_hex[MAX_ROWS];
+	snprintf(path, sizeof(path), "%s/dec.csv", dir);
+	snprintf(path_hex, sizeof(path_hex), "%s/hex.csv", dir);
+	snprintf(args, sizeof(args), "--synth noisy --seed 5 -o '%s'", path);
+	CU_ASSERT_EQUAL_FATAL(run(args, out, sizeof(out)), 0);
+	FILE *in = fopen(path, "r"), *o = fopen(path_hex, "w");
+	CU_ASSERT_FATAL(in && o);
+	int rows_in = 0, header = 0;
+	while (fgets(line, sizeof(line), in)) {
+		if (line[0] == '#' || !header) { /* comments, then the header */
+			header |= line[0] != '#';
+			if (header)
+				CU_ASSERT_STRING_EQUAL(line, "src,tag,bytes,buf,site,comm\n");
+			fputs(line, o);
+			continue;
+		}
+		long long src, tag, comm;
+		unsigned long long bytes, buf, site;
+		char sitebuf[32] = "";
+		int got = sscanf(line, "%lld,%lld,%llu,0x%llx,%31[^,],%lld", &src, &tag, &bytes,
+				 &buf, sitebuf, &comm);
+		CU_ASSERT_EQUAL_FATAL(got, 6);
+		site = strtoull(sitebuf, NULL, 10);
+		fprintf(o, "%s0x%llx,%s0X%llX,0x%llx,%llx,0x%llx,%s0x%llx\n", src < 0 ? "-" : "",
+			(unsigned long long)(src < 0 ? -src : src), tag < 0 ? "-" : "",
+			(unsigned long long)(tag < 0 ? -tag : tag), bytes, buf, site,
+			comm < 0 ? "-" : "", (unsigned long long)(comm < 0 ? -comm : comm));
+		rows_in++;
+	}
+	fclose(in);
+	fclose(o);
+	CU_ASSERT(rows_in > 100);
+	snprintf(args, sizeof(args), "--csv --trace '%s' --key envelope", path);
+	CU_ASSERT_EQUAL_FATAL(run(args, out, sizeof(out)), 0);
+	snprintf(args, sizeof(args), "--csv --trace '%s' --key envelope", path_hex);
+	CU_ASSERT_EQUAL_FATAL(run(args, out_hex, sizeof(out_hex)), 0);
+	int n = parse_csv(out, rows), m = parse_csv(out_hex, rows_hex);
+	CU_ASSERT_EQUAL_FATAL(n, 14);
+	CU_ASSERT_EQUAL_FATAL(m, n);
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_STRING_EQUAL(rows[i].pred, rows_hex[i].pred);
+		CU_ASSERT_EQUAL(rows[i].receives, rows_hex[i].receives);
+		CU_ASSERT_EQUAL(rows[i].predictions, rows_hex[i].predictions);
+		CU_ASSERT_EQUAL(rows[i].hits, rows_hex[i].hits);
+	}
+}
+
 static void test_lu(void)
 {
 	static char out[16384];
@@ -175,11 +228,9 @@ static void test_lu(void)
 }
 
 static CU_TestInfo tests[] = {
-    {"help and usage errors", test_help},
-    {"malformed trace line", test_malformed},
-    {"short cycles", test_short_cycles},
-    {"lu-like period 126", test_lu},
-    CU_TEST_INFO_NULL,
+    {"help and usage errors", test_help},  {"malformed trace line", test_malformed},
+    {"short cycles", test_short_cycles},   {"lu-like period 126", test_lu},
+    {"hexadecimal trace", test_hex_trace}, CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {

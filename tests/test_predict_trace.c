@@ -58,6 +58,51 @@ static void test_columns(void)
 	pp_trace_free(&t);
 }
 
+/* Numbers as tools write them: 0x hexadecimal wherever a number goes (a
+ * site is often a code address or a hash), in either case, signed for the
+ * integer columns. */
+static void test_hex(void)
+{
+	struct pp_trace t;
+	char err[256];
+	const char *text = "src,tag,bytes,buf,site,comm\n"
+			   "0x3,0X10,0x1000,0x7f00,0xfffffffe,0x2\n"
+			   "-0x1,-0x7fffffff,0,7f00,0x0,-0X80000000\n"
+			   "010,0x7FFFFFFF,18446744073709551615,,0xAbC,0\n";
+	CU_ASSERT_EQUAL_FATAL(parse(text, &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(t.n, 3);
+	CU_ASSERT_EQUAL(t.obs[0].src, 3);
+	CU_ASSERT_EQUAL(t.obs[0].tag, 16);
+	CU_ASSERT_EQUAL(t.obs[0].bytes, 4096);
+	CU_ASSERT_EQUAL(t.obs[0].buf, 0x7f00);
+	CU_ASSERT_EQUAL(t.obs[0].site, 0xfffffffeu);
+	CU_ASSERT_EQUAL(t.obs[0].comm, 2);
+	CU_ASSERT_EQUAL(t.obs[1].src, -1);
+	CU_ASSERT_EQUAL(t.obs[1].tag, -0x7fffffff);
+	CU_ASSERT_EQUAL(t.obs[1].site, 0);
+	CU_ASSERT_EQUAL(t.obs[1].comm, INT32_MIN);
+	CU_ASSERT_EQUAL(t.obs[2].src, 10); /* decimal, not octal */
+	CU_ASSERT_EQUAL(t.obs[2].tag, INT32_MAX);
+	CU_ASSERT_EQUAL(t.obs[2].bytes, UINT64_MAX);
+	CU_ASSERT_EQUAL(t.obs[2].site, 0xabc);
+	pp_trace_free(&t);
+
+	static const char *const bad[] = {
+	    "src,tag,bytes\n0x,1,2\n",
+	    "src,tag,bytes\n1,0xg,2\n",
+	    "src,tag,bytes\n1,2,0x-1\n",
+	    "src,tag,bytes,site\n1,2,3,0xffffffff\n",
+	    "src,tag,bytes\n0x80000000,2,3\n",
+	    "src,tag,bytes\n-0x80000001,2,3\n",
+	    "src,tag,bytes\n1,2,0x10000000000000000\n",
+	    "src,tag,bytes\n1,2,+3\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL(parse(bad[i], &t, err, sizeof(err)), -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "t.csv:2: bad "));
+	}
+}
+
 /* Each malformed input fails with -EINVAL and names file and line. */
 static void test_errors(void)
 {
@@ -147,9 +192,13 @@ static void test_synth_shapes(void)
 }
 
 static CU_TestInfo tests[] = {
-    {"columns by name", test_columns},	     {"malformed lines", test_errors},
-    {"missing file", test_missing_file},     {"write and read back", test_round_trip},
-    {"synthetic shapes", test_synth_shapes}, CU_TEST_INFO_NULL,
+    {"hex numbers", test_hex},
+    {"columns by name", test_columns},
+    {"malformed lines", test_errors},
+    {"missing file", test_missing_file},
+    {"write and read back", test_round_trip},
+    {"synthetic shapes", test_synth_shapes},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {

@@ -29,6 +29,7 @@
 #include "pp_log.h"
 #include "ppd.h"
 #include "sim/pp_sim.h"
+#include "topo.h"
 
 #define DRAIN_MS_DEFAULT 5000
 
@@ -40,6 +41,7 @@ struct opts {
 	const char *group;  /* --group */
 	int topology;	    /* --topology */
 	int stats;	    /* --stats */
+	int json;	    /* --json */
 	int tx_copy;	    /* --tx-copy */
 	int no_pull_serve;  /* --no-pull-serve */
 	int no_place;	    /* --no-place */
@@ -51,7 +53,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: ppd --dev DEVARGS [options]        run the node daemon\n"
 	      "       ppd --topology [--dev DEVARGS] [--cores LIST]\n"
-	      "       ppd --stats [--socket PATH | --node NAME]\n"
+	      "       ppd --stats [--json] [--socket PATH | --node NAME]\n"
 	      "The librt-pp node daemon: owns the node's port and serves every rank that\n"
 	      "sets daemon=SOCKET (PP_DAEMON) through rings in shared memory.\n\n"
 	      "  --dev DEVARGS   the port, as the dev key: DPDK EAL arguments such as\n"
@@ -80,6 +82,7 @@ static void usage(FILE *f)
 	      "  --topology      print cores, caches, NUMA nodes, the NIC's node and the\n"
 	      "                  handler placement, then exit\n"
 	      "  --stats         print the running daemon's per-handler counters, then exit\n"
+	      "  --json          with --stats: one JSON document (per handler and totals)\n"
 	      "  -h, --help      this text\n"
 	      "SIGTERM or SIGINT: stop taking ranks, wait for attached ones, exit 0.\n",
 	      f);
@@ -98,7 +101,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		O_TXCOPY,
 		O_NOPULL,
 		O_NOPLACE,
-		O_GROUP
+		O_GROUP,
+		O_JSON
 	};
 	static const struct option lo[] = {
 	    {"dev", required_argument, NULL, O_DEV},
@@ -108,6 +112,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"drain-ms", required_argument, NULL, O_DRAIN},
 	    {"topology", no_argument, NULL, O_TOPO},
 	    {"stats", no_argument, NULL, O_STATS},
+	    {"json", no_argument, NULL, O_JSON},
 	    {"tx-copy", no_argument, NULL, O_TXCOPY},
 	    {"no-pull-serve", no_argument, NULL, O_NOPULL},
 	    {"no-place", no_argument, NULL, O_NOPLACE},
@@ -141,6 +146,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_STATS:
 			o->stats = 1;
 			break;
+		case O_JSON:
+			o->json = 1;
+			break;
 		case O_TXCOPY:
 			o->tx_copy = 1;
 			break;
@@ -172,6 +180,10 @@ static void parse(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ppd: unexpected argument '%s' (see --help)\n", argv[optind]);
 		exit(2);
 	}
+	if (o->json && !o->stats) {
+		fprintf(stderr, "ppd: --json goes with --stats (see --help)\n");
+		exit(2);
+	}
 	if (!o->sock) {
 		char host[64];
 		const char *node = o->node ? o->node : getenv("PP_NODE");
@@ -196,7 +208,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 /* --- ppd --stats ------------------------------------------------------------ */
 
-static int stats_client(const char *path)
+static int stats_client(const char *path, int json)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	strcpy(sa.sun_path, path);
@@ -207,7 +219,8 @@ static int stats_client(const char *path)
 			close(s);
 		return 1;
 	}
-	struct ppd_attach_req req = {.magic = PPD_STATS_MAGIC, .version = PPD_VERSION};
+	struct ppd_attach_req req = {
+	    .magic = PPD_STATS_MAGIC, .version = PPD_VERSION, .rank = json ? PPD_STATS_JSON : 0};
 	if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
 		fprintf(stderr, "ppd: %s: %s\n", path, strerror(errno));
 		close(s);
@@ -217,6 +230,14 @@ static int stats_client(const char *path)
 	ssize_t n;
 	int any = 0;
 	while ((n = recv(s, buf, sizeof(buf), 0)) > 0) {
+		if (json && !any && buf[0] != '{') {
+			fprintf(stderr,
+				"ppd: the daemon at %s answered in text, not JSON (an "
+				"older release?)\n",
+				path);
+			close(s);
+			return 1;
+		}
 		fwrite(buf, 1, (size_t)n, stdout);
 		any = 1;
 	}
@@ -252,7 +273,7 @@ static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 			return -EINVAL;
 		}
 	} else {
-		*ncores = ppd_default_cores(o->dev, cores, PPD_MAX_HANDLERS);
+		*ncores = pp_topo_default_cores(o->dev, cores, PPD_MAX_HANDLERS);
 		if (*ncores <= 0) {
 			fprintf(stderr,
 				"ppd: cannot choose cores from the topology (%s); use --cores\n",
@@ -317,13 +338,13 @@ int main(int argc, char **argv)
 	struct opts o;
 	parse(argc, argv, &o);
 	if (o.topology) {
-		int rc = ppd_topology_print(o.dev, o.cores);
+		int rc = pp_topo_print(stdout, o.dev, o.cores, PPD_MAX_HANDLERS);
 		if (rc)
 			fprintf(stderr, "ppd: --topology: %s\n", strerror(-rc));
 		return rc ? 1 : 0;
 	}
 	if (o.stats)
-		return stats_client(o.sock);
+		return stats_client(o.sock, o.json);
 	if (!o.dev) {
 		fprintf(stderr, "ppd: --dev DEVARGS is required (see --help)\n");
 		return 2;

@@ -58,6 +58,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
@@ -315,19 +316,10 @@ void ppd_pull_bye(struct ppd_handler *h, const uint8_t *f, uint32_t len,
 unsigned ppd_pull_run(struct ppd_handler *h);
 
 /* Print the handlers' counters into buf (at most len bytes, NUL-ended;
- * stats.c). */
+ * stats.c). json: the same, and totals, as one JSON document on f; 0 or
+ * the writer's error (-EIO: f is full). */
 void ppd_stats_format(const struct ppd *d, char *buf, size_t len);
-
-/* Topology (topo.c). Print cores, caches, NUMA nodes, the NIC's node and
- * the placement ppd would choose; 0 or -errno. */
-int ppd_topology_print(const char *dev, const char *cores);
-
-/* The default handler cores: one logical processor per physical core on the
- * NIC's NUMA node (every node when unknown). Returns the count or -errno. */
-int ppd_default_cores(const char *dev, int *cores, int max);
-
-/* The interface name in a device string (iface=NAME, pcap:NAME), or "" . */
-void ppd_dev_iface(const char *dev, char *out, size_t len);
+int ppd_stats_json(const struct ppd *d, FILE *f);
 
 /* Monotonic time in ns. */
 static inline uint64_t ppd_now_ns(void)

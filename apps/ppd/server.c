@@ -237,11 +237,23 @@ void ppd_server_accept(struct ppd_server *s, uint64_t now)
 	}
 }
 
-/* The daemon's counters, as text, on connection c. */
-static void stats_reply(const struct ppd *d, int c)
+/* The daemon's counters on connection c: text, or JSON when asked
+ * (PPD_STATS_JSON). */
+static void stats_reply(const struct ppd *d, int c, uint32_t format)
 {
-	static char text[16384];
-	ppd_stats_format(d, text, sizeof(text));
+	static char text[65536];
+	if (format == PPD_STATS_JSON) {
+		FILE *f = fmemopen(text, sizeof(text), "w");
+		int rc = f ? ppd_stats_json(d, f) : -ENOMEM;
+		if (f)
+			fclose(f);
+		if (rc) { /* the client says it got nothing */
+			pp_warn("ppd: --stats --json: the counters do not fit (%d)", rc);
+			return;
+		}
+	} else {
+		ppd_stats_format(d, text, sizeof(text));
+	}
 	size_t n = strlen(text);
 	for (size_t o = 0; o < n; o += 4000)
 		if (send(c, text + o, n - o < 4000 ? n - o : 4000, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -268,7 +280,7 @@ void ppd_server_input(struct ppd *d, struct ppd_server *s, int i)
 		ppd_reply(c->fd, -ESRCH, 0, -1, "pid %d, which connected, has exited",
 			  (int)c->cr.pid);
 	else if (req.magic == PPD_STATS_MAGIC)
-		stats_reply(d, c->fd);
+		stats_reply(d, c->fd, req.rank);
 	else if (req.magic != PPD_MAGIC)
 		ppd_reply(c->fd, -EPROTO, 0, -1, "not a ppd request");
 	else if (ppd_rank_attach(d, c, &req) == 0)

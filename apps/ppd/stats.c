@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ppd --stats: the handlers' counters as a table (read while they run:
- * every counter has one writer and is read with a relaxed load). */
+/* ppd --stats: the handlers' counters as a table or as JSON (read while
+ * they run: every counter has one writer and is read with a relaxed load). */
+#include <stddef.h>
 #include <stdio.h>
 
+#include "pp_json.h"
 #include "ppd.h"
 
 static const char *const drop_names[PPD_DROP_COUNT] = {
@@ -59,4 +61,79 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 #undef OUT
 	if (len)
 		buf[o < len ? o : len - 1] = '\0';
+}
+
+/* The counters of struct ppd_counters by name (drops apart), for JSON. */
+static const struct {
+	const char *name;
+	size_t off;
+} fields[] = {
+#define F(x)                                                                                       \
+	{                                                                                          \
+#x, offsetof(struct ppd_counters, x)                                               \
+	}
+    F(nic_rx),	     F(nic_tx),	       F(from_ranks),	F(to_ranks),	  F(loopback),
+    F(pulls),	     F(ext_bytes),     F(zc_frames),	F(busy_ns),	  F(run_ns),
+    F(queue),	     F(pulls_served),  F(pulls_failed), F(pulls_left),	  F(pull_frames),
+    F(pull_retx),    F(flows_evicted), F(pull_jobs),	F(placed_frames), F(placed_bytes),
+    F(place_failed),
+#undef F
+};
+
+/* A counter added to struct ppd_counters must be added above. */
+_Static_assert(sizeof(struct ppd_counters) ==
+		   (sizeof(fields) / sizeof(fields[0]) + PPD_DROP_COUNT) * sizeof(uint64_t),
+	       "every ppd counter is named in apps/ppd/stats.c");
+
+static uint64_t counter(const struct ppd_counters *c, size_t i)
+{
+	return __atomic_load_n((const uint64_t *)((const char *)c + fields[i].off),
+			       __ATOMIC_RELAXED);
+}
+
+int ppd_stats_json(const struct ppd *d, FILE *f)
+{
+	struct pp_json j;
+	uint64_t total[sizeof(fields) / sizeof(fields[0])] = {0}, drops[PPD_DROP_COUNT] = {0};
+	int nranks = 0;
+	for (int i = 0; i < PPD_MAX_RANKS; i++)
+		nranks += atomic_load(&d->ranks[i].state) == PPD_RANK_ACTIVE;
+	pp_json_begin(&j, f, 0);
+	pp_json_object(&j, NULL);
+	pp_json_i64(&j, "handlers", d->nh);
+	pp_json_i64(&j, "ranks", nranks);
+	pp_json_str(&j, "port", d->info.driver);
+	pp_json_u64(&j, "mtu", d->info.mtu);
+	pp_json_array(&j, "handler");
+	for (int i = 0; i < d->nh; i++) {
+		const struct ppd_counters *c = &d->h[i].c;
+		pp_json_object(&j, NULL);
+		pp_json_i64(&j, "id", i);
+		pp_json_i64(&j, "core", d->h[i].core);
+		pp_json_i64(&j, "home_ranks", d->h[i].nhome);
+		for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+			uint64_t v = counter(c, k);
+			pp_json_u64(&j, fields[k].name, v);
+			total[k] += v;
+		}
+		pp_json_object(&j, "drops");
+		for (int k = 0; k < PPD_DROP_COUNT; k++) {
+			uint64_t v = __atomic_load_n(&c->drops[k], __ATOMIC_RELAXED);
+			pp_json_u64(&j, drop_names[k], v);
+			drops[k] += v;
+		}
+		pp_json_close(&j);
+		pp_json_close(&j);
+	}
+	pp_json_close(&j);
+	pp_json_object(&j, "total");
+	for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++)
+		pp_json_u64(&j, fields[k].name, total[k]);
+	pp_json_object(&j, "drops");
+	for (int k = 0; k < PPD_DROP_COUNT; k++)
+		pp_json_u64(&j, drop_names[k], drops[k]);
+	pp_json_close(&j);
+	pp_json_close(&j);
+	pp_json_close(&j);
+	return pp_json_finish(&j);
 }

@@ -11,7 +11,8 @@
  * answers with a struct ppd_attach_rep carrying the memfd (SCM_RIGHTS). The
  * connection then stays open and idle: the daemon takes its end of file
  * (or the rank's pidfd) as the rank's death. A request whose magic is
- * PPD_STATS_MAGIC instead gets the daemon's counters as text.
+ * PPD_STATS_MAGIC instead gets the daemon's counters: as text, or as one
+ * JSON document when its rank field is PPD_STATS_JSON.
  *
  * Region: a header page, then two rings (shm/ring.h, one producer and one
  * consumer each), then frame slots.
@@ -60,6 +61,7 @@
 
 #define PPD_MAGIC	  0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC	  0x70707331u /* "pps1": print counters */
+#define PPD_STATS_JSON	  1u	      /* ... as JSON (in the request's rank) */
 #define PPD_VERSION	  4u
 #define PPD_HDR_BYTES	  4096u /* header page */
 #define PPD_RING_CELLS	  4096u /* cells per ring (64 bytes each) */

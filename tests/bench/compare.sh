@@ -61,6 +61,7 @@ port_iperf=17713
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare.sh
 pp_nodes=2
+steps=8 # the calls of step below
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
 
@@ -155,13 +156,13 @@ stats() {
 }
 
 # --- librt-pp: pp_pingpong, three modes ------------------------------------
-log "pp_pingpong latency, 8 B, 3 modes"
+step "pp_pingpong latency, 8 B, 3 modes"
 if pp_job pp-lat "$tmp/pp-lat.csv" 60 --test latency --sizes 8; then
   for m in "${modes[@]}"; do
     lat[$m]=$(awk -F, -v m="$m" '$1 == "latency" && $2 == m && $6 == 8 { print $8 }' "$tmp/pp-lat.csv")
   done
 fi
-log "pp_pingpong bandwidth, 1 MiB, 3 modes"
+step "pp_pingpong bandwidth, 1 MiB, 3 modes"
 if pp_job pp-bw "$tmp/pp-bw.csv" 150 --test bandwidth --sizes 1m; then
   for m in "${modes[@]}"; do
     bw[$m]=$(awk -F, -v m="$m" '$1 == "bandwidth" && $2 == m && $6 == 1048576 { print $11 }' "$tmp/pp-bw.csv")
@@ -171,7 +172,7 @@ fi
 # --- Open MPI over TCP --------------------------------------------------------
 # mpirun runs in ppn0; the rank on 10.77.0.2 is started through netns_agent.sh
 # (as plm_rsh_agent) in ppn1; both ranks and the daemons talk over pp0 only.
-log "Open MPI TCP: 8 B latency, 1 MiB bandwidth"
+step "Open MPI TCP: 8 B latency, 1 MiB bandwidth"
 if limit=$(budget 60); then
   if PP_BENCH_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     run timeout -k 5 "$limit" ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
@@ -203,15 +204,15 @@ sockperf_pp() { # KEY SERVER-OPTS CLIENT-OPTS  (options word-split on purpose)
   fi
   stop_last_server
 }
-log "sockperf UDP blocking, 14 B, ${secs} s"
+step "sockperf UDP blocking, 14 B, ${secs} s"
 sockperf_pp udp "" ""
-log "sockperf UDP busy-poll (--nonblocked --lls 100), 14 B, ${secs} s"
+step "sockperf UDP busy-poll (--nonblocked --lls 100), 14 B, ${secs} s"
 sockperf_pp udp-busy "--nonblocked --lls 100" "--nonblocked --lls 100"
-log "sockperf TCP blocking, 14 B, ${secs} s"
+step "sockperf TCP blocking, 14 B, ${secs} s"
 sockperf_pp tcp "--tcp" "--tcp"
 
 # --- iperf3 TCP bandwidth ---------------------------------------------------
-log "iperf3 TCP, ${secs} s"
+step "iperf3 TCP, ${secs} s"
 server ppn0 0 "$tmp/iperf-server.log" iperf3 -s -B "$ip0" -p "$port_iperf" -1
 if client ppn1 1 $((secs + 15)) iperf3 -c "$ip0" -p "$port_iperf" -t "$secs" -J >"$tmp/iperf.json" 2>"$tmp/iperf.err"; then
   bw[iperf]=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ {
@@ -234,6 +235,7 @@ declare -A short=([mpi]="OMPI-TCP" [udp]="UDP-blk" [udp-busy]="UDP-busy" [tcp]="
 
 [ -z "$csv" ] || echo "record,system,baseline,metric,value" >"$csv" || die "cannot write $csv"
 
+step_clear
 echo "# librt-pp vs. the same veth (ppn0/pp0 <-> ppn1/pp0 over ppbr0), $iters iterations, ${secs} s runs"
 echo "# latency: one-way (round trip / 2), mean of middle 80 %, 8 B unless noted; bandwidth: 1 MiB, MB/s"
 printf "%-32s %12s %12s\n" "system" "lat_us" "bw_MBps"
@@ -267,6 +269,8 @@ ratios "bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster)" bw mpi ipe
 # --- intranode: tests/bench/compare_shm.sh ------------------------------------
 missing=0
 echo
+# A step on a terminal only: piped, compare_shm.sh's own lines follow.
+if [ -t 2 ]; then step "the intranode part: compare_shm.sh"; fi
 if limit=$(budget 200) && [ "$limit" -ge 30 ]; then
   # Ten times the iterations: an intranode ping-pong is 20x faster than one
   # over the veth, and a run of a few milliseconds has not settled yet.

@@ -51,6 +51,7 @@ bw_size=4194304
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare_shm.sh
 pp_nodes=1
+steps=6 # the calls of step below
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
 
@@ -97,20 +98,20 @@ declare -A lat bw
 modes=(push-pull push-all push-zero)
 
 # --- librt-pp: pp_pingpong, three modes, one node -------------------------------
-log "pp_pingpong intranode latency, 8 B, 3 modes"
+step "pp_pingpong intranode latency, 8 B, 3 modes"
 if pp_job pp-lat "$tmp/pp-lat.csv" 60 --test latency --sizes 8; then
   for m in "${modes[@]}"; do
     lat[$m]=$(awk -F, -v m="$m" '$1 == "latency" && $2 == m && $6 == 8 { print $8 }' "$tmp/pp-lat.csv")
   done
 fi
-log "pp_pingpong intranode bandwidth, 4 MiB, 3 modes"
+step "pp_pingpong intranode bandwidth, 4 MiB, 3 modes"
 if pp_job pp-bw "$tmp/pp-bw.csv" 90 --test bandwidth --sizes "$bw_size"; then
   for m in "${modes[@]}"; do
     bw[$m]=$(awk -F, -v m="$m" -v s="$bw_size" '$1 == "bandwidth" && $2 == m && $6 == s { print $11 }' "$tmp/pp-bw.csv")
   done
 fi
 
-log "librt-pp push-pull bandwidth, 4 MiB, pp_malloc buffers"
+step "librt-pp push-pull bandwidth, 4 MiB, pp_malloc buffers"
 if limit=$(budget 60) &&
   run "$build/apps/pprun" -n 2 --nodes 1 --dev-kind af_packet --timeout "$limit" -- \
     "$tmp/pp_malloc_bw" "$bw_size" "$iters" >"$tmp/pmalloc.log" 2>&1; then
@@ -121,7 +122,7 @@ else
 fi
 
 # --- Open MPI, vader (shared memory) with CMA -------------------------------------
-log "Open MPI vader+CMA: 8 B latency, 4 MiB bandwidth"
+step "Open MPI vader+CMA: 8 B latency, 4 MiB bandwidth"
 if limit=$(budget 60); then
   if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     run timeout -k 5 "$limit" mpirun -np 2 --bind-to core --map-by core \
@@ -154,7 +155,7 @@ ucx() {
   [ $rc -eq 0 ] || { log "ucx_perftest $t failed:"; tail -5 "$tmp/ucx-$t.log" >&2; return 1; }
   awk 'NF == 8 && $1 ~ /^[0-9]+$/ { row = $0 } END { print row }' "$tmp/ucx-$t.log"
 }
-log "UCX sm: tag_lat 8 B, tag_bw 4 MiB"
+step "UCX sm: tag_lat 8 B, tag_bw 4 MiB"
 if row=$(ucx tag_lat 8 $((iters * 20))) && [ -n "$row" ]; then
   lat[ucx]=$(awk '{ printf "%.3f\n", $2 }' <<<"$row")
 fi
@@ -163,7 +164,7 @@ if row=$(ucx tag_bw "$bw_size" $((iters / 2 > 50 ? iters / 2 : 50))) && [ -n "$r
 fi
 
 # --- memcpy, one thread ------------------------------------------------------------
-log "memcpy, one thread, 4 MiB"
+step "memcpy, one thread, 4 MiB"
 if limit=$(budget 30) &&
   run timeout -k 2 "$limit" taskset -c 1 "$tmp/memcpy_bw" "$bw_size" "$iters" >"$tmp/memcpy.log" 2>&1; then
   bw[memcpy]=$(awk '$1 == "RESULT" { print $7 }' "$tmp/memcpy.log")
@@ -181,6 +182,7 @@ declare -A short=([mpi]="OMPI-vader" [ucx]="UCX-sm" [memcpy]="memcpy")
 
 [ -z "$csv" ] || echo "record,system,baseline,metric,value" >"$csv" || die "cannot write $csv"
 
+step_clear
 echo "# librt-pp intranode (2 ranks, cores 0 and 1), $iters iterations"
 echo "# latency: one-way, 8 B (UCX: median; others: mean of middle 80 %); bandwidth: 4 MiB, MB/s"
 printf "%-32s %12s %12s\n" "system" "lat_us" "bw_MBps"

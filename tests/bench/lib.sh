@@ -1,11 +1,29 @@
 # Shared by compare.sh and compare_shm.sh (sourced, not run). The caller sets
-# prog (its name, for messages), root, build, iters, max_time and pp_nodes
-# (the --nodes of its pp_pingpong jobs) first; addrs may list "NS ADDR/LEN"
-# to remove from pp0 at exit.
+# prog (its name, for messages), root, build, iters, max_time, pp_nodes
+# (the --nodes of its pp_pingpong jobs) and steps (how many times it calls
+# step) first; addrs may list "NS ADDR/LEN" to remove from pp0 at exit.
 
-bad() { echo "$prog: $*" >&2; echo "try: $prog --help" >&2; exit 2; }
-die() { echo "$prog: $*" >&2; exit 1; }
-log() { echo "$prog: $*" >&2; }
+# step WHAT: the run's next step begins. On a terminal, one line that the
+# next step overwrites: "PROG: [i/N] WHAT"; piped, a line as log writes it,
+# so logs read as they always did. Any other message clears the line first.
+step_i=0
+step_shown=0
+step_clear() {
+  [ "$step_shown" -eq 0 ] || printf '\r\033[K' >&2
+  step_shown=0
+}
+step() {
+  step_i=$((step_i + 1))
+  if [ -t 2 ]; then
+    printf '\r\033[K%s: [%d/%d] %s' "$prog" "$step_i" "$steps" "$*" >&2
+    step_shown=1
+  else
+    echo "$prog: $*" >&2
+  fi
+}
+bad() { step_clear; echo "$prog: $*" >&2; echo "try: $prog --help" >&2; exit 2; }
+die() { step_clear; echo "$prog: $*" >&2; exit 1; }
+log() { step_clear; echo "$prog: $*" >&2; }
 posint() { [[ $1 =~ ^[1-9][0-9]{0,6}$ ]]; }
 val() { local v=${1:-}; [ -n "$v" ] && echo "$v" || echo "-"; }
 # ratio A B = A / B, or "-" when either is missing.
@@ -34,6 +52,7 @@ bench_start() { # TMP-PREFIX
 # shellcheck disable=SC2317  # called from the EXIT trap
 bench_cleanup() {
   local p a
+  step_clear
   if [ -n "$cur" ]; then
     # pprun's ranks lead their own process groups; stop them with it.
     for p in $(pgrep -P "$cur"); do kill -TERM -- "-$p" 2>/dev/null; done

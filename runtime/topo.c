@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ppd --topology and the default handler placement, from hwloc. Cold path. */
+/* The node's topology and the default handler placement, from hwloc (ppd
+ * --topology, ppd's handlers, pp_info). Cold path. */
+#include "topo.h"
+
 #include <errno.h>
 #include <hwloc.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "affinity.h"
-#include "ppd.h"
 
-void ppd_dev_iface(const char *dev, char *out, size_t len)
+void pp_topo_dev_iface(const char *dev, char *out, size_t len)
 {
 	const char *p = NULL;
 	out[0] = '\0';
@@ -32,7 +33,7 @@ void ppd_dev_iface(const char *dev, char *out, size_t len)
 static int nic_numa(const char *dev)
 {
 	char iface[64], path[160];
-	ppd_dev_iface(dev, iface, sizeof(iface));
+	pp_topo_dev_iface(dev, iface, sizeof(iface));
 	if (!iface[0] || strchr(iface, '/'))
 		return -1;
 	snprintf(path, sizeof(path), "/sys/class/net/%s/device/numa_node", iface);
@@ -76,7 +77,7 @@ static int pick(hwloc_topology_t t, int numa, int *cores, int max)
 	return n;
 }
 
-int ppd_default_cores(const char *dev, int *cores, int max)
+int pp_topo_default_cores(const char *dev, int *cores, int max)
 {
 	hwloc_topology_t t;
 	int rc = load(&t);
@@ -87,15 +88,15 @@ int ppd_default_cores(const char *dev, int *cores, int max)
 	return n > 0 ? n : -ENODEV;
 }
 
-static void print_set(const char *label, hwloc_const_bitmap_t set)
+static void print_set(FILE *f, const char *label, hwloc_const_bitmap_t set)
 {
 	char *s = NULL;
 	hwloc_bitmap_list_asprintf(&s, set);
-	printf("%s%s", label, s ? s : "?");
+	fprintf(f, "%s%s", label, s ? s : "?");
 	free(s);
 }
 
-int ppd_topology_print(const char *dev, const char *cores)
+int pp_topo_print(FILE *f, const char *dev, const char *cores, int max)
 {
 	hwloc_topology_t t;
 	int rc = load(&t);
@@ -104,20 +105,20 @@ int ppd_topology_print(const char *dev, const char *cores)
 	int nnuma = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
 	int ncore = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
 	int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
-	printf("machine: %d NUMA node(s), %d core(s), %d logical processor(s)\n", nnuma, ncore,
-	       npu);
+	fprintf(f, "machine: %d NUMA node(s), %d core(s), %d logical processor(s)\n", nnuma, ncore,
+		npu);
 	for (int i = 0; i < nnuma; i++) {
 		hwloc_obj_t o = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
-		printf("numa %u: %llu MiB, ", o->os_index,
-		       (unsigned long long)(o->attr ? o->attr->numanode.local_memory >> 20 : 0));
-		print_set("cpus ", o->cpuset);
-		printf("\n");
+		fprintf(f, "numa %u: %llu MiB, ", o->os_index,
+			(unsigned long long)(o->attr ? o->attr->numanode.local_memory >> 20 : 0));
+		print_set(f, "cpus ", o->cpuset);
+		fprintf(f, "\n");
 	}
 	for (int i = 0; i < ncore; i++) {
 		hwloc_obj_t o = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)i);
-		printf("core %d: ", i);
-		print_set("cpus ", o->cpuset);
-		printf("\n");
+		fprintf(f, "core %d: ", i);
+		print_set(f, "cpus ", o->cpuset);
+		fprintf(f, "\n");
 	}
 	static const hwloc_obj_type_t caches[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE,
 						  HWLOC_OBJ_L3CACHE};
@@ -125,39 +126,41 @@ int ppd_topology_print(const char *dev, const char *cores)
 		int nc = hwloc_get_nbobjs_by_type(t, caches[k]);
 		for (int i = 0; i < nc; i++) {
 			hwloc_obj_t o = hwloc_get_obj_by_type(t, caches[k], (unsigned)i);
-			printf("L%u cache %d: %llu KiB, line %u B, ", k + 1, i,
-			       (unsigned long long)(o->attr->cache.size >> 10),
-			       o->attr->cache.linesize);
-			print_set("cpus ", o->cpuset);
-			printf("\n");
+			fprintf(f, "L%u cache %d: %llu KiB, line %u B, ", k + 1, i,
+				(unsigned long long)(o->attr->cache.size >> 10),
+				o->attr->cache.linesize);
+			print_set(f, "cpus ", o->cpuset);
+			fprintf(f, "\n");
 		}
 	}
 	char iface[64];
-	ppd_dev_iface(dev, iface, sizeof(iface));
+	pp_topo_dev_iface(dev, iface, sizeof(iface));
 	int numa = nic_numa(dev);
 	if (!dev)
-		printf("nic: none given (--dev)\n");
+		fprintf(f, "nic: none given\n");
 	else if (numa >= 0)
-		printf("nic: %s on numa %d\n", iface[0] ? iface : dev, numa);
+		fprintf(f, "nic: %s on numa %d\n", iface[0] ? iface : dev, numa);
 	else
-		printf("nic: %s, numa node unknown (virtual device or not in sysfs)\n",
-		       iface[0] ? iface : dev);
+		fprintf(f, "nic: %s, numa node unknown (virtual device or not in sysfs)\n",
+			iface[0] ? iface : dev);
 
-	int list[PPD_MAX_HANDLERS];
+	int list[PP_TOPO_MAX_CORES];
 	int n;
+	if (max > PP_TOPO_MAX_CORES)
+		max = PP_TOPO_MAX_CORES;
 	if (cores) {
-		n = pp_corelist_parse(cores, list, PPD_MAX_HANDLERS);
+		n = pp_corelist_parse(cores, list, max);
 		if (n < 0) {
 			hwloc_topology_destroy(t);
 			return n;
 		}
 	} else {
-		n = pick(t, numa, list, PPD_MAX_HANDLERS);
+		n = pick(t, numa, list, max);
 	}
-	printf("placement (%s): %d pull handler(s):", cores ? "--cores" : "default", n);
+	fprintf(f, "placement (%s): %d pull handler(s):", cores ? "--cores" : "default", n);
 	for (int i = 0; i < n; i++)
-		printf(" %d->cpu%d", i, list[i]);
-	printf("\n");
+		fprintf(f, " %d->cpu%d", i, list[i]);
+	fprintf(f, "\n");
 	hwloc_topology_destroy(t);
 	return 0;
 }
