@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Wireshark dissector (tools/wireshark/librt-pp.lua) under tshark, on the
+# The Wireshark dissector (apps/wireshark/librt-pp.lua) under tshark, on the
 # captures capgen writes (tests/dissect/capgen.c: traffic of every mode over
 # the in-memory link, crafted frames of every type and flag, version 1
 # frames, a flipped payload byte):
