@@ -86,16 +86,23 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	}
 	e->cpl_mask = cpl_n - 1;
 	e->credit_share = pp_proto_credit_share(&e->pb, c->nranks);
+	/* A fitted push may take half a peer's share: two such messages in
+	 * flight never wait for credit. */
+	e->push_cap = (c->credits ? (uint64_t)e->credit_share * PP_PUSHBUF_CELL
+				  : (uint64_t)c->pushbuf_bytes) /
+		      2;
+	if (e->push_cap > PP_PROTO_PUSH_CAP)
+		e->push_cap = PP_PROTO_PUSH_CAP;
 	e->staging = c->hooks.stage != NULL;
 	e->recvq = c->hooks.rq_post != NULL;
 	list_init(&e->send_free);
-	list_init(&e->pp_proto_rx_free);
+	list_init(&e->rx_pool);
 	list_init(&e->posted);
 	list_init(&e->unexpected);
 	for (uint32_t i = 0; i < c->max_msgs; i++)
 		list_add_tail(&e->send_free, &e->sends[i].q);
 	for (uint32_t i = 0; i < 2 * c->max_msgs; i++)
-		list_add_tail(&e->pp_proto_rx_free, &e->rxs[i].q);
+		list_add_tail(&e->rx_pool, &e->rxs[i].q);
 	for (uint32_t r = 0; r < c->nranks; r++) {
 		struct peer *p = &e->peers[r];
 		list_init(&p->sends);
@@ -285,6 +292,18 @@ void pp_proto_stats(const struct pp_proto *e, struct pp_stats *st)
 	*st = e->st;
 	st->pushed_buf_bytes = e->pb.bytes;
 	st->pushed_buf_peak = e->pb.peak;
+	for (uint32_t r = 0; r < e->c.nranks; r++) {
+		const struct peer *p = &e->peers[r];
+		if (!p->present || p->local)
+			continue;
+		uint64_t push = pp_proto_push_of(e, p, UINT64_MAX);
+		if (push > st->push_now)
+			st->push_now = push;
+		if (p->path.rtt_min && (!st->path_rtt_ns || p->path.rtt_min < st->path_rtt_ns))
+			st->path_rtt_ns = p->path.rtt_min;
+		if (p->path.rate * 1000u > st->path_rate)
+			st->path_rate = p->path.rate * 1000u;
+	}
 }
 
 int pp_proto_idle(const struct pp_proto *e)

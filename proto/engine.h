@@ -5,8 +5,8 @@
  * buffers; the engine writes frames to transmit, places bytes straight into
  * receive buffers and reports completions. It never reads a clock or blocks;
  * it allocates its pools in pp_proto_create and, on the cold path, a peer's
- * window when it is added or made local, never while traffic flows. What it does with messages and frames is
- * stated in docs/protocol.md, rule by rule, with the file that owns each.
+ * window when it is added or made local, never while traffic flows. What it does with messages and
+ * frames is stated in docs/protocol.md, rule by rule, with the file that owns each.
  *
  * Driving it: post operations (pp_proto_send, pp_proto_recv); hand in what
  * arrives (pp_proto_input, _input_local for an intranode ring, _input_placed
@@ -106,6 +106,7 @@ struct pp_proto_conf {
 	enum pp_proto_mode mode;     /* how much of a message is pushed */
 	uint32_t btp1;		     /* bytes of the first push */
 	uint32_t btp2;		     /* bytes of the second push */
+	int btp_fit;		     /* 1: push more when the path holds more (rule 1) */
 	uint32_t window;	     /* go-back-N window, frames, power of two */
 	uint64_t rto_ns;	     /* initial retransmission timeout */
 	uint64_t rto_max_ns;	     /* largest timeout after back-off */

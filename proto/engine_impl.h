@@ -23,6 +23,7 @@
 
 #include "engine.h"
 #include "gbn.h"
+#include "path.h"
 #include "pushbuf.h"
 #include "wire.h"
 
@@ -31,6 +32,8 @@ struct link {
 	struct link *next; /* following element, or the head */
 	struct link *prev; /* preceding element, or the head */
 };
+
+#define PP_PROTO_PUSH_CAP (1u << 20) /* btp_fit: a push is never longer */
 
 /* Call hook name of the layer below (struct pp_proto_hooks) with its arg. */
 #define HOOK(e, name, ...) ((e)->c.hooks.name((e)->c.hooks.arg, __VA_ARGS__))
@@ -160,6 +163,7 @@ struct peer {
 	uint32_t btp2;	 /* bytes of the second push to it */
 	/* TX channel (our stream to this peer). */
 	struct pp_gbn_tx tx;   /* its go-back-N sender */
+	struct pp_path path;   /* what the path to it carries (btp_fit) */
 	uint8_t ping_owed;     /* pp_proto_ping: a PING waits for the window */
 	struct desc *ring;     /* window descriptors, indexed seq & mask */
 	uint32_t next_msg_id;  /* next message number to this peer */
@@ -189,6 +193,7 @@ struct pp_proto {
 	uint32_t maxp;		      /* payload bytes per frame */
 	uint32_t wmask;		      /* window - 1 */
 	uint32_t credit_share;	      /* cells each peer may hold */
+	uint64_t push_cap;	      /* btp_fit: most bytes a message pushes unasked */
 	struct peer *peers;	      /* indexed by rank */
 	uint32_t rr;		      /* next peer output looks at */
 	struct send *sends;	      /* send pool */
@@ -198,7 +203,7 @@ struct pp_proto {
 	uint32_t nsends_copied;	      /* sends completed early, awaiting acks */
 	struct rx *rxs;		      /* receive pool (posted + unexpected) */
 	struct link send_free;	      /* free sends */
-	struct link pp_proto_rx_free; /* free receives */
+	struct link rx_pool;	      /* free receives */
 	struct link posted;	      /* posted receives, in order */
 	struct link unexpected;	      /* unexpected messages, in arrival order */
 	uint32_t user_ops;	      /* sends + receives outstanding or unpolled */
@@ -265,6 +270,9 @@ static inline void pp_proto_credit_return(struct peer *p, uint32_t cells, int an
 }
 
 /* ---- send.c ---- */
+
+/* Bytes a message of len bytes to p pushes unasked (rule 1). */
+uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64_t len);
 
 /* Take the next frame of the send at the head of p's txq into d. */
 void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d);

@@ -52,6 +52,7 @@ struct pp_gbn_tx {
 	uint32_t rtt_seq;  /* the timed frame */
 	uint32_t tries;	   /* timeouts without progress */
 	uint64_t rtt_t0;   /* when it was sent */
+	uint64_t rtt_new;  /* the sample the last ack took, ns (0: it took none) */
 	uint64_t srtt;	   /* smoothed round trip, ns (0: no sample yet) */
 	uint64_t rttvar;   /* its mean deviation, ns */
 	uint64_t rto;	   /* current timeout */
@@ -137,8 +138,10 @@ static inline uint32_t pp_gbn_tx_ack(struct pp_gbn_tx *t, uint32_t ack, uint64_t
 		t->rtx_nxt = t->una;
 	if (pp_gbn_lt(t->rtx_end, t->rtx_nxt) || lacks_rest)
 		t->rtx_end = lacks_rest ? t->nxt : t->rtx_nxt;
+	t->rtt_new = 0;
 	if (t->rtt_on && pp_gbn_lt(t->rtt_seq, ack)) {
-		pp_rtt_sample(&t->srtt, &t->rttvar, now - t->rtt_t0);
+		t->rtt_new = now - t->rtt_t0;
+		pp_rtt_sample(&t->srtt, &t->rttvar, t->rtt_new);
 		t->rtt_on = 0;
 	}
 	t->rto = pp_gbn_tx_rto(t);

@@ -9,13 +9,22 @@
  * sends (go-back-N decides which, gbn.h). */
 static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64_t now)
 {
-	for (uint32_t n = pp_gbn_tx_ack(&p->tx, ack, now), seq = ack - n; seq != ack; seq++) {
+	uint32_t n = pp_gbn_tx_ack(&p->tx, ack, now);
+	if (!n)
+		return;
+	uint64_t bytes = 0;
+	for (uint32_t seq = ack - n; seq != ack; seq++) {
 		struct desc *d = &p->ring[seq & e->wmask];
 		if (d->type == PP_WIRE_PULL || d->type == PP_WIRE_PING)
 			continue;
+		bytes += d->len;
 		struct send *s = d->obj;
 		if (--s->unacked == 0 && s->gen_done)
 			pp_proto_send_finish(e, s, s->error);
+	}
+	if (e->c.btp_fit) { /* what the path carries (path.h) */
+		pp_path_rtt(&p->path, now, p->tx.rtt_new);
+		pp_path_acked(&p->path, now, bytes);
 	}
 }
 

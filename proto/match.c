@@ -56,9 +56,9 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 	/* Nothing that is not here already will come from a departed peer. */
 	if (src >= 0 && e->peers[src].gone)
 		return -ECONNRESET;
-	if (list_empty(&e->pp_proto_rx_free))
+	if (list_empty(&e->rx_pool))
 		return -ENOMEM;
-	struct rx *r = container_of(e->pp_proto_rx_free.next, struct rx, q);
+	struct rx *r = container_of(e->rx_pool.next, struct rx, q);
 	list_del(&r->q);
 	memset(r, 0, sizeof(*r));
 	r->state = RX_POSTED;

@@ -40,13 +40,13 @@ enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
 			e->st.drops[PP_DROP_STATE]++; /* written for no receive of ours */
 			return TAKEN;
 		} else {
-			if (list_empty(&e->pp_proto_rx_free))
+			if (list_empty(&e->rx_pool))
 				return REFUSED_STATE;
 			void *blk = e->staging ? pp_proto_stage_ask(e, src, h) : NULL;
 			if (!e->staging && h->payload_len &&
 			    e->pb.nfree < pp_pushbuf_cells(h->payload_len))
 				return REFUSED_NOBUF;
-			r = container_of(e->pp_proto_rx_free.next, struct rx, q);
+			r = container_of(e->rx_pool.next, struct rx, q);
 			list_del(&r->q);
 			memset(r, 0, sizeof(*r));
 			pp_pushbuf_chain_init(&r->cells);
@@ -178,7 +178,7 @@ void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
 	if (r->stage)
 		pp_proto_stage_release(e, r);
 	r->state = RX_FREE;
-	list_add_head(&e->pp_proto_rx_free, &r->q); /* reused first, while its lines are warm */
+	list_add_head(&e->rx_pool, &r->q); /* reused first, while its lines are warm */
 }
 
 void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error)

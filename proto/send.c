@@ -9,6 +9,28 @@
 
 /* ---- user operations ---- */
 
+/* Bytes a message of len bytes to p pushes unasked (rule 1). Push-Pull:
+ * BTP(1) + BTP(2); with btp_fit, at least what the path to p carries in one
+ * round trip (so the PULL is back before the pushes end), and to a node-mate
+ * the whole message when the rest would be too short for a direct copy
+ * (pulled as DATA, it would cost a round trip for nothing). */
+uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64_t len)
+{
+	if (e->c.mode != PP_PROTO_PUSH_PULL)
+		return e->c.mode == PP_PROTO_PUSH_ZERO ? 0 : len;
+	uint64_t push = (uint64_t)p->btp1 + p->btp2;
+	if (len <= push)
+		return len;
+	if (!e->c.btp_fit)
+		return push;
+	if (p->local)
+		return len - push < e->c.direct_min ? len : push;
+	uint64_t bdp = pp_path_bdp(&p->path);
+	if (bdp > push)
+		push = bdp < e->push_cap ? bdp : e->push_cap;
+	return len < push ? len : push;
+}
+
 int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, uint64_t len,
 		  uint64_t cookie)
 {
@@ -24,11 +46,9 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 		return e->nsends_copied ? -EAGAIN : -ENOMEM;
 	struct send *s = container_of(e->send_free.next, struct send, q);
 	list_del(&s->q);
-	uint64_t push = len;
-	if (e->c.mode == PP_PROTO_PUSH_PULL && len > (uint64_t)p->btp1 + p->btp2)
-		push = (uint64_t)p->btp1 + p->btp2;
-	else if (e->c.mode == PP_PROTO_PUSH_ZERO)
-		push = 0;
+	uint64_t push = pp_proto_push_of(e, p, len);
+	if (e->c.mode == PP_PROTO_PUSH_PULL && push > (uint64_t)p->btp1 + p->btp2)
+		e->st.pushes_fitted++;
 	s->state = SEND_ACTIVE;
 	s->buf = buf;
 	s->len = len;

@@ -28,7 +28,8 @@ static const struct {
     F(late_matches),   F(pushed_buf_bytes), F(pushed_buf_peak), F(push_degraded),
     F(copies_avoided), F(pred_predictions), F(pred_hits),	F(pred_misses),
     F(spec_pulls),     F(bytes_staged),	    F(pages_remapped),	F(evictions),
-    F(staged_msgs),    F(stage_peak),
+    F(staged_msgs),    F(stage_peak),	    F(pushes_fitted),	F(push_now),
+    F(path_rtt_ns),    F(path_rate),
 #undef F
 };
 

@@ -240,6 +240,42 @@ static void test_direct_min(void)
 	world_fini();
 }
 
+/* BTP fitted (btp_fit): a message whose rest after the pushes would be too
+ * short for a direct copy is pushed whole, with no PULL round trip; from
+ * direct_min past the pushes on, the pushes and one copy as before. With
+ * btp_fit off the rest is pulled as DATA. */
+static void test_fit(void)
+{
+	static uint8_t s[8192], r[8192 + 16];
+	for (int fit = 0; fit < 2; fit++) {
+		memset(&w, 0, sizeof(w));
+		w.fail_from = -1;
+		w.now = 1000;
+		struct pp_proto_conf c;
+		pp_proto_conf_default(&c);
+		c.hooks.direct = hook_direct;
+		c.hooks.publish = hook_publish;
+		c.direct_min = 4096;
+		c.btp_fit = fit;
+		CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
+		for (int late = 0; late < 2; late++) {
+			struct pp_stats a, b;
+			const uint64_t sz[] = {2000, 4855, 4856};
+			for (size_t k = 0; k < PP_ARRAY_SIZE(sz); k++) {
+				pp_proto_stats(w.e[1], &a);
+				w.calls = 0;
+				CU_ASSERT_EQUAL(one(sz[k], sz[k], late, (unsigned)k, s, r), 0);
+				pp_proto_stats(w.e[1], &b);
+				int whole = fit && sz[k] - 760 < 4096;
+				int copied = sz[k] - 760 >= 4096;
+				CU_ASSERT_EQUAL(b.pulls_tx - a.pulls_tx, whole ? 0u : 1u);
+				CU_ASSERT_EQUAL(w.calls, copied ? 1u : 0u);
+			}
+		}
+		world_fini();
+	}
+}
+
 /* Many messages outstanding both ways, matched in order. */
 static void test_many(void)
 {
@@ -350,6 +386,7 @@ static CU_TestInfo tests[] = {
     {"truncated receives", test_truncated},
     {"hook refused at once or later: DATA frames", test_fallback},
     {"too little for a copy call: DATA", test_direct_min},
+    {"btp_fit: pushed whole below the direct copy's least", test_fit},
     {"many outstanding both ways", test_many},
     {"a local peer that died", test_fail},
     {"a frame in a ring names its owner", test_ring_owner},

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the path to one peer carries (docs/protocol.md, rule 1, "BTP fitted
+ * to the link"): the least round trip seen lately and the delivery rate, so
+ * the bytes in flight that keep the path busy for one round trip, its
+ * bandwidth-delay product. A leaf: the engine feeds it the round-trip
+ * samples of its go-back-N sender and the bytes each ack releases, and asks
+ * it how much a message may push before its PULL can come back.
+ *
+ * Round trip: the least sample of the last PP_PATH_RTT_EPOCH, so a path that
+ * got slower is followed within that time. Rate: bytes acknowledged over an
+ * interval of at least PP_PATH_MIN_INTERVAL and two least round trips, taken
+ * only when the interval released at least PP_PATH_MIN_BYTES (a ping-pong of
+ * small messages says nothing of the rate); the estimate follows a higher
+ * sample at once and a lower one slowly (a sender that was idle part of an
+ * interval measures low, and must not shrink the estimate much).
+ */
+#ifndef PP_PROTO_PATH_H
+#define PP_PROTO_PATH_H
+
+#include <stdint.h>
+
+#define PP_PATH_RTT_EPOCH    1000000000ull /* ns a least round trip is kept */
+#define PP_PATH_MIN_INTERVAL 50000ull	   /* ns: shortest rate interval */
+#define PP_PATH_MIN_BYTES    32768u	   /* bytes an interval must release */
+
+struct pp_path {
+	uint64_t rtt_min; /* least round trip of this epoch, ns (0: none yet) */
+	uint64_t rtt_t;	  /* when this epoch started */
+	uint64_t rate;	  /* delivery rate, bytes per ms (0: none yet) */
+	uint64_t t0;	  /* start of the current rate interval (0: none) */
+	uint64_t bytes;	  /* bytes acknowledged since t0 */
+	uint64_t samples; /* rate samples taken */
+};
+
+/* A round-trip sample r (ns) at now. */
+static inline void pp_path_rtt(struct pp_path *p, uint64_t now, uint64_t r)
+{
+	if (!r)
+		return;
+	if (!p->rtt_min || r < p->rtt_min || now - p->rtt_t > PP_PATH_RTT_EPOCH) {
+		p->rtt_min = r;
+		p->rtt_t = now;
+	}
+}
+
+/* An ack released n payload bytes at now. */
+static inline void pp_path_acked(struct pp_path *p, uint64_t now, uint64_t n)
+{
+	if (!p->t0) {
+		p->t0 = now;
+		p->bytes = 0;
+		return;
+	}
+	p->bytes += n;
+	uint64_t dt = now - p->t0, least = 2 * p->rtt_min;
+	if (dt < PP_PATH_MIN_INTERVAL || dt < least)
+		return;
+	if (p->bytes >= PP_PATH_MIN_BYTES) {
+		uint64_t s = p->bytes * 1000000u / dt; /* bytes per ms */
+		if (s >= p->rate)
+			p->rate = s;
+		else
+			p->rate -= (p->rate - s) / 16;
+		p->samples++;
+	}
+	p->t0 = now;
+	p->bytes = 0;
+}
+
+/* The path's bandwidth-delay product in bytes, or 0 while either half is
+ * unknown. */
+static inline uint64_t pp_path_bdp(const struct pp_path *p)
+{
+	return p->rate * p->rtt_min / 1000000u;
+}
+
+#endif
