@@ -384,7 +384,7 @@ static int post_recv(struct run *r, struct msg *m, unsigned k)
 {
 	m->posted = 1;
 	memset(m->rbuf, 0xEE, m->len);
-	return pp_proto_recv(r->eng[m->dst], (int)m->src, (int)(m->id & 0x7fffffff), m->rbuf,
+	return pp_proto_recv(r->eng[m->dst], (int)m->src, (int)(m->id & 0x7fffffff), 0, m->rbuf,
 			     m->len, k);
 }
 
@@ -530,7 +530,7 @@ static int lossy_run(struct opts *o)
 			}
 			if (!m->used || m->posted ||
 			    !pp_proto_probe(r.eng[m->dst], (int)m->src, (int)(m->id & 0x7fffffff),
-					    &pc))
+					    0, &pc))
 				continue;
 			if ((rc = post_recv(&r, m, k))) {
 				fprintf(stderr, "pp_simnet: recv: %s\n", strerror(-rc));
@@ -670,7 +670,8 @@ static int bench_one(const struct opts *o, uint64_t len, uint64_t count, double 
 	double t0 = now_s();
 	while (done_r < count || done_s < count) {
 		while (posted < count && posted - done_r < DEPTH && posted - done_s < DEPTH) {
-			if (pp_proto_recv(e[1], 0, 1, rb + (posted % DEPTH) * len, len, posted) ||
+			if (pp_proto_recv(e[1], 0, 1, 0, rb + (posted % DEPTH) * len, len,
+					  posted) ||
 			    pp_proto_send(e[0], 1, 1, sb, len, posted))
 				return -1;
 			posted++;

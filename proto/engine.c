@@ -189,13 +189,13 @@ int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32
 /* ---- completions ---- */
 
 void pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer,
-		       uint32_t tag, uint64_t len, int error)
+		       uint64_t tag, uint64_t len, int error)
 {
 	struct pp_proto_cpl *x = &e->cpl[e->cpl_tail++ & e->cpl_mask];
 	x->cookie = cookie;
 	x->is_send = is_send;
 	x->source = (int)peer;
-	x->tag = (int)tag;
+	x->tag = tag;
 	x->len = len;
 	x->error = error;
 }

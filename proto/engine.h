@@ -27,9 +27,10 @@
 
 #include "pp.h"
 
-#define PP_PROTO_ANY	 (-1)	/* wildcard source or tag of pp_proto_recv */
-#define PP_PROTO_STREAMS 8	/* a peer's own stream + pull handlers' streams 1..7 */
-#define PP_PROTO_NO_ACK	 0xFFFF /* ack_stream of frames that carry no ack */
+#define PP_PROTO_ANY	    (-1)       /* wildcard source of pp_proto_recv */
+#define PP_PROTO_IGNORE_ALL UINT64_MAX /* ignore mask that matches every tag */
+#define PP_PROTO_STREAMS    8	       /* a peer's own stream + pull handlers' streams 1..7 */
+#define PP_PROTO_NO_ACK	    0xFFFF     /* ack_stream of frames that carry no ack */
 
 enum pp_proto_mode {
 	PP_PROTO_PUSH_PULL = 0, /* BTP1 + BTP2 pushed, the rest pulled */
@@ -56,7 +57,7 @@ struct pp_proto_hooks {
 	 * took the description. claim: its PULL came; 1 when the layer below
 	 * serves it, 0 when it gave it back. cancel: forget the description
 	 * (the send ended without it). */
-	int (*handoff)(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+	int (*handoff)(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, const void *buf,
 		       uint64_t len, uint64_t off);
 	int (*handoff_claim)(void *arg, uint32_t dst, uint32_t msg_id);
 	void (*handoff_cancel)(void *arg, uint32_t dst, uint32_t msg_id);
@@ -70,7 +71,7 @@ struct pp_proto_hooks {
 	void (*place_cancel)(void *arg, uint32_t src, uint32_t msg_id);
 	/* Receive queue of the intranode peers (rule 6, sender writes).
 	 * rq_post: publish a receive of cap bytes at buf for a message from
-	 * src with tag (or PP_PROTO_ANY), expected to be message number
+	 * src whose tag tag and ignore match (pp_proto_recv), expected to be message number
 	 * expect: its slot (>= 0), or a negative errno (not published).
 	 * rq_take: the receive of slot matched message msg_id (written: a
 	 * WRITTEN frame): 0, or -EPROTO when the entry was not in the state
@@ -79,20 +80,21 @@ struct pp_proto_hooks {
 	 * claimed it. rq_write: write message msg_id (tag, len bytes at buf)
 	 * into dst's receive posted for it, if there is one: 0 when written,
 	 * else a negative errno (nothing claimed: it goes the ordinary way). */
-	int (*rq_post)(void *arg, uint32_t src, int tag, void *buf, uint64_t cap, uint32_t expect);
+	int (*rq_post)(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void *buf,
+		       uint64_t cap, uint32_t expect);
 	int (*rq_take)(void *arg, uint32_t src, int slot, uint32_t msg_id, int written);
 	int (*rq_withdraw)(void *arg, uint32_t src, int slot);
-	int (*rq_write)(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+	int (*rq_write)(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, const void *buf,
 			uint64_t len);
 	/* Prediction staging (rule 8). stage: a block of msg_len bytes for an
 	 * unexpected (src, tag) message, or NULL. unstage: give such a block
 	 * back. stage_place: move n bytes from block to dst; returns the pages
 	 * remapped (0: copied). stage_ahead: the position of (src, tag) among
 	 * the predicted next receives (0: next), or -1 when not expected. */
-	void *(*stage)(void *arg, uint32_t src, uint32_t tag, uint64_t msg_len);
+	void *(*stage)(void *arg, uint32_t src, uint64_t tag, uint64_t msg_len);
 	void (*unstage)(void *arg, void *block);
 	uint64_t (*stage_place)(void *arg, void *dst, const void *block, uint64_t n);
-	int (*stage_ahead)(void *arg, uint32_t src, uint32_t tag);
+	int (*stage_ahead)(void *arg, uint32_t src, uint64_t tag);
 	void *arg; /* passed to every hook */
 };
 
@@ -128,7 +130,7 @@ struct pp_proto_cpl {
 	uint64_t cookie; /* the caller's value given with the operation */
 	int is_send;	 /* 1 for a send, 0 for a receive */
 	int source;	 /* sending rank (receives), destination (sends) */
-	int tag;	 /* message tag */
+	uint64_t tag;	 /* message tag */
 	uint64_t len;	 /* full message length */
 	int error;	 /* 0, -EMSGSIZE (truncated), -ECONNRESET (peer lost) */
 };
@@ -176,26 +178,29 @@ void pp_proto_peer_fail(struct pp_proto *eng, uint32_t rank);
  * not wholly here (matched or not), or frames to it unacknowledged. */
 int pp_proto_peer_busy(const struct pp_proto *eng, uint32_t rank);
 
-/* Start a send of len bytes to dst with tag (any value but PP_PROTO_ANY;
- * tags below zero are the library's own, see pp_proto_recv); buf is read
- * until the send completes. Errors: -EINVAL (bad rank or tag, NULL buf with len),
+/* Start a send of len bytes to dst with a 64-bit tag; buf is read until the
+ * send completes. Errors: -EINVAL (bad rank, NULL buf with len),
  * -ENOMEM (max_msgs operations outstanding), -EAGAIN (every send slot holds
  * a completed small send awaiting its ack: make progress and try again),
  * -ECONNRESET (peer lost). */
-int pp_proto_send(struct pp_proto *eng, uint32_t dst, int tag, const void *buf, uint64_t len,
+int pp_proto_send(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
-/* Post a receive from src (or PP_PROTO_ANY) with tag (or PP_PROTO_ANY, which
- * matches tags >= 0 only: the library's own tags, below zero, never match a
- * wildcard).
+/* Post a receive from src (or PP_PROTO_ANY) for a message whose tag t has
+ * ((t ^ tag) & ~ignore) == 0, as libfabric's tagged receives: ignore 0 is an
+ * exact tag, PP_PROTO_IGNORE_ALL any tag. (pp.h's tags are the int values
+ * sign-extended; its PP_ANY_TAG ignores the low 31 bits, so it matches every
+ * tag >= 0 and never the library's own, below zero.)
  * Errors: -EINVAL, -ENOMEM (max_msgs receives outstanding), -ECONNRESET
  * (src is lost). */
-int pp_proto_recv(struct pp_proto *eng, int src, int tag, void *buf, uint64_t len, uint64_t cookie);
+int pp_proto_recv(struct pp_proto *eng, int src, uint64_t tag, uint64_t ignore, void *buf,
+		  uint64_t len, uint64_t cookie);
 
-/* Look for an arrived, unmatched message from src (or PP_PROTO_ANY) with tag
- * (or PP_PROTO_ANY), the first in matching order. Returns 1 and fills
+/* Look for an arrived, unmatched message from src (or PP_PROTO_ANY) that
+ * tag and ignore match, the first in matching order. Returns 1 and fills
  * cpl->source, tag and len (cookie 0, error 0) when there is one, else 0. */
-int pp_proto_probe(const struct pp_proto *eng, int src, int tag, struct pp_proto_cpl *cpl);
+int pp_proto_probe(const struct pp_proto *eng, int src, uint64_t tag, uint64_t ignore,
+		   struct pp_proto_cpl *cpl);
 
 /* Hand in one received Ethernet frame. Returns 0 when accepted, -EPROTO when
  * dropped (counted in stats.drops by reason). */

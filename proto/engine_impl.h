@@ -91,7 +91,7 @@ struct send {
 	uint64_t end_off;      /* bytes that may be framed now */
 	uint64_t cookie;       /* caller's value */
 	uint32_t peer;	       /* destination rank */
-	uint32_t tag;	       /* message tag */
+	uint64_t tag;	       /* message tag */
 	uint32_t msg_id;       /* per-pair message number */
 	uint32_t unacked;      /* frames sent and not acknowledged */
 	uint8_t first_sent;    /* the FIRST frame is produced */
@@ -110,12 +110,13 @@ struct send {
 struct rx {
 	enum rx_state state;	       /* where it is in its life */
 	int want_src;		       /* posted: source or PP_PROTO_ANY */
-	int want_tag;		       /* posted: tag or PP_PROTO_ANY */
+	uint64_t want_tag;	       /* posted: the tag ... */
+	uint64_t want_ignore;	       /* ... and the bits of it ignored */
 	uint8_t *buf;		       /* user buffer (posted, active) */
 	uint64_t cap;		       /* its length */
 	uint64_t cookie;	       /* caller's value */
 	uint32_t peer;		       /* source rank of the message */
-	uint32_t tag;		       /* tag of the message */
+	uint64_t tag;		       /* tag of the message */
 	uint32_t msg_id;	       /* message number */
 	uint64_t msg_len;	       /* message length */
 	uint64_t got;		       /* bytes received so far */
@@ -237,7 +238,7 @@ enum evict_result {
 
 /* Queue a completion. */
 void pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer,
-		       uint32_t tag, uint64_t len, int error);
+		       uint64_t tag, uint64_t len, int error);
 
 /* Declare a peer lost: its operations fail with -ECONNRESET. */
 void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);
@@ -310,18 +311,18 @@ void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error);
 
 /* ---- match.c ---- */
 
-/* MPI matching: want_src/want_tag may be PP_PROTO_ANY. Tags below zero are
- * the library's own (the barrier's): only an exact tag matches them, never
- * the wildcard. */
-static inline int pp_proto_match(int want_src, int want_tag, uint32_t src, uint32_t tag)
+/* Tagged matching (pp_proto_recv): want_src may be PP_PROTO_ANY; the bits of
+ * ignore are not compared. */
+static inline int pp_proto_match(int want_src, uint64_t want_tag, uint64_t ignore, uint32_t src,
+				 uint64_t tag)
 {
 	return (want_src == PP_PROTO_ANY || (uint32_t)want_src == src) &&
-	       (want_tag == PP_PROTO_ANY ? (int32_t)tag >= 0 : (uint32_t)want_tag == tag);
+	       ((tag ^ want_tag) & ~ignore) == 0;
 }
 
 /* The first posted receive that matches a message from src with tag, taken
  * off the posted list (now ACTIVE), or NULL. */
-struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint32_t tag);
+struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint64_t tag);
 
 /* ---- local.c ---- */
 

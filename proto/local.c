@@ -104,8 +104,8 @@ void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
 		if (x->want_src == PP_PROTO_ANY || (x->want_src == r->want_src && !x->rq_slot))
 			return;
 	}
-	int slot =
-	    HOOK(e, rq_post, (uint32_t)r->want_src, r->want_tag, r->buf, r->cap, p->rx_msg_next);
+	int slot = HOOK(e, rq_post, (uint32_t)r->want_src, r->want_tag, r->want_ignore, r->buf,
+			r->cap, p->rx_msg_next);
 	if (slot >= 0)
 		r->rq_slot = slot + 1;
 }

@@ -6,11 +6,11 @@
 
 #include "engine_impl.h"
 
-struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint32_t tag)
+struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint64_t tag)
 {
 	for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
 		struct rx *r = container_of(l, struct rx, q);
-		if (pp_proto_match(r->want_src, r->want_tag, src, tag)) {
+		if (pp_proto_match(r->want_src, r->want_tag, r->want_ignore, src, tag)) {
 			list_del(&r->q);
 			r->state = RX_ACTIVE;
 			return r;
@@ -19,7 +19,8 @@ struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint32_t tag)
 	return NULL;
 }
 
-int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len, uint64_t cookie)
+int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, void *buf,
+		  uint64_t len, uint64_t cookie)
 {
 	if (!e || src < PP_PROTO_ANY || (src >= 0 && (uint32_t)src >= e->c.nranks) || (!buf && len))
 		return -EINVAL;
@@ -29,7 +30,7 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 		return -ENOMEM;
 	for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
 		struct rx *r = container_of(l, struct rx, q);
-		if (!pp_proto_match(src, tag, r->peer, r->tag))
+		if (!pp_proto_match(src, tag, ignore, r->peer, r->tag))
 			continue;
 		/* Late receiver: copy the pushed bytes once, then pull the rest. */
 		struct peer *p = &e->peers[r->peer];
@@ -64,6 +65,7 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 	r->state = RX_POSTED;
 	r->want_src = src;
 	r->want_tag = tag;
+	r->want_ignore = ignore;
 	r->buf = buf;
 	r->cap = len;
 	r->cookie = cookie;
@@ -74,15 +76,16 @@ int pp_proto_recv(struct pp_proto *e, int src, int tag, void *buf, uint64_t len,
 	return 0;
 }
 
-int pp_proto_probe(const struct pp_proto *e, int src, int tag, struct pp_proto_cpl *cpl)
+int pp_proto_probe(const struct pp_proto *e, int src, uint64_t tag, uint64_t ignore,
+		   struct pp_proto_cpl *cpl)
 {
 	for (const struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
 		const struct rx *r = container_of(l, struct rx, q);
-		if (!pp_proto_match(src, tag, r->peer, r->tag))
+		if (!pp_proto_match(src, tag, ignore, r->peer, r->tag))
 			continue;
 		memset(cpl, 0, sizeof(*cpl));
 		cpl->source = (int)r->peer;
-		cpl->tag = (int)r->tag;
+		cpl->tag = r->tag;
 		cpl->len = r->msg_len;
 		return 1;
 	}

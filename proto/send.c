@@ -31,11 +31,10 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64
 	return len < push ? len : push;
 }
 
-int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, uint64_t len,
+int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie)
 {
-	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present ||
-	    tag == PP_PROTO_ANY || (!buf && len))
+	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || (!buf && len))
 		return -EINVAL;
 	struct peer *p = &e->peers[dst];
 	if (p->lost || p->gone)
@@ -57,7 +56,7 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 	s->end_off = push;
 	s->cookie = cookie;
 	s->peer = dst;
-	s->tag = (uint32_t)tag;
+	s->tag = tag;
 	s->msg_id = p->next_msg_id++;
 	s->unacked = 0;
 	s->first_sent = 0;
@@ -86,7 +85,7 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, int tag, const void *buf, ui
 		}
 		s->copied = 1;
 		e->nsends_copied++;
-		pp_proto_complete(e, cookie, 1, dst, (uint32_t)tag, len, 0);
+		pp_proto_complete(e, cookie, 1, dst, tag, len, 0);
 		e->st.msgs_tx++;
 	}
 	if (p->local && push < len && e->c.hooks.publish && !written)

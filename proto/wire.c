@@ -91,7 +91,7 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	put32(p + PP_WIRE_OFF_SRC_RANK, h->src_rank);
 	put32(p + PP_WIRE_OFF_DST_RANK, h->dst_rank);
 	put32(p + PP_WIRE_OFF_MSG_ID, h->msg_id);
-	put32(p + PP_WIRE_OFF_TAG, h->tag);
+	put64(p + PP_WIRE_OFF_TAG, h->tag);
 	put64(p + PP_WIRE_OFF_MSG_LEN, h->msg_len);
 	put64(p + PP_WIRE_OFF_OFFSET, h->offset);
 	put32(p + PP_WIRE_OFF_SRC_INC, h->src_inc);
@@ -141,7 +141,7 @@ static enum pp_drop_reason get_fields(const uint8_t *p, struct pp_wire_hdr *x,
 	x->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
 	x->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
 	x->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
-	x->tag = get32(p + PP_WIRE_OFF_TAG);
+	x->tag = get64(p + PP_WIRE_OFF_TAG);
 	x->msg_len = get64(p + PP_WIRE_OFF_MSG_LEN);
 	x->offset = get64(p + PP_WIRE_OFF_OFFSET);
 	x->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);

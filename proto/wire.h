@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire format (docs/wire.md): an Ethernet II header with EtherType
- * 0x88B5, then a 68-byte protocol header in network byte order (version 2),
+ * 0x88B5, then a 72-byte protocol header in network byte order (version 3),
  * then payload_len bytes of payload. The crc32c field covers the header (with
  * the field itself taken as zero) followed by the payload.
  *
@@ -18,7 +18,7 @@
  * src_inc alone.
  *
  * Decoding validates in a fixed order and names the first rule broken, as an
- * enum pp_drop_reason: SHORT (fewer than 82 bytes, or not our EtherType),
+ * enum pp_drop_reason: SHORT (fewer than 86 bytes, or not our EtherType),
  * VERSION, TYPE, LENGTH (payload_len disagrees with the frame, exceeds the
  * MTU, or is non-zero on a type that carries none), CRC, JOB, RANK (source
  * out of range or destination not us; HELLO and BYE may be sent to
@@ -48,9 +48,9 @@
 
 #define PP_WIRE_ETHERTYPE 0x88B5
 #define PP_WIRE_ETH_LEN	  14
-#define PP_WIRE_HDR_LEN	  68
+#define PP_WIRE_HDR_LEN	  72
 #define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
-#define PP_WIRE_VERSION	  2
+#define PP_WIRE_VERSION	  3
 #define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO or BYE to every rank */
 
 /* Field offsets from the start of the protocol header (after Ethernet). */
@@ -68,12 +68,12 @@ enum pp_wire_off {
 	PP_WIRE_OFF_SRC_RANK = 24,
 	PP_WIRE_OFF_DST_RANK = 28,
 	PP_WIRE_OFF_MSG_ID = 32,
-	PP_WIRE_OFF_TAG = 36,
-	PP_WIRE_OFF_MSG_LEN = 40,
-	PP_WIRE_OFF_OFFSET = 48,
-	PP_WIRE_OFF_SRC_INC = 56,
-	PP_WIRE_OFF_DST_INC = 60,
-	PP_WIRE_OFF_CRC = 64,
+	PP_WIRE_OFF_TAG = 36, /* 64 bits */
+	PP_WIRE_OFF_MSG_LEN = 44,
+	PP_WIRE_OFF_OFFSET = 52,
+	PP_WIRE_OFF_SRC_INC = 60,
+	PP_WIRE_OFF_DST_INC = 64,
+	PP_WIRE_OFF_CRC = 68,
 };
 
 enum pp_wire_type {
@@ -112,7 +112,7 @@ struct pp_wire_hdr {
 	uint32_t src_rank;    /* sending rank */
 	uint32_t dst_rank;    /* receiving rank */
 	uint32_t msg_id;      /* per (src, dst) message counter */
-	uint32_t tag;	      /* message tag */
+	uint64_t tag;	      /* message tag */
 	uint64_t msg_len;     /* whole message length */
 	uint64_t offset;      /* position of the payload in the message */
 	uint32_t src_inc;     /* the sender's incarnation */

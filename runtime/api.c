@@ -223,7 +223,8 @@ static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer,
 		r->buf = buf;
 		uint64_t cookie = (uint64_t)(uintptr_t)r;
 		rc = is_send ? pp_proto_send(ctx->eng, (uint32_t)peer, tag, buf, len, cookie)
-			     : pp_proto_recv(ctx->eng, peer, tag, buf, len, cookie);
+			     : pp_proto_recv(ctx->eng, peer, pp_ctx_tag(tag),
+					     pp_ctx_tag_ignore(tag), buf, len, cookie);
 		if (rc)
 			pp_req_put(r);
 		else

@@ -30,6 +30,19 @@ enum pp_reserved_tag {
 	PP_TAG_SHM = -3,     /* the intranode link's set-up words (shm_link.c) */
 };
 
+/* pp.h's int tags in the engine's 64-bit space: sign-extended, so the
+ * library's own (below zero) have the high bits set; PP_ANY_TAG ignores the
+ * low 31 bits only, so it matches every tag >= 0 and none of those. */
+static inline uint64_t pp_ctx_tag(int tag)
+{
+	return tag == PP_ANY_TAG ? 0 : (uint64_t)(int64_t)tag;
+}
+
+static inline uint64_t pp_ctx_tag_ignore(int tag)
+{
+	return tag == PP_ANY_TAG ? 0x7FFFFFFFu : 0;
+}
+
 #define PP_CTX_BURST 32
 #define PP_NODE_NAME 64
 

@@ -107,7 +107,7 @@ static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], ui
 	    .src_rank = (uint32_t)ctx->rank,
 	    .dst_rank = dst_rank,
 	    .msg_len = plen,
-	    .tag = (uint32_t)ctx->size,
+	    .tag = (uint64_t)ctx->size,
 	    .msg_id = id,
 	    .src_inc = ctx->inc,
 	    .dst_inc = dst_inc,
@@ -142,9 +142,9 @@ static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t 
 		return;
 	memcpy(&p, payload, sizeof(p));
 	p.node[sizeof(p.node) - 1] = '\0';
-	if (h->tag != (uint32_t)ctx->size) {
-		pp_warn("discovery: rank %u says the job has %u ranks, we have %d; ignored",
-			h->src_rank, h->tag, ctx->size);
+	if (h->tag != (uint64_t)ctx->size) {
+		pp_warn("discovery: rank %u says the job has %llu ranks, we have %d; ignored",
+			h->src_rank, (unsigned long long)h->tag, ctx->size);
 		return;
 	}
 	if (ctx->cfg.cluster[0] && memcmp(pi->mac, src_mac, 6) != 0) {

@@ -75,13 +75,13 @@ void pp_rt_pred_fini(pp_ctx *ctx)
 	ctx->pred.bufs = NULL;
 }
 
-static uint64_t envelope_id(uint32_t src, uint32_t tag)
+static uint64_t envelope_id(uint32_t src, uint64_t tag)
 {
 	struct pp_pred_obs o = {.src = (int32_t)src, .tag = (int32_t)tag};
 	return pp_pred_id(&o, PP_PRED_KEY_ENVELOPE);
 }
 
-static int hook_ahead(void *arg, uint32_t src, uint32_t tag)
+static int hook_ahead(void *arg, uint32_t src, uint64_t tag)
 {
 	const pp_ctx *ctx = arg;
 	uint64_t id = envelope_id(src, tag);
@@ -91,7 +91,7 @@ static int hook_ahead(void *arg, uint32_t src, uint32_t tag)
 	return -1;
 }
 
-static void *hook_stage(void *arg, uint32_t src, uint32_t tag, uint64_t msg_len)
+static void *hook_stage(void *arg, uint32_t src, uint64_t tag, uint64_t msg_len)
 {
 	pp_ctx *ctx = arg;
 	if (hook_ahead(ctx, src, tag) < 0 || msg_len > SIZE_MAX)

@@ -148,7 +148,7 @@ static unsigned completions(pp_ctx *ctx)
 	while (pp_proto_poll(ctx->eng, &c)) {
 		struct pp_req *r = (struct pp_req *)(uintptr_t)c.cookie;
 		r->st.source = c.source;
-		r->st.tag = c.tag;
+		r->st.tag = (int)c.tag; /* pp.h's tags are ints, sign-extended */
 		r->st.len = (size_t)c.len;
 		r->st.error = c.error;
 		if (ctx->pred.model && !r->is_send && (c.error == 0 || c.error == -EMSGSIZE))
@@ -164,7 +164,7 @@ static unsigned completions(pp_ctx *ctx)
 
 /* Pull serving by the node daemon (daemon=SOCKET): the engine's handoff
  * hooks are the port's pull descriptors. */
-static int handoff_post(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+static int handoff_post(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, const void *buf,
 			uint64_t len, uint64_t off)
 {
 	pp_ctx *ctx = arg;

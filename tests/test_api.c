@@ -15,7 +15,8 @@ static int setup(void)
 
 static void test_strerror(void)
 {
-	static const int errs[] = {0, -EINVAL, -ENOMEM, -EMSGSIZE, -ETIMEDOUT, -ECONNRESET, -EPROTO};
+	static const int errs[] = {0,	       -EINVAL,	    -ENOMEM, -EMSGSIZE,
+				   -ETIMEDOUT, -ECONNRESET, -EPROTO};
 	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
 		const char *s = pp_strerror(errs[i]);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
@@ -52,14 +53,14 @@ static void test_null_args(void)
 }
 
 static CU_TestInfo tests[] = {
-	{"strerror", test_strerror},
-	{"null arguments", test_null_args},
-	CU_TEST_INFO_NULL,
+    {"strerror", test_strerror},
+    {"null arguments", test_null_args},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-	{"api", setup, NULL, NULL, NULL, tests},
-	CU_SUITE_INFO_NULL,
+    {"api", setup, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
 };
 
 PP_CU_MAIN(suites)

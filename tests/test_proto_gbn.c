@@ -71,7 +71,7 @@ static void test_nack_on_gap(void)
 	enum { LEN = 100000 };
 	static uint8_t sb[LEN], rb[LEN];
 	pat_fill(sb, LEN, 1);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, LEN, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, LEN, 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, LEN, 2), 0);
 	uint64_t t0 = net.now;
 	net_run(&net, 1000000000);
@@ -107,7 +107,7 @@ static void test_window_and_rto(void)
 	enum { LEN = 40 * 1440 };
 	static uint8_t sb[LEN], rb[LEN];
 	pat_fill(sb, LEN, 2);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, LEN, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, LEN, 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, LEN, 2), 0);
 	net_run(&net, 0); /* no timer fires */
 	struct pp_stats ss;
@@ -151,7 +151,7 @@ static void test_probe_then_rest(void)
 	enum { LEN = 8 * 1440 };
 	static uint8_t sb[LEN], rb[LEN];
 	pat_fill(sb, LEN, 5);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, LEN, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, LEN, 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, LEN, 2), 0);
 	net_run(&net, 0);
 	uint64_t fire = pp_proto_expiry(net.e[0]);
@@ -183,7 +183,7 @@ static void test_acks(void)
 	struct pp_stats sr;
 	/* Immediate: a frame that ends a message is acked at once, so the
 	 * send completes without any time passing. */
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, 100, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, 100, 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, 100, 2), 0);
 	net_run(&net, 0);
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
@@ -208,7 +208,7 @@ static void test_acks(void)
 	conf.mode = PP_PROTO_PUSH_ALL;
 	/* Cumulative: 40 frames in a window of 64 take a single ack. */
 	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, sizeof(rb), 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
@@ -219,7 +219,7 @@ static void test_acks(void)
 	 * delayed one for the last 8. */
 	conf.window = 16;
 	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, sizeof(rb), 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
@@ -243,7 +243,7 @@ static void test_copied_sends(void)
 	uint8_t sb[600], rb[2][600];
 	struct pp_proto_cpl c;
 	pat_fill(sb, sizeof(sb), 9);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb[0], sizeof(rb[0]), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb[0], sizeof(rb[0]), 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1); /* before any frame */
 	CU_ASSERT_EQUAL(c.cookie, 2);
@@ -271,7 +271,7 @@ static void test_copied_sends(void)
 	struct drop_ctl d = {.from = 0, .seq = -1, .now = &net.now};
 	net.filter = drop_filter;
 	net.arg = &d;
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb[1], sizeof(rb[1]), 5), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, 0, rb[1], sizeof(rb[1]), 5), 0);
 	net_run(&net, 10000000000ull);
 	CU_ASSERT_TRUE(pp_proto_peer_lost(net.e[0], 1));
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
@@ -295,7 +295,7 @@ static void test_uncopied_small(void)
 	pat_fill(sb, sizeof(sb), 3);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, sizeof(rb), 1), 0);
 	net_run(&net, 0);
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 1);
 	CU_ASSERT_TRUE(pat_check(rb, sizeof(rb), 3));
@@ -314,7 +314,7 @@ static void test_ping(void)
 	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
 	uint8_t rb[64];
 	struct pp_proto_cpl c;
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb, sizeof(rb), 7), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, 0, rb, sizeof(rb), 7), 0);
 	pp_proto_ping(net.e[0], 1);
 	net_run(&net, 1000000000);
 	struct pp_stats s1;
@@ -345,7 +345,7 @@ static void test_duplicate(void)
 	/* Two frames: the first does not end the message, so its ack waits. */
 	static uint8_t sb[2000], rb[2000], f[2048], g[2048];
 	pat_fill(sb, sizeof(sb), 3);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb, sizeof(rb), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb, sizeof(rb), 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, sizeof(sb), 2), 0);
 	int n = pp_proto_output(net.e[0], f, sizeof(f), 10);
 	CU_ASSERT_FATAL(n > 0);
@@ -382,8 +382,8 @@ static void test_backoff_and_loss(void)
 	net.filter = drop_filter;
 	net.arg = &d;
 	uint8_t sb[100] = {0}, rb[100];
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb, 100, 7), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, 0, rb, 100, 8), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, 0, rb, 100, 7), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], PP_PROTO_ANY, 0, 0, rb, 100, 8), 0);
 	uint64_t t0 = net.now;
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, 100, 9), 0);
 	net_run(&net, 1000000000);
@@ -403,7 +403,7 @@ static void test_backoff_and_loss(void)
 	CU_ASSERT_EQUAL(got_send, 1);
 	CU_ASSERT_EQUAL(got_recv, 1);
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 0, sb, 100, 10), -ECONNRESET);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, rb, 100, 11), -ECONNRESET);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[0], 1, 0, 0, rb, 100, 11), -ECONNRESET);
 	net_fini(&net);
 }
 
@@ -440,7 +440,7 @@ static void test_slow_receiver_not_lost(void)
 	}
 	CU_ASSERT(ok < N);
 	for (uint32_t m = 0; m < N; m++)
-		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, 0, rb[m], LEN, m), 0);
 	net_run(&net, 1000000000);
 	while (pp_proto_poll(net.e[0], &c))
 		ok += c.error == 0;
@@ -478,7 +478,7 @@ static void soak(enum pp_proto_mode mode, double loss, uint64_t seed)
 			pat_fill(sb + (size_t)i * MAXLEN, len[i], m);
 			memset(rb + (size_t)i * MAXLEN, 0, len[i]);
 			if (!late[i])
-				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m,
+				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, 0,
 							      rb + (size_t)i * MAXLEN, len[i], m),
 						0);
 			CU_ASSERT_EQUAL(
@@ -488,7 +488,7 @@ static void soak(enum pp_proto_mode mode, double loss, uint64_t seed)
 		net_run(&net, 50000);
 		for (uint32_t i = 0; i < B; i++)
 			if (late[i])
-				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)(m0 + i),
+				CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)(m0 + i), 0,
 							      rb + (size_t)i * MAXLEN, len[i],
 							      m0 + i),
 						0);

@@ -30,7 +30,7 @@ struct below {
 	unsigned cancels;   /* cancel calls */
 	uint32_t dst;	    /* last description: destination */
 	uint32_t msg_id;    /* ... message */
-	uint32_t tag;	    /* ... tag */
+	uint64_t tag;	    /* ... tag */
 	const uint8_t *buf; /* ... buffer */
 	uint64_t len;	    /* ... length */
 	uint64_t off;	    /* ... pushed bytes */
@@ -39,7 +39,7 @@ struct below {
 	uint32_t xack;	    /* the last one's ack */
 };
 
-static int h_handoff(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+static int h_handoff(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, const void *buf,
 		     uint64_t len, uint64_t off)
 {
 	struct below *b = arg;
@@ -144,7 +144,7 @@ static void test_served_below(void)
 	CU_ASSERT_EQUAL(b.len, LEN);
 	CU_ASSERT_EQUAL(b.tag, 4);
 	CU_ASSERT_PTR_EQUAL(b.buf, sbuf);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0); /* late */
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0); /* late */
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(b.claims, 1);
 	CU_ASSERT_EQUAL(b.data0, 0); /* the engine left the PULL to the layer below */
@@ -180,7 +180,7 @@ static void test_given_back(void)
 	struct below b;
 	setup(&net, &b, 1, 0);
 	struct pp_proto_cpl c;
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0); /* early */
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0); /* early */
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, LEN, 1), 0);
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(b.handoffs, 1);
@@ -205,7 +205,7 @@ static void test_not_taken(void)
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, 500, 3), 0); /* pushed whole */
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(b.handoffs, 1); /* the 500-byte send needs no PULL */
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0);
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(b.claims, 0);
 	CU_ASSERT(b.data0 > 0);
@@ -221,7 +221,7 @@ static void test_failed_below(void)
 	setup(&net, &b, 1, 1);
 	struct pp_proto_cpl c;
 	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, LEN, 1), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0);
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(b.claims, 1);
 	CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, -EFAULT), 0);
@@ -245,7 +245,7 @@ static void test_done_before_pull(void)
 	CU_ASSERT_EQUAL(b.handoffs, 1);
 	CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, -EFAULT), -EAGAIN);
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0);
 	net_run(&net, 1000000);
 	CU_ASSERT_EQUAL(b.claims, 1);
 	CU_ASSERT_EQUAL(b.data0, 0);
@@ -290,7 +290,7 @@ static void test_claimed_before_pushes(void)
 		pat_fill(sbuf, LEN, 6);
 		memset(rbuf, 0, sizeof(rbuf));
 		struct pp_proto_cpl c;
-		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, rbuf, LEN, 2), 0); /* early */
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0); /* early */
 		CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, LEN, 1), 0);
 		CU_ASSERT(step(&net, 0, 1) > 0);      /* FIRST */
 		CU_ASSERT_EQUAL(step(&net, 0, 1), 0); /* the window is shut */

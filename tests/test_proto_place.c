@@ -138,7 +138,7 @@ static struct pp_wire_hdr data(unsigned k, uint16_t stream, uint32_t seq)
 /* Post the receive, push both parts on stream 0: the PULL describes rbuf. */
 static void start(struct rig *g)
 {
-	CU_ASSERT_EQUAL(pp_proto_recv(g->e, 0, 7, rbuf, LEN, 11), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(g->e, 0, 7, 0, rbuf, LEN, 11), 0);
 	struct pp_wire_hdr h = frame(PP_WIRE_PUSH, 0, 0, 0, 80);
 	CU_ASSERT_EQUAL(inject(g, &h), 0);
 	h = frame(PP_WIRE_PUSH, 0, 1, 80, 680);

@@ -103,7 +103,7 @@ static struct pp_wire_hdr xdata(unsigned k, uint32_t seq)
 /* Post the receive, push both parts on stream 0, and check the PULL. */
 static void start(struct rig *g)
 {
-	CU_ASSERT_EQUAL(pp_proto_recv(g->e, 0, 7, rbuf, LEN, 11), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(g->e, 0, 7, 0, rbuf, LEN, 11), 0);
 	struct pp_wire_hdr h = frame(PP_WIRE_PUSH, 0, 0, 0, 80);
 	CU_ASSERT_EQUAL(inject(g, &h), 0);
 	h = frame(PP_WIRE_PUSH, 0, 1, 80, 680);
@@ -162,7 +162,7 @@ static void check_stream0(struct rig *g)
 	pp_proto_stats(g->e, &st1);
 	CU_ASSERT_EQUAL(st1.drops[PP_DROP_DUP], st0.drops[PP_DROP_DUP]);
 	struct pp_proto_cpl c;
-	CU_ASSERT_EQUAL(pp_proto_probe(g->e, 0, 7, &c), 1);
+	CU_ASSERT_EQUAL(pp_proto_probe(g->e, 0, 7, 0, &c), 1);
 	CU_ASSERT_EQUAL(c.len, 80);
 	/* Every ack for stream 0 the receiver sent is within stream 0's seqs. */
 	for (unsigned i = 0; i < g->out.n; i++)
@@ -293,7 +293,7 @@ static void test_overtakes_push(void)
 {
 	struct rig g;
 	rig_init(&g, 1024);
-	CU_ASSERT_EQUAL(pp_proto_recv(g.e, 0, 7, rbuf, LEN, 11), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(g.e, 0, 7, 0, rbuf, LEN, 11), 0);
 	struct pp_wire_hdr h = frame(PP_WIRE_PUSH, 0, 0, 0, 80);
 	CU_ASSERT_EQUAL(inject(&g, &h), 0);
 	for (unsigned k = 0; k < 3; k++) {
@@ -321,7 +321,7 @@ static void test_pull_resent_after_done(void)
 	}
 	check_done(&g);
 	static uint8_t rbuf2[LEN];
-	CU_ASSERT_EQUAL(pp_proto_recv(g.e, 0, 7, rbuf2, LEN, 12), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(g.e, 0, 7, 0, rbuf2, LEN, 12), 0);
 	struct pp_wire_hdr h = frame(PP_WIRE_PUSH, 0, 2, 0, 80);
 	h.msg_id = 1;
 	CU_ASSERT_EQUAL(inject(&g, &h), 0);

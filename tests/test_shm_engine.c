@@ -103,12 +103,12 @@ static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, ui
 	pat_fill(s, n, seed);
 	memset(r, 0xEE, cap + 16);
 	if (!late)
-		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r, cap, 2), 0);
 	CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, s, n, 1), 0);
 	pump();
 	if (late) {
-		CU_ASSERT_EQUAL(pp_proto_probe(w.e[1], 0, 5, &c), 1);
-		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+		CU_ASSERT_EQUAL(pp_proto_probe(w.e[1], 0, 5, 0, &c), 1);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r, cap, 2), 0);
 		pump();
 	}
 	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
@@ -287,8 +287,9 @@ static void test_many(void)
 			uint64_t n = 1000 + (uint64_t)k * 200;
 			pat_fill(s[i][k], n, (unsigned)(i * 100 + k));
 			if (k % 2)
-				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1 - i], (int)i, PP_PROTO_ANY,
-							      r[i][k], 9000, 1000 + (uint64_t)k),
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1 - i], (int)i, 0,
+							      PP_PROTO_IGNORE_ALL, r[i][k], 9000,
+							      1000 + (uint64_t)k),
 						0);
 			CU_ASSERT_EQUAL(pp_proto_send(w.e[i], 1 - i, k, s[i][k], n, (uint64_t)k),
 					0);
@@ -296,8 +297,8 @@ static void test_many(void)
 	pump();
 	for (uint32_t i = 0; i < 2; i++)
 		for (int k = 0; k < N; k += 2)
-			CU_ASSERT_EQUAL(pp_proto_recv(w.e[1 - i], (int)i, PP_PROTO_ANY, r[i][k],
-						      9000, 1000 + (uint64_t)k),
+			CU_ASSERT_EQUAL(pp_proto_recv(w.e[1 - i], (int)i, 0, PP_PROTO_IGNORE_ALL,
+						      r[i][k], 9000, 1000 + (uint64_t)k),
 					0);
 	pump();
 	int got[2] = {0, 0};
@@ -339,7 +340,7 @@ static void test_fail(void)
 	w.e[1] = NULL;
 	/* It died: its unfinished message goes, a send to it fails at once. */
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, s, sizeof(s), 1), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[0], 1, 2, r, sizeof(r), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[0], 1, 2, 0, r, sizeof(r), 2), 0);
 	CU_ASSERT(pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now) > 0);
 	CU_ASSERT(pp_proto_peer_busy(w.e[0], 1));
 	pp_proto_peer_fail(w.e[0], 1);
@@ -363,7 +364,7 @@ static void test_ring_owner(void)
 {
 	world_init(PP_PROTO_PUSH_PULL, 16, 0, 1u << 20);
 	static uint8_t s[10], r[10];
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, r, sizeof(r), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, r, sizeof(r), 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, sizeof(s), 2), 0);
 	int len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now);
 	CU_ASSERT_FATAL(len > 0);

@@ -151,10 +151,12 @@ static uint64_t seg_offset(const void *p, uint64_t len)
 		   : PP_SHM_NO_OFFSET;
 }
 
-static int rq_post(void *arg, uint32_t src, int tag, void *buf, uint64_t cap, uint32_t expect)
+static int rq_post(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void *buf,
+		   uint64_t cap, uint32_t expect)
 {
 	(void)arg;
-	int slot = pp_shm_rq_post(&w.rq[src], tag, (uint64_t)(uintptr_t)buf, seg_offset(buf, cap),
+	int64_t want = ignore == PP_PROTO_IGNORE_ALL ? PP_SHM_RQ_ANY_TAG : (int64_t)tag;
+	int slot = pp_shm_rq_post(&w.rq[src], want, (uint64_t)(uintptr_t)buf, seg_offset(buf, cap),
 				  cap, expect);
 	w.posts += slot >= 0;
 	return slot;
@@ -173,7 +175,7 @@ static int rq_withdraw(void *arg, uint32_t src, int slot)
 	return pp_shm_rq_withdraw(&w.rq[src], slot);
 }
 
-static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint32_t tag, const void *buf,
+static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, const void *buf,
 		    uint64_t len)
 {
 	uint32_t me = (uint32_t)(uintptr_t)arg;
@@ -254,13 +256,13 @@ static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, ui
 	memset(r, 0xEE, cap + 16);
 	int writes = w.writes;
 	if (!late)
-		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r, cap, 2), 0);
 	CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, s, n, 1), 0);
 	int sent_now = take(0, &c);
 	CU_ASSERT_EQUAL(sent_now, w.writes > writes);
 	pump();
 	if (late) {
-		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, r, cap, 2), 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r, cap, 2), 0);
 		pump();
 	}
 	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
@@ -354,8 +356,8 @@ static void test_two_tags(void)
 	world_init(PP_PROTO_PUSH_PULL);
 	pat_fill(s1, sizeof(s1), 1);
 	pat_fill(s2, sizeof(s2), 2);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, r1, sizeof(r1), 11), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, r2, sizeof(r2), 12), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, r1, sizeof(r1), 11), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, 0, r2, sizeof(r2), 12), 0);
 	CU_ASSERT_EQUAL(w.posts, 2);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 2, s2, sizeof(s2), 21), 0);
 	CU_ASSERT_EQUAL(w.writes, 1); /* message 0, tag 2: the second receive */
@@ -374,8 +376,8 @@ static void test_two_tags(void)
 	while (take(0, &c))
 		CU_ASSERT_EQUAL(c.error, 0);
 	/* Same tag twice: first message into the first receive. */
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, r1, sizeof(r1), 31), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, r2, sizeof(r2), 32), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, r1, sizeof(r1), 31), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, r2, sizeof(r2), 32), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s2, sizeof(s2), 41), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s1, sizeof(s1), 42), 0);
 	pump();
@@ -388,7 +390,7 @@ static void test_two_tags(void)
 	while (take(0, &c))
 		CU_ASSERT_EQUAL(c.error, 0);
 	/* Any tag from this source: published, and written. */
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, PP_PROTO_ANY, r1, sizeof(r1), 51), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 0, PP_PROTO_IGNORE_ALL, r1, sizeof(r1), 51), 0);
 	CU_ASSERT_EQUAL(w.posts, 5);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 9, s1, sizeof(s1), 61), 0);
 	CU_ASSERT_EQUAL(w.writes, 3);
@@ -410,8 +412,8 @@ static void test_any_source(void)
 	world_init(PP_PROTO_PUSH_PULL);
 	for (int i = 0; i < 3; i++)
 		pat_fill(s[i], sizeof(s[i]), 50 + (unsigned)i);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], PP_PROTO_ANY, 5, r[0], sizeof(r[0]), 100), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[1], sizeof(r[1]), 101), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], PP_PROTO_ANY, 5, 0, r[0], sizeof(r[0]), 100), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, 0, r[1], sizeof(r[1]), 101), 0);
 	CU_ASSERT_EQUAL(w.posts, 0);
 	for (int i = 0; i < 2; i++)
 		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s[i], sizeof(s[i]), (uint64_t)i), 0);
@@ -426,9 +428,10 @@ static void test_any_source(void)
 		CU_ASSERT_EQUAL(c.error, 0);
 	/* Specific first (published), then any source (not): the message
 	 * goes to the first, written; the next to the second. */
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[0], sizeof(r[0]), 200), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], PP_PROTO_ANY, PP_PROTO_ANY, r[1], sizeof(r[1]), 201),
-			0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, 0, r[0], sizeof(r[0]), 200), 0);
+	CU_ASSERT_EQUAL(
+	    pp_proto_recv(w.e[1], PP_PROTO_ANY, 0, PP_PROTO_IGNORE_ALL, r[1], sizeof(r[1]), 201),
+	    0);
 	CU_ASSERT_EQUAL(w.posts, 1);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s[2], sizeof(s[2]), 2), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 6, s[0], sizeof(s[0]), 3), 0);
@@ -442,8 +445,8 @@ static void test_any_source(void)
 	while (take(0, &c))
 		CU_ASSERT_EQUAL(c.error, 0);
 	/* A receive from 0 too small to publish blocks the next one. */
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, r[0], 700, 300), 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, r[1], sizeof(r[1]), 301), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, 0, r[0], 700, 300), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, 0, r[1], sizeof(r[1]), 301), 0);
 	CU_ASSERT_EQUAL(w.posts, 1);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[1], 600, 4), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[2], sizeof(s[2]), 5), 0);
@@ -480,7 +483,7 @@ static void test_withdrawn(void)
 	struct pp_proto_cpl c;
 	struct pp_shm_rq_target t;
 	world_init(PP_PROTO_PUSH_PULL);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[0], sizeof(r[0]), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, 0, r[0], sizeof(r[0]), 1), 0);
 	CU_ASSERT_EQUAL(pp_shm_rq_state(&w.rq[0], 0), PP_SHM_RQ_POSTED);
 	pp_proto_peer_fail(w.e[1], 0);
 	CU_ASSERT_EQUAL(take(1, &c), 1);
@@ -490,7 +493,7 @@ static void test_withdrawn(void)
 	world_fini();
 
 	world_init(PP_PROTO_PUSH_PULL);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r[0], sizeof(r[0]), 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, 0, r[0], sizeof(r[0]), 1), 0);
 	pp_proto_peer_gone(w.e[1], 0);
 	CU_ASSERT_EQUAL(take(1, &c), 1);
 	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
@@ -499,7 +502,7 @@ static void test_withdrawn(void)
 
 	world_init(PP_PROTO_PUSH_PULL);
 	for (int i = 0; i < 3; i++)
-		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5 + i, r[i], sizeof(r[i]), 1), 0);
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5 + i, 0, r[i], sizeof(r[i]), 1), 0);
 	CU_ASSERT_EQUAL(w.posts, 3);
 	pp_proto_destroy(w.e[1]);
 	w.e[1] = NULL;
@@ -553,7 +556,7 @@ static void test_bad_written(void)
 	world_init(PP_PROTO_PUSH_PULL);
 	w.lie = 1;
 	memset(r, 0xEE, sizeof(r));
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, r, 20000, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 5, 0, r, 20000, 1), 0);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s, sizeof(s), 2), 0);
 	pump();
 	CU_ASSERT_EQUAL(take(1, &c), 1);
@@ -566,7 +569,7 @@ static void test_bad_written(void)
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 5, s, sizeof(s), 3), 0);
 	pump();
 	CU_ASSERT_EQUAL(take(1, &c), 0);
-	CU_ASSERT_EQUAL(pp_proto_probe(w.e[1], 0, 5, &c), 0);
+	CU_ASSERT_EQUAL(pp_proto_probe(w.e[1], 0, 5, 0, &c), 0);
 	pp_proto_stats(w.e[1], &st);
 	CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 2);
 	world_fini();
@@ -612,17 +615,17 @@ static void test_refused_first(void)
 	}
 	/* One small receive frees a record; the big receive, posted now, is
 	 * published waiting for message 4. */
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, small[0], 10, 10), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, small[0], 10, 10), 0);
 	CU_ASSERT_EQUAL(take(1, &c), 1);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, r[0], sizeof(r[0]), 20), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, 0, r[0], sizeof(r[0]), 20), 0);
 	CU_ASSERT_EQUAL(w.posts, 1);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 2, s[1], sizeof(s[1]), 5), 0);
 	CU_ASSERT_EQUAL(w.writes, 0); /* message 5 is not the one it waits for */
 	for (int i = 1; i < 4; i++) {
-		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, small[i], 10, 10), 0);
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, small[i], 10, 10), 0);
 		CU_ASSERT_EQUAL(take(1, &c), 1);
 	}
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, r[1], sizeof(r[1]), 21), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 2, 0, r[1], sizeof(r[1]), 21), 0);
 	pump();
 	for (int i = 0; i < 2; i++) {
 		CU_ASSERT_EQUAL(take(1, &c), 1);

@@ -195,14 +195,14 @@ struct hooks {
 	unsigned unstaged;    /* blocks given back */
 };
 
-static int h_ahead(void *arg, uint32_t src, uint32_t tag)
+static int h_ahead(void *arg, uint32_t src, uint64_t tag)
 {
 	struct hooks *k = arg;
 	(void)src;
 	return tag < 64 ? k->pos[tag] : -1;
 }
 
-static void *h_stage(void *arg, uint32_t src, uint32_t tag, uint64_t len)
+static void *h_stage(void *arg, uint32_t src, uint64_t tag, uint64_t len)
 {
 	struct hooks *k = arg;
 	if (h_ahead(arg, src, tag) < 0)
@@ -281,7 +281,7 @@ static void staged_one(uint64_t len, uint8_t *rbuf, uint8_t *aim, int expect_rem
 	CU_ASSERT_EQUAL(st.msgs_rx, 0);
 	CU_ASSERT_TRUE(one_cpl(net.e[0], 1, 0, len)); /* the send is done already */
 	/* The receive: everything is here, it completes in the call. */
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, rbuf, len, 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, 0, rbuf, len, 2), 0);
 	CU_ASSERT_TRUE(one_cpl(net.e[1], 2, 0, len));
 	CU_ASSERT_TRUE(pat_check(rbuf, len, (uint32_t)len));
 	pp_proto_stats(net.e[1], &st);
@@ -361,7 +361,7 @@ static void test_engine_paths(void)
 	CU_ASSERT_EQUAL(st.pushed_buf_bytes, 2 * 760);
 	CU_ASSERT(k.pool.peak <= k.pool.size);
 	for (uint32_t m = 0; m < 3; m++)
-		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, 0, rb[m], LEN, m), 0);
 	net_run(&net, 1000000000);
 	unsigned done = 0;
 	struct pp_proto_cpl c;
@@ -381,7 +381,7 @@ static void test_engine_paths(void)
 	pp_proto_stats(net.e[1], &st);
 	CU_ASSERT_EQUAL(st.staged_msgs, 2);
 	CU_ASSERT_EQUAL(st.spec_pulls, 2);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 3, rb[3], 5000, 3), 0); /* short */
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 3, 0, rb[3], 5000, 3), 0); /* short */
 	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 0);
 	CU_ASSERT_EQUAL(k.pool.used, 0); /* block given back at the match */
 	net.filter = NULL;
@@ -427,15 +427,15 @@ static void test_engine_evict(void)
 	CU_ASSERT_EQUAL(st.staged_msgs, 0);
 	/* Tags 0..7 (expected furthest) gave their bytes up: receiving one
 	 * frees no cell; receiving tag 8 frees its 760 bytes. */
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, rb[0], LEN, 0), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 0, 0, rb[0], LEN, 0), 0);
 	pp_proto_stats(net.e[1], &st);
 	CU_ASSERT_EQUAL(st.pushed_buf_bytes, 16 * 760);
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 8, rb[8], LEN, 8), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 8, 0, rb[8], LEN, 8), 0);
 	pp_proto_stats(net.e[1], &st);
 	CU_ASSERT_EQUAL(st.pushed_buf_bytes, 15 * 760);
 	for (uint32_t m = 1; m < N; m++) {
 		if (m != 8)
-			CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+			CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, 0, rb[m], LEN, m), 0);
 	}
 	net_run(&net, 10000000000ull);
 	unsigned seen[N] = {0};
@@ -528,7 +528,7 @@ static void evict_mixed(int lossy, unsigned early_frames)
 	CU_ASSERT(st.pushed_buf_peak <= 16384);
 	for (uint32_t j = 0; j < N; j++) {
 		uint32_t m = (j * 7 + 3) % N;
-		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, rb[m], LEN, m), 0);
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, (int)m, 0, rb[m], LEN, m), 0);
 	}
 	net_run(&net, 100000000000ull);
 	unsigned seen[N] = {0};

@@ -24,7 +24,7 @@ static struct pp_wire_hdr sample(void)
 	    .src_rank = 2,
 	    .dst_rank = 1,
 	    .msg_id = 0xfffffffe,
-	    .tag = 77,
+	    .tag = 0xa1b2c3d4e5f60718ull, /* all 64 bits travel */
 	    .msg_len = 0x123456789ull,
 	    .offset = 0,
 	    .src_inc = 0x7002,
@@ -70,17 +70,19 @@ static void test_roundtrip(void)
 	pat_fill(pl, sizeof(pl), 1);
 	struct pp_wire_hdr h = sample();
 	size_t n = build_frame(f, sizeof(f), &h, pl);
-	CU_ASSERT_EQUAL(n, 82 + 100);
+	CU_ASSERT_EQUAL(n, 86 + 100);
 	/* Fixed layout: EtherType and a few fields in network byte order. */
 	CU_ASSERT_EQUAL(f[12], 0x88);
 	CU_ASSERT_EQUAL(f[13], 0xB5);
-	CU_ASSERT_EQUAL(f[14], 0x22); /* ver 2, type PUSH */
+	CU_ASSERT_EQUAL(f[14], 0x32); /* ver 3, type PUSH */
 	CU_ASSERT_EQUAL(f[14 + 12], 0xde);
 	CU_ASSERT_EQUAL(f[14 + 20], 0x80);
-	CU_ASSERT_EQUAL(f[14 + 44], 0x23); /* msg_len low word starts 0x23456789 */
-	CU_ASSERT_EQUAL(f[14 + 58], 0x70); /* src_inc 0x7002 */
-	CU_ASSERT_EQUAL(f[14 + 59], 0x02);
-	CU_ASSERT_EQUAL(f[14 + 63], 0x01); /* dst_inc 0x7001 */
+	CU_ASSERT_EQUAL(f[14 + 36], 0xa1); /* tag, high byte first */
+	CU_ASSERT_EQUAL(f[14 + 43], 0x18);
+	CU_ASSERT_EQUAL(f[14 + 48], 0x23); /* msg_len low word starts 0x23456789 */
+	CU_ASSERT_EQUAL(f[14 + 62], 0x70); /* src_inc 0x7002 */
+	CU_ASSERT_EQUAL(f[14 + 63], 0x02);
+	CU_ASSERT_EQUAL(f[14 + 67], 0x01); /* dst_inc 0x7001 */
 	struct pp_wire_hdr g;
 	const uint8_t *p;
 	enum pp_drop_reason why = PP_DROP_MAX;
@@ -232,7 +234,7 @@ static void m_ack_payload(struct pp_wire_hdr *h)
 }
 static void m_big(struct pp_wire_hdr *h)
 {
-	h->payload_len = 1433; /* 68 + 1433 > MTU 1500 */
+	h->payload_len = 1429; /* 72 + 1429 > MTU 1500 */
 }
 static void m_dst_inc(struct pp_wire_hdr *h)
 {
@@ -247,17 +249,19 @@ static void test_reject(void)
 {
 	expect(PP_DROP_SHORT, NULL, -1, 0, 0, -101);
 	expect(PP_DROP_SHORT, NULL, 12, 0x08, 0, 0); /* IPv4 EtherType */
-	expect(PP_DROP_VERSION, NULL, 14, 0x32, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x42, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x22, 1, 0); /* version 2 */
 	expect(PP_DROP_VERSION, NULL, 14, 0x12, 1, 0); /* version 1 */
-	expect(PP_DROP_TYPE, NULL, 14, 0x20, 1, 0);
-	expect(PP_DROP_TYPE, NULL, 14, 0x29, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x30, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x39, 1, 0);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, -1);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, 1);
 	expect(PP_DROP_LENGTH, m_ack_payload, -1, 0, 0, 0);
 	expect(PP_DROP_LENGTH, m_big, -1, 0, 0, 0);
-	expect(PP_DROP_CRC, NULL, 14 + 68 + 5, 0x55, 0, 0);
-	expect(PP_DROP_CRC, NULL, 14 + 64, 0x55, 0, 0);
-	expect(PP_DROP_CRC, NULL, 14 + 57, 0x55, 0, 0); /* the incarnations are covered */
+	expect(PP_DROP_CRC, NULL, 14 + 72 + 5, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 68, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 61, 0x55, 0, 0); /* the incarnations are covered */
+	expect(PP_DROP_CRC, NULL, 14 + 37, 0x55, 0, 0); /* and the tag's high bits */
 	expect(PP_DROP_CRC, NULL, 14 + 30, 0x55, 0, 0);
 	expect(PP_DROP_JOB, m_job, -1, 0, 0, 0);
 	expect(PP_DROP_RANK, m_src_big, -1, 0, 0, 0);

@@ -184,7 +184,8 @@ struct ppd_pjob {
 	pid_t pid;		   /* ... and its pid then (the entry may be reused) */
 	uint32_t job, src, dst;	   /* job key, serving rank, receiving rank */
 	uint32_t src_inc, dst_inc; /* their incarnations */
-	uint32_t msg_id, tag;	   /* the message */
+	uint32_t msg_id;	   /* the message ... */
+	uint64_t tag;		   /* ... and its tag */
 	uint32_t slot;		   /* its pull entry in the rank's region */
 	uint64_t addr, len;	   /* send buffer in the rank, message length */
 	uint64_t off;		   /* first byte to send */
@@ -215,7 +216,8 @@ struct ppd_msg {
 	uint32_t dst;		 /* receiving rank (the ack's source) */
 	uint32_t src_inc;	 /* the serving rank's incarnation */
 	uint32_t dst_inc;	 /* the receiving rank's */
-	uint32_t msg_id, tag;	 /* JOB: the message */
+	uint32_t msg_id;	 /* JOB: the message ... */
+	uint64_t tag;		 /* ... and its tag */
 	uint64_t addr, len, off; /* JOB: what to send, copied from the entry */
 	uint64_t timeout_ns;	 /* JOB: receiver silent this long: FAILED */
 	uint32_t ack;		 /* ACK/NACK: cumulative ack (NACK: go back to it) */

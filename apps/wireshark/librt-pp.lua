@@ -9,7 +9,7 @@
 -- (~/.local/lib/wireshark/plugins/). A rank writes such a capture with
 -- pcap_dump=FILE (every frame its port sends and receives).
 --
--- Version 2 (current): a 68-byte header in network byte order, then
+-- Version 3 (current): a 72-byte header in network byte order, then
 -- payload_len bytes of payload:
 --   off len  field
 --    0  1    version (high 4 bits) | type (low 4 bits)
@@ -17,13 +17,14 @@
 --                   COPIED 0x20 AGAIN 0x40 WRITTEN 0x80
 --    2  2    payload_len     4  4  job        8  2  stream    10  2  ack_stream
 --   12  4    seq            16  4  ack       20  2  credit    22  2  reserved
---   24  4    src_rank       28  4  dst_rank  32  4  msg_id    36  4  tag
---   40  8    msg_len        48  8  offset    56  4  src_inc   60  4  dst_inc
---   64  4    crc32c (CRC-32C over the header with this field as zero, then
+--   24  4    src_rank       28  4  dst_rank  32  4  msg_id    36  8  tag
+--   44  8    msg_len        52  8  offset    60  4  src_inc   64  4  dst_inc
+--   68  4    crc32c (CRC-32C over the header with this field as zero, then
 --            the payload)
--- Version 1 (older releases): the same fields up to offset, then the CRC at
--- offset 56 and a 60-byte header; no incarnations. It is decoded as such
--- (current releases drop it).
+-- Older releases, decoded as such (current ones drop them): version 2, the
+-- same with a 32-bit tag at 36 (msg_len 40, offset 48, src_inc 56, dst_inc
+-- 60, crc 64: a 68-byte header); version 1, as version 2 up to offset, then
+-- the CRC at 56 and a 60-byte header, no incarnations.
 -- Types: HELLO 1, PUSH 2, PULL 3, DATA 4, ACK 5, NACK 6, BYE 7, PING 8.
 --
 -- Intranode frames travel in a local form (host byte order, no Ethernet
@@ -57,7 +58,12 @@
 local pp = Proto("pp", "librt-pp Push-Pull Messaging")
 
 local ETHERTYPE = 0x88B5
-local HDR_V1, HDR_V2 = 60, 68
+-- Where the fields after msg_id lie, by version.
+local layout = {
+	[1] = { hdr = 60, tag_len = 4, msg_len = 40, offset = 48, crc = 56 },
+	[2] = { hdr = 68, tag_len = 4, msg_len = 40, offset = 48, src_inc = 56, dst_inc = 60, crc = 64 },
+	[3] = { hdr = 72, tag_len = 8, msg_len = 44, offset = 52, src_inc = 60, dst_inc = 64, crc = 68 },
+}
 
 local bit = bit32 or bit -- Lua 5.2's library, else LuaBitOp
 
@@ -95,7 +101,7 @@ f.reserved = ProtoField.uint16("pp.reserved", "Reserved", base.HEX)
 f.src_rank = ProtoField.uint32("pp.src_rank", "Source rank", base.DEC)
 f.dst_rank = ProtoField.uint32("pp.dst_rank", "Destination rank", base.DEC)
 f.msg_id = ProtoField.uint32("pp.msg_id", "Message id", base.DEC)
-f.tag = ProtoField.int32("pp.tag", "Tag (negative: the runtime's own, as the barrier's)", base.DEC)
+f.tag = ProtoField.uint64("pp.tag", "Tag", base.DEC)
 f.msg_len = ProtoField.uint64("pp.msg_len", "Message length", base.DEC)
 f.offset = ProtoField.uint64("pp.offset", "Offset", base.DEC)
 f.src_inc = ProtoField.uint32("pp.src_inc", "Source incarnation", base.DEC)
@@ -115,6 +121,9 @@ e.bad_crc = ProtoExpert.new("pp.expert.bad_crc", "Bad CRC-32C: the receiver drop
 	expert.group.CHECKSUM, expert.severity.ERROR)
 e.version1 = ProtoExpert.new("pp.expert.version1",
 	"Wire format version 1 (60-byte header, no incarnations): current releases drop it",
+	expert.group.PROTOCOL, expert.severity.NOTE)
+e.version2 = ProtoExpert.new("pp.expert.version2",
+	"Wire format version 2 (68-byte header, 32-bit tags): current releases drop it",
 	expert.group.PROTOCOL, expert.severity.NOTE)
 e.bad_version = ProtoExpert.new("pp.expert.bad_version", "Unknown wire format version",
 	expert.group.MALFORMED, expert.severity.ERROR)
@@ -270,20 +279,20 @@ function pp.dissector(tvb, pinfo, tree)
 	pinfo.cols.protocol = "PP"
 	local ver = bit.rshift(tvb(0, 1):uint(), 4)
 	local t = bit.band(tvb(0, 1):uint(), 0x0F)
-	local hdr = ver == 1 and HDR_V1 or HDR_V2
-	local crc_off = ver == 1 and 56 or 64
+	local L = layout[ver] or layout[3]
+	local hdr, crc_off = L.hdr, L.crc
 	local root = tree:add(pp, tvb(0, math.min(len, hdr)),
 		string.format("librt-pp Push-Pull Messaging, version %u, %s", ver, type_name(t)))
 	root:add(f.version, tvb(0, 1))
 	local ti = root:add(f.type, tvb(0, 1))
-	if ver ~= 1 and ver ~= 2 then
+	if not layout[ver] then
 		root:add_proto_expert_info(e.bad_version)
 		pinfo.cols.info = string.format("unknown version %u", ver)
 		data_dissector:call(tvb(1):tvb(), pinfo, tree)
 		return len
 	end
-	if ver == 1 then
-		root:add_proto_expert_info(e.version1)
+	if ver < 3 then
+		root:add_proto_expert_info(ver == 1 and e.version1 or e.version2)
 	end
 	if not type_names[t] then
 		ti:add_proto_expert_info(e.bad_type)
@@ -318,8 +327,8 @@ function pp.dissector(tvb, pinfo, tree)
 		src = tvb(24, 4):uint(),
 		dst = tvb(28, 4):uint(),
 		msg_id = tvb(32, 4):uint(),
-		tag = tvb(36, 4):int(),
-		has_inc = ver == 2,
+		tag = L.tag_len == 8 and tvb(36, 8):uint64() or tvb(36, 4):int(),
+		has_inc = L.src_inc ~= nil,
 		src_inc = 0,
 		dst_inc = 0,
 	}
@@ -343,14 +352,18 @@ function pp.dissector(tvb, pinfo, tree)
 		di:append_text(" (every rank)")
 	end
 	root:add(f.msg_id, tvb(32, 4))
-	root:add(f.tag, tvb(36, 4))
-	root:add(f.msg_len, tvb(40, 8))
-	root:add(f.offset, tvb(48, 8))
-	if ver == 2 then
-		h.src_inc = tvb(56, 4):uint()
-		h.dst_inc = tvb(60, 4):uint()
-		root:add(f.src_inc, tvb(56, 4))
-		root:add(f.dst_inc, tvb(60, 4))
+	local tgi = root:add(f.tag, tvb(36, L.tag_len))
+	if L.tag_len == 8 and tvb(36, 4):uint() == 0xFFFFFFFF and tvb(40, 4):int() < 0 then
+		-- pp.h's int tags travel sign-extended: below zero, the runtime's own
+		tgi:append_text(string.format(" (%d: the runtime's own, as the barrier's)", tvb(40, 4):int()))
+	end
+	root:add(f.msg_len, tvb(L.msg_len, 8))
+	root:add(f.offset, tvb(L.offset, 8))
+	if h.has_inc then
+		h.src_inc = tvb(L.src_inc, 4):uint()
+		h.dst_inc = tvb(L.dst_inc, 4):uint()
+		root:add(f.src_inc, tvb(L.src_inc, 4))
+		root:add(f.dst_inc, tvb(L.dst_inc, 4))
 	end
 	local crc = tvb(crc_off, 4):uint()
 	local ci = root:add(f.crc, tvb(crc_off, 4))
@@ -417,8 +430,8 @@ function pp.dissector(tvb, pinfo, tree)
 	end
 	text = text .. string.format(" %u>%s", h.src, h.dst == 0xFFFFFFFF and "all" or tostring(h.dst))
 	if t == 2 or t == 3 or t == 4 then
-		text = text .. string.format(" msg %u tag %d len %s off %s", h.msg_id, h.tag,
-			tostring(tvb(40, 8):uint64()), tostring(tvb(48, 8):uint64()))
+		text = text .. string.format(" msg %u tag %s len %s off %s", h.msg_id, tostring(h.tag),
+			tostring(tvb(L.msg_len, 8):uint64()), tostring(tvb(L.offset, 8):uint64()))
 	end
 	if plen > 0 then
 		text = text .. string.format(" [%u B]", plen)

@@ -515,7 +515,7 @@ static struct ppd_pull *pull_find(struct ppd_port *p, uint32_t dst, uint32_t msg
 	return NULL;
 }
 
-int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint32_t tag,
+int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint64_t tag,
 		       const void *buf, uint64_t len, uint64_t off, uint32_t timeout_ms)
 {
 	struct ppd_port *p = pull_port(port);

@@ -16,7 +16,7 @@
 /* Describe the rest [off, len) of send msg_id to dst (tag, buffer buf of
  * len bytes); the daemon gives up after timeout_ms without an ack. Errors: -ENOTSUP (not a ppd
  * port), -ENOSPC (table full), -EINVAL (off >= len). */
-int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint32_t tag,
+int ppd_port_pull_post(struct pp_port *port, uint32_t dst, uint32_t msg_id, uint64_t tag,
 		       const void *buf, uint64_t len, uint64_t off, uint32_t timeout_ms);
 
 /* The PULL of send msg_id to dst came: 1 when the daemon serves it (or has

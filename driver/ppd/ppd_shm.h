@@ -62,7 +62,7 @@
 #define PPD_MAGIC	  0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC	  0x70707331u /* "pps1": print counters */
 #define PPD_STATS_JSON	  1u	      /* ... as JSON (in the request's rank) */
-#define PPD_VERSION	  4u
+#define PPD_VERSION	  5u
 #define PPD_HDR_BYTES	  4096u /* header page */
 #define PPD_RING_CELLS	  4096u /* cells per ring (64 bytes each) */
 #define PPD_TX_SLOTS	  256u	/* frames a rank may have in flight to the daemon */
@@ -106,12 +106,11 @@ struct ppd_pull {
 	uint32_t state;	     /* enum ppd_pull_state, changed by compare-and-swap */
 	uint32_t dst;	     /* rank the message goes to */
 	uint32_t msg_id;     /* its number (per pair of ranks) */
-	uint32_t tag;	     /* its tag */
+	uint32_t timeout_ms; /* receiver silent this long: FAILED */
+	uint64_t tag;	     /* its tag */
 	uint64_t addr;	     /* the send buffer, in the rank's address space */
 	uint64_t len;	     /* message length */
 	uint64_t off;	     /* bytes pushed: the rest is [off, len) */
-	uint32_t timeout_ms; /* receiver silent this long: FAILED */
-	uint32_t pad;	     /* zero */
 };
 
 enum ppd_place_state {

@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* Each side keeps one receive posted ahead, as an early receiver. */
 	for (int i = 0; i < 2; i++)
-		if (pp_proto_recv(e[i], 1 - i, 0, rbuf[i], size, 1))
+		if (pp_proto_recv(e[i], 1 - i, 0, 0, rbuf[i], size, 1))
 			die("recv");
 	for (long it = 0; it < iters; it++) {
 		for (int i = 0; i < 2; i++) {
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 			}
 			if (got != 1)
 				die("the message did not arrive");
-			if (pp_proto_recv(e[1 - i], i, 0, rbuf[1 - i], size, 1))
+			if (pp_proto_recv(e[1 - i], i, 0, 0, rbuf[1 - i], size, 1))
 				die("recv");
 			drain(i, size, NULL, 0); /* the send, copied: done */
 		}

@@ -11,7 +11,8 @@
  *                 bytes, tag 79, back.
  *   crafted.pcap  one frame of every type and every flag with known fields
  *                 (frames 1..12, see crafted[] below), then two version 1
- *                 frames (60-byte header, CRC at offset 56).
+ *                 frames (60-byte header, CRC at offset 56) and two version
+ *                 2 frames (68-byte header, 32-bit tag).
  *   badcrc.pcap   a PUSH whose payload has one byte flipped after its CRC was
  *                 computed, then the same frame intact.
  * usage: capgen DIR
@@ -246,7 +247,7 @@ static const struct pp_wire_hdr crafted[] = {
      .src_rank = 0,
      .dst_rank = 1,
      .msg_id = 10,
-     .tag = 7,
+     .tag = 0x8000000000000007ull, /* all 64 bits of a tag */
      .msg_len = 1000000,
      .src_inc = INC0,
      .dst_inc = INC1},
@@ -285,22 +286,38 @@ static void put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* A version 1 frame: version 2's fields up to offset, the CRC at 56, a
- * 60-byte header. Returns its length. */
-static size_t encode_v1(uint8_t *frame, const struct pp_wire_hdr *h, const uint8_t *payload)
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+/* A frame of an older version, written field by field: the first 36 bytes
+ * as today's, then a 32-bit tag, msg_len at 40 and offset at 48; version 2
+ * adds src_inc at 56 and dst_inc at 60 with the CRC at 64 (a 68-byte
+ * header), version 1 has the CRC at 56 (60 bytes, no incarnations).
+ * Returns its length, 0 when it does not fit. */
+static size_t encode_old(uint8_t *frame, unsigned ver, const struct pp_wire_hdr *h,
+			 const uint8_t *payload)
 {
 	uint8_t tmp[PP_WIRE_MIN_FRAME + 2048];
-	int n = pp_wire_encode(tmp, sizeof(tmp), mac0, mac1, h, payload);
-	if (n < 0)
+	if (pp_wire_encode(tmp, sizeof(tmp), mac0, mac1, h, payload) < 0)
 		return 0;
-	memcpy(frame, tmp, PP_WIRE_ETH_LEN + 56);
+	size_t hdr = ver == 1 ? 60 : 68, crc_at = hdr - 4;
+	memcpy(frame, tmp, PP_WIRE_ETH_LEN + 36);
 	uint8_t *p = frame + PP_WIRE_ETH_LEN;
-	p[0] = (uint8_t)(1 << 4 | h->type);
-	memset(p + 56, 0, 4);
-	memcpy(p + 60, payload, h->payload_len);
-	uint32_t crc = pp_crc32c(0, p, 60 + (size_t)h->payload_len);
-	put32(p + 56, crc);
-	return PP_WIRE_ETH_LEN + 60 + (size_t)h->payload_len;
+	p[0] = (uint8_t)(ver << 4 | h->type);
+	put32(p + 36, (uint32_t)h->tag);
+	put64(p + 40, h->msg_len);
+	put64(p + 48, h->offset);
+	if (ver == 2) {
+		put32(p + 56, h->src_inc);
+		put32(p + 60, h->dst_inc);
+	}
+	memset(p + crc_at, 0, 4);
+	memcpy(p + hdr, payload, h->payload_len);
+	put32(p + crc_at, pp_crc32c(0, p, hdr + (size_t)h->payload_len));
+	return PP_WIRE_ETH_LEN + hdr + (size_t)h->payload_len;
 }
 
 static int write_file(const char *name, uint8_t frames[][2048], const size_t *lens, unsigned n)
@@ -342,17 +359,22 @@ static int crafted_files(void)
 			return len;
 		lens[n++] = (size_t)len;
 	}
-	/* Version 1: a FIRST PUSH of 10 bytes and a PULL. */
-	struct pp_wire_hdr v1 = crafted[1];
-	v1.payload_len = 10;
-	v1.msg_len = 300;
-	lens[n] = encode_v1(frames[n], &v1, payload);
-	n++;
-	v1 = crafted[3];
-	v1.msg_len = 300;
-	v1.offset = 10;
-	lens[n] = encode_v1(frames[n], &v1, payload);
-	n++;
+	/* Versions 1 and 2: a FIRST PUSH of 10 bytes and a PULL (version 2's
+	 * of another message: they carry incarnations, unlike version 1's). */
+	for (unsigned ver = 1; ver <= 2; ver++) {
+		struct pp_wire_hdr old = crafted[1];
+		old.payload_len = 10;
+		old.msg_len = 300;
+		old.msg_id += 10 * (ver - 1);
+		lens[n] = encode_old(frames[n], ver, &old, payload);
+		n++;
+		old = crafted[3];
+		old.msg_len = 300;
+		old.offset = 10;
+		old.msg_id += 10 * (ver - 1);
+		lens[n] = encode_old(frames[n], ver, &old, payload);
+		n++;
+	}
 	int rc = write_file("crafted.pcap", frames, lens, n);
 	if (rc)
 		return rc;

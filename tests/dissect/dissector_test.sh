@@ -95,7 +95,7 @@ for c in cols:
 
 # --- traffic of every mode ---------------------------------------------------
 for mode, push, pull, start, carrier in (("push-pull", 80, "1", 760, "4"),
-                                         ("push-all", 1432, "0", 0, "2"),
+                                         ("push-all", 1428, "0", 0, "2"),
                                          ("push-zero", 0, "1", 0, "4")):
     rows = load(mode)
     m = lambda what: f"{mode}: {what}"
@@ -103,8 +103,8 @@ for mode, push, pull, start, carrier in (("push-pull", 80, "1", 760, "4"),
         bad.append(m(f"only {len(rows)} frames"))
     for r in rows:
         f = f"frame {r['frame.number']}"
-        if r["pp.version"] != "2":
-            bad.append(m(f"{f} not dissected as version 2"))
+        if r["pp.version"] != "3":
+            bad.append(m(f"{f} not dissected as version 3"))
         if r["_ws.malformed"] or any(s >= ERROR for s in severities(r)):
             bad.append(m(f"{f} malformed or in error: {r['_ws.expert.message']}"))
         if r["pp.crc.status"] != "0":
@@ -164,20 +164,22 @@ for mode, push, pull, start, carrier in (("push-pull", 80, "1", 760, "4"),
 # --- crafted frames -----------------------------------------------------------------
 rows = load("crafted")
 want = """\
-1,2,1,0x00,12,0xabcd1234,0,65535,0,0,0,0x0000,0,4294967295,1,0,0,0,1111,0,12
-2,2,2,0x09,80,0xabcd1234,0,0,100,55,300,0x0000,0,1,7,4242,20000,0,1111,2222,80
-3,2,2,0x24,680,0xabcd1234,0,0,101,55,300,0x0000,0,1,7,4242,20000,80,1111,2222,680
-4,2,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,7,4242,20000,760,2222,1111,
-5,2,4,0x02,100,0xabcd1234,0,0,102,56,0,0x0000,0,1,7,4242,20000,19900,1111,2222,100
-6,2,5,0x00,0,0xabcd1234,0,0,0,103,320,0x0000,1,0,0,0,0,0,2222,1111,
-7,2,3,0x40,0,0xabcd1234,0,0,56,103,0,0x0000,1,0,8,5,4096,0,2222,1111,
-8,2,3,0x10,0,0xabcd1234,0,0,57,103,0,0x0000,1,0,9,6,65536,65536,2222,1111,
-9,2,2,0x83,0,0xabcd1234,3,65535,7,0,0,0x0000,0,1,10,7,1000000,0,1111,2222,
-10,2,6,0x00,0,0xabcd1234,0,0,40,40,0,0x0000,1,0,0,0,0,0,2222,1111,
-11,2,8,0x00,0,0xabcd1234,0,0,103,58,0,0x0000,0,1,0,0,0,0,1111,2222,
-12,2,7,0x00,0,0xabcd1234,0,65535,0,0,0,0x0000,1,4294967295,3,0,0,0,2222,0,
+1,3,1,0x00,12,0xabcd1234,0,65535,0,0,0,0x0000,0,4294967295,1,0,0,0,1111,0,12
+2,3,2,0x09,80,0xabcd1234,0,0,100,55,300,0x0000,0,1,7,4242,20000,0,1111,2222,80
+3,3,2,0x24,680,0xabcd1234,0,0,101,55,300,0x0000,0,1,7,4242,20000,80,1111,2222,680
+4,3,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,7,4242,20000,760,2222,1111,
+5,3,4,0x02,100,0xabcd1234,0,0,102,56,0,0x0000,0,1,7,4242,20000,19900,1111,2222,100
+6,3,5,0x00,0,0xabcd1234,0,0,0,103,320,0x0000,1,0,0,0,0,0,2222,1111,
+7,3,3,0x40,0,0xabcd1234,0,0,56,103,0,0x0000,1,0,8,5,4096,0,2222,1111,
+8,3,3,0x10,0,0xabcd1234,0,0,57,103,0,0x0000,1,0,9,6,65536,65536,2222,1111,
+9,3,2,0x83,0,0xabcd1234,3,65535,7,0,0,0x0000,0,1,10,9223372036854775815,1000000,0,1111,2222,
+10,3,6,0x00,0,0xabcd1234,0,0,40,40,0,0x0000,1,0,0,0,0,0,2222,1111,
+11,3,8,0x00,0,0xabcd1234,0,0,103,58,0,0x0000,0,1,0,0,0,0,1111,2222,
+12,3,7,0x00,0,0xabcd1234,0,65535,0,0,0,0x0000,1,4294967295,3,0,0,0,2222,0,
 13,1,2,0x09,10,0xabcd1234,0,0,100,55,300,0x0000,0,1,7,4242,300,0,,,10
-14,1,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,7,4242,300,10,,,""".splitlines()
+14,1,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,7,4242,300,10,,,
+15,2,2,0x09,10,0xabcd1234,0,0,100,55,300,0x0000,0,1,17,4242,300,0,1111,2222,10
+16,2,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,17,4242,300,10,2222,1111,""".splitlines()
 keys = ["frame.number", "pp.version", "pp.type", "pp.flags", "pp.payload_len", "pp.job",
         "pp.stream", "pp.ack_stream", "pp.seq", "pp.ack", "pp.credit", "pp.reserved",
         "pp.src_rank", "pp.dst_rank", "pp.msg_id", "pp.tag", "pp.msg_len", "pp.offset",
@@ -198,7 +200,7 @@ check("crafted: every flag set somewhere",
        if not any(r[f"pp.flags.{flag}"] == "1" for r in rows)], [])
 check("crafted: every type", sorted({int(r["pp.type"]) for r in rows}), list(range(1, 9)))
 by_name = open(f"{tmp}/by-name").read().split()
-check("crafted: pp.type == PULL", by_name, ["4", "7", "8", "14"])
+check("crafted: pp.type == PULL", by_name, ["4", "7", "8", "14", "16"])
 check("crafted: pp.type == 3", open(f"{tmp}/by-number").read().split(), by_name)
 # One message followed: its pushes, its PULL, its DATA, the ACK of it; the
 # version 1 frames (no incarnations) are a message of their own.
@@ -209,9 +211,9 @@ check("crafted: message 0>1:7", got,
        ("5", "4", "2", "4", "0>1:7"), ("6", "", "", "", "0>1:7"),
        ("13", "1", "", "", ""), ("14", "2", "13", "13", "")])
 check("crafted: a PING acks two PULLs", rows[10]["pp.acked"], "0>1:8;0>1:9")
-check("crafted: version 1 flagged as such (a note)",
-      [r["frame.number"] for r in rows if NOTE in severities(r) and r["pp.version"] == "1"],
-      ["13", "14"])
+check("crafted: versions 1 and 2 flagged as such (a note)",
+      [r["frame.number"] for r in rows if NOTE in severities(r) and r["pp.version"] in ("1", "2")],
+      ["13", "14", "15", "16"])
 
 # --- a flipped payload byte ------------------------------------------------------------
 rows = load("badcrc")

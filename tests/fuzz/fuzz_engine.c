@@ -65,9 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pp_proto_peer_add(e, 1, m1, 0x101);
 	pp_proto_peer_add(e, 2, m2, 0x102);
 	static uint8_t rb[3][4096], sb[5000], out[1600], f[1600];
-	pp_proto_recv(e, PP_PROTO_ANY, PP_PROTO_ANY, rb[0], sizeof(rb[0]), 1);
-	pp_proto_recv(e, 1, 3, rb[1], 100, 2);
-	pp_proto_recv(e, 2, PP_PROTO_ANY, rb[2], sizeof(rb[2]), 3);
+	pp_proto_recv(e, PP_PROTO_ANY, 0, PP_PROTO_IGNORE_ALL, rb[0], sizeof(rb[0]), 1);
+	pp_proto_recv(e, 1, 3, 0, rb[1], 100, 2);
+	pp_proto_recv(e, 2, 0, PP_PROTO_IGNORE_ALL, rb[2], sizeof(rb[2]), 3);
 	pp_proto_send(e, 1, 5, sb, sizeof(sb), 4);
 	pp_proto_send(e, 2, 6, sb, 10, 5);
 	uint64_t now = 1000;
@@ -92,8 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct pp_proto_cpl cp;
 		while (pp_proto_poll(e, &cp))
 			if (!cp.is_send && cp.cookie == 1)
-				pp_proto_recv(e, PP_PROTO_ANY, PP_PROTO_ANY, rb[0], sizeof(rb[0]),
-					      1);
+				pp_proto_recv(e, PP_PROTO_ANY, 0, PP_PROTO_IGNORE_ALL, rb[0],
+					      sizeof(rb[0]), 1);
 	}
 	pp_proto_destroy(e);
 	return 0;

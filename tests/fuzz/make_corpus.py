@@ -23,7 +23,7 @@ assert crc32c(b"123456789") == 0xE3069283
 
 def frame(typ, flags, payload, seq=0, ack=0, src=2, dst=1, msg_id=0, tag=5,
           msg_len=None, offset=0, credit=64, job=0x5EED, src_inc=None, dst_inc=None):
-    """A wire frame of version 2 (proto/wire.h): 68-byte header, CRC last.
+    """A wire frame of version 3 (proto/wire.h): 72-byte header, CRC last.
     Incarnations follow the fuzz targets' rigs: rank r is 0x100 + r."""
     if msg_len is None:
         msg_len = offset + len(payload)
@@ -31,10 +31,10 @@ def frame(typ, flags, payload, seq=0, ack=0, src=2, dst=1, msg_id=0, tag=5,
         src_inc = 0x100 + src
     if dst_inc is None:
         dst_inc = 0 if dst == 0xFFFFFFFF else 0x100 + dst
-    h = struct.pack(">BBHIHHIIHHIIIIQQIII", 0x20 | typ, flags, len(payload), job, 0, 0,
+    h = struct.pack(">BBHIHHIIHHIIIQQQIII", 0x30 | typ, flags, len(payload), job, 0, 0,
                     seq, ack, credit, 0, src, dst, msg_id, tag, msg_len, offset,
                     src_inc, dst_inc, 0)
-    h = h[:64] + struct.pack(">I", crc32c(h + payload))
+    h = h[:68] + struct.pack(">I", crc32c(h + payload))
     eth = bytes([2, 0, 0, 0, 0, dst & 0xFF, 2, 0, 0, 0, 0, src & 0xFF]) + b"\x88\xb5"
     return eth + h + payload
 
@@ -55,7 +55,7 @@ wire = {
     "push_whole": frame(2, 0x03, pl),
     "push_zero": frame(2, 0x09, b"", msg_len=5000),
     "pull": frame(3, 0, b"", msg_len=5000, offset=760),
-    "data_last": frame(4, 0x02, bytes(1432), offset=3568, msg_len=5000),
+    "data_last": frame(4, 0x02, bytes(1428), offset=3572, msg_len=5000),
     "ack": frame(5, 0, b"", ack=3),
     "nack": frame(6, 0, b"", seq=1, ack=1),
     "hello": frame(1, 0, b"", dst=0xFFFFFFFF),
