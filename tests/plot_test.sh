@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pp_plot on the CSV fixtures in tests/plot (a pp_pingpong --csv file with
-# early, late, latency, a BTP sweep and bandwidth rows; compare.sh's CSV and
+# early, late, latency, a BTP sweep, bandwidth and window rows; compare.sh's CSV and
 # compare_shm.sh's): every figure is written as a non-empty PNG and an SVG
 # whose text has the axis labels, titles and legend entries; malformed input
 # is named (file and line) with status 1 and nothing written; bad usage is
@@ -43,7 +43,7 @@ svg early-late "One-way latency (µs)" "Message size (bytes)" "Early receiver" "
   push-pull push-all push-zero "16 B" "64 KiB"
 svg latency "Ping-pong latency" "One-way latency (µs)" push-zero
 svg btp-latency "BTP sweep, push-pull" "BTP(1) 16, BTP(2) 680" "BTP(1) 400, BTP(2) 680" "library default"
-svg bandwidth "Bandwidth (MB/s, 10^6 B/s)" "Message size (bytes)" "librt-pp push-pull" "Open MPI TCP" \
+svg bandwidth "Bandwidth (MB/s, 10^6 B/s)" "Message size (bytes)" "librt-pp push-pull" "librt-pp push-zero, window" "Open MPI TCP" \
   "iperf3 TCP" "UCX sm" "memcpy, 1 thread" "1 MiB" "4 MiB"
 svg compare "8-byte one-way latency" "Latency (µs)" "sockperf UDP busy-poll" "Open MPI vader+CMA" \
   "librt-pp pp_malloc (shm)"
