@@ -32,7 +32,9 @@
 # Then the path's ceiling: pp_probe --blast's received frames/s and MB/s of
 # payload (the bytes after the Ethernet header) at MTU-sized frames
 # (TESTBED_MTU, default 9000, + 14), and its loss; librt-pp's (and Open
-# MPI's) windowed bandwidth at 1 MiB and 4 MiB as a share of it.
+# MPI's) windowed bandwidth at 1 MiB and 4 MiB as a share of it. It is the
+# ceiling of raw frames through af_packet: kernel TCP on veth hands over
+# segments far larger than the MTU (TSO/GSO), so Open MPI may pass it.
 #
 # Then the summary of before, with the other tools: 8-byte latency (sockperf:
 # 14 bytes, the least it sends; the statistic from its --full-log samples) and
@@ -302,7 +304,8 @@ emit_csv limit probe "" frames_per_s "${lim[frame]:-}" "$(val "${lim[frames_per_
 emit_csv limit probe "" bw_MBps "${lim[frame]:-}" "$(val "${lim[payload_MBps]:-}")"
 emit_csv limit probe "" loss_pct "${lim[frame]:-}" "$(val "${lim[loss_pct]:-}")"
 emit_csv limit probe "" tx_frames_per_s "${lim[frame]:-}" "$(val "${lim[tx_fps]:-}")"
-echo "# windowed bandwidth as a share of the ceiling"
+echo "# windowed bandwidth as a share of the ceiling (of raw MTU-sized frames: Open MPI's kernel TCP"
+echo "# moves segments larger than the MTU over veth, TSO/GSO, and may pass it)"
 printf "%-8s" size
 for x in "${modes[@]}" OMPI-TCP; do printf " %10s" "$x"; done
 echo
