@@ -6,6 +6,15 @@
  *   latency    ping-pong; one-way latency = round trip / 2
  *   bandwidth  send SIZE bytes, get a 4-byte reply; bandwidth = SIZE / (time -
  *              one-way latency of a 4-byte message measured in the same run)
+ *   window     osu_bw's windowed bandwidth with pre-posted receives: rank 1
+ *              posts W = --window receives of SIZE bytes, then sends a 0-byte
+ *              "go"; rank 0, once the go is in, starts the clock, posts W
+ *              sends (pp_isend), waits for all of them and for rank 1's
+ *              4-byte reply, which rank 1 sends once its W receives are
+ *              complete. Bandwidth = W * SIZE / iteration time, and W /
+ *              iteration time messages per second (the go is outside the
+ *              clock; the reply's latency is inside, as in osu_bw).
+ *              tests/bench/mpi_pingpong.c does the same with MPI
  *   early      the paper's Figure 5 with compute x=500000, y=100000 NOPs: the
  *              receive is posted before the send starts
  *   late       the same with x=100000, y=300000: the message arrives first and
@@ -46,8 +55,12 @@
 #include "perf.h"
 #include "pp_json.h"
 
-enum test { T_LATENCY, T_BANDWIDTH, T_EARLY, T_LATE, T_BUSY, T_COUNT };
-static const char *const test_names[T_COUNT] = {"latency", "bandwidth", "early", "late", "busy"};
+enum test { T_LATENCY, T_BANDWIDTH, T_EARLY, T_LATE, T_BUSY, T_WINDOW, T_COUNT };
+static const char *const test_names[T_COUNT] = {"latency", "bandwidth", "early",
+						"late",	   "busy",	"window"};
+
+#define WINDOW_MAX    1024 /* the library's outstanding sends (and receives) */
+#define CAP_MIN_ITERS 10   /* --max-bytes never cuts a point below this */
 static const char *const mode_names[] = {"push-pull", "push-all", "push-zero"};
 
 struct opts {
@@ -67,12 +80,14 @@ struct opts {
 	int check;	     /* verify every received byte */
 	uint64_t poll;	     /* early/late: NOPs between pp_progress calls (0: none) */
 	uint64_t compute_us; /* busy: the sender's compute, microseconds */
+	unsigned window;     /* window: sends in flight per iteration */
+	uint64_t max_bytes;  /* bytes rank 0 sends per point at most (0: no cap) */
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: pp_pingpong [options]   (run 2 ranks, e.g. pprun -n 2 pp_pingpong ...)\n"
-	      "  --test LIST        latency,bandwidth,early,late,busy (default latency)\n"
+	      "  --test LIST        latency,bandwidth,early,late,busy,window (default latency)\n"
 	      "  --mode LIST        push-pull,push-all,push-zero or all (default push-pull)\n"
 	      "  --sizes SPEC       message sizes: V | V,V,... | A:B[:xF|:+S] with k/m/g\n"
 	      "                     suffixes (default 0:1m:x4)\n"
@@ -88,14 +103,28 @@ static void usage(FILE *f)
 	      "                     asynchronous progress, the polling is not counted as\n"
 	      "                     compute\n"
 	      "  --compute-us N     busy: the sender computes N us (default 2000)\n"
+	      "  --window W         window: messages in flight per iteration, 1..1024\n"
+	      "                     (default 64). Rank 1 posts W receives, then sends a\n"
+	      "                     0-byte go message; rank 0 starts the clock when the go\n"
+	      "                     is in (so every receive is posted before the first\n"
+	      "                     send), sends W messages with pp_isend, waits for them\n"
+	      "                     and for rank 1's 4-byte reply (sent when all W are in).\n"
+	      "                     bw = W * SIZE / iteration time; also messages/s\n"
+	      "  --max-bytes B      cap each point at B bytes sent by rank 0 (k/m/g; W*SIZE\n"
+	      "                     per window iteration, SIZE per iteration otherwise):\n"
+	      "                     fewer iterations for large sizes, never below 10 (nor\n"
+	      "                     above --iters), warm-up cut in proportion, at least 1\n"
+	      "                     (default: no cap); rows give the iterations run\n"
 	      "  --config STR       more pp_init settings, key=value,...\n"
 	      "  --clock KIND       auto | tsc | mono (default auto)\n"
-	      "  --check            verify every byte received\n"
+	      "  --check            verify every byte received (window: each of the W\n"
+	      "                     messages has a buffer and a byte pattern of its own)\n"
 	      "  --csv FILE         also write CSV rows to FILE\n"
 	      "  --json             print one JSON document instead of the table (the same\n"
 	      "                     results: one object per row, counters included)\n"
 	      "  -h, --help         this text\n"
-	      "Latencies are one-way, in microseconds; bandwidth in MB/s (10^6 B/s).\n",
+	      "Latencies are one-way, in microseconds (bandwidth rows: the transfer time;\n"
+	      "window rows: the iteration time); bandwidth in MB/s (10^6 B/s).\n",
 	      f);
 }
 
@@ -206,6 +235,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"check", no_argument, NULL, 'C'},
 	    {"poll", required_argument, NULL, 'P'},
 	    {"compute-us", required_argument, NULL, 'U'},
+	    {"window", required_argument, NULL, 'W'},
+	    {"max-bytes", required_argument, NULL, 'B'},
 	    {"csv", required_argument, NULL, 'o'},
 	    {"json", no_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
@@ -220,6 +251,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->warmup = 10;
 	o->compute_x = o->compute_y = -1;
 	o->compute_us = 2000;
+	o->window = 64;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -264,6 +296,22 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'U':
 			o->compute_us = (uint64_t)num_opt("--compute-us", optarg, 1, 10000000);
 			break;
+		case 'W':
+			o->window = (unsigned)num_opt("--window", optarg, 1, WINDOW_MAX);
+			break;
+		case 'B': {
+			uint64_t v[PP_PERF_MAX_VALUES];
+			if (pp_perf_parse_list(optarg, v, PP_PERF_MAX_VALUES) != 1 || v[0] == 0 ||
+			    strchr(optarg, ':')) {
+				fprintf(stderr,
+					"pp_pingpong: bad --max-bytes '%s' (one byte count above "
+					"0, k/m/g suffixes)\n",
+					optarg);
+				exit(2);
+			}
+			o->max_bytes = v[0];
+			break;
+		}
 		case 'o':
 			o->csv = optarg;
 			break;
@@ -424,6 +472,81 @@ static void bandwidth(struct run *r, size_t len, unsigned iters, int keep)
 	}
 }
 
+/* Where window message k of len bytes lives: one buffer for all W, as in
+ * osu_bw, except under --check, where each message has a slot of its own
+ * and its own byte pattern, so a byte that lands in the wrong message is
+ * seen too. */
+static size_t slot_off(const struct run *r, size_t len, unsigned k)
+{
+	return r->o->check ? k * ((len + 63) & ~(size_t)63) : 0;
+}
+
+static void xwait(pp_req **q, size_t len)
+{
+	pp_status st;
+	int rc = pp_wait(q, &st);
+	if (rc)
+		die("pp_wait", rc);
+	if (st.len != len) {
+		fprintf(stderr, "pp_pingpong: got %zu bytes, want %zu\n", st.len, len);
+		exit(1);
+	}
+}
+
+/* osu_bw's windowed bandwidth with the receives posted first (see the top
+ * of the file); samples are rank 0's iteration times. */
+static void window(struct run *r, size_t len, unsigned iters, int keep)
+{
+	unsigned w = r->o->window;
+	pp_req *q[WINDOW_MAX];
+	int rc;
+
+	if (r->rank == 0 && r->o->check)
+		for (unsigned k = 0; k < w; k++)
+			fill(r->sbuf + slot_off(r, len, k), len, k);
+	if (r->rank == 1)
+		fill(r->sbuf, 4, 1); /* the reply, as --check expects it */
+	xbarrier(r);
+	for (unsigned i = 0; i < iters; i++) {
+		if (r->rank == 0) {
+			xrecv(r, 0, 21, 0); /* go: rank 1's receives are posted */
+			uint64_t t0 = pp_perf_now();
+			for (unsigned k = 0; k < w; k++)
+				if ((rc = pp_isend(r->ctx, r->sbuf + slot_off(r, len, k), len, 1,
+						   20, &q[k])))
+					die("pp_isend", rc);
+			for (unsigned k = 0; k < w; k++)
+				xwait(&q[k], len);
+			xrecv(r, 4, 22, 1);
+			if (keep)
+				r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
+		} else {
+			if (r->o->check) /* what an iteration leaves must not pass */
+				memset(r->rbuf, 0, slot_off(r, len, w));
+			for (unsigned k = 0; k < w; k++)
+				if ((rc = pp_irecv(r->ctx, r->rbuf + slot_off(r, len, k), len, 0,
+						   20, &q[k])))
+					die("pp_irecv", rc);
+			xsend(r, 0, 21);
+			for (unsigned k = 0; k < w; k++)
+				xwait(&q[k], len);
+			for (unsigned k = 0; r->o->check && k < w; k++) {
+				const uint8_t *b = r->rbuf + slot_off(r, len, k);
+				for (size_t j = 0; j < len; j++)
+					if (b[j] != (uint8_t)(j * 131u + k)) {
+						fprintf(
+						    stderr,
+						    "pp_pingpong: window message %u of %u: byte "
+						    "%zu of %zu corrupt\n",
+						    k, w, j, len);
+						exit(1);
+					}
+			}
+			xsend(r, 4, 22);
+		}
+	}
+}
+
 /* n NOPs; with --poll, pp_progress between chunks of o->poll NOPs. Returns
  * the microseconds spent in NOPs only: progress is not compute. */
 static double compute_loop(struct run *r, uint64_t n)
@@ -566,9 +689,17 @@ struct point {
 	FILE *csv;	  /* CSV output or NULL */
 };
 
+/* What a row reports besides the latency statistics. */
+struct figures {
+	unsigned iters, warmup; /* run for this point (--max-bytes may cut them) */
+	unsigned window;	/* window: messages per iteration; else 0 */
+	double bw;		/* MB/s, or 0 when the test has none */
+	double msgs;		/* window: messages per second; else 0 */
+};
+
 /* One row as a JSON object in the results array. */
 static void emit_json(const struct run *r, const struct point *p, const char *test, uint64_t size,
-		      const struct pp_perf_summary *s, double bw)
+		      const struct pp_perf_summary *s, const struct figures *f)
 {
 	struct pp_json *j = &ui.j;
 	pp_json_object(j, NULL);
@@ -584,14 +715,18 @@ static void emit_json(const struct run *r, const struct point *p, const char *te
 		pp_json_null(j, "btp2");
 	pp_json_str(j, "predict", r->o->predict ? r->o->predict : "off");
 	pp_json_u64(j, "size", size);
-	pp_json_u64(j, "iters", r->o->iters);
+	pp_json_u64(j, "iters", f->iters);
 	pp_json_num(j, "lat_us_mid80", s->mid80);
 	pp_json_num(j, "lat_us_median", s->median);
 	pp_json_num(j, "lat_us_p99", s->p99);
-	if (bw > 0)
-		pp_json_num(j, "bw_MBps", bw);
+	if (f->bw > 0)
+		pp_json_num(j, "bw_MBps", f->bw);
 	else
 		pp_json_null(j, "bw_MBps");
+	if (f->window) {
+		pp_json_u64(j, "window", f->window);
+		pp_json_num(j, "msgs_per_s", f->msgs);
+	}
 	if (strcmp(test, "early") == 0 || strcmp(test, "late") == 0) {
 		pp_json_object(j, "compute");
 		pp_json_u64(j, "x_nops", r->x);
@@ -615,22 +750,27 @@ static void emit_json(const struct run *r, const struct point *p, const char *te
 }
 
 static void emit(const struct run *r, const struct point *p, const char *test, uint64_t size,
-		 const struct pp_perf_summary *s, double bw)
+		 const struct pp_perf_summary *s, const struct figures *f)
 {
-	char b1[24] = "-", b2[24] = "-", bws[24] = "-";
+	char b1[24] = "-", b2[24] = "-", bws[24] = "-", msgs[24] = "-";
 	const char *predict = r->o->predict ? r->o->predict : "off";
 	if (p->btp1 >= 0)
 		snprintf(b1, sizeof(b1), "%ld", p->btp1);
 	if (p->btp2 >= 0)
 		snprintf(b2, sizeof(b2), "%ld", p->btp2);
-	if (bw > 0)
-		snprintf(bws, sizeof(bws), "%.1f", bw);
+	if (f->bw > 0)
+		snprintf(bws, sizeof(bws), "%.1f", f->bw);
+	if (f->msgs > 0)
+		snprintf(msgs, sizeof(msgs), "%.0f", f->msgs);
 	if (r->o->json) {
-		emit_json(r, p, test, size, s, bw);
+		emit_json(r, p, test, size, s, f);
 	} else {
 		progress_clear();
-		printf("%-9s %-9s %6s %6s %10" PRIu64 " %12.2f %10.2f %10.2f %10s\n", test, p->mode,
-		       b1, b2, size, s->mid80, s->median, s->p99, bws);
+		printf("%-9s %-9s %6s %6s %10" PRIu64 " %12.2f %10.2f %10.2f %10s %11s\n", test,
+		       p->mode, b1, b2, size, s->mid80, s->median, s->p99, bws, msgs);
+		if (f->iters != r->o->iters)
+			printf("#   %u iterations (--max-bytes), %u warm-up\n", f->iters,
+			       f->warmup);
 		if (r->have_ctr) {
 			printf("#   counters, both ranks:");
 			for (int k = 0; k < NCTR; k++)
@@ -641,15 +781,35 @@ static void emit(const struct run *r, const struct point *p, const char *test, u
 	}
 	if (p->csv) {
 		fprintf(p->csv, "%s,%s,%s,%s,%s,%" PRIu64 ",%u,%.3f,%.3f,%.3f,%s", test, p->mode,
-			b1, b2, predict, size, r->o->iters, s->mid80, s->median, s->p99,
-			bw > 0 ? bws : "");
+			b1, b2, predict, size, f->iters, s->mid80, s->median, s->p99,
+			f->bw > 0 ? bws : "");
 		for (int k = 0; k < NCTR; k++)
 			if (r->have_ctr)
 				fprintf(p->csv, ",%" PRIu64, r->ctr[k]);
 			else
 				fputc(',', p->csv);
+		if (f->window)
+			fprintf(p->csv, ",%u,%s", f->window, f->msgs > 0 ? msgs : "");
+		else
+			fputs(",,", p->csv);
 		fputc('\n', p->csv);
 	}
+}
+
+/* --max-bytes: the measured and warm-up iterations of a point whose
+ * iterations each send per bytes from rank 0. Both ranks compute the same. */
+static void cap_iters(const struct opts *o, uint64_t per, unsigned *iters, unsigned *warmup)
+{
+	if (!o->max_bytes || !per || *iters <= o->max_bytes / per)
+		return;
+	uint64_t n = o->max_bytes / per;
+	if (n < CAP_MIN_ITERS)
+		n = CAP_MIN_ITERS;
+	if (n >= *iters)
+		return;
+	uint64_t w = (uint64_t)*warmup * n / *iters;
+	*warmup = w ? (unsigned)w : (*warmup ? 1 : 0);
+	*iters = (unsigned)n;
 }
 
 /* Run one test over every size. lat4 is the one-way 4-byte latency. */
@@ -682,28 +842,37 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 	for (int si = 0; si < o->nsizes; si++) {
 		size_t len = o->sizes[si];
 		struct pp_perf_summary s;
-		double bw = 0;
+		struct figures f = {.iters = o->iters, .warmup = o->warmup};
 
+		if (t == T_WINDOW)
+			f.window = o->window;
+		cap_iters(o, (uint64_t)len * (f.window ? f.window : 1), &f.iters, &f.warmup);
 		fill(r->sbuf, len, (unsigned)r->rank);
 		if (r->rank == 0)
 			progress(test_names[t], p->mode, p->btp1, p->btp2, len);
 		for (int pass = 0; pass < 2; pass++) { /* warm-up, then measured */
-			unsigned n = pass ? o->iters : o->warmup;
+			unsigned n = pass ? f.iters : f.warmup;
 			if (t == T_LATENCY)
 				latency(r, len, n, pass);
 			else if (t == T_BANDWIDTH)
 				bandwidth(r, len, n, pass);
 			else if (t == T_BUSY)
 				busy(r, len, n, pass);
+			else if (t == T_WINDOW)
+				window(r, len, n, pass);
 			else
 				early_late(r, len, n, pass, x, y);
 		}
-		pp_perf_summarise(r->samples, o->iters, &s);
+		pp_perf_summarise(r->samples, f.iters, &s);
 		r->have_ctr = t == T_EARLY || t == T_LATE;
 		if (t == T_BANDWIDTH && s.mid80 > lat4)
-			bw = (double)len / (s.mid80 - lat4);
+			f.bw = (double)len / (s.mid80 - lat4);
+		if (t == T_WINDOW && s.mid80 > 0) {
+			f.bw = (double)len * f.window / s.mid80;
+			f.msgs = f.window * 1e6 / s.mid80;
+		}
 		if (r->rank == 0)
-			emit(r, p, test_names[t], len, &s, bw);
+			emit(r, p, test_names[t], len, &s, &f);
 	}
 }
 
@@ -761,6 +930,8 @@ int main(int argc, char **argv)
 		if (o.sizes[i] > maxlen)
 			maxlen = o.sizes[i];
 	size_t alloc = (maxlen + 4095) & ~(size_t)4095;
+	if (o.tests[T_WINDOW] && o.check) /* a slot per message (slot_off) */
+		alloc = (o.window * ((maxlen + 63) & ~(size_t)63) + 4095) & ~(size_t)4095;
 	struct run r = {.o = &o};
 	r.sbuf = aligned_alloc(4096, alloc);
 	r.rbuf = aligned_alloc(4096, alloc);
@@ -784,7 +955,7 @@ int main(int argc, char **argv)
 		      p.csv);
 		for (int k = 0; k < NCTR; k++)
 			fprintf(p.csv, ",%s", ctr_names[k]);
-		fputc('\n', p.csv);
+		fputs(",window,msgs_per_s\n", p.csv);
 	}
 	if (writer && o.json) {
 		pp_json_begin(&ui.j, stdout, 2);
@@ -797,17 +968,24 @@ int main(int argc, char **argv)
 		pp_json_bool(&ui.j, "check", o.check);
 		pp_json_str(&ui.j, "config", o.config);
 		pp_json_object(&ui.j, "units");
-		pp_json_str(&ui.j, "lat", "us, one-way (bandwidth rows: transfer time)");
+		pp_json_str(&ui.j, "lat",
+			    "us, one-way (bandwidth rows: transfer time; window "
+			    "rows: iteration time)");
+		pp_json_str(&ui.j, "msgs_per_s", "window rows: messages per second");
 		pp_json_str(&ui.j, "bw", "MB/s (10^6 B/s)");
 		pp_json_close(&ui.j);
 		pp_json_array(&ui.j, "results");
 		fflush(stdout);
 	} else if (writer) {
 		printf("# clock %s, %.1f ticks/us; latencies one-way in us (bandwidth rows: "
-		       "transfer time)\n",
+		       "transfer time; window rows: iteration time)\n",
 		       pp_perf_clock_name(), pp_perf_ticks_per_us());
-		printf("%-9s %-9s %6s %6s %10s %12s %10s %10s %10s\n", "test", "mode", "btp1",
-		       "btp2", "size", "lat_mid80", "median", "p99", "bw_MBps");
+		if (o.tests[T_WINDOW])
+			printf("# window: %u messages per iteration, receives posted first (a "
+			       "0-byte go); bw = %u * size / iteration time\n",
+			       o.window, o.window);
+		printf("%-9s %-9s %6s %6s %10s %12s %10s %10s %10s %11s\n", "test", "mode", "btp1",
+		       "btp2", "size", "lat_mid80", "median", "p99", "bw_MBps", "msgs_per_s");
 	}
 	/* The progress line: every measurement of the sweep is one row. */
 	const char *ptty = getenv("PPRUN_TTY");

@@ -3,7 +3,10 @@
  * pp_probe: the first thing to run on a new cluster. Opens a port from a
  * device string, prints what it found (MAC, MTU, queues, driver, link), and
  * with --peer (or --listen on the other side) exchanges frames and prints the
- * round-trip min/median/p99 and the loss.
+ * round-trip min/median/p99 and the loss. With --blast the --peer side sends
+ * frames of one size as fast as its port takes them for --duration-ms, the
+ * listener counts what arrives, and both print frames/s, MB/s of payload
+ * and the loss: the ceiling of the path for that frame size.
  *
  * Probe frames are Ethernet II, EtherType 0x88B5, then this 16-byte header
  * (network byte order), then a payload whose bytes are a function of the
@@ -11,13 +14,19 @@
  *
  *   off len field
  *    0  1   ver (high 4 bits) = 0 | kind (low 4 bits): 1 request, 2 reply,
- *           3 hello, 4 hello reply
+ *           3 hello, 4 hello reply, 5 blast, 6 blast end, 7 blast report
  *    1  1   reserved, zero
  *    2  2   payload_len: bytes after this header
  *    4  4   magic "PPRB"
  *    8  4   seq
  *   12  4   reserved, zero
  *   16      payload
+ *
+ * Blast frames carry the payload pattern of sequence number 0 whatever their
+ * seq, so the sender copies one template. A blast end's payload is three
+ * 64-bit counters: frames sent, their bytes (Ethernet header on), the
+ * sending time in ns; a blast report's: frames received, their bytes, the
+ * ns from the first to the last, frames with a bad payload (--check).
  *
  * Version 0 is not a protocol version, so a librt-pp engine that sees a probe
  * frame rejects and counts it as a bad version; probing never disturbs a job.
@@ -42,6 +51,10 @@
 #define KIND_REPLY     2
 #define KIND_HELLO     3
 #define KIND_HELLO_REP 4
+#define KIND_BLAST     5
+#define KIND_BLAST_END 6
+#define KIND_BLAST_REP 7
+#define BLAST_CTL_LEN  (PROBE_MIN + 32) /* end and report frames */
 #define MAX_SIZES      64
 #define BURST	       32
 
@@ -59,6 +72,8 @@ struct opts {
 	long timeout_ms;	   /* --timeout-ms */
 	long wait_ms;		   /* --wait-ms */
 	unsigned queues;	   /* --queues */
+	int blast;		   /* --blast */
+	long duration_ms;	   /* --duration-ms: the blast's length */
 };
 
 static volatile sig_atomic_t stop;
@@ -111,11 +126,23 @@ static void usage(FILE *f)
 		"  --wait-ms MS      wait this long for the other side to appear\n"
 		"                    (default 10000; 0 with --listen: forever)\n"
 		"  --queues N        queue pairs to configure (default 1; probing uses 0)\n"
+		"  --blast           with --peer: instead of round trips, send frames of the\n"
+		"                    one --size as fast as the port takes them for\n"
+		"                    --duration-ms, then ask the listener what arrived;\n"
+		"                    with --listen: count one blast, report it, exit (a\n"
+		"                    plain --listen counts and reports blasts too, and goes\n"
+		"                    on). Both print frames, frames/s, MB/s (10^6 B/s) of\n"
+		"                    payload (the bytes after the 14-byte Ethernet header)\n"
+		"                    and, received, the loss: the path's ceiling at that\n"
+		"                    frame size. --check verifies every received byte (and\n"
+		"                    slows the receiver)\n"
+		"  --duration-ms MS  --blast: how long to send (default 2000)\n"
 		"  --pcap-dump FILE  write every frame sent and received to FILE\n"
 		"  --help            this text\n"
 		"\n"
-		"Exit status: 0 ok, 1 loss or mismatch under --check, 2 bad usage, 3 the\n"
-		"port could not be opened, 4 the peer never answered.\n",
+		"Exit status: 0 ok, 1 loss or mismatch under --check (a blast: a bad\n"
+		"payload; loss is its result, not an error), 2 bad usage, 3 the port could\n"
+		"not be opened, 4 the peer never answered (a blast: no report came).\n",
 		PROBE_MIN);
 }
 
@@ -174,6 +201,12 @@ static void put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
 static uint16_t get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
@@ -182,6 +215,11 @@ static uint16_t get16(const uint8_t *p)
 static uint32_t get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
 static uint8_t pattern(uint32_t seq, unsigned off)
@@ -228,10 +266,11 @@ static uint32_t probe_seq(const struct pp_buf *b)
 	return get32(b->data + PP_ETH_HDR_LEN + 8);
 }
 
-/* 1 when every payload byte of b is what seq's pattern says. */
+/* 1 when every payload byte of b is what seq's pattern says (blast frames:
+ * sequence number 0's). */
 static int payload_ok(const struct pp_buf *b)
 {
-	uint32_t seq = probe_seq(b);
+	uint32_t seq = probe_kind(b) == KIND_BLAST ? 0 : probe_seq(b);
 	unsigned end = PROBE_MIN + get16(b->data + PP_ETH_HDR_LEN + 2);
 	if (end > b->len)
 		return 0;
@@ -276,11 +315,85 @@ static void print_info(const char *dev, const struct pp_port_info *in)
 	fflush(stdout);
 }
 
+/* What a listener counted of one blast. */
+struct blast_rx {
+	uint64_t frames, bytes, bad; /* received, their bytes, bad payloads */
+	uint64_t first_ns, last_ns;  /* arrival of the first and the last */
+	uint64_t end_ns;	     /* when the sender's end came; 0 before */
+};
+
+/* "frames N bytes B seconds S frames_per_s F payload_MBps M": payload is
+ * what follows the Ethernet header; rates over the n - 1 gaps between the
+ * first and the last frame when first_to_last, else over ns. */
+static void print_rate(const char *label, uint64_t frames, uint64_t bytes, uint64_t ns,
+		       int first_to_last)
+{
+	double secs = ns / 1e9, fps = 0, mbps = 0;
+	uint64_t gaps = first_to_last ? (frames ? frames - 1 : 0) : frames;
+	if (ns && frames) {
+		fps = gaps / secs;
+		mbps = fps * ((double)bytes / frames - PP_ETH_HDR_LEN) / 1e6;
+	}
+	printf("%-8s frames %" PRIu64 " bytes %" PRIu64 " seconds %.3f frames_per_s %.0f "
+	       "payload_MBps %.1f",
+	       label, frames, bytes, secs, fps, mbps);
+}
+
+static void print_blast_rx(const struct blast_rx *x, uint64_t sent)
+{
+	print_rate("blast_rx", x->frames, x->bytes, x->last_ns - x->first_ns, 1);
+	uint64_t lost = sent > x->frames ? sent - x->frames : 0;
+	printf(" lost %" PRIu64 " loss_pct %.2f bad_payload %" PRIu64 "\n", lost,
+	       sent ? 100.0 * lost / sent : 0.0, x->bad);
+	fflush(stdout);
+}
+
+/* A blast frame or a blast end for the listener; returns 1 when b was one
+ * (and is consumed). A blast end is answered with the report, each time it
+ * comes; a blast frame after the previous blast's linger starts a new one. */
+static int listen_blast(struct pp_port *port, const struct pp_port_info *in, const struct opts *o,
+			struct pp_buf *b, int kind, uint64_t t, struct blast_rx *x)
+{
+	if (kind == KIND_BLAST) {
+		if (x->end_ns && t - x->end_ns > 500000000u)
+			memset(x, 0, sizeof(*x));
+		if (!x->frames)
+			x->first_ns = t;
+		x->frames++;
+		x->bytes += b->len;
+		x->last_ns = t;
+		if (o->check && !payload_ok(b))
+			x->bad++;
+		pp_port_free(port, &b, 1);
+		return 1;
+	}
+	if (kind != KIND_BLAST_END)
+		return 0;
+	uint64_t sent = b->len >= BLAST_CTL_LEN ? get64(b->data + PROBE_MIN) : 0;
+	if (!x->end_ns) {
+		x->end_ns = t ? t : 1;
+		print_blast_rx(x, sent);
+	}
+	memcpy(b->data, b->data + 6, 6);
+	memcpy(b->data + 6, in->mac, 6);
+	uint8_t *h = b->data + PP_ETH_HDR_LEN;
+	h[0] = KIND_BLAST_REP;
+	put16(h + 2, BLAST_CTL_LEN - PROBE_MIN);
+	put64(b->data + PROBE_MIN, x->frames);
+	put64(b->data + PROBE_MIN + 8, x->bytes);
+	put64(b->data + PROBE_MIN + 16, x->last_ns - x->first_ns);
+	put64(b->data + PROBE_MIN + 24, x->bad);
+	b->len = BLAST_CTL_LEN;
+	send_one(port, b, now_ns() + 1000000000u);
+	return 1;
+}
+
 static int listen_loop(struct pp_port *port, const struct pp_port_info *in, const struct opts *o)
 {
 	uint64_t start = now_ns(), last = 0;
 	long echoed = 0, corrupt = 0, other = 0;
 	struct pp_buf *bufs[BURST];
+	struct blast_rx blast = {0};
 	printf("listening for probes on %02x:%02x:%02x:%02x:%02x:%02x\n", in->mac[0], in->mac[1],
 	       in->mac[2], in->mac[3], in->mac[4], in->mac[5]);
 	fflush(stdout);
@@ -290,10 +403,20 @@ static int listen_loop(struct pp_port *port, const struct pp_port_info *in, cons
 			break;
 		if (last && o->timeout_ms && t - last > (uint64_t)o->timeout_ms * 1000000u)
 			break;
+		/* --blast: the report is out; answer repeated ends a while. */
+		if (o->blast && blast.end_ns && t - blast.end_ns > 500000000u)
+			break;
 		unsigned n = probe_rx(port, bufs, BURST);
+		if (n)
+			t = now_ns();
 		for (unsigned i = 0; i < n; i++) {
 			struct pp_buf *b = bufs[i];
 			int kind = probe_kind(b);
+			if (!memcmp(b->data, in->mac, 6) &&
+			    listen_blast(port, in, o, b, kind, t, &blast)) {
+				last = t;
+				continue;
+			}
 			if ((kind != KIND_REQ && kind != KIND_HELLO) ||
 			    memcmp(b->data, in->mac, 6)) {
 				other++;
@@ -315,6 +438,8 @@ static int listen_loop(struct pp_port *port, const struct pp_port_info *in, cons
 	}
 	printf("echoed   %ld requests, %ld with bad payload, %ld other frames ignored\n", echoed,
 	       corrupt, other);
+	if (o->blast)
+		return !blast.end_ns ? (stop ? 1 : 4) : o->check && blast.bad ? 1 : 0;
 	if (!echoed && !stop)
 		return 4;
 	if (o->check && (corrupt || (o->count && echoed < o->count)))
@@ -435,6 +560,100 @@ static int probe_loop(struct pp_port *port, const struct pp_port_info *in, const
 	return 0;
 }
 
+/* --blast on the --peer side: frames of one size for duration_ms, as fast as
+ * the port takes them, then a blast end (every 100 ms) until the listener's
+ * report comes. */
+static int blast_loop(struct pp_port *port, const struct pp_port_info *in, const struct opts *o)
+{
+	if (wait_for_peer(port, in, o)) {
+		fprintf(stderr,
+			"pp_probe: no answer from %02x:%02x:%02x:%02x:%02x:%02x within %ld ms "
+			"(is pp_probe --listen running there, on the same segment?)\n",
+			o->peer[0], o->peer[1], o->peer[2], o->peer[3], o->peer[4], o->peer[5],
+			o->wait_ms);
+		return 4;
+	}
+	unsigned size = o->sizes[0];
+	uint8_t *tpl = malloc(size);
+	if (!tpl) {
+		fprintf(stderr, "pp_probe: out of memory\n");
+		return 1;
+	}
+	struct pp_buf t = {.data = tpl, .cap = size};
+	build(&t, o->peer, in->mac, KIND_BLAST, 0, size);
+
+	struct pp_buf *bufs[BURST];
+	unsigned have = 0; /* built, not yet taken by the port */
+	uint64_t sent = 0, seq = 0;
+	uint64_t t0 = now_ns(), end = t0 + (uint64_t)o->duration_ms * 1000000u, t1;
+	for (;;) {
+		if (!have) {
+			if (stop || now_ns() >= end)
+				break;
+			have = pp_port_alloc(port, bufs, BURST);
+			for (unsigned i = 0; i < have; i++) {
+				memcpy(bufs[i]->data, tpl, size);
+				bufs[i]->len = size;
+				put32(bufs[i]->data + PP_ETH_HDR_LEN + 8, (uint32_t)seq++);
+			}
+			continue;
+		}
+		unsigned n = probe_tx(port, bufs, have);
+		sent += n;
+		have -= n;
+		memmove(bufs, bufs + n, have * sizeof(*bufs));
+		if (stop)
+			break;
+	}
+	t1 = now_ns();
+	if (have)
+		pp_port_free(port, bufs, have);
+	free(tpl);
+
+	/* The end, until the report comes. */
+	uint64_t wait = (uint64_t)(o->timeout_ms > 2000 ? o->timeout_ms : 2000) * 1000000u;
+	uint64_t deadline = now_ns() + wait, next = 0;
+	uint64_t rep[4] = {0};
+	int got = 0;
+	while (!got && !stop && now_ns() < deadline) {
+		struct pp_buf *b;
+		if (now_ns() >= next && pp_port_alloc(port, &b, 1) == 1) {
+			build(b, o->peer, in->mac, KIND_BLAST_END, 0, BLAST_CTL_LEN);
+			put64(b->data + PROBE_MIN, sent);
+			put64(b->data + PROBE_MIN + 8, sent * size);
+			put64(b->data + PROBE_MIN + 16, t1 - t0);
+			send_one(port, b, deadline);
+			next = now_ns() + 100000000u;
+		}
+		unsigned n = probe_rx(port, bufs, BURST);
+		for (unsigned i = 0; i < n; i++) {
+			struct pp_buf *r = bufs[i];
+			if (!got && probe_kind(r) == KIND_BLAST_REP && r->len >= BLAST_CTL_LEN &&
+			    !memcmp(r->data + 6, o->peer, 6) && !memcmp(r->data, in->mac, 6)) {
+				for (int k = 0; k < 4; k++)
+					rep[k] = get64(r->data + PROBE_MIN + 8 * k);
+				got = 1;
+			}
+		}
+		pp_port_free(port, bufs, n);
+	}
+	print_rate("blast_tx", sent, sent * size, t1 - t0, 0);
+	printf(" frame_bytes %u\n", size);
+	if (!got) {
+		fflush(stdout);
+		fprintf(stderr,
+			"pp_probe: no blast report from %02x:%02x:%02x:%02x:%02x:%02x (is it "
+			"pp_probe --listen, and does it still run?)\n",
+			o->peer[0], o->peer[1], o->peer[2], o->peer[3], o->peer[4], o->peer[5]);
+		return stop ? 1 : 4;
+	}
+	struct blast_rx x = {.frames = rep[0], .bytes = rep[1], .last_ns = rep[2], .bad = rep[3]};
+	print_blast_rx(&x, sent);
+	if (stop)
+		return 1;
+	return o->check && x.bad ? 1 : 0;
+}
+
 static const char *open_hint(int rc)
 {
 	switch (rc) {
@@ -461,7 +680,8 @@ static const char *open_hint(int rc)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.count = -1, .timeout_ms = -1, .wait_ms = -1, .queues = 1};
+	struct opts o = {
+	    .count = -1, .timeout_ms = -1, .wait_ms = -1, .queues = 1, .duration_ms = 2000};
 	o.sizes[0] = 64;
 	o.nb_sizes = 1;
 	static const struct option longopts[] = {
@@ -475,6 +695,8 @@ int main(int argc, char **argv)
 	    {"wait-ms", required_argument, NULL, 'w'},
 	    {"queues", required_argument, NULL, 'q'},
 	    {"pcap-dump", required_argument, NULL, 'P'},
+	    {"blast", no_argument, NULL, 'b'},
+	    {"duration-ms", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -537,6 +759,16 @@ int main(int argc, char **argv)
 		case 'P':
 			o.pcap_dump = optarg;
 			break;
+		case 'b':
+			o.blast = 1;
+			break;
+		case 'D':
+			if (parse_long(optarg, 1, 3600000, &o.duration_ms)) {
+				fprintf(stderr, "pp_probe: --duration-ms: '%s' is not 1..3600000\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -555,6 +787,14 @@ int main(int argc, char **argv)
 	}
 	if (o.have_peer && o.listen) {
 		fprintf(stderr, "pp_probe: --peer and --listen exclude each other\n");
+		return 2;
+	}
+	if (o.blast && !o.have_peer && !o.listen) {
+		fprintf(stderr, "pp_probe: --blast needs --peer (send) or --listen (count)\n");
+		return 2;
+	}
+	if (o.blast && o.have_peer && o.nb_sizes != 1) {
+		fprintf(stderr, "pp_probe: --blast sends one --size, not a list\n");
 		return 2;
 	}
 	if (o.count < 0)
@@ -599,6 +839,8 @@ int main(int argc, char **argv)
 	}
 	if (!status && o.listen)
 		status = listen_loop(port, &in, &o);
+	else if (!status && o.have_peer && o.blast)
+		status = blast_loop(port, &in, &o);
 	else if (!status && o.have_peer)
 		status = probe_loop(port, &in, &o);
 	if (o.listen || o.have_peer)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pp_plot on the CSV fixtures in tests/plot (a pp_pingpong --csv file with
-# early, late, latency, a BTP sweep and bandwidth rows; compare.sh's CSV and
+# early, late, latency, a BTP sweep, bandwidth and window rows; compare.sh's CSV and
 # compare_shm.sh's): every figure is written as a non-empty PNG and an SVG
 # whose text has the axis labels, titles and legend entries; malformed input
 # is named (file and line) with status 1 and nothing written; bad usage is
@@ -19,7 +19,7 @@ mkdir "$tmp/out"
 "$plot" -o "$tmp/out" "$fix/pp_pingpong.csv" "$fix/compare.csv" "$fix/compare.csv.shm" \
   >"$tmp/list" 2>"$tmp/err" || { cat "$tmp/err"; fail "pp_plot on the fixtures"; }
 [ ! -s "$tmp/err" ] || { cat "$tmp/err"; fail "pp_plot wrote to stderr"; }
-figs=(early-late latency btp-latency bandwidth compare)
+figs=(early-late latency btp-latency bandwidth compare sizes)
 for f in "${figs[@]}"; do
   for ext in png svg; do
     p=$tmp/out/pp_pingpong-$f.$ext
@@ -43,10 +43,12 @@ svg early-late "One-way latency (µs)" "Message size (bytes)" "Early receiver" "
   push-pull push-all push-zero "16 B" "64 KiB"
 svg latency "Ping-pong latency" "One-way latency (µs)" push-zero
 svg btp-latency "BTP sweep, push-pull" "BTP(1) 16, BTP(2) 680" "BTP(1) 400, BTP(2) 680" "library default"
-svg bandwidth "Bandwidth (MB/s, 10^6 B/s)" "Message size (bytes)" "librt-pp push-pull" "Open MPI TCP" \
+svg bandwidth "Bandwidth (MB/s, 10^6 B/s)" "Message size (bytes)" "librt-pp push-pull" "librt-pp push-zero, window" "Open MPI TCP" \
   "iperf3 TCP" "UCX sm" "memcpy, 1 thread" "1 MiB" "4 MiB"
 svg compare "8-byte one-way latency" "Latency (µs)" "sockperf UDP busy-poll" "Open MPI vader+CMA" \
   "librt-pp pp_malloc (shm)"
+svg sizes "Network: one-way latency" "Network: windowed bandwidth" "Intranode: windowed bandwidth" \
+  "Open MPI TCP" "Open MPI + UCX sm" "memcpy, 1 thread" "librt-pp push-zero (shm)" "4 MiB"
 # The log-log figures leave out the 0-byte row (no place on a log axis).
 grep -q ">0 B<" "$tmp/out/pp_pingpong-latency.svg" && fail "a 0-byte tick on a log axis"
 
@@ -54,8 +56,14 @@ grep -q ">0 B<" "$tmp/out/pp_pingpong-latency.svg" && fail "a 0-byte tick on a l
 mkdir "$tmp/one"
 "$plot" -q -f svg -n run -o "$tmp/one" "$fix/compare.csv" >"$tmp/list" || fail "compare alone"
 [ ! -s "$tmp/list" ] || fail "-q listed files"
-[ -s "$tmp/one/run-compare.svg" ] && [ "$(find "$tmp/one" -type f | wc -l)" -eq 1 ] ||
-  fail "compare alone: want run-compare.svg only"
+[ -s "$tmp/one/run-compare.svg" ] && [ -s "$tmp/one/run-sizes.svg" ] &&
+  [ "$(find "$tmp/one" -type f | wc -l)" -eq 2 ] || fail "compare alone: want run-compare.svg and run-sizes.svg"
+# A comparison CSV of before (no size column): the bars alone.
+mkdir "$tmp/old"
+printf 'record,system,baseline,metric,value\nmeasure,push-pull,,lat_us,9.8\nmeasure,mpi,,lat_us,24.3\nratio,push-pull,mpi,lat,2.48\n' \
+  >"$tmp/old.csv"
+"$plot" -q -f svg -o "$tmp/old" "$tmp/old.csv" || fail "a comparison CSV without sizes"
+[ "$(ls "$tmp/old")" = old-compare.svg ] || fail "old format: want old-compare.svg only"
 
 # Malformed input: named, status 1, no figure.
 bad() { # NAME CONTENT WANT-IN-MESSAGE
@@ -81,6 +89,10 @@ bad empty "" "empty"
 bad only-header "$head\n" "no measurements"
 bad compare-row "record,system,baseline,metric,value\nmeasure,mpi,lat_us,1.0\n" \
   "compare-row.csv:2: 4 fields"
+bad compare-size "record,system,baseline,metric,size,value\nsize,mpi,,lat_us,,1.0\n" \
+  "compare-size.csv:2: a size row without its size"
+bad compare-record "record,system,baseline,metric,size,value\nguess,mpi,,lat_us,8,1.0\n" \
+  "unknown record 'guess'"
 bad compare-metric "record,system,baseline,metric,value\nmeasure,mpi,,speed,1.0\n" \
   "unknown metric 'speed'"
 bad binary "\x89PNG\x00\xff\xfe" "pp_plot: "

@@ -1,47 +1,74 @@
 #!/usr/bin/env bash
-# librt-pp against what a user would otherwise run over the same veth, in one
-# run on the test bed (namespaces ppn0 and ppn1, port pp0 each, bridge ppbr0):
+# librt-pp against Open MPI over the same veth, size by size, measured the
+# same way on both sides, in one run on the test bed (namespaces ppn0 and
+# ppn1, port pp0 each, bridge ppbr0):
 #
-#   pp_pingpong   push-pull, push-all, push-zero over DPDK af_packet (pprun)
-#   Open MPI      tests/bench/mpi_pingpong.c, TCP BTL only (btl tcp,self)
+#   pp_pingpong   push-pull, push-all, push-zero over DPDK af_packet (pprun):
+#                 --test latency and --test window at every size
+#   Open MPI      tests/bench/mpi_pingpong.c, ob1 over the TCP BTL only (btl
+#                 tcp,self): the same two tests at the same sizes, with
+#                 pp_pingpong's size lists and statistics compiled in
+#   pp_probe      --blast: MTU-sized frames from ppn0 to ppn1 over DPDK
+#                 af_packet as fast as the port takes them: the path's ceiling
 #   sockperf      UDP ping-pong, blocking, and busy-polling (--nonblocked --lls)
 #   sockperf      TCP ping-pong, blocking (latency only)
 #   iperf3        TCP bandwidth (one stream)
 #
 # and then, through tests/bench/compare_shm.sh, the intranode part: two ranks
-# on one node (shared memory) against Open MPI's vader+CMA and UCX's sm
-# transports, and single-thread memcpy (8-byte latency, 4 MiB bandwidth).
+# on one node (shared memory) against Open MPI's vader+CMA, UCX's sm, and
+# single-thread memcpy, size by size as well.
 #
-# Figures: 8-byte one-way latency in us and 1 MiB bandwidth in MB/s (10^6 B/s),
-# every system over the same veth at MTU 9000 (TESTBED_MTU to change it).
-# Latency is round trip / 2 everywhere and the statistic is the mean of the
-# middle 80 % of the samples (pp_pingpong's; sockperf's samples come from its
-# --full-log). sockperf cannot send fewer than 14 bytes, so its row is 14-byte.
-# Bandwidth is pp_pingpong's method for librt-pp and Open MPI (1 MiB sent, 4
-# bytes back, size / (time - 4-byte one-way latency)); iperf3 gives a stream
-# rate; UDP has no 1 MiB message (a datagram holds at most 65507 bytes).
-# Ratios: baseline latency / pp latency and pp bandwidth / baseline bandwidth,
-# so a ratio above 1 means librt-pp did better.
+# The headline is the per-size table: for each size (--sizes, default 8 B to
+# 4 MiB in x4 steps plus 256 B, 1 KiB, 64 KiB, 1 MiB), the one-way latency of
+# each librt-pp mode and of Open MPI with the ratio Open MPI / librt-pp, and
+# the windowed bandwidth of each with the ratio librt-pp / Open MPI: a ratio
+# above 1 means librt-pp did better. Latency is round trip / 2; windowed
+# bandwidth is osu_bw's with the receives posted first: W (--window, 64)
+# messages of the size in flight, then a 4-byte reply, W * size / iteration
+# time. Both are the mean of the middle 80 % of the per-iteration figures.
+# Large sizes run fewer iterations (--max-bytes: each point moves at most
+# that many bytes, at least 10 iterations), the same on both sides.
+#
+# Then the path's ceiling: pp_probe --blast's received frames/s and MB/s of
+# payload (the bytes after the Ethernet header) at MTU-sized frames
+# (TESTBED_MTU, default 9000, + 14), and its loss; librt-pp's (and Open
+# MPI's) windowed bandwidth at 1 MiB and 4 MiB as a share of it. It is the
+# ceiling of raw frames through af_packet: kernel TCP on veth hands over
+# segments far larger than the MTU (TSO/GSO), so Open MPI may pass it.
+#
+# Then the summary of before, with the other tools: 8-byte latency (sockperf:
+# 14 bytes, the least it sends; the statistic from its --full-log samples) and
+# 1 MiB bandwidth (librt-pp and Open MPI: windowed; iperf3: a stream rate;
+# UDP has no 1 MiB message), and their ratios.
 #
 # The script gives pp0 in ppn0/ppn1 the addresses 10.77.0.1/24 and 10.77.0.2/24
 # (private, inside those namespaces only; traffic stays on the bridge) and
 # removes them at the end, kills every server it started and, if it brought
 # the test bed up, takes it down again, also on failure or Ctrl-C. The two
 # sides of every test are pinned to cores 0 and 1. Needs root, the build
-# (meson setup build && ninja -C build) and tests/bench/deps.sh.
+# (meson setup build && ninja -C build) and tests/bench/deps.sh. The test bed
+# is one per machine: run it under flock /tmp/testbed.lock.
 #
-# The whole run is bounded (--max-time, default 400 s): every step gets what
+# The whole run is bounded (--max-time, default 900 s): every step gets what
 # is left of it, a step that runs out is killed and its figures show as "-".
+# A failure is not retried (a rerun would hide it): its output is shown.
 # Exit status: 0 when every figure was measured, 1 otherwise, 2 on bad usage.
 #
 # usage: compare.sh [--build DIR] [--iters N] [--time SEC] [--max-time SEC] [--csv FILE]
-#   --build DIR   build directory with apps/pprun, apps/pp_pingpong (default build)
-#   --iters N     measured ping-pong iterations per point (default 1000)
-#   --time SEC    seconds per sockperf and iperf3 run (default 5)
-#   --max-time SEC  bound on the whole run (default 400)
-#   --csv FILE    also write every figure and ratio as CSV rows to FILE (the
-#                 intranode rows go to FILE.shm)
-#   -h, --help    this text
+#                   [--sizes SPEC] [--window W] [--max-bytes B]
+#   --build DIR     build directory with apps/pprun, apps/pp_pingpong, apps/pp_probe
+#                   (default build)
+#   --iters N       measured iterations per point (default 1000)
+#   --time SEC      seconds per sockperf, iperf3 and pp_probe --blast run (default 5)
+#   --max-time SEC  bound on the whole run (default 900)
+#   --csv FILE      also write every figure and ratio as CSV rows to FILE
+#                   (record,system,baseline,metric,size,value; the intranode
+#                   rows go to FILE.shm)
+#   --sizes SPEC    message sizes, as pp_pingpong takes them (default
+#                   8,32,128,256,512,1k,2k,8k,32k,64k,128k,512k,1m,2m,4m)
+#   --window W      messages in flight in the window test, 1..1024 (default 64)
+#   --max-bytes B   bytes a point may move at most, k/m/g (default 256m)
+#   -h, --help      this text
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,8 +76,10 @@ root=$(cd "$here/../.." && pwd)
 build=build
 iters=1000
 secs=5
-max_time=400
+max_time=900
 csv=
+window=64
+max_bytes=256m
 ip0=10.77.0.1
 ip1=10.77.0.2
 plen=24
@@ -61,9 +90,11 @@ port_iperf=17713
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare.sh
 pp_nodes=2
-steps=8 # the calls of step below
+steps=9 # the calls of step below
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
+size_spec=$default_sizes
+shm_args=()
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -81,6 +112,15 @@ while [ $# -gt 0 ]; do
     --csv)
       if [ $# -lt 2 ] || [ -z "$2" ]; then bad "--csv needs a file name"; fi
       csv=$2; shift 2 ;;
+    --sizes)
+      if [ $# -lt 2 ] || ! sizespec "$2"; then bad "--sizes needs a size list (8,1k,... or 8:4m:x4)"; fi
+      size_spec=$2; shm_args+=(--sizes "$2"); shift 2 ;;
+    --window)
+      if [ $# -lt 2 ] || ! posint "$2" || [ "$2" -gt 1024 ]; then bad "--window needs 1..1024"; fi
+      window=$2; shm_args+=(--window "$2"); shift 2 ;;
+    --max-bytes)
+      if [ $# -lt 2 ] || ! bytespec "$2"; then bad "--max-bytes needs a byte count (k/m/g)"; fi
+      max_bytes=$2; shm_args+=(--max-bytes "$2"); shift 2 ;;
     *) bad "unknown argument '$1'" ;;
   esac
 done
@@ -91,7 +131,7 @@ done
 for t in ip taskset timeout pgrep mpicc mpirun sockperf iperf3 awk sort; do
   command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
 done
-for p in apps/pprun apps/pp_pingpong; do
+for p in apps/pprun apps/pp_pingpong apps/pp_probe; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
 
@@ -121,8 +161,7 @@ stop_last_server() {
 
 # The Open MPI side of the comparison, built now so a broken MPI stops the run
 # before the test bed is touched.
-mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -o "$tmp/mpi_pingpong" "$here/mpi_pingpong.c" ||
-  die "mpicc could not build tests/bench/mpi_pingpong.c"
+mpicc_pingpong "$tmp/mpi_pingpong" || die "mpicc could not build tests/bench/mpi_pingpong.c"
 
 # --- the test bed and the addresses ---------------------------------------
 # Everything runs at the MTU pprun picks for af_packet (9000), so the
@@ -140,7 +179,8 @@ for a in "ppn0 $ip0/$plen" "ppn1 $ip1/$plen"; do
   ip -n "$ns" addr add "${a#* }" dev pp0 || die "cannot add ${a#* } to $ns pp0"
   addrs+=("$a")
 done
-log "pp0 addresses: ppn0 $ip0, ppn1 $ip1; link MTU $(cat /sys/class/net/ppn0p0/mtu)"
+mtu=$(cat /sys/class/net/ppn0p0/mtu)
+log "pp0 addresses: ppn0 $ip0, ppn1 $ip1; link MTU $mtu"
 
 declare -A lat bw
 modes=(push-pull push-all push-zero)
@@ -155,36 +195,55 @@ stats() {
     printf "%.3f %.3f %.3f\n", s / (NR - 2 * cut), v[int(NR / 2) + 1], v[r] }'
 }
 
-# --- librt-pp: pp_pingpong, three modes ------------------------------------
-step "pp_pingpong latency, 8 B, 3 modes"
-if pp_job pp-lat "$tmp/pp-lat.csv" 60 --test latency --sizes 8; then
-  for m in "${modes[@]}"; do
-    lat[$m]=$(awk -F, -v m="$m" '$1 == "latency" && $2 == m && $6 == 8 { print $8 }' "$tmp/pp-lat.csv")
-  done
-fi
-step "pp_pingpong bandwidth, 1 MiB, 3 modes"
-if pp_job pp-bw "$tmp/pp-bw.csv" 150 --test bandwidth --sizes 1m; then
-  for m in "${modes[@]}"; do
-    bw[$m]=$(awk -F, -v m="$m" '$1 == "bandwidth" && $2 == m && $6 == 1048576 { print $11 }' "$tmp/pp-bw.csv")
-  done
-fi
+# --- librt-pp: pp_pingpong, three modes, every size ---------------------------
+same=(--sizes "$size_spec" --max-bytes "$max_bytes")
+step "pp_pingpong latency, every size, 3 modes"
+pp_job pp-lat "$tmp/pp-lat.csv" 300 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv"
+step "pp_pingpong window (W=$window), every size, 3 modes"
+pp_job pp-win "$tmp/pp-win.csv" 300 --test window --window "$window" "${same[@]}" &&
+  pp_rows "$tmp/pp-win.csv"
 
 # --- Open MPI over TCP --------------------------------------------------------
 # mpirun runs in ppn0; the rank on 10.77.0.2 is started through netns_agent.sh
 # (as plm_rsh_agent) in ppn1; both ranks and the daemons talk over pp0 only.
-step "Open MPI TCP: 8 B latency, 1 MiB bandwidth"
-if limit=$(budget 60); then
+step "Open MPI TCP: latency and window (W=$window), every size"
+if limit=$(budget 300); then
   if PP_BENCH_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     run timeout -k 5 "$limit" ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
-    --mca plm_rsh_agent "$here/netns_agent.sh" --mca btl tcp,self \
+    --mca plm_rsh_agent "$here/netns_agent.sh" --mca pml ob1 --mca btl tcp,self \
     --mca btl_tcp_if_include pp0 --mca oob_tcp_if_include pp0 \
-    "$tmp/mpi_pingpong" --lat-size 8 --bw-size 1048576 --iters "$iters" >"$tmp/mpi.log" 2>&1; then
-    lat[mpi]=$(awk '$1 == "RESULT" && $2 == "latency" && $3 == 8 { print $4 }' "$tmp/mpi.log")
-    bw[mpi]=$(awk '$1 == "RESULT" && $2 == "bandwidth" && $7 != "-" { print $7 }' "$tmp/mpi.log")
+    "$tmp/mpi_pingpong" --test latency,window --window "$window" "${same[@]}" --iters "$iters" \
+    >"$tmp/mpi.log" 2>&1; then
+    mpi_rows "$tmp/mpi.log" mpi
   else
     log "mpirun failed:"
     tail -20 "$tmp/mpi.log" >&2
   fi
+fi
+sort_sizes
+
+# --- the path's ceiling: pp_probe --blast -------------------------------------
+# ppn0 sends (as rank 0 does in the window test), ppn1 counts.
+step "pp_probe --blast, MTU-sized frames, ppn0 -> ppn1, ${secs} s"
+declare -A lim
+dev=--vdev=net_af_packet0,iface=pp0
+if limit=$(budget $((secs + 40))); then
+  server ppn1 1 "$tmp/blast-listen.log" timeout -k 2 "$limit" "$build/apps/pp_probe" --dev "$dev" \
+    --listen --blast --wait-ms 30000
+  if client ppn0 0 $((secs + 30)) "$build/apps/pp_probe" --dev "$dev" \
+    --peer "$("$root/tests/testbed.sh" mac 1 0)" --blast --size mtu --duration-ms $((secs * 1000)) \
+    >"$tmp/blast.log" 2>&1; then
+    # "blast_rx frames N ... frames_per_s F payload_MBps M ... loss_pct P"
+    for k in frames_per_s payload_MBps loss_pct; do
+      lim[$k]=$(awk -v k="$k" '$1 == "blast_rx" { for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }' "$tmp/blast.log")
+    done
+    lim[tx_fps]=$(awk '$1 == "blast_tx" { for (i = 2; i < NF; i++) if ($i == "frames_per_s") print $(i + 1) }' "$tmp/blast.log")
+    lim[frame]=$(awk '$1 == "blast_tx" { for (i = 2; i < NF; i++) if ($i == "frame_bytes") print $(i + 1) }' "$tmp/blast.log")
+  else
+    log "pp_probe --blast failed:"
+    tail -5 "$tmp/blast.log" "$tmp/blast-listen.log" >&2
+  fi
+  stop_last_server
 fi
 
 # --- sockperf ping-pong --------------------------------------------------------
@@ -223,7 +282,54 @@ else
 fi
 stop_last_server
 
-# --- the table ------------------------------------------------------------
+# --- the tables ---------------------------------------------------------------
+step_clear
+csv_header
+echo "# librt-pp vs. Open MPI 4.1 (ob1, TCP BTL) over the same veth (ppn0/pp0 <-> ppn1/pp0 over ppbr0, MTU $mtu)"
+echo "# $iters iterations per point (fewer above --max-bytes $max_bytes, at least 10); mean of the middle 80 %"
+echo
+echo "# one-way latency, us; r:MODE = Open MPI / librt-pp (> 1: librt-pp faster)"
+size_table lat "" mpi OMPI-TCP "${modes[@]}"
+echo
+echo "# windowed bandwidth, MB/s (W=$window in flight, receives posted first); r:MODE = librt-pp / Open MPI (> 1: librt-pp faster)"
+size_table bw "" mpi OMPI-TCP "${modes[@]}"
+size_csv "" "${modes[@]}" mpi
+
+echo
+echo "# the path's ceiling: pp_probe --blast, $(val "${lim[frame]:-}")-byte frames ppn0 -> ppn1 for ${secs} s over DPDK af_packet"
+printf "%-32s %12s %12s %10s %14s\n" "limit" "frames/s" "MB/s" "loss %" "sent frames/s"
+printf "%-32s %12s %12s %10s %14s\n" "pp_probe --blast (payload)" "$(val "${lim[frames_per_s]:-}")" \
+  "$(val "${lim[payload_MBps]:-}")" "$(val "${lim[loss_pct]:-}")" "$(val "${lim[tx_fps]:-}")"
+emit_csv limit probe "" frames_per_s "${lim[frame]:-}" "$(val "${lim[frames_per_s]:-}")"
+emit_csv limit probe "" bw_MBps "${lim[frame]:-}" "$(val "${lim[payload_MBps]:-}")"
+emit_csv limit probe "" loss_pct "${lim[frame]:-}" "$(val "${lim[loss_pct]:-}")"
+emit_csv limit probe "" tx_frames_per_s "${lim[frame]:-}" "$(val "${lim[tx_fps]:-}")"
+echo "# windowed bandwidth as a share of the ceiling (of raw MTU-sized frames: Open MPI's kernel TCP"
+echo "# moves segments larger than the MTU over veth, TSO/GSO, and may pass it)"
+printf "%-8s" size
+for x in "${modes[@]}" OMPI-TCP; do printf " %10s" "$x"; done
+echo
+for s in 1048576 4194304; do
+  printf "%-8s" "$(hsize "$s")"
+  for x in "${modes[@]}" mpi; do
+    r=$(ratio "${B[$x $s]:-}" "${lim[payload_MBps]:-}")
+    printf " %10s" "$r"
+    emit_csv share "$x" probe bw "$s" "$r"
+  done
+  echo
+done
+
+# The summary, with the other tools: latency at 8 B (or the smallest size),
+# bandwidth at 1 MiB (or the largest).
+ls=${sizes[0]:-8} bs=${sizes[-1]:-1048576}
+for s in "${sizes[@]}"; do
+  [ "$s" != 8 ] || ls=8
+  [ "$s" != 1048576 ] || bs=1048576
+done
+for m in "${modes[@]}" mpi; do
+  lat[$m]=${L[$m $ls]:-}
+  bw[$m]=${B[$m $bs]:-}
+done
 rows=(push-pull push-all push-zero mpi udp udp-busy tcp iperf)
 declare -A label=(
   [push-pull]="librt-pp push-pull" [push-all]="librt-pp push-all" [push-zero]="librt-pp push-zero"
@@ -232,19 +338,18 @@ declare -A label=(
   [iperf]="iperf3 TCP (1 stream)"
 )
 declare -A short=([mpi]="OMPI-TCP" [udp]="UDP-blk" [udp-busy]="UDP-busy" [tcp]="TCP-blk" [iperf]="iperf3")
+declare -A lsize=([udp]=14 [udp-busy]=14 [tcp]=14)
 
-[ -z "$csv" ] || echo "record,system,baseline,metric,value" >"$csv" || die "cannot write $csv"
-
-step_clear
-echo "# librt-pp vs. the same veth (ppn0/pp0 <-> ppn1/pp0 over ppbr0), $iters iterations, ${secs} s runs"
-echo "# latency: one-way (round trip / 2), mean of middle 80 %, 8 B unless noted; bandwidth: 1 MiB, MB/s"
+echo
+echo "# summary with the other tools: latency one-way, $(hsize "$ls") unless noted, mean of middle 80 %;"
+echo "# bandwidth $(hsize "$bs") (librt-pp, Open MPI: windowed, W=$window), MB/s"
 printf "%-32s %12s %12s\n" "system" "lat_us" "bw_MBps"
 for r in "${rows[@]}"; do
   l=$(val "${lat[$r]:-}")
   b=$(val "${bw[$r]:-}")
   printf "%-32s %12s %12s\n" "${label[$r]}" "$l" "$b"
-  emit_csv measure "$r" "" lat_us "$l"
-  emit_csv measure "$r" "" bw_MBps "$b"
+  emit_csv measure "$r" "" lat_us "${lsize[$r]:-$ls}" "$l"
+  emit_csv measure "$r" "" bw_MBps "$([ "$r" = iperf ] || echo "$bs")" "$b"
 done
 ratios() { # TITLE METRIC BASELINES...
   local title=$1 metric=$2 m b r
@@ -258,7 +363,7 @@ ratios() { # TITLE METRIC BASELINES...
     for b in "$@"; do
       if [ "$metric" = lat ]; then r=$(ratio "${lat[$b]:-}" "${lat[$m]:-}"); else r=$(ratio "${bw[$m]:-}" "${bw[$b]:-}"); fi
       printf " %10s" "$r"
-      emit_csv ratio "$m" "$b" "$metric" "$r"
+      emit_csv ratio "$m" "$b" "$metric" "" "$r"
     done
     echo
   done
@@ -271,18 +376,20 @@ missing=0
 echo
 # A step on a terminal only: piped, compare_shm.sh's own lines follow.
 if [ -t 2 ]; then step "the intranode part: compare_shm.sh"; fi
-if limit=$(budget 200) && [ "$limit" -ge 30 ]; then
+if limit=$(budget 400) && [ "$limit" -ge 30 ]; then
   # Ten times the iterations: an intranode ping-pong is 20x faster than one
   # over the veth, and a run of a few milliseconds has not settled yet.
   run "$here/compare_shm.sh" --build "$build" --iters $((iters * 10)) --max-time "$limit" \
-    ${csv:+--csv "$csv.shm"} || missing=1
+    ${csv:+--csv "$csv.shm"} "${shm_args[@]}" || missing=1
 else
   log "no time left for the intranode part"
   missing=1
 fi
 
 # Every measurement must have produced its figure.
-for k in push-pull push-all push-zero mpi udp udp-busy tcp; do [ -n "${lat[$k]:-}" ] || missing=1; done
-for k in push-pull push-all push-zero mpi iperf; do [ -n "${bw[$k]:-}" ] || missing=1; done
+size_complete "${modes[@]}" mpi || missing=1
+for k in udp udp-busy tcp; do [ -n "${lat[$k]:-}" ] || missing=1; done
+[ -n "${bw[iperf]:-}" ] || missing=1
+[ -n "${lim[payload_MBps]:-}" ] || missing=1
 [ "$missing" -eq 0 ] || die "some measurements failed (shown as '-')"
 exit 0

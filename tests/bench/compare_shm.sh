@@ -1,41 +1,56 @@
 #!/usr/bin/env bash
 # librt-pp intranode (two ranks on one node, shared memory) against the
-# shared-memory transports of Open MPI and UCX, in one run, and the
-# single-thread memcpy ceiling:
+# shared-memory transports of Open MPI and UCX, size by size and measured the
+# same way on every side, in one run, and the single-thread memcpy ceiling:
 #
 #   pp_pingpong   push-pull, push-all, push-zero, pprun --nodes 1 (shm=on:
-#                 pushes through the segment's rings, the rest in one copy)
-#   Open MPI      tests/bench/mpi_pingpong.c, btl self,vader with its CMA
-#                 single copy (btl_vader_single_copy_mechanism cma)
-#   UCX           ucx_perftest tag_lat / tag_bw, UCX_TLS=sm,self (shared
-#                 memory with CMA)
-#   memcpy        tests/bench/memcpy_bw.c, one thread, two buffers
+#                 pushes through the segment's rings, the rest in one copy):
+#                 --test latency and --test window at every size
+#   Open MPI      tests/bench/mpi_pingpong.c (pp_pingpong's size lists and
+#                 statistics compiled in), the same tests at the same sizes:
+#                 ob1 over btl self,vader with its CMA single copy
+#                 (btl_vader_single_copy_mechanism cma), and pml ucx over
+#                 UCX_TLS=sm,self (UCX's shared memory, CMA included;
+#                 pml_ucx_tls any, or Open MPI refuses UCX without InfiniBand)
+#   memcpy        tests/bench/memcpy_bw.c, one thread, two buffers, every size
+#   UCX           ucx_perftest tag_lat 8 B and tag_bw 4 MiB over sm,self: UCX's
+#                 own tool, measuring its own way (summary rows)
 #   pp_malloc     tests/bench/pp_malloc_bw.c: librt-pp push-pull bandwidth with
 #                 buffers from pp_malloc (in the segment: one memcpy by the
-#                 receiver), measured as pp_pingpong measures
+#                 receiver), one 4 MiB message and a 4-byte reply (summary row)
 #
-# Figures: 8-byte one-way latency in us and 4 MiB bandwidth in MB/s (10^6
-# B/s). pp_pingpong and mpi_pingpong measure alike (latency: round trip / 2,
-# mean of the middle 80 %; bandwidth: 4 MiB sent, 4 bytes back, size / (time
-# - 4-byte one-way latency)); ucx_perftest reports its own way (latency: the
-# median of half round trips; bandwidth: a stream of tag sends, converted from
-# its MiB/s); memcpy: size over the mean of the middle 80 % of copy times.
-# Ratios: baseline latency / pp latency and pp bandwidth / baseline
-# bandwidth, so a ratio above 1 means librt-pp did better; against memcpy the
-# ratio is the share of the ceiling reached.
+# The headline is the per-size tables (--sizes, default 8 B to 4 MiB in x4
+# steps plus 256 B, 1 KiB, 64 KiB, 1 MiB): one-way latency of each librt-pp
+# mode and of the baseline with the ratio baseline / librt-pp, and windowed
+# bandwidth (osu_bw's, receives posted first: W = --window messages in
+# flight, then a 4-byte reply; W * size / iteration time) with the ratio
+# librt-pp / baseline, once against Open MPI vader and once against Open MPI
+# over UCX; a ratio above 1 means librt-pp did better. Both are the mean of
+# the middle 80 % of the per-iteration figures; large sizes run fewer
+# iterations (--max-bytes, at least 10), the same on every side. Then the
+# windowed bandwidth as a share of memcpy's at each size, and the summary
+# of before: 8-byte latency and 4 MiB bandwidth of every system, with
+# ratios (ucx_perftest: its median latency and its stream bandwidth).
 #
 # The two sides of every test are pinned to cores 0 and 1. Needs root, the
-# build (meson setup build && ninja -C build) and tests/bench/deps.sh. The
-# run is bounded (--max-time, default 200 s); a step that runs out is killed
-# and its figures show as "-". Exit status: 0 when every figure was measured,
-# 1 otherwise, 2 on bad usage.
+# build (meson setup build && ninja -C build) and tests/bench/deps.sh; pprun
+# uses the test bed: run under flock /tmp/testbed.lock. The run is bounded
+# (--max-time, default 400 s); a step that runs out is killed and its
+# figures show as "-"; a failure is shown, not retried. Exit status: 0 when
+# every figure was measured, 1 otherwise, 2 on bad usage.
 #
 # usage: compare_shm.sh [--build DIR] [--iters N] [--max-time SEC] [--csv FILE]
+#                       [--sizes SPEC] [--window W] [--max-bytes B]
 #   --build DIR     build directory with apps/pprun, apps/pp_pingpong (default build)
-#   --iters N       measured ping-pong iterations per point (default 20000: a sub-microsecond
+#   --iters N       measured iterations per point (default 20000: a sub-microsecond
 #                   ping-pong needs a run of tens of milliseconds to settle)
-#   --max-time SEC  bound on the whole run (default 200)
+#   --max-time SEC  bound on the whole run (default 400)
 #   --csv FILE      also write every figure and ratio as CSV rows to FILE
+#                   (record,system,baseline,metric,size,value)
+#   --sizes SPEC    message sizes, as pp_pingpong takes them (default
+#                   8,32,128,256,512,1k,2k,8k,32k,64k,128k,512k,1m,2m,4m)
+#   --window W      messages in flight in the window test, 1..1024 (default 64)
+#   --max-bytes B   bytes a point may move at most, k/m/g (default 1g)
 #   -h, --help      this text
 set -uo pipefail
 
@@ -43,17 +58,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=build
 iters=20000
-max_time=200
+max_time=400
 csv=
+window=64
+max_bytes=1g
 ucx_port=17821
 bw_size=4194304
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare_shm.sh
 pp_nodes=1
-steps=6 # the calls of step below
+steps=7 # the calls of step below
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
+size_spec=$default_sizes
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -68,6 +86,15 @@ while [ $# -gt 0 ]; do
     --csv)
       if [ $# -lt 2 ] || [ -z "$2" ]; then bad "--csv needs a file name"; fi
       csv=$2; shift 2 ;;
+    --sizes)
+      if [ $# -lt 2 ] || ! sizespec "$2"; then bad "--sizes needs a size list (8,1k,... or 8:4m:x4)"; fi
+      size_spec=$2; shift 2 ;;
+    --window)
+      if [ $# -lt 2 ] || ! posint "$2" || [ "$2" -gt 1024 ]; then bad "--window needs 1..1024"; fi
+      window=$2; shift 2 ;;
+    --max-bytes)
+      if [ $# -lt 2 ] || ! bytespec "$2"; then bad "--max-bytes needs a byte count (k/m/g)"; fi
+      max_bytes=$2; shift 2 ;;
     *) bad "unknown argument '$1'" ;;
   esac
 done
@@ -84,8 +111,7 @@ done
 
 bench_start pp-bench-shm
 
-mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -o "$tmp/mpi_pingpong" "$here/mpi_pingpong.c" ||
-  die "mpicc could not build tests/bench/mpi_pingpong.c"
+mpicc_pingpong "$tmp/mpi_pingpong" || die "mpicc could not build tests/bench/mpi_pingpong.c"
 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -o "$tmp/memcpy_bw" "$here/memcpy_bw.c" ||
   die "cc could not build tests/bench/memcpy_bw.c"
 [ -e "$build/runtime/librt-pp.so" ] || die "$build/runtime/librt-pp.so not built"
@@ -97,46 +123,54 @@ cc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/runtime/include" -o "$tmp/pp_malloc
 declare -A lat bw
 modes=(push-pull push-all push-zero)
 
-# --- librt-pp: pp_pingpong, three modes, one node -------------------------------
-step "pp_pingpong intranode latency, 8 B, 3 modes"
-if pp_job pp-lat "$tmp/pp-lat.csv" 60 --test latency --sizes 8; then
-  for m in "${modes[@]}"; do
-    lat[$m]=$(awk -F, -v m="$m" '$1 == "latency" && $2 == m && $6 == 8 { print $8 }' "$tmp/pp-lat.csv")
-  done
-fi
-step "pp_pingpong intranode bandwidth, 4 MiB, 3 modes"
-if pp_job pp-bw "$tmp/pp-bw.csv" 90 --test bandwidth --sizes "$bw_size"; then
-  for m in "${modes[@]}"; do
-    bw[$m]=$(awk -F, -v m="$m" -v s="$bw_size" '$1 == "bandwidth" && $2 == m && $6 == s { print $11 }' "$tmp/pp-bw.csv")
-  done
-fi
+# --- librt-pp: pp_pingpong, three modes, one node, every size ----------------------
+same=(--sizes "$size_spec" --max-bytes "$max_bytes")
+step "pp_pingpong intranode latency, every size, 3 modes"
+pp_job pp-lat "$tmp/pp-lat.csv" 120 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv"
+step "pp_pingpong intranode window (W=$window), every size, 3 modes"
+pp_job pp-win "$tmp/pp-win.csv" 180 --test window --window "$window" "${same[@]}" &&
+  pp_rows "$tmp/pp-win.csv"
 
+# As many 4 MiB transfers as --max-bytes allows (at least 10).
+mb=$(awk -v s="$max_bytes" 'BEGIN { m = 1; u = substr(s, length(s)); if (u ~ /[kK]/) m = 2^10;
+  else if (u ~ /[mM]/) m = 2^20; else if (u ~ /[gG]/) m = 2^30; printf "%.0f\n", (s + 0) * m }')
+pm_iters=$((mb / bw_size))
+[ "$pm_iters" -ge 10 ] || pm_iters=10
+[ "$pm_iters" -le "$iters" ] || pm_iters=$iters
 step "librt-pp push-pull bandwidth, 4 MiB, pp_malloc buffers"
 if limit=$(budget 60) &&
   run "$build/apps/pprun" -n 2 --nodes 1 --dev-kind af_packet --timeout "$limit" -- \
-    "$tmp/pp_malloc_bw" "$bw_size" "$iters" >"$tmp/pmalloc.log" 2>&1; then
+    "$tmp/pp_malloc_bw" "$bw_size" "$pm_iters" >"$tmp/pmalloc.log" 2>&1; then
   bw[pmalloc]=$(awk '$2 == "RESULT" && $3 == "pp_malloc" { print $7 }' "$tmp/pmalloc.log")
 else
   log "pp_malloc_bw failed:"
   tail -5 "$tmp/pmalloc.log" >&2
 fi
 
-# --- Open MPI, vader (shared memory) with CMA -------------------------------------
-step "Open MPI vader+CMA: 8 B latency, 4 MiB bandwidth"
-if limit=$(budget 60); then
+# --- Open MPI: vader (shared memory) with CMA, and UCX sm --------------------------
+mpi() { # KEY MPIRUN-ARGS...
+  local key=$1 limit
+  shift
+  limit=$(budget 120) || return 1
   if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    run timeout -k 5 "$limit" mpirun -np 2 --bind-to core --map-by core \
-    --mca btl self,vader --mca btl_vader_single_copy_mechanism cma \
-    "$tmp/mpi_pingpong" --lat-size 8 --bw-size "$bw_size" --iters "$iters" >"$tmp/mpi.log" 2>&1; then
-    lat[mpi]=$(awk '$1 == "RESULT" && $2 == "latency" && $3 == 8 { print $4 }' "$tmp/mpi.log")
-    bw[mpi]=$(awk '$1 == "RESULT" && $2 == "bandwidth" && $7 != "-" { print $7 }' "$tmp/mpi.log")
+    run timeout -k 5 "$limit" mpirun -np 2 --bind-to core --map-by core "$@" \
+    "$tmp/mpi_pingpong" --test latency,window --window "$window" "${same[@]}" --iters "$iters" \
+    >"$tmp/$key.log" 2>&1; then
+    mpi_rows "$tmp/$key.log" "$key"
   else
-    log "mpirun failed:"
-    tail -20 "$tmp/mpi.log" >&2
+    log "mpirun ($key) failed:"
+    tail -20 "$tmp/$key.log" >&2
   fi
-fi
+}
+step "Open MPI vader+CMA: latency and window (W=$window), every size"
+mpi mpi --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma
+step "Open MPI pml ucx, UCX_TLS=sm,self: latency and window (W=$window), every size"
+# Open MPI takes pml ucx only over the transports of pml_ucx_tls (InfiniBand's
+# by default); "any" lets it use sm.
+mpi mpi-ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self
+sort_sizes
 
-# --- UCX over shared memory: ucx_perftest -----------------------------------------
+# --- UCX's own tool: ucx_perftest -----------------------------------------
 # ucx_perftest TEST SIZE ITERS: server on core 0, client on core 1; prints the
 # client's final row (iterations, lat 50 %, lat avg, lat overall, bw avg, bw
 # overall MiB/s, rate avg, rate overall).
@@ -155,44 +189,80 @@ ucx() {
   [ $rc -eq 0 ] || { log "ucx_perftest $t failed:"; tail -5 "$tmp/ucx-$t.log" >&2; return 1; }
   awk 'NF == 8 && $1 ~ /^[0-9]+$/ { row = $0 } END { print row }' "$tmp/ucx-$t.log"
 }
-step "UCX sm: tag_lat 8 B, tag_bw 4 MiB"
+step "ucx_perftest sm: tag_lat 8 B, tag_bw 4 MiB"
 if row=$(ucx tag_lat 8 $((iters * 20))) && [ -n "$row" ]; then
   lat[ucx]=$(awk '{ printf "%.3f\n", $2 }' <<<"$row")
 fi
-if row=$(ucx tag_bw "$bw_size" $((iters / 2 > 50 ? iters / 2 : 50))) && [ -n "$row" ]; then
+if row=$(ucx tag_bw "$bw_size" $((pm_iters > 50 ? pm_iters : 50))) && [ -n "$row" ]; then
   bw[ucx]=$(awk '{ printf "%.1f\n", $6 * 1.048576 }' <<<"$row")
 fi
 
-# --- memcpy, one thread ------------------------------------------------------------
-step "memcpy, one thread, 4 MiB"
-if limit=$(budget 30) &&
-  run timeout -k 2 "$limit" taskset -c 1 "$tmp/memcpy_bw" "$bw_size" "$iters" >"$tmp/memcpy.log" 2>&1; then
-  bw[memcpy]=$(awk '$1 == "RESULT" { print $7 }' "$tmp/memcpy.log")
-fi
+# --- memcpy, one thread, every size ------------------------------------------------
+step "memcpy, one thread, every size"
+for s in "${sizes[@]}"; do
+  [ "$s" -gt 0 ] || continue
+  n=$((mb / s)); [ "$n" -ge 10 ] || n=10; [ "$n" -le 1000 ] || n=1000
+  if limit=$(budget 30) &&
+    run timeout -k 2 "$limit" taskset -c 1 "$tmp/memcpy_bw" "$s" "$n" >"$tmp/memcpy.log" 2>&1; then
+    B[memcpy $s]=$(awk '$1 == "RESULT" { print $7 }' "$tmp/memcpy.log")
+  else
+    log "memcpy_bw $s failed:"
+    tail -5 "$tmp/memcpy.log" >&2
+  fi
+done
 
-# --- the table ------------------------------------------------------------------
-rows=(push-pull push-all push-zero pmalloc mpi ucx memcpy)
+# --- the tables ------------------------------------------------------------------
+step_clear
+csv_header
+echo "# librt-pp intranode (2 ranks, cores 0 and 1), size by size; $iters iterations per point"
+echo "# (fewer above --max-bytes $max_bytes, at least 10); mean of the middle 80 %"
+echo
+echo "# one-way latency, us; r:MODE = Open MPI vader / librt-pp (> 1: librt-pp faster)"
+size_table lat shm- mpi OMPI-vader "${modes[@]}"
+echo "# one-way latency, us; r:MODE = Open MPI over UCX sm / librt-pp"
+size_table lat shm- mpi-ucx OMPI-UCX "${modes[@]}"
+echo
+echo "# windowed bandwidth, MB/s (W=$window in flight, receives posted first); r:MODE = librt-pp / Open MPI vader"
+size_table bw shm- mpi OMPI-vader "${modes[@]}"
+echo "# windowed bandwidth, MB/s; r:MODE = librt-pp / Open MPI over UCX sm"
+size_table bw shm- mpi-ucx OMPI-UCX "${modes[@]}"
+echo "# windowed bandwidth, MB/s; r:MODE = librt-pp / memcpy (one thread): the share of the ceiling"
+size_table bw shm- memcpy memcpy "${modes[@]}"
+size_csv shm- "${modes[@]}" mpi mpi-ucx memcpy
+
+# The summary: latency at 8 B (or the smallest size), bandwidth at 4 MiB (or
+# the largest).
+ls=${sizes[0]:-8} bs=${sizes[-1]:-$bw_size}
+for s in "${sizes[@]}"; do
+  [ "$s" != 8 ] || ls=8
+  [ "$s" != "$bw_size" ] || bs=$bw_size
+done
+for x in "${modes[@]}" mpi mpi-ucx; do
+  lat[$x]=${L[$x $ls]:-}
+  bw[$x]=${B[$x $bs]:-}
+done
+bw[memcpy]=${B[memcpy $bs]:-}
+rows=(push-pull push-all push-zero pmalloc mpi mpi-ucx ucx memcpy)
 declare -A label=(
   [push-pull]="librt-pp push-pull (shm)" [push-all]="librt-pp push-all (shm)"
-  [push-zero]="librt-pp push-zero (shm)" [pmalloc]="librt-pp pp_malloc bufs (shm)"
-  [mpi]="Open MPI 4.1 vader+CMA"
-  [ucx]="UCX 1.13 sm (ucx_perftest)" [memcpy]="memcpy, 1 thread"
+  [push-zero]="librt-pp push-zero (shm)" [pmalloc]="librt-pp pp_malloc bufs (shm) *"
+  [mpi]="Open MPI 4.1 vader+CMA" [mpi-ucx]="Open MPI 4.1 + UCX sm"
+  [ucx]="UCX 1.13 sm (ucx_perftest) *" [memcpy]="memcpy, 1 thread"
 )
-declare -A short=([mpi]="OMPI-vader" [ucx]="UCX-sm" [memcpy]="memcpy")
+declare -A short=([mpi]="OMPI-vader" [mpi-ucx]="OMPI-UCX" [ucx]="UCX-sm" [memcpy]="memcpy")
+declare -A lsize=([ucx]=8) bsize=([pmalloc]=$bw_size [ucx]=$bw_size)
 
-[ -z "$csv" ] || echo "record,system,baseline,metric,value" >"$csv" || die "cannot write $csv"
-
-step_clear
-echo "# librt-pp intranode (2 ranks, cores 0 and 1), $iters iterations"
-echo "# latency: one-way, 8 B (UCX: median; others: mean of middle 80 %); bandwidth: 4 MiB, MB/s"
+echo
+echo "# summary: latency one-way, $(hsize "$ls") (ucx_perftest: 8 B, its median); bandwidth $(hsize "$bs"), MB/s"
+echo "# (windowed, W=$window, except * : pp_malloc_bw one message and a 4-byte reply, ucx_perftest a tag_bw stream)"
 printf "%-32s %12s %12s\n" "system" "lat_us" "bw_MBps"
 for r in "${rows[@]}"; do
   l=$(val "${lat[$r]:-}")
   b=$(val "${bw[$r]:-}")
   [ "$r" = memcpy ] || [ "$r" = pmalloc ] && l="-"
   printf "%-32s %12s %12s\n" "${label[$r]}" "$l" "$b"
-  emit_csv measure "shm-$r" "" lat_us "$l"
-  emit_csv measure "shm-$r" "" bw_MBps "$b"
+  emit_csv measure "shm-$r" "" lat_us "${lsize[$r]:-$ls}" "$l"
+  emit_csv measure "shm-$r" "" bw_MBps "${bsize[$r]:-$bs}" "$b"
 done
 ratios() { # TITLE METRIC ROWS-ARRAY BASELINES...
   local title=$1 metric=$2 m b r
@@ -207,17 +277,19 @@ ratios() { # TITLE METRIC ROWS-ARRAY BASELINES...
     for b in "$@"; do
       if [ "$metric" = lat ]; then r=$(ratio "${lat[$b]:-}" "${lat[$m]:-}"); else r=$(ratio "${bw[$m]:-}" "${bw[$b]:-}"); fi
       printf " %10s" "$r"
-      emit_csv ratio "shm-$m" "$b" "$metric" "$r"
+      emit_csv ratio "shm-$m" "$b" "$metric" "" "$r"
     done
     echo
   done
 }
+# shellcheck disable=SC2034  # read through ratios' nameref
 bw_rows=(push-pull push-all push-zero pmalloc)
-ratios "intranode latency ratio = baseline / librt-pp (> 1: librt-pp faster)" lat modes mpi ucx
-ratios "intranode bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster; memcpy: share of the ceiling)" bw bw_rows mpi ucx memcpy
+ratios "intranode latency ratio = baseline / librt-pp (> 1: librt-pp faster)" lat modes mpi mpi-ucx ucx
+ratios "intranode bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster; memcpy: share of the ceiling)" bw bw_rows mpi mpi-ucx ucx memcpy
 
 missing=0
-for k in push-pull push-all push-zero mpi ucx; do [ -n "${lat[$k]:-}" ] || missing=1; done
-for k in push-pull push-all push-zero pmalloc mpi ucx memcpy; do [ -n "${bw[$k]:-}" ] || missing=1; done
+size_complete "${modes[@]}" mpi mpi-ucx || missing=1
+for s in "${sizes[@]}"; do [ "$s" -eq 0 ] || [ -n "${B[memcpy $s]:-}" ] || missing=1; done
+[ -n "${lat[ucx]:-}" ] && [ -n "${bw[ucx]:-}" ] && [ -n "${bw[pmalloc]:-}" ] || missing=1
 [ "$missing" -eq 0 ] || die "some measurements failed (shown as '-')"
 exit 0

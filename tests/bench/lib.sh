@@ -1,7 +1,12 @@
 # Shared by compare.sh and compare_shm.sh (sourced, not run). The caller sets
 # prog (its name, for messages), root, build, iters, max_time, pp_nodes
 # (the --nodes of its pp_pingpong jobs) and steps (how many times it calls
-# step) first; addrs may list "NS ADDR/LEN" to remove from pp0 at exit.
+# step) first; addrs may list "NS ADDR/LEN" to remove from pp0 at exit; csv
+# names the CSV file or is empty.
+
+# The sizes both sides measure by default: 8 B to 4 MiB in x4 steps, and
+# the sizes named in the goals between them (256 B, 1 KiB, 64 KiB, 1 MiB).
+default_sizes=8,32,128,256,512,1k,2k,8k,32k,64k,128k,512k,1m,2m,4m
 
 # step WHAT: the run's next step begins. On a terminal, one line that the
 # next step overwrites: "PROG: [i/N] WHAT"; piped, a line as log writes it,
@@ -25,10 +30,111 @@ bad() { step_clear; echo "$prog: $*" >&2; echo "try: $prog --help" >&2; exit 2; 
 die() { step_clear; echo "$prog: $*" >&2; exit 1; }
 log() { step_clear; echo "$prog: $*" >&2; }
 posint() { [[ $1 =~ ^[1-9][0-9]{0,6}$ ]]; }
+# A size list as pp_pingpong and mpi_pingpong take it (they check the rest).
+sizespec() { [[ $1 =~ ^[0-9][0-9kKmMgG,:x+]*$ ]]; }
+bytespec() { [[ $1 =~ ^[1-9][0-9]{0,12}[kKmMgG]?$ ]]; }
 val() { local v=${1:-}; [ -n "$v" ] && echo "$v" || echo "-"; }
 # ratio A B = A / B, or "-" when either is missing.
 ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'; }
-emit_csv() { [ -z "$csv" ] || [ "$5" = "-" ] || echo "$1,$2,$3,$4,$5" >>"$csv"; }
+# CSV rows: record,system,baseline,metric,size,value (size empty when the
+# figure has none, e.g. iperf3's stream); a "-" value is not written.
+#   size        a figure of one size: lat_us, bw_MBps, msgs_per_s
+#   size_ratio  baseline/librt-pp latency (lat), librt-pp/baseline bandwidth (bw)
+#   limit       the path's ceiling (pp_probe --blast; size: the frame's bytes)
+#   share       a bandwidth over the ceiling (baseline: probe or memcpy)
+#   measure     the summary rows (8 B latency, 1 MiB or 4 MiB bandwidth, and
+#               the other tools), ratio  their ratios
+csv_header() { [ -z "$csv" ] || echo "record,system,baseline,metric,size,value" >"$csv" || die "cannot write $csv"; }
+emit_csv() { [ -z "$csv" ] || [ "$6" = "-" ] || echo "$1,$2,$3,$4,$5,$6" >>"$csv"; }
+# 8 B, 64 KiB, 4 MiB, 1000 B.
+hsize() {
+  local s=$1
+  if [ "$s" -ge 1048576 ] && [ $((s % 1048576)) -eq 0 ]; then echo "$((s / 1048576)) MiB"
+  elif [ "$s" -ge 1024 ] && [ $((s % 1024)) -eq 0 ]; then echo "$((s / 1024)) KiB"
+  else echo "$s B"; fi
+}
+
+# --- the per-size figures ---------------------------------------------------
+# Figures live in the associative arrays L (one-way latency, us), B (window
+# bandwidth, MB/s) and M (window messages/s), keyed "SYSTEM SIZE"; sizes
+# holds every size measured, ascending.
+declare -A L B M
+sizes=()
+add_size() { local s; for s in "${sizes[@]}"; do [ "$s" != "$1" ] || return 0; done; sizes+=("$1"); }
+sort_sizes() { [ ${#sizes[@]} -eq 0 ] || mapfile -t sizes < <(printf '%s\n' "${sizes[@]}" | sort -n); }
+# pp_rows CSV: pp_pingpong --csv rows into L, B, M (system: the mode).
+pp_rows() {
+  local t m s lat bw msgs
+  while IFS=, read -r t m s lat bw msgs; do
+    add_size "$s"
+    case $t in
+      latency) L[$m $s]=$lat ;;
+      window) B[$m $s]=$bw; M[$m $s]=$msgs ;;
+    esac
+  done < <(awk -F, 'NR > 1 { print $1 "," $2 "," $6 "," $8 "," $11 "," $21 }' "$1")
+}
+# mpi_rows LOG SYSTEM: mpi_pingpong's RESULT lines into L, B, M.
+mpi_rows() {
+  local t s lat bw msgs
+  while read -r t s lat bw msgs; do
+    add_size "$s"
+    case $t in
+      latency) L[$2 $s]=$lat ;;
+      window) [ "$bw" = - ] || B[$2 $s]=$bw; [ "$msgs" = - ] || M[$2 $s]=$msgs ;;
+    esac
+  done < <(awk '$1 == "RESULT" { print $2, $3, $4, $7, $8 }' "$1")
+}
+# size_table METRIC CSV-PREFIX BASELINE SHORT SYSTEMS...: one row per size,
+# the systems' figures, the baseline's, then each system's ratio to it
+# (lat: baseline / system; bw: system / baseline; > 1: the system wins),
+# every figure and ratio also as a CSV row.
+size_table() {
+  local metric=$1 pre=$2 base=$3 short=$4 s x r arr=L
+  shift 4
+  [ "$metric" = lat ] || arr=B
+  local -n fig=$arr
+  printf "%-8s" size
+  for x in "$@"; do printf " %10s" "$x"; done
+  printf " %10s" "$short"
+  for x in "$@"; do printf " %10s" "r:${x#push-}"; done
+  echo
+  for s in "${sizes[@]}"; do
+    printf "%-8s" "$(hsize "$s")"
+    for x in "$@" "$base"; do printf " %10s" "$(val "${fig[$x $s]:-}")"; done
+    for x in "$@"; do
+      if [ "$metric" = lat ]; then r=$(ratio "${fig[$base $s]:-}" "${fig[$x $s]:-}")
+      else r=$(ratio "${fig[$x $s]:-}" "${fig[$base $s]:-}"); fi
+      printf " %10s" "$r"
+      emit_csv size_ratio "$pre$x" "$base" "$metric" "$s" "$r"
+    done
+    echo
+  done
+}
+# size_csv CSV-PREFIX SYSTEM...: every per-size figure of the systems as CSV
+# rows (system: CSV-PREFIX SYSTEM).
+size_csv() {
+  local pre=$1 x s
+  shift
+  for x in "$@"; do
+    for s in "${sizes[@]}"; do
+      emit_csv size "$pre$x" "" lat_us "$s" "$(val "${L[$x $s]:-}")"
+      emit_csv size "$pre$x" "" bw_MBps "$s" "$(val "${B[$x $s]:-}")"
+      emit_csv size "$pre$x" "" msgs_per_s "$s" "$(val "${M[$x $s]:-}")"
+    done
+  done
+}
+# size_complete SYSTEM...: true when every system has a latency and (above
+# 0 bytes) a bandwidth figure at every size, and some size was measured.
+size_complete() {
+  local x s
+  [ ${#sizes[@]} -gt 0 ] || return 1
+  for x in "$@"; do
+    for s in "${sizes[@]}"; do
+      [ -n "${L[$x $s]:-}" ] || return 1
+      [ "$s" -eq 0 ] || [ -n "${B[$x $s]:-}" ] || return 1
+    done
+  done
+}
 
 # Seconds a step may take: LIMIT, or what is left of --max-time (less a
 # margin for the clean-up); fails when too little is left to start it.
@@ -76,6 +182,13 @@ run() {
   rc=$?
   cur=
   return "$rc"
+}
+
+# mpicc_pingpong OUT: builds tests/bench/mpi_pingpong.c with pp_pingpong's
+# size lists and statistics (apps/perf).
+mpicc_pingpong() {
+  mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/apps/perf" -o "$1" "$here/mpi_pingpong.c" \
+    "$root/apps/perf/list.c" "$root/apps/perf/stats.c"
 }
 
 # One pprun job of pp_pingpong (all three modes) on pp_nodes nodes, at most

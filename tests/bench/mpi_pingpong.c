@@ -1,105 +1,172 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mpi_pingpong: the Open MPI baseline of tests/bench/compare.sh, measured the
- * way pp_pingpong measures librt-pp.
+ * mpi_pingpong: the MPI baseline of tests/bench/compare.sh and compare_shm.sh,
+ * measured the way pp_pingpong (apps/pp_pingpong.c) measures librt-pp, size
+ * by size, with pp_pingpong's own size lists and statistics (apps/perf/list.c
+ * and stats.c are compiled in):
  *
  *   latency    SIZE-byte ping-pong; one-way latency = round trip / 2
- *   bandwidth  send BW_SIZE bytes, get a 4-byte reply; bandwidth = BW_SIZE /
+ *   bandwidth  send SIZE bytes, get a 4-byte reply; bandwidth = SIZE /
  *              (transfer time - one-way latency of a 4-byte message measured
  *              in the same run)
+ *   window     osu_bw's windowed bandwidth with pre-posted receives: rank 1
+ *              posts W = --window MPI_Irecv of SIZE bytes, then sends a 0-byte
+ *              "go"; rank 0, once the go is in, starts the clock, posts W
+ *              MPI_Isend, MPI_Waitall, and receives rank 1's 4-byte reply,
+ *              sent once its MPI_Waitall returned. Bandwidth = W * SIZE /
+ *              iteration time; W / iteration time messages per second. As in
+ *              osu_bw (and pp_pingpong without --check), the W messages share
+ *              one send and one receive buffer.
  *
- * Each point runs --warmup discarded iterations, then --iters measured ones
- * after a barrier. Statistics: mean of the middle 80 % (first and last 10 %
- * of the sorted samples dropped), median, p99. Rank 0 prints one line per
- * point:  RESULT <test> <size> <mid80_us> <median_us> <p99_us> <bw_MBps|->
- * Two ranks exactly. Build: mpicc -O2 -o mpi_pingpong mpi_pingpong.c
+ * Each point runs the warm-up iterations, then, after a barrier, the
+ * measured ones (--max-bytes cuts both for large sizes exactly as
+ * pp_pingpong does). Statistics over the per-iteration times: mean of the
+ * middle 80 %, median, p99; bandwidth from the mean of the middle 80 %.
+ * Rank 0 prints one line per point:
+ *   RESULT <test> <size> <mid80_us> <median_us> <p99_us> <bw_MBps|-> <msgs_per_s|-> <iters>
+ * (latency rows: one-way latency; bandwidth rows: the transfer time; window
+ * rows: the iteration time). Two ranks exactly. Build:
+ *   mpicc -O2 -Iapps/perf -o mpi_pingpong tests/bench/mpi_pingpong.c \
+ *     apps/perf/list.c apps/perf/stats.c
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <mpi.h>
 
+#include "perf.h"
+
+#define WINDOW_MAX    1024 /* as pp_pingpong: librt-pp's outstanding sends */
+#define CAP_MIN_ITERS 10   /* --max-bytes never cuts a point below this */
+
+enum test { T_LATENCY, T_BANDWIDTH, T_WINDOW, T_COUNT };
+static const char *const test_names[T_COUNT] = {"latency", "bandwidth", "window"};
+
 /* Command-line settings. */
 struct opts {
-	unsigned long lat_size; /* latency message size in bytes */
-	unsigned long bw_size;	/* bandwidth message size in bytes */
-	unsigned iters;		/* measured iterations per point */
-	unsigned warmup;	/* discarded iterations before them */
+	int tests[T_COUNT];
+	uint64_t sizes[PP_PERF_MAX_VALUES];
+	int nsizes;
+	unsigned iters;	    /* measured iterations per point */
+	unsigned warmup;    /* discarded iterations before them */
+	unsigned window;    /* window: messages in flight per iteration */
+	uint64_t max_bytes; /* bytes rank 0 sends per point at most (0: no cap) */
 };
 
-/* Statistics of one point, in microseconds. */
-struct summary {
-	double mid80;  /* mean of the middle 80 % */
-	double median; /* 50th percentile */
-	double p99;    /* 99th percentile (nearest rank) */
-};
+#define DEFAULT_SIZES "8,32,128,256,512,1k,2k,8k,32k,64k,128k,512k,1m,2m,4m"
 
 static void usage(FILE *f)
 {
 	fputs("usage: mpirun -np 2 ... mpi_pingpong [options]\n"
-	      "  --lat-size N   latency message size in bytes (default 8)\n"
-	      "  --bw-size N    bandwidth message size in bytes (default 1048576)\n"
+	      "  --test LIST    latency,bandwidth,window (default latency,window)\n"
+	      "  --sizes SPEC   message sizes, as pp_pingpong takes them: V | V,V,... |\n"
+	      "                 A:B[:xF|:+S] with k/m/g suffixes (default\n"
+	      "                 " DEFAULT_SIZES ")\n"
+	      "  --window W     window: messages in flight per iteration, 1..1024 (default\n"
+	      "                 64); receives posted first (rank 1 sends a 0-byte go)\n"
 	      "  --iters N      measured iterations per point (default 1000)\n"
 	      "  --warmup N     discarded iterations first (default 10)\n"
+	      "  --max-bytes B  cap each point at B bytes sent by rank 0, as pp_pingpong\n"
+	      "                 does (W*SIZE per window iteration, SIZE otherwise; at least\n"
+	      "                 10 iterations; default: no cap)\n"
 	      "  -h, --help     this text\n"
-	      "Prints 'RESULT test size mid80_us median_us p99_us bw_MBps' lines on rank 0.\n"
-	      "Latencies are one-way (round trip / 2); bandwidth in MB/s (10^6 B/s).\n",
+	      "Prints 'RESULT test size mid80_us median_us p99_us bw_MBps msgs_per_s iters'\n"
+	      "lines on rank 0. Latencies are one-way (round trip / 2); bandwidth in MB/s\n"
+	      "(10^6 B/s).\n",
 	      f);
 }
 
-/* Parse a positive count; -EINVAL when s is not one. */
-static int parse_count(const char *s, unsigned long max, unsigned long *out)
+/* A number lo..hi, or -EINVAL. */
+static int parse_num(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
 {
 	char *end;
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v == 0 || v > max || s[0] == '-')
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+static int parse_tests(const char *list, int *chosen)
+{
+	char *copy = strdup(list), *save = NULL;
+	int any = 0;
+	if (!copy)
+		return -ENOMEM;
+	memset(chosen, 0, T_COUNT * sizeof(*chosen));
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int k;
+		for (k = 0; k < T_COUNT && strcmp(t, test_names[k]) != 0; k++)
+			;
+		if (k == T_COUNT) {
+			free(copy);
+			return -EINVAL;
+		}
+		chosen[k] = any = 1;
+	}
+	free(copy);
+	return any ? 0 : -EINVAL;
 }
 
 /* 0 on success, 1 after --help, 2 on a bad argument. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-	    {"lat-size", required_argument, NULL, 'l'}, {"bw-size", required_argument, NULL, 'b'},
-	    {"iters", required_argument, NULL, 'i'},	{"warmup", required_argument, NULL, 'w'},
-	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
+	    {"test", required_argument, NULL, 't'},   {"sizes", required_argument, NULL, 's'},
+	    {"window", required_argument, NULL, 'W'}, {"iters", required_argument, NULL, 'i'},
+	    {"warmup", required_argument, NULL, 'w'}, {"max-bytes", required_argument, NULL, 'B'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
+	const char *tests = "latency,window", *sizes = DEFAULT_SIZES;
 	unsigned long v;
+	uint64_t b[PP_PERF_MAX_VALUES];
 	int c;
 
-	*o = (struct opts){.lat_size = 8, .bw_size = 1048576, .iters = 1000, .warmup = 10};
+	*o = (struct opts){.iters = 1000, .warmup = 10, .window = 64};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			return 1;
-		case 'l':
-		case 'b':
+		case 't':
+			tests = optarg;
+			break;
+		case 's':
+			sizes = optarg;
+			break;
+		case 'W':
 		case 'i':
 		case 'w':
-			if (parse_count(optarg, c == 'i' || c == 'w' ? 10000000UL : 1UL << 30,
-					&v)) {
+			if (parse_num(optarg, c == 'w' ? 0 : 1,
+				      c == 'W'	 ? WINDOW_MAX
+				      : c == 'i' ? 10000000UL
+						 : 1000000UL,
+				      &v)) {
 				fprintf(stderr, "mpi_pingpong: bad value '%s' for --%s\n", optarg,
-					c == 'l'   ? "lat-size"
-					: c == 'b' ? "bw-size"
+					c == 'W'   ? "window"
 					: c == 'i' ? "iters"
 						   : "warmup");
 				return 2;
 			}
-			if (c == 'l')
-				o->lat_size = v;
-			else if (c == 'b')
-				o->bw_size = v;
+			if (c == 'W')
+				o->window = (unsigned)v;
 			else if (c == 'i')
 				o->iters = (unsigned)v;
 			else
 				o->warmup = (unsigned)v;
+			break;
+		case 'B':
+			if (pp_perf_parse_list(optarg, b, PP_PERF_MAX_VALUES) != 1 || b[0] == 0 ||
+			    strchr(optarg, ':')) {
+				fprintf(stderr, "mpi_pingpong: bad --max-bytes '%s'\n", optarg);
+				return 2;
+			}
+			o->max_bytes = b[0];
 			break;
 		default:
 			usage(stderr);
@@ -110,56 +177,126 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "mpi_pingpong: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (parse_tests(tests, o->tests)) {
+		fprintf(stderr, "mpi_pingpong: bad --test '%s' (latency,bandwidth,window)\n",
+			tests);
+		return 2;
+	}
+	o->nsizes = pp_perf_parse_list(sizes, o->sizes, PP_PERF_MAX_VALUES);
+	if (o->nsizes <= 0) {
+		fprintf(stderr, "mpi_pingpong: bad --sizes '%s'\n", sizes);
+		return 2;
+	}
+	for (int i = 0; i < o->nsizes; i++)
+		if (o->sizes[i] > (1u << 30)) {
+			fprintf(stderr, "mpi_pingpong: sizes above 1 GiB are not supported\n");
+			return 2;
+		}
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* pp_pingpong's cap_iters, the same rule. */
+static void cap_iters(const struct opts *o, uint64_t per, unsigned *iters, unsigned *warmup)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
+	if (!o->max_bytes || !per || *iters <= o->max_bytes / per)
+		return;
+	uint64_t n = o->max_bytes / per;
+	if (n < CAP_MIN_ITERS)
+		n = CAP_MIN_ITERS;
+	if (n >= *iters)
+		return;
+	uint64_t w = (uint64_t)*warmup * n / *iters;
+	*warmup = w ? (unsigned)w : (*warmup ? 1 : 0);
+	*iters = (unsigned)n;
 }
 
-/* Sorts samples in place. */
-static void summarise(double *s, unsigned n, struct summary *out)
-{
-	qsort(s, n, sizeof(*s), cmp_double);
-	unsigned cut = n / 10, used = n - 2 * cut;
-	double sum = 0;
-	for (unsigned i = cut; i < n - cut; i++)
-		sum += s[i];
-	unsigned p99 = (unsigned)((99ULL * n + 99) / 100);
-	out->mid80 = sum / used;
-	out->median = s[n / 2];
-	out->p99 = s[(p99 ? p99 : 1) - 1];
-}
+struct run {
+	int rank;
+	const struct opts *o;
+	char *sbuf, *rbuf; /* page-aligned, as pp_pingpong's */
+	double *samples;   /* o->iters of them, microseconds */
+	MPI_Request *reqs; /* window: o->window of them */
+};
 
-/* One ping-pong point: rank 0 sends len bytes and waits for reply bytes back;
- * samples get the round trip divided by div, in microseconds. */
-static void pingpong(int rank, char *buf, int len, int reply, unsigned n, double div,
-		     double *samples)
+/* Ping-pong: rank 0 sends len bytes and gets reply bytes back; samples get
+ * the round trip divided by div, in microseconds. */
+static void pingpong(struct run *r, int len, int reply, unsigned n, double div, int keep)
 {
 	MPI_Barrier(MPI_COMM_WORLD);
 	for (unsigned i = 0; i < n; i++) {
 		double t0 = MPI_Wtime();
-		if (rank == 0) {
-			MPI_Send(buf, len, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-			MPI_Recv(buf, reply, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		if (r->rank == 0) {
+			MPI_Send(r->sbuf, len, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+			MPI_Recv(r->rbuf, reply, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		} else {
-			MPI_Recv(buf, len, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-			MPI_Send(buf, reply, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+			MPI_Recv(r->rbuf, len, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Send(r->sbuf, reply, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
 		}
-		if (samples)
-			samples[i] = (MPI_Wtime() - t0) * 1e6 / div;
+		if (keep)
+			r->samples[i] = (MPI_Wtime() - t0) * 1e6 / div;
 	}
 }
 
-/* Warm-up, then the measured run; rank 0's summary in *s. */
-static void point(int rank, char *buf, int len, int reply, const struct opts *o, double div,
-		  double *samples, struct summary *s)
+/* osu_bw's window with the receives posted first; samples are rank 0's
+ * iteration times in microseconds. */
+static void window(struct run *r, int len, unsigned n, int keep)
 {
-	pingpong(rank, buf, len, reply, o->warmup, div, NULL);
-	pingpong(rank, buf, len, reply, o->iters, div, samples);
-	summarise(samples, o->iters, s);
+	int w = (int)r->o->window;
+	MPI_Barrier(MPI_COMM_WORLD);
+	for (unsigned i = 0; i < n; i++) {
+		if (r->rank == 0) {
+			MPI_Recv(r->rbuf, 0, MPI_BYTE, 1, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			double t0 = MPI_Wtime();
+			for (int k = 0; k < w; k++)
+				MPI_Isend(r->sbuf, len, MPI_BYTE, 1, 20, MPI_COMM_WORLD,
+					  &r->reqs[k]);
+			MPI_Waitall(w, r->reqs, MPI_STATUSES_IGNORE);
+			MPI_Recv(r->rbuf, 4, MPI_BYTE, 1, 22, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			if (keep)
+				r->samples[i] = (MPI_Wtime() - t0) * 1e6;
+		} else {
+			for (int k = 0; k < w; k++)
+				MPI_Irecv(r->rbuf, len, MPI_BYTE, 0, 20, MPI_COMM_WORLD,
+					  &r->reqs[k]);
+			MPI_Send(r->sbuf, 0, MPI_BYTE, 0, 21, MPI_COMM_WORLD);
+			MPI_Waitall(w, r->reqs, MPI_STATUSES_IGNORE);
+			MPI_Send(r->sbuf, 4, MPI_BYTE, 0, 22, MPI_COMM_WORLD);
+		}
+	}
+}
+
+/* One point: warm-up, then measured; rank 0 prints its RESULT line. */
+static void point(struct run *r, enum test t, uint64_t size, double lat4)
+{
+	const struct opts *o = r->o;
+	unsigned iters = o->iters, warmup = o->warmup;
+	int len = (int)size;
+	struct pp_perf_summary s;
+
+	cap_iters(o, size * (t == T_WINDOW ? o->window : 1), &iters, &warmup);
+	for (int pass = 0; pass < 2; pass++) {
+		unsigned n = pass ? iters : warmup;
+		if (t == T_LATENCY)
+			pingpong(r, len, len, n, 2, pass);
+		else if (t == T_BANDWIDTH)
+			pingpong(r, len, 4, n, 1, pass);
+		else
+			window(r, len, n, pass);
+	}
+	if (r->rank != 0)
+		return;
+	pp_perf_summarise(r->samples, iters, &s);
+	char bw[32] = "-", msgs[32] = "-";
+	if (t == T_BANDWIDTH && s.mid80 > lat4)
+		snprintf(bw, sizeof(bw), "%.1f", (double)size / (s.mid80 - lat4));
+	if (t == T_WINDOW && s.mid80 > 0) {
+		if (size)
+			snprintf(bw, sizeof(bw), "%.1f", (double)size * o->window / s.mid80);
+		snprintf(msgs, sizeof(msgs), "%.0f", o->window * 1e6 / s.mid80);
+	}
+	printf("RESULT %s %llu %.3f %.3f %.3f %s %s %u\n", test_names[t], (unsigned long long)size,
+	       s.mid80, s.median, s.p99, bw, msgs, iters);
+	fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -169,43 +306,51 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc == 1 ? 0 : 2;
 
-	int rank, size;
+	int rank, nranks;
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (size != 2) {
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	if (nranks != 2) {
 		if (rank == 0)
-			fprintf(stderr, "mpi_pingpong: needs exactly 2 ranks (got %d)\n", size);
+			fprintf(stderr, "mpi_pingpong: needs exactly 2 ranks (got %d)\n", nranks);
 		MPI_Finalize();
 		return 2;
 	}
-	size_t max = o.lat_size > o.bw_size ? o.lat_size : o.bw_size;
-	char *buf = malloc(max < 4 ? 4 : max);
-	double *samples = malloc(o.iters * sizeof(*samples));
-	if (!buf || !samples) {
+	uint64_t max = 4;
+	for (int i = 0; i < o.nsizes; i++)
+		if (o.sizes[i] > max)
+			max = o.sizes[i];
+	size_t alloc = (max + 4095) & ~(size_t)4095;
+	struct run r = {.rank = rank, .o = &o};
+	r.sbuf = aligned_alloc(4096, alloc);
+	r.rbuf = aligned_alloc(4096, alloc);
+	r.samples = malloc(o.iters * sizeof(*r.samples));
+	r.reqs = malloc(o.window * sizeof(*r.reqs));
+	if (!r.sbuf || !r.rbuf || !r.samples || !r.reqs) {
 		fprintf(stderr, "mpi_pingpong: out of memory\n");
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
-	memset(buf, 0x5a, max < 4 ? 4 : max);
+	memset(r.sbuf, 0x5a, alloc);
+	memset(r.rbuf, 0, alloc);
 
-	struct summary lat, lat4, bw;
-	point(rank, buf, (int)o.lat_size, (int)o.lat_size, &o, 2, samples, &lat);
-	point(rank, buf, 4, 4, &o, 2, samples, &lat4);
-	point(rank, buf, (int)o.bw_size, 4, &o, 1, samples, &bw);
-	if (rank == 0) {
-		printf("RESULT latency %lu %.3f %.3f %.3f -\n", o.lat_size, lat.mid80, lat.median,
-		       lat.p99);
-		printf("RESULT latency 4 %.3f %.3f %.3f -\n", lat4.mid80, lat4.median, lat4.p99);
-		if (bw.mid80 > lat4.mid80)
-			printf("RESULT bandwidth %lu %.3f %.3f %.3f %.1f\n", o.bw_size, bw.mid80,
-			       bw.median, bw.p99, (double)o.bw_size / (bw.mid80 - lat4.mid80));
-		else
-			printf("RESULT bandwidth %lu %.3f %.3f %.3f -\n", o.bw_size, bw.mid80,
-			       bw.median, bw.p99);
-		fflush(stdout);
+	double lat4 = 0; /* the bandwidth test's correction, measured now */
+	if (o.tests[T_BANDWIDTH]) {
+		pingpong(&r, 4, 4, o.warmup, 2, 0);
+		pingpong(&r, 4, 4, o.iters, 2, 1);
+		struct pp_perf_summary s;
+		pp_perf_summarise(r.samples, o.iters, &s);
+		lat4 = s.mid80;
+		if (rank == 0)
+			printf("# one-way 4-byte latency for the bandwidth rows: %.3f us\n", lat4);
 	}
-	free(samples);
-	free(buf);
+	/* Test by test, size by size, as pp_pingpong runs them. */
+	for (int t = 0; t < T_COUNT; t++)
+		for (int i = 0; o.tests[t] && i < o.nsizes; i++)
+			point(&r, (enum test)t, o.sizes[i], lat4);
+	free(r.reqs);
+	free(r.samples);
+	free(r.rbuf);
+	free(r.sbuf);
 	MPI_Finalize();
 	return 0;
 }

@@ -4,6 +4,8 @@
 #   runtime_e2e.sh PPRUN PP_PINGPONG EXAMPLE_BIN DEV_KIND
 # 1. pp_pingpong --check in every mode, sizes 0 B .. 16 MiB + 3 at the
 #    protocol's edges (BTP1, BTP1+BTP2, MTU, ...), both directions.
+# 1b. pp_pingpong --test window --check in every mode: 16 messages in flight,
+#    each with a buffer and a byte pattern of its own, the same edges.
 # 2. The example program with 4 ranks on 2 nodes (rank 0 to every rank).
 # 3. Ranks of two jobs with different keys on one segment do not meet:
 #    a 2-rank job whose second rank belongs to another job times out.
@@ -20,6 +22,16 @@ for mode in push-pull push-all push-zero; do
   rows=$(grep -c "^\[0\] latency" <<<"$out")
   [ "$rows" -eq 14 ] || { echo "$out"; fail "$mode: $rows result rows, want 14"; }
   echo "ok: $mode, 14 sizes, every byte checked"
+done
+
+wsizes=0,1,80,761,1441,65539,1m
+for mode in push-pull push-all push-zero; do
+  out=$("$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 120 -- \
+    "$pingpong" --test window --window 16 --mode "$mode" --sizes "$wsizes" --iters 3 --warmup 1 \
+    --check 2>&1) || { echo "$out"; fail "pp_pingpong --test window $mode over $kind"; }
+  rows=$(grep -c "^\[0\] window" <<<"$out")
+  [ "$rows" -eq 7 ] || { echo "$out"; fail "window $mode: $rows result rows, want 7"; }
+  echo "ok: window $mode, 16 in flight, 7 sizes, every byte checked"
 done
 
 out=$("$pprun" -n 4 --nodes 2 --dev-kind "$kind" --timeout 60 -- "$example" 2>&1) ||
