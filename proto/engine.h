@@ -99,29 +99,30 @@ struct pp_proto_hooks {
 };
 
 struct pp_proto_conf {
-	uint32_t rank;		     /* own rank */
-	uint32_t nranks;	     /* ranks in the job */
-	uint32_t job;		     /* job key carried by every frame */
-	uint32_t inc;		     /* own incarnation (wire.h), carried by every frame */
-	uint8_t mac[6];		     /* own MAC, source of every frame */
-	uint16_t stream;	     /* own TX stream id */
-	enum pp_proto_mode mode;     /* how much of a message is pushed */
-	uint32_t btp1;		     /* bytes of the first push */
-	uint32_t btp2;		     /* bytes of the second push */
-	int btp_fit;		     /* 1: push more when the path holds more (rule 1) */
-	uint32_t window;	     /* go-back-N window, frames, power of two */
-	uint64_t rto_ns;	     /* initial retransmission timeout */
-	uint64_t rto_max_ns;	     /* largest timeout after back-off */
-	uint32_t rto_tries;	     /* expiries without progress before the peer is lost */
-	uint64_t ack_delay_ns;	     /* longest a cumulative ack waits for a ride */
-	uint32_t ack_every;	     /* frames after which an ack is sent at once */
-	uint32_t pushbuf_bytes;	     /* pushed-buffer size */
-	int credits;		     /* 1: credits on; 0: off (Push-All overflow) */
-	uint16_t mtu;		     /* largest frame after the Ethernet header */
-	uint32_t max_msgs;	     /* sends, and receives, outstanding at most */
-	uint32_t copy_max;	     /* sends up to this size are copied and complete at once */
-	uint64_t direct_chunk;	     /* bytes per direct copy call (hooks.direct) */
-	uint64_t direct_min;	     /* fewer bytes left than this: pulled as DATA instead */
+	uint32_t rank;		 /* own rank */
+	uint32_t nranks;	 /* ranks in the job */
+	uint32_t job;		 /* job key carried by every frame */
+	uint32_t inc;		 /* own incarnation (wire.h), carried by every frame */
+	uint8_t mac[6];		 /* own MAC, source of every frame */
+	uint16_t stream;	 /* own TX stream id */
+	enum pp_proto_mode mode; /* how much of a message is pushed */
+	uint32_t btp1;		 /* bytes of the first push */
+	uint32_t btp2;		 /* bytes of the second push */
+	int btp_fit;		 /* 1: push more when the path holds more (rule 1) */
+	uint64_t rate_hint;	 /* btp_fit: the link's rate, bytes/s, until measured (0: none) */
+	uint32_t window;	 /* go-back-N window, frames, power of two */
+	uint64_t rto_ns;	 /* initial retransmission timeout */
+	uint64_t rto_max_ns;	 /* largest timeout after back-off */
+	uint32_t rto_tries;	 /* expiries without progress before the peer is lost */
+	uint64_t ack_delay_ns;	 /* longest a cumulative ack waits for a ride */
+	uint32_t ack_every;	 /* frames after which an ack is sent at once */
+	uint32_t pushbuf_bytes;	 /* pushed-buffer size */
+	int credits;		 /* 1: credits on; 0: off (Push-All overflow) */
+	uint16_t mtu;		 /* largest frame after the Ethernet header */
+	uint32_t max_msgs;	 /* sends, and receives, outstanding at most */
+	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
+	uint64_t direct_chunk;	 /* bytes per direct copy call (hooks.direct) */
+	uint64_t direct_min;	 /* fewer bytes left than this: pulled as DATA instead */
 	struct pp_proto_hooks hooks; /* what the layer below lends; all NULL: nothing */
 };
 

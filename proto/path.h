@@ -7,6 +7,7 @@
  * samples of its go-back-N sender and the bytes each ack releases, and asks
  * it how much a message may push before its PULL can come back.
  *
+ * Until a rate is measured, the engine starts it at the link's (rate_hint).
  * Round trip: the least sample of the last PP_PATH_RTT_EPOCH, so a path that
  * got slower is followed within that time. Rate: bytes acknowledged over an
  * interval of at least PP_PATH_MIN_INTERVAL and two least round trips, taken

@@ -51,6 +51,7 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->btp1 = c->btp1;
 	pc->btp2 = c->btp2;
 	pc->btp_fit = !c->btp_set; /* explicit BTPs stay as given: the paper's figures */
+	pc->rate_hint = (uint64_t)ctx->port_info.speed_mbps * 125000u;
 	pc->mtu = ctx->port_info.mtu;
 	pc->max_msgs = PP_MAX_MSGS;
 	pc->pushbuf_bytes = c->pushbuf_bytes;

@@ -89,13 +89,14 @@ static struct link_state {
 	unsigned pulls[2]; /* PULL frames sent by engine i */
 } L;
 
-static void link_init(int fit, uint32_t btp1, uint32_t btp2)
+static void link_init(int fit, uint32_t btp1, uint32_t btp2, uint64_t rate_hint)
 {
 	memset(&L, 0, sizeof(L));
 	L.now = 1000;
 	struct pp_proto_conf c;
 	pp_proto_conf_default(&c);
 	c.btp_fit = fit;
+	c.rate_hint = rate_hint;
 	c.btp1 = btp1;
 	c.btp2 = btp2;
 	c.window = 256;
@@ -215,7 +216,7 @@ static void warm_up(void)
  * quiet link (it finished) bounds it. */
 static void test_fit(void)
 {
-	link_init(1, 80, 680);
+	link_init(1, 80, 680, 0);
 	warm_up();
 	struct pp_stats st;
 	pp_proto_stats(L.e[0], &st);
@@ -249,7 +250,7 @@ static void test_fit(void)
 
 	/* Explicit BTPs: 8 KiB waits for a PULL, and 512 KiB takes a round
 	 * trip more. */
-	link_init(0, 80, 680);
+	link_init(0, 80, 680, 0);
 	warm_up();
 	pulls = L.pulls[1];
 	transfer(8192, 100);
@@ -262,10 +263,26 @@ static void test_fit(void)
 	link_fini();
 }
 
+/* A link rate given at create (the port's speed) fits the pushes from the
+ * first round trip on, before any rate is measured: 8 KiB after one
+ * one-frame message goes without a PULL; without the hint it waits for one. */
+static void test_rate_hint(void)
+{
+	for (int hint = 0; hint < 2; hint++) {
+		link_init(1, 80, 680, hint ? 1000000000u : 0);
+		transfer(64, 1); /* a round trip, no rate sample */
+		unsigned pulls = L.pulls[1];
+		transfer(8192, 2);
+		CU_ASSERT_EQUAL(L.pulls[1], pulls + (hint ? 0u : 1u));
+		link_fini();
+	}
+}
+
 static CU_TestInfo tests[] = {
     {"least round trip, kept for an epoch", test_rtt},
     {"delivery rate: intervals, small messages, slow decrease", test_rate},
     {"engine: a message the path holds goes without a PULL", test_fit},
+    {"engine: the link's rate until one is measured", test_rate_hint},
     CU_TEST_INFO_NULL,
 };
 
