@@ -15,13 +15,10 @@ uint32_t pp_proto_credit_share(const struct pp_pushbuf *pb, uint32_t nranks)
 
 /* Cells a push of push bytes takes in the receiver's pushed buffer, frame
  * by frame as the sender cuts it. */
-static uint32_t cells_of(const struct pp_proto *e, uint32_t btp1, uint64_t push)
+static uint32_t cells_of(const struct pp_proto *e, const struct peer *p, uint64_t push,
+			 uint64_t len)
 {
-	uint64_t first = push;
-	if (e->c.mode == PP_PROTO_PUSH_PULL && first > btp1)
-		first = btp1;
-	if (first > e->maxp)
-		first = e->maxp;
+	uint64_t first = pp_proto_first_len(e, p, push, len);
 	uint64_t rest = push - first;
 	uint64_t cells = pp_pushbuf_cells(first) + (rest / e->maxp) * pp_pushbuf_cells(e->maxp) +
 			 pp_pushbuf_cells(rest % e->maxp);
@@ -32,7 +29,7 @@ void pp_proto_credit_spend(struct pp_proto *e, struct peer *p, struct send *s)
 {
 	if (!e->c.credits || !s->push_end)
 		return;
-	uint32_t need = cells_of(e, p->btp1, s->push_end);
+	uint32_t need = cells_of(e, p, s->push_end, s->len);
 	uint16_t avail = (uint16_t)(p->credit_limit - p->credit_used);
 	if (need > avail || need > CREDIT_SHARE_MAX) {
 		s->push_end = 0; /* degrade to Push-Zero */

@@ -151,7 +151,7 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6], u
 		if (!p->ring)
 			return -ENOMEM;
 		pp_gbn_tx_start(&p->tx, 0, e->c.rto_ns, e->c.rto_max_ns);
-		p->path.rate = e->c.rate_hint / 1000; /* bytes/ms, until measured */
+		p->path.rate = p->path.rate_max = e->c.rate_hint / 1000; /* bytes/ms */
 	}
 	memcpy(p->mac, mac, 6);
 	p->inc = inc;

@@ -275,6 +275,11 @@ static inline void pp_proto_credit_return(struct peer *p, uint32_t cells, int an
 /* Bytes a message of len bytes to p pushes unasked (rule 1). */
 uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64_t len);
 
+/* Payload bytes of the first frame of a message of len bytes that pushes
+ * push of them. */
+uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint64_t push,
+			    uint64_t len);
+
 /* Take the next frame of the send at the head of p's txq into d. */
 void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d);
 

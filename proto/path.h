@@ -7,7 +7,9 @@
  * samples of its go-back-N sender and the bytes each ack releases, and asks
  * it how much a message may push before its PULL can come back.
  *
- * Until a rate is measured, the engine starts it at the link's (rate_hint).
+ * Until a rate is measured, the engine starts it at the link's (rate_hint),
+ * which also bounds every sample: acks that arrive bunched would otherwise
+ * measure more than the link carries.
  * Round trip: the least sample of the last PP_PATH_RTT_EPOCH, so a path that
  * got slower is followed within that time. Rate: bytes acknowledged over an
  * interval of at least PP_PATH_MIN_INTERVAL and two least round trips, taken
@@ -26,12 +28,13 @@
 #define PP_PATH_MIN_BYTES    32768u	   /* bytes an interval must release */
 
 struct pp_path {
-	uint64_t rtt_min; /* least round trip of this epoch, ns (0: none yet) */
-	uint64_t rtt_t;	  /* when this epoch started */
-	uint64_t rate;	  /* delivery rate, bytes per ms (0: none yet) */
-	uint64_t t0;	  /* start of the current rate interval (0: none) */
-	uint64_t bytes;	  /* bytes acknowledged since t0 */
-	uint64_t samples; /* rate samples taken */
+	uint64_t rtt_min;  /* least round trip of this epoch, ns (0: none yet) */
+	uint64_t rtt_t;	   /* when this epoch started */
+	uint64_t rate;	   /* delivery rate, bytes per ms (0: none yet) */
+	uint64_t rate_max; /* the link's rate, bytes per ms: no sample above it (0: none) */
+	uint64_t t0;	   /* start of the current rate interval (0: none) */
+	uint64_t bytes;	   /* bytes acknowledged since t0 */
+	uint64_t samples;  /* rate samples taken */
 };
 
 /* A round-trip sample r (ns) at now. */
@@ -59,6 +62,8 @@ static inline void pp_path_acked(struct pp_path *p, uint64_t now, uint64_t n)
 		return;
 	if (p->bytes >= PP_PATH_MIN_BYTES) {
 		uint64_t s = p->bytes * 1000000u / dt; /* bytes per ms */
+		if (p->rate_max && s > p->rate_max)
+			s = p->rate_max; /* acks that came bunched */
 		if (s >= p->rate)
 			p->rate = s;
 		else

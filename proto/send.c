@@ -12,8 +12,10 @@
 /* Bytes a message of len bytes to p pushes unasked (rule 1). Push-Pull:
  * BTP(1) + BTP(2); with btp_fit, at least what the path to p carries in one
  * round trip (so the PULL is back before the pushes end), and to a node-mate
- * the whole message when the rest would be too short for a direct copy
- * (pulled as DATA, it would cost a round trip for nothing). */
+ * the whole message up to local_whole (two copies through the ring beat the
+ * DONE round trip and a copy call there) or when the rest would be too short
+ * for a direct copy (pulled as DATA, it would cost a round trip for
+ * nothing). */
 uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64_t len)
 {
 	if (e->c.mode != PP_PROTO_PUSH_PULL)
@@ -24,7 +26,7 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64
 	if (!e->c.btp_fit)
 		return push;
 	if (p->local)
-		return len - push < e->c.direct_min ? len : push;
+		return len <= e->c.local_whole || len - push < e->c.direct_min ? len : push;
 	uint64_t bdp = pp_path_bdp(&p->path);
 	if (bdp > push)
 		push = bdp < e->push_cap ? bdp : e->push_cap;
@@ -93,6 +95,17 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *bu
 	return 0;
 }
 
+uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint64_t push,
+			    uint64_t len)
+{
+	/* BTP(1) lets the receiver send its PULL early; a message pushed
+	 * whole waits for none (btp_fit), so its first frame is as long as
+	 * any. */
+	if (e->c.mode == PP_PROTO_PUSH_PULL && push > p->btp1 && !(e->c.btp_fit && push == len))
+		push = p->btp1;
+	return push < e->maxp ? push : e->maxp;
+}
+
 /* Take the next frame of the send at the head of txq into d. */
 void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d)
 {
@@ -100,11 +113,7 @@ void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, str
 	uint8_t flags = 0;
 	if (!s->first_sent) {
 		pp_proto_credit_spend(e, p, s);
-		n = s->push_end;
-		if (e->c.mode == PP_PROTO_PUSH_PULL && n > p->btp1)
-			n = p->btp1;
-		if (n > e->maxp)
-			n = e->maxp;
+		n = pp_proto_first_len(e, p, s->push_end, s->len);
 		flags = PP_WIRE_F_FIRST;
 		if (s->written) {
 			flags |= PP_WIRE_F_WRITTEN | PP_WIRE_F_LAST;

@@ -22,6 +22,13 @@
 /* Fewer bytes than this left after the pushes are pulled as DATA frames
  * through the rings: a copy system call costs more than that. */
 #define PP_DIRECT_MIN 4096
+/* Node-mates' messages pushed whole through the rings up to this (btp_fit):
+ * two copies there beat the DONE round trip and a copy call below it
+ * (tests/bench/compare_shm.sh, push-all against push-pull). */
+#define PP_LOCAL_WHOLE (64u << 10)
+/* Sends up to this are copied and complete at once (an eager send): their
+ * ack may ride on the reply instead of costing a frame of its own. */
+#define PP_COPY_MAX (8u << 10)
 
 static int check_config(const struct pp_config *c)
 {
@@ -52,6 +59,8 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->btp2 = c->btp2;
 	pc->btp_fit = !c->btp_set; /* explicit BTPs stay as given: the paper's figures */
 	pc->rate_hint = (uint64_t)ctx->port_info.speed_mbps * 125000u;
+	pc->local_whole = PP_LOCAL_WHOLE;
+	pc->copy_max = PP_COPY_MAX;
 	pc->mtu = ctx->port_info.mtu;
 	pc->max_msgs = PP_MAX_MSGS;
 	pc->pushbuf_bytes = c->pushbuf_bytes;

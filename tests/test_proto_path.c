@@ -59,6 +59,12 @@ static void test_rate(void)
 	t += 100000;
 	pp_path_acked(&p, t + 50000, 100000); /* 2 bytes/ns */
 	CU_ASSERT_EQUAL(p.rate, 2000000);
+	/* No sample above the link's rate. */
+	p.rate_max = 1500000;
+	t += 100000;
+	pp_path_acked(&p, t + 50000, 200000); /* 4 bytes/ns, bunched acks */
+	CU_ASSERT_EQUAL(p.rate, 2000000 - 500000 / 16);
+	p.rate_max = 0;
 	/* An interval shorter than two least round trips waits. */
 	p.rtt_min = 80000;
 	uint64_t before = p.samples;
@@ -86,7 +92,8 @@ static struct link_state {
 	uint64_t free_at[2]; /* when direction i's wire is free again (1 byte/ns) */
 	struct inflight q[2][QCAP];
 	unsigned head[2], tail[2];
-	unsigned pulls[2]; /* PULL frames sent by engine i */
+	unsigned pulls[2];  /* PULL frames sent by engine i */
+	unsigned pushes[2]; /* PUSH frames sent by engine i */
 } L;
 
 static void link_init(int fit, uint32_t btp1, uint32_t btp2, uint64_t rate_hint)
@@ -141,6 +148,7 @@ static uint64_t link_run(void)
 				x->at = L.free_at[i] + DELAY_NS;
 				x->len = (uint16_t)len;
 				L.pulls[i] += pp_wire_type_of(x->f) == PP_WIRE_PULL;
+				L.pushes[i] += pp_wire_type_of(x->f) == PP_WIRE_PUSH;
 				L.tail[i]++;
 				quiet = L.now;
 			}
@@ -278,11 +286,26 @@ static void test_rate_hint(void)
 	}
 }
 
+/* A message pushed whole has no reason for a short first frame (BTP(1) lets
+ * the receiver send its PULL early): with btp_fit, 500 bytes go in one
+ * frame; with explicit BTPs in BTP(1) and the rest. */
+static void test_first_frame(void)
+{
+	for (int fit = 0; fit < 2; fit++) {
+		link_init(fit, 80, 680, 0);
+		unsigned pushes = L.pushes[0];
+		transfer(500, 3);
+		CU_ASSERT_EQUAL(L.pushes[0] - pushes, fit ? 1u : 2u);
+		link_fini();
+	}
+}
+
 static CU_TestInfo tests[] = {
     {"least round trip, kept for an epoch", test_rtt},
     {"delivery rate: intervals, small messages, slow decrease", test_rate},
     {"engine: a message the path holds goes without a PULL", test_fit},
     {"engine: the link's rate until one is measured", test_rate_hint},
+    {"engine: a message pushed whole goes in frames as long as any", test_first_frame},
     CU_TEST_INFO_NULL,
 };
 

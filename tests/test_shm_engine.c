@@ -241,13 +241,15 @@ static void test_direct_min(void)
 }
 
 /* BTP fitted (btp_fit): a message whose rest after the pushes would be too
- * short for a direct copy is pushed whole, with no PULL round trip; from
- * direct_min past the pushes on, the pushes and one copy as before. With
- * btp_fit off the rest is pulled as DATA. */
+ * short for a direct copy, or no longer than local_whole, is pushed whole,
+ * with no PULL round trip; past both, the pushes and one copy as before.
+ * With btp_fit off the rest is pulled as DATA, or copied. */
 static void test_fit(void)
 {
-	static uint8_t s[8192], r[8192 + 16];
-	for (int fit = 0; fit < 2; fit++) {
+	static uint8_t s[40000], r[40000 + 16];
+	for (int cfg = 0; cfg < 3; cfg++) {
+		int fit = cfg > 0;
+		uint64_t lw = cfg == 2 ? 32768 : 0;
 		memset(&w, 0, sizeof(w));
 		w.fail_from = -1;
 		w.now = 1000;
@@ -257,17 +259,18 @@ static void test_fit(void)
 		c.hooks.publish = hook_publish;
 		c.direct_min = 4096;
 		c.btp_fit = fit;
+		c.local_whole = lw;
 		CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
 		for (int late = 0; late < 2; late++) {
 			struct pp_stats a, b;
-			const uint64_t sz[] = {2000, 4855, 4856};
+			const uint64_t sz[] = {2000, 4855, 4856, 20000, 40000};
 			for (size_t k = 0; k < PP_ARRAY_SIZE(sz); k++) {
 				pp_proto_stats(w.e[1], &a);
 				w.calls = 0;
 				CU_ASSERT_EQUAL(one(sz[k], sz[k], late, (unsigned)k, s, r), 0);
 				pp_proto_stats(w.e[1], &b);
-				int whole = fit && sz[k] - 760 < 4096;
-				int copied = sz[k] - 760 >= 4096;
+				int whole = fit && (sz[k] - 760 < 4096 || sz[k] <= lw);
+				int copied = !whole && sz[k] - 760 >= 4096;
 				CU_ASSERT_EQUAL(b.pulls_tx - a.pulls_tx, whole ? 0u : 1u);
 				CU_ASSERT_EQUAL(w.calls, copied ? 1u : 0u);
 			}
