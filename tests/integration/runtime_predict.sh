@@ -42,8 +42,12 @@ run "predict=hybrid, 2 ranks, staging budget 4 MiB, no remap (the default)" 6 -n
   "$rtc" -c btp1=80,btp2=680,predict=hybrid predict
 # A full pushed buffer (credits off, 16 KiB): with the predictor the messages
 # expected furthest give their bytes up and no frame is refused; without it
-# (the control) frames are refused and sent again. Every byte checked.
-ev=credits=0,pushbuf_bytes=16384
+# (the control) frames are refused and sent again. Every byte checked. Only a
+# message waiting for a PULL may be evicted (its sender holds the rest), so the
+# BTPs are fixed here too: fitted ones push a 5000 B message whole once the
+# path is measured, and whether that happened before the burst would decide
+# the counts.
+ev=btp1=80,btp2=680,credits=0,pushbuf_bytes=16384
 run "credits off, full pushed buffer, predict=hybrid: evictions" 2 -n 2 --nodes 2 -- \
   "$rtc" -c "predict=hybrid,$ev" evict
 run "credits off, full pushed buffer, predict=off: refusals (control)" 2 -n 2 --nodes 2 -- \
