@@ -10,7 +10,11 @@
  * engine writes each frame where the kernel sends it from and reads each
  * frame where the kernel put it: against DPDK's net_af_packet, which copies
  * every frame between its mbufs and these same rings, two copies a frame
- * fewer. The slot bookkeeping (out-of-order frees, the ring order of TX) is
+ * fewer (one on each side). The kernel's own copies stay: it copies each
+ * frame into the receiving socket's RX ring, and on veth also a sent
+ * frame's ring pages when the skb crosses to the peer (skb_copy_ubufs: the
+ * pages are the user's, and the veth orphans the skb); a NIC sends from the
+ * ring. The slot bookkeeping (out-of-order frees, the ring order of TX) is
  * packet_ring.c.
  *
  * Slots are sized for the interface MTU (SIOCGIFMTU at open): a jumbo veth
@@ -51,15 +55,15 @@
 #define FRAMES_PER_BLK_MAX 64
 
 struct packet_port {
-	struct pp_port base; /* must be first */
-	int fd;		     /* the AF_PACKET socket */
-	int kick_pending;    /* frames marked that the kernel has not taken yet */
-	struct pp_pkt_rx rx; /* the RX ring's slots */
-	struct pp_pkt_tx tx; /* the TX ring's slots */
-	uint8_t *map;	     /* both rings, RX first */
-	size_t map_len;	     /* bytes mapped */
-	uint64_t kdrops;     /* frames the kernel dropped (ring full), so far */
-	uint64_t kicks_failed;
+	struct pp_port base;   /* must be first */
+	int fd;		       /* the AF_PACKET socket */
+	int kick_pending;      /* frames marked that the kernel has not taken yet */
+	struct pp_pkt_rx rx;   /* the RX ring's slots */
+	struct pp_pkt_tx tx;   /* the TX ring's slots */
+	uint8_t *map;	       /* both rings, RX first */
+	size_t map_len;	       /* bytes mapped */
+	uint64_t kdrops;       /* frames the kernel dropped (ring full), so far */
+	uint64_t kicks_failed; /* sendto() calls that failed (retried later) */
 	char iface[IF_NAMESIZE];
 	struct pp_port_info info; /* filled at open */
 };
