@@ -43,6 +43,8 @@ struct pp_event {
 	pp_ctx *ctx;
 	uint64_t wakeups; /* for the log at the end */
 	uint64_t passes;  /* passes that did work */
+	uint64_t cpu_ns;  /* the thread's CPU time, at its end */
+	uint64_t start;	  /* when it started (pp_now_ns) */
 };
 
 static void sleep_ns(uint64_t ns)
@@ -115,6 +117,9 @@ static void *event_main(void *arg)
 		woken = ppoll(&p, 1, &t, NULL) > 0;
 		ev->wakeups += (uint64_t)woken;
 	}
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		ev->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	return NULL;
 }
 
@@ -134,6 +139,7 @@ int pp_event_start(pp_ctx *ctx)
 		return -ENOMEM;
 	ev->fd = fd;
 	ev->ctx = ctx;
+	ev->start = pp_now_ns();
 	ctx->locking = 1;
 	ctx->event = ev;
 	int rc = pthread_create(&ev->thread, NULL, event_main, ev);
@@ -162,8 +168,12 @@ void pp_event_stop(pp_ctx *ctx)
 		return;
 	atomic_store(&ev->stop, 1);
 	pthread_join(ev->thread, NULL);
-	pp_info("progress=event: %llu wakeups by frames, %llu passes with work",
-		(unsigned long long)ev->wakeups, (unsigned long long)ev->passes);
+	double life = (double)(pp_now_ns() - ev->start);
+	pp_info("progress=event: %llu wakeups by frames, %llu passes with work, thread CPU "
+		"%.1f ms in %.1f s (%.2f %% of a core)",
+		(unsigned long long)ev->wakeups, (unsigned long long)ev->passes,
+		(double)ev->cpu_ns / 1e6, life / 1e9,
+		life > 0 ? 100.0 * (double)ev->cpu_ns / life : 0.0);
 	free(ev);
 	ctx->event = NULL;
 	ctx->locking = ctx->handlers != NULL;
