@@ -77,12 +77,16 @@ static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len, fi_
 	return rc;
 }
 
-/* The engine's source rank for a receive from src, or -1 (bad address). */
+#define NO_SOURCE (-2) /* not PP_PROTO_ANY (-1) */
+
+/* The engine's source rank for a receive from src: PP_PROTO_ANY, a rank, or
+ * NO_SOURCE for an address not in the AV. */
 static int recv_source(const struct pp_fi_ep *ep, fi_addr_t src)
 {
 	if (src == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV))
 		return PP_PROTO_ANY;
-	return pp_fi_av_rank(ep->av, src);
+	int rank = pp_fi_av_rank(ep->av, src);
+	return rank < 0 ? NO_SOURCE : rank;
 }
 
 static ssize_t recv_common(struct pp_fi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
@@ -103,7 +107,7 @@ static ssize_t recv_common(struct pp_fi_ep *ep, void *buf, size_t len, fi_addr_t
 	struct pp_fi_op *op = NULL;
 	if (!ep->rt) {
 		rc = -FI_EOPBADSTATE;
-	} else if (rank == -1) {
+	} else if (rank == NO_SOURCE) {
 		rc = -FI_EINVAL;
 	} else if (!(op = pp_fi_op_get(ep))) {
 		rc = -FI_EAGAIN;
@@ -169,7 +173,7 @@ static ssize_t peek(struct pp_fi_ep *ep, const struct fi_msg_tagged *msg, uint64
 {
 	uint64_t tag = msg->tag & ep->tag_mask, ignore = msg->ignore & ep->tag_mask;
 	int rank = recv_source(ep, msg->addr);
-	if (rank == -1)
+	if (rank == NO_SOURCE)
 		return -FI_EINVAL;
 	if (!ep->rx_cq)
 		return -FI_ENOCQ;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pp_log.h"
+#include "sim/pp_sim.h"
 
 /* Sends done and nothing unacknowledged for this long: what is still owed
  * (a delayed ack) has gone out too. */
@@ -47,6 +48,29 @@ static char *config_string(const struct pp_embed_conf *c)
 	return s;
 }
 
+/* dev=sim:NAME/I: the in-memory link of this process's driver, which an
+ * embedding library's own tests cannot reach (the provider is a module with a
+ * driver of its own): made here when missing, lossless, with size ports. It
+ * lives as long as the process. */
+static void sim_link(const char *cfg)
+{
+	struct pp_config c;
+	if (pp_config_load(&c, cfg) || strncmp(c.dev, "sim:", 4) || c.size < 1 || c.size > 255)
+		return;
+	char name[64];
+	const char *slash = strrchr(c.dev + 4, '/');
+	size_t n = slash ? (size_t)(slash - (c.dev + 4)) : 0;
+	if (!n || n >= sizeof(name))
+		return;
+	memcpy(name, c.dev + 4, n);
+	name[n] = '\0';
+	struct pp_sim_link *l;
+	struct pp_sim_conf sc = {.seed = 1};
+	int rc = pp_sim_link_create(&l, name, (unsigned)c.size, &sc);
+	if (rc && rc != -EEXIST)
+		pp_warn("embed: in-memory link %s: %d", name, rc);
+}
+
 int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 {
 	if (!out || !c || !c->cpl)
@@ -57,6 +81,7 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 	if (!m || !cfg)
 		goto fail;
 	m->conf = *c;
+	sim_link(cfg);
 	/* One rank more than the job: the twin's, for sends to ourselves. */
 	rc = pp_ctx_open(&m->ctx, cfg, 1);
 	if (rc)
