@@ -3,8 +3,11 @@
  * Address vectors. A name (fi_pp.h) carries what a peer needs to reach a
  * rank: MAC, rank, job size, incarnation, job key. Inserting one makes the
  * rank a peer of every endpoint bound to the AV. fi_addr_t values are
- * insertion indices for FI_AV_TABLE and FI_AV_MAP alike (a map may hand out
- * any value); the rank table maps sources back.
+ * insertion indices for FI_AV_TABLE, and those plus one for FI_AV_MAP (a map
+ * may hand out any value): so 0 is no map address, which tagged.c takes as
+ * any source (Open MPI 4.1's mtl ofi posts its MPI_Ssend acknowledgement
+ * receive from fi_addr_t 0 when it carries the source rank in the tag). The
+ * rank table maps sources back.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +52,23 @@ int pp_fi_name_decode(const uint8_t *in, struct pp_embed_addr *a)
 	return a->rank < a->size ? 0 : -FI_EINVAL;
 }
 
+/* fi_addr_t <-> index of ent. */
+static fi_addr_t to_addr(const struct pp_fi_av *av, size_t i)
+{
+	return av->type == FI_AV_MAP ? (fi_addr_t)i + 1 : (fi_addr_t)i;
+}
+
+static size_t to_index(const struct pp_fi_av *av, fi_addr_t a)
+{
+	return av->type == FI_AV_MAP ? (size_t)(a - 1) : (size_t)a; /* map's 0: SIZE_MAX */
+}
+
 int pp_fi_av_rank(const struct pp_fi_av *av, fi_addr_t addr)
 {
-	if (!av || addr >= av->n || !av->ent[addr].valid)
+	size_t i = av ? to_index(av, addr) : SIZE_MAX;
+	if (!av || i >= av->n || !av->ent[i].valid)
 		return -1;
-	return (int)av->ent[addr].a.rank;
+	return (int)av->ent[i].a.rank;
 }
 
 fi_addr_t pp_fi_av_addr(const struct pp_fi_av *av, int rank)
@@ -115,9 +130,10 @@ static int64_t insert_one(struct pp_fi_av *av, const uint8_t *name)
 	for (int i = 0; i < PP_FI_BINDS; i++)
 		if (av->eps[i] && (rc = pp_fi_ep_peer(av->eps[i], &a)))
 			return rc;
-	fi_addr_t fa = av->n++;
-	av->ent[fa].a = a;
-	av->ent[fa].valid = 1;
+	size_t i = av->n++;
+	av->ent[i].a = a;
+	av->ent[i].valid = 1;
+	fi_addr_t fa = to_addr(av, i);
 	if (av->by_rank[a.rank] == FI_ADDR_NOTAVAIL)
 		av->by_rank[a.rank] = fa;
 	return (int64_t)fa;
@@ -181,19 +197,20 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
 	(void)flags;
 	int rc = 0;
 	pp_fi_lock(av->dom);
-	for (size_t i = 0; i < count; i++) {
-		fi_addr_t fa = fi_addr[i];
-		if (fa >= av->n || !av->ent[fa].valid) {
+	for (size_t k = 0; k < count; k++) {
+		fi_addr_t fa = fi_addr[k];
+		size_t i = to_index(av, fa);
+		if (i >= av->n || !av->ent[i].valid) {
 			rc = -FI_EINVAL;
 			continue;
 		}
-		av->ent[fa].valid = 0;
-		uint32_t r = av->ent[fa].a.rank;
+		av->ent[i].valid = 0;
+		uint32_t r = av->ent[i].a.rank;
 		if (av->by_rank[r] == fa) {
 			av->by_rank[r] = FI_ADDR_NOTAVAIL;
-			for (fi_addr_t j = 0; j < av->n; j++)
+			for (size_t j = 0; j < av->n; j++)
 				if (av->ent[j].valid && av->ent[j].a.rank == r) {
-					av->by_rank[r] = j;
+					av->by_rank[r] = to_addr(av, j);
 					break;
 				}
 		}
@@ -207,11 +224,12 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *
 	struct pp_fi_av *av = (struct pp_fi_av *)fav;
 	int rc = 0;
 	pp_fi_lock(av->dom);
-	if (fi_addr >= av->n || !av->ent[fi_addr].valid) {
+	size_t i = to_index(av, fi_addr);
+	if (i >= av->n || !av->ent[i].valid) {
 		rc = -FI_EINVAL;
 	} else {
 		uint8_t name[FI_PP_NAME_LEN];
-		pp_fi_name_encode(name, &av->ent[fi_addr].a);
+		pp_fi_name_encode(name, &av->ent[i].a);
 		memcpy(addr, name, *addrlen < sizeof(name) ? *addrlen : sizeof(name));
 		*addrlen = sizeof(name);
 	}

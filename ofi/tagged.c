@@ -85,6 +85,10 @@ static int recv_source(const struct pp_fi_ep *ep, fi_addr_t src)
 {
 	if (src == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV))
 		return PP_PROTO_ANY;
+	/* No map address is 0 (av.c): Open MPI's acknowledgement of MPI_Ssend
+	 * names the sender in the tag and passes 0 here. */
+	if (src == 0 && ep->av && ep->av->type == FI_AV_MAP)
+		return PP_PROTO_ANY;
 	int rank = pp_fi_av_rank(ep->av, src);
 	return rank < 0 ? NO_SOURCE : rank;
 }

@@ -375,6 +375,17 @@ static void test_tagged_masks(void)
 	CU_ASSERT_EQUAL(v2, 333);
 	for (int i = 0; i < 3; i++) /* the three send completions */
 		CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);
+	/* Map addresses are never 0, and a receive from 0 there is from any
+	 * source (Open MPI's MPI_Ssend acknowledgement). */
+	CU_ASSERT_NOT_EQUAL(a.addr[0], 0);
+	CU_ASSERT_NOT_EQUAL(a.addr[1], 0);
+	CU_ASSERT_EQUAL(b.addr[0], 0); /* a table's first */
+	CU_ASSERT_EQUAL(fi_trecv(a.ep, &v1, 4, NULL, 0, 0x99, 0, &c1), 0);
+	CU_ASSERT_EQUAL(fi_tsend(b.ep, &w1, 4, NULL, b.addr[0], 0x99, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&a, &b, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &c1);
+	CU_ASSERT_EQUAL(v1, 111);
+	CU_ASSERT_EQUAL(wait_one(&b, &a, &e, NULL), 1);
 	free(out);
 	free(in);
 	close_side(&b);
