@@ -11,7 +11,9 @@ host=$1; shift
 for entry in ${PP_BENCH_HOSTS:-}; do
   IFS='=' read -r ip ns cpu <<<"$entry"
   if [ "$ip" = "$host" ]; then
-    exec ip netns exec "$ns" taskset -c "$cpu" /bin/sh -c "$*"
+    # Not passed on: librt-pp in the ranks (the libfabric provider) takes
+    # every PP_<KEY> variable as a setting and refuses unknown ones.
+    exec env -u PP_BENCH_HOSTS ip netns exec "$ns" taskset -c "$cpu" /bin/sh -c "$*"
   fi
 done
 echo "netns_agent.sh: host '$host' is not in PP_BENCH_HOSTS ('${PP_BENCH_HOSTS:-}')" >&2
