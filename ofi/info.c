@@ -102,8 +102,14 @@ static int check_hints(const struct fi_info *h)
 		       (unsigned long long)(h->caps & ~PP_FI_CAPS));
 	if (h->addr_format != FI_FORMAT_UNSPEC)
 		NODATA("address format %u not offered (ours is opaque, fi_pp.h)\n", h->addr_format);
-	if (h->src_addr || h->dest_addr || h->handle)
-		NODATA("no source or destination address resolution\n");
+	if (h->src_addr || h->handle)
+		NODATA("no source address to choose, no connection handle\n");
+	/* A peer's name as fi_getname gave it: fi_pingpong's client asks with
+	 * the server's. */
+	struct pp_embed_addr a;
+	if (h->dest_addr &&
+	    (h->dest_addrlen != FI_PP_NAME_LEN || pp_fi_name_decode(h->dest_addr, &a)))
+		NODATA("destination address is not a pp name (fi_pp.h)\n");
 	if (h->ep_attr) {
 		const struct fi_ep_attr *e = h->ep_attr;
 		if (e->type != FI_EP_UNSPEC && e->type != FI_EP_RDM)
@@ -182,7 +188,11 @@ static struct fi_info *make_info(const struct fi_info *h)
 	d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
 
 	fi->fabric_attr->name = strdup(PP_FI_NAME); /* prov_name: the core sets it */
-	if (!d->name || !fi->fabric_attr->name) {
+	if (h && h->dest_addr && (fi->dest_addr = malloc(FI_PP_NAME_LEN))) {
+		memcpy(fi->dest_addr, h->dest_addr, FI_PP_NAME_LEN);
+		fi->dest_addrlen = FI_PP_NAME_LEN;
+	}
+	if (!d->name || !fi->fabric_attr->name || (h && h->dest_addr && !fi->dest_addr)) {
 		fi_freeinfo(fi);
 		return NULL;
 	}

@@ -266,12 +266,55 @@ static void test_getinfo(void)
 	fi_freeinfo(h);
 }
 
+/* ---- the event queue ---- */
+
+/* Opened by applications whatever their endpoint type (fi_pingpong); it
+ * never holds an event. */
+static void test_eq(void)
+{
+	struct fi_info *h = ompi_hints(), *info = NULL;
+	CU_ASSERT_EQUAL_FATAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	struct fid_fabric *fabric = NULL;
+	struct fid_eq *eq = NULL;
+	CU_ASSERT_EQUAL_FATAL(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
+	CU_ASSERT_EQUAL_FATAL(fi_eq_open(fabric, &attr, &eq, &attr), 0);
+	CU_ASSERT_PTR_EQUAL(eq->fid.context, &attr);
+	uint32_t ev;
+	char buf[64];
+	struct fi_eq_err_entry err;
+	CU_ASSERT_EQUAL(fi_eq_read(eq, &ev, buf, sizeof(buf), 0), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_eq_readerr(eq, &err, 0), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, buf, sizeof(buf), 1, 0), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, buf, sizeof(buf), -1, 0), -FI_EINVAL); /* forever */
+	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, buf, sizeof(buf), 0), -FI_ENOSYS);
+	CU_ASSERT_EQUAL(fi_close(&eq->fid), 0);
+	struct fi_eq_attr wr = {.flags = FI_WRITE}; /* user events: not kept */
+	CU_ASSERT_EQUAL(fi_eq_open(fabric, &wr, &eq, NULL), -FI_EINVAL);
+	CU_ASSERT_EQUAL(fi_close(&fabric->fid), 0);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
 /* ---- addresses ---- */
 
 static void test_av(void)
 {
 	struct side a, b;
 	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	/* A peer's name as a hint's destination is taken, and given back. */
+	struct fi_info *h = ompi_hints(), *info = NULL;
+	h->dest_addr = malloc(FI_PP_NAME_LEN);
+	memcpy(h->dest_addr, b.name, FI_PP_NAME_LEN);
+	h->dest_addrlen = FI_PP_NAME_LEN;
+	CU_ASSERT_EQUAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	CU_ASSERT(info && info->dest_addrlen == FI_PP_NAME_LEN &&
+		  !memcmp(info->dest_addr, b.name, FI_PP_NAME_LEN));
+	fi_freeinfo(info);
+	h->dest_addrlen = FI_PP_NAME_LEN - 1; /* not a name */
+	info = NULL;
+	CU_ASSERT_EQUAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), -FI_ENODATA);
+	fi_freeinfo(h);
 	/* Map and table alike: the names inserted come back. */
 	for (int i = 0; i < 2; i++) {
 		struct side *s = i ? &b : &a;
@@ -658,6 +701,7 @@ static void test_threads(void)
 
 static CU_TestInfo tests[] = {
     {"fi_getinfo: Open MPI's hints, refusals", test_getinfo},
+    {"an event queue that stays empty", test_eq},
     {"addresses: insert, lookup, straddr, refusals", test_av},
     {"tagged: sizes, inject, ignore masks, order", test_tagged_masks},
     {"truncation: FI_ETRUNC with olen", test_truncation},
