@@ -223,8 +223,10 @@ int main(int argc, char **argv)
 	collectives();
 	int all = 0;
 	MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-	if (rank == 0)
-		printf("mpi_check: %d checks on rank 0, %d failed on all ranks\n", checks, all);
+	if (rank == 0 && !all)
+		printf("mpi_check: %d checks passed\n", checks);
+	else if (rank == 0)
+		printf("mpi_check: %d checks failed on all ranks; rank 0 made %d\n", all, checks);
 	MPI_Finalize();
 	return all ? 1 : 0;
 }
