@@ -6,9 +6,9 @@
  * offer each other; ofi/README.md says what is supported and why.
  *
  * Files: prov.c (the entry point and logging), info.c (fi_getinfo),
- * fabric.c (fabric and domain), av.c (addresses), cq.c (completion queues),
- * ep.c (endpoints, names, completions of the engine), tagged.c (the data
- * path: sends, receives, probe and claim).
+ * fabric.c (fabric, domain, event queue), av.c (addresses), cq.c
+ * (completion queues), ep.c (endpoints, names, completions of the engine),
+ * tagged.c (the data path: sends, receives, probe and claim).
  */
 #ifndef PP_FI_H
 #define PP_FI_H
