@@ -6,8 +6,10 @@
  */
 #include "pp_fi.h"
 
+/* At fi_fini, before the library is unloaded. */
 static void pp_fi_cleanup(void)
 {
+	pp_embed_cleanup();
 }
 
 struct fi_provider pp_fi_prov = {

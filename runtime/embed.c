@@ -4,6 +4,7 @@
 #include "embed.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,20 @@ static char *config_string(const struct pp_embed_conf *c)
 	return s;
 }
 
+/* The in-memory links sim_link made, and the contexts open: the links are
+ * freed by pp_embed_cleanup once no context is open. */
+struct made_link {
+	struct made_link *next;
+	struct pp_sim_link *link;
+};
+static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct made_link *made_links;
+static unsigned open_ctxs;
+
 /* dev=sim:NAME/I: the in-memory link of this process's driver, which an
  * embedding library's own tests cannot reach (the provider is a module with a
  * driver of its own): made here when missing, lossless, with size ports. It
- * lives as long as the process. */
+ * lives until pp_embed_cleanup. */
 static void sim_link(const char *cfg)
 {
 	struct pp_config c;
@@ -64,11 +75,34 @@ static void sim_link(const char *cfg)
 		return;
 	memcpy(name, c.dev + 4, n);
 	name[n] = '\0';
-	struct pp_sim_link *l;
+	struct made_link *m = malloc(sizeof(*m));
+	if (!m)
+		return; /* the port's open fails and says so */
 	struct pp_sim_conf sc = {.seed = 1};
-	int rc = pp_sim_link_create(&l, name, (unsigned)c.size, &sc);
+	pthread_mutex_lock(&made_lock);
+	int rc = pp_sim_link_create(&m->link, name, (unsigned)c.size, &sc);
+	if (rc == 0) {
+		m->next = made_links;
+		made_links = m;
+	}
+	pthread_mutex_unlock(&made_lock);
+	if (rc)
+		free(m);
 	if (rc && rc != -EEXIST)
 		pp_warn("embed: in-memory link %s: %d", name, rc);
+}
+
+void pp_embed_cleanup(void)
+{
+	pthread_mutex_lock(&made_lock);
+	if (open_ctxs == 0) /* else their ports are still on the links */
+		while (made_links) {
+			struct made_link *m = made_links;
+			made_links = m->next;
+			pp_sim_link_destroy(m->link);
+			free(m);
+		}
+	pthread_mutex_unlock(&made_lock);
 }
 
 int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
@@ -104,6 +138,9 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 		goto fail;
 	}
 	free(cfg);
+	pthread_mutex_lock(&made_lock);
+	open_ctxs++;
+	pthread_mutex_unlock(&made_lock);
 	*out = m;
 	return 0;
 fail:
@@ -151,6 +188,9 @@ void pp_embed_close(struct pp_embed *m)
 	pp_embed_self_close(m);
 	pp_ctx_free(ctx);
 	free(m);
+	pthread_mutex_lock(&made_lock);
+	open_ctxs--;
+	pthread_mutex_unlock(&made_lock);
 }
 
 void pp_embed_addr(const struct pp_embed *m, struct pp_embed_addr *a)

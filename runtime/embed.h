@@ -77,6 +77,11 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c);
  * then free everything. Posted receives are dropped without completion. */
 void pp_embed_close(struct pp_embed *m);
 
+/* Free what embedding keeps for the process (the in-memory links made for
+ * dev=sim:) once no context is open; the provider's cleanup, before
+ * libfabric unloads it. */
+void pp_embed_cleanup(void);
+
 /* This rank's address. */
 void pp_embed_addr(const struct pp_embed *m, struct pp_embed_addr *a);
 
