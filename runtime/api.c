@@ -79,7 +79,7 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 
 /* The engine goes first: its hooks take back what the intranode link and the
  * port hold of its receives. */
-static void ctx_free(pp_ctx *ctx)
+void pp_ctx_free(pp_ctx *ctx)
 {
 	pp_handlers_stop(ctx);
 	pp_proto_destroy(ctx->eng);
@@ -98,10 +98,10 @@ static void ctx_free(pp_ctx *ctx)
 	free(ctx);
 }
 
-PP_API int pp_init(pp_ctx **out, const char *config)
+/* pp_init's first half, which the embedded context (embed.c) shares:
+ * configuration, incarnation, requests, predictor, port and engine. */
+int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks)
 {
-	if (!out)
-		return -EINVAL;
 	pp_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
@@ -146,21 +146,33 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 
 	struct pp_proto_conf pc;
 	proto_conf(ctx, &pc);
+	pc.nranks += extra_ranks;
 	if ((rc = pp_proto_create(&ctx->eng, &pc))) {
 		pp_err("pp_init: protocol engine: %s", pp_strerror(rc));
 		goto fail;
 	}
-	if ((rc = pp_membership_join(ctx)))
-		goto fail;
-	if ((rc = pp_shm_link_init(ctx)))
-		goto fail;
-	if ((rc = pp_handlers_start(ctx)))
-		goto fail;
 	*out = ctx;
 	return 0;
 fail:
-	ctx_free(ctx);
+	pp_ctx_free(ctx);
 	return rc;
+}
+
+PP_API int pp_init(pp_ctx **out, const char *config)
+{
+	if (!out)
+		return -EINVAL;
+	pp_ctx *ctx;
+	int rc = pp_ctx_open(&ctx, config, 0);
+	if (rc)
+		return rc;
+	if ((rc = pp_membership_join(ctx)) || (rc = pp_shm_link_init(ctx)) ||
+	    (rc = pp_handlers_start(ctx))) {
+		pp_ctx_free(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return 0;
 }
 
 /* PP_LOG=info: one line of counters per rank at the end, for tuning. */
@@ -207,7 +219,7 @@ PP_API int pp_finalize(pp_ctx *ctx)
 		rc = pp_membership_leave(ctx, deadline);
 	log_stats(ctx);
 	pp_rt_stats_print(ctx);
-	ctx_free(ctx);
+	pp_ctx_free(ctx);
 	return rc;
 }
 

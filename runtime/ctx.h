@@ -169,6 +169,11 @@ struct pp_ctx {
 	unsigned clock_skip;	 /* idle passes left that reuse it */
 	unsigned expiry_skip;	 /* passes since the timers were last looked at */
 	int in_pass;		 /* a progress pass is running (it must not nest) */
+
+	/* An embedding library (embed.c) takes the engine's completions
+	 * itself: its cookies are its own, not requests. NULL: requests. */
+	void (*cpl_fn)(void *arg, const struct pp_proto_cpl *c);
+	void *cpl_arg;
 };
 
 /* Take and release the engine. Only pull handlers and the event thread make
@@ -185,6 +190,13 @@ static inline void pp_ctx_leave(pp_ctx *ctx)
 	if (ctx->locking)
 		atomic_flag_clear_explicit(&ctx->lock, memory_order_release);
 }
+
+/* pp_init's first half, without discovery, the intranode link or pull
+ * handlers: the configuration (as pp_init's string), the port, and an engine
+ * of size + extra_ranks ranks with no peer yet. free undoes it, and anything
+ * pp_init added. Errors: those of pp_init. */
+int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks);
+void pp_ctx_free(pp_ctx *ctx);
 
 /* Monotonic time in ns (vDSO, no syscall). */
 uint64_t pp_now_ns(void);

@@ -146,6 +146,11 @@ static unsigned completions(pp_ctx *ctx)
 	struct pp_proto_cpl c;
 	unsigned n = 0;
 	while (pp_proto_poll(ctx->eng, &c)) {
+		if (ctx->cpl_fn) { /* an embedding library's own cookie */
+			ctx->cpl_fn(ctx->cpl_arg, &c);
+			n++;
+			continue;
+		}
 		struct pp_req *r = (struct pp_req *)(uintptr_t)c.cookie;
 		r->st.source = c.source;
 		r->st.tag = (int)c.tag; /* pp.h's tags are ints, sign-extended */

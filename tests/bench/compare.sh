@@ -8,8 +8,11 @@
 #   Open MPI      tests/bench/mpi_pingpong.c, ob1 over the TCP BTL only (btl
 #                 tcp,self): the same two tests at the same sizes, with
 #                 pp_pingpong's size lists and statistics compiled in
-#   pp_probe      --blast: MTU-sized frames from ppn0 to ppn1 over DPDK
-#                 af_packet as fast as the port takes them: the path's ceiling
+#   Open MPI      the same mpi_pingpong over librt-pp: pml cm, mtl ofi, the
+#   over pp       libfabric provider pp of the build (ofi/libpp-fi.so; left
+#                 out when not built), push-pull over the same port kind
+#   pp_probe      --blast: MTU-sized frames from ppn0 to ppn1 over that port
+#                 kind as fast as the port takes them: the path's ceiling
 #   sockperf      UDP ping-pong, blocking, and busy-polling (--nonblocked --lls)
 #   sockperf      TCP ping-pong, blocking (latency only)
 #   iperf3        TCP bandwidth (one stream)
@@ -94,7 +97,7 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare.sh
 pp_nodes=2
 dev_kind=af_packet
-steps=9 # the calls of step below
+steps=10 # the calls of step below
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
 size_spec=$default_sizes
@@ -141,6 +144,8 @@ done
 for p in apps/pprun apps/pp_pingpong apps/pp_probe; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
+ompi_pp=() # Open MPI over librt-pp, when the provider is built
+[ ! -f "$build/ofi/libpp-fi.so" ] || ompi_pp=(ompi-pp)
 
 bench_start pp-bench
 # Start a server in a namespace on a core; its pid (exec'd through) is kept.
@@ -210,22 +215,36 @@ step "pp_pingpong window (W=$window), every size, 3 modes"
 pp_job pp-win "$tmp/pp-win.csv" 300 --test window --window "$window" "${same[@]}" &&
   pp_rows "$tmp/pp-win.csv"
 
-# --- Open MPI over TCP --------------------------------------------------------
+# --- Open MPI: over TCP, and over librt-pp ------------------------------------
 # mpirun runs in ppn0; the rank on 10.77.0.2 is started through netns_agent.sh
-# (as plm_rsh_agent) in ppn1; both ranks and the daemons talk over pp0 only.
-step "Open MPI TCP: latency and window (W=$window), every size"
-if limit=$(budget 300); then
-  if PP_BENCH_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+# (as plm_rsh_agent) in ppn1; the daemons talk over pp0 only.
+mpi_job() { # NAME SYSTEM MPIRUN-ARGS...: mpi_pingpong's rows into SYSTEM
+  local name=$1 sys=$2 limit
+  shift 2
+  limit=$(budget 300) || return 1
+  if NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     run timeout -k 5 "$limit" ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
-    --mca plm_rsh_agent "$here/netns_agent.sh" --mca pml ob1 --mca btl tcp,self \
-    --mca btl_tcp_if_include pp0 --mca oob_tcp_if_include pp0 \
+    --mca plm_rsh_agent "$here/netns_agent.sh" --mca oob_tcp_if_include pp0 "$@" \
     "$tmp/mpi_pingpong" --test latency,window --window "$window" "${same[@]}" --iters "$iters" \
-    >"$tmp/mpi.log" 2>&1; then
-    mpi_rows "$tmp/mpi.log" mpi
+    >"$tmp/$name.log" 2>&1; then
+    mpi_rows "$tmp/$name.log" "$sys"
   else
-    log "mpirun failed:"
-    tail -20 "$tmp/mpi.log" >&2
+    log "mpirun ($name) failed:"
+    tail -20 "$tmp/$name.log" >&2
   fi
+}
+step "Open MPI TCP: latency and window (W=$window), every size"
+mpi_job mpi mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include pp0
+# Over librt-pp: the provider takes the port from PP_DEV (the kind of
+# --dev-kind, as pp_probe's below), its rank and job from mpirun's environment.
+dev=--vdev=net_af_packet0,iface=pp0
+[ "$dev_kind" = af_packet ] || dev=packet:pp0
+step "Open MPI over librt-pp (mtl ofi, provider pp): latency and window, every size"
+if [ ${#ompi_pp[@]} -gt 0 ]; then
+  mpi_job ompi-pp ompi-pp --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
+    -x FI_PROVIDER_PATH="$build/ofi" -x PP_DEV="$dev"
+else
+  log "$build/ofi/libpp-fi.so not built (meson -Dofi=enabled): Open MPI over pp left out"
 fi
 sort_sizes
 
@@ -233,8 +252,6 @@ sort_sizes
 # ppn0 sends (as rank 0 does in the window test), ppn1 counts.
 step "pp_probe --blast, MTU-sized frames, ppn0 -> ppn1, ${secs} s"
 declare -A lim
-dev=--vdev=net_af_packet0,iface=pp0
-[ "$dev_kind" = af_packet ] || dev=packet:pp0
 if limit=$(budget $((secs + 40))); then
   server ppn1 1 "$tmp/blast-listen.log" timeout -k 2 "$limit" "$build/apps/pp_probe" --dev "$dev" \
     --listen --blast --wait-ms 30000
@@ -294,14 +311,15 @@ stop_last_server
 step_clear
 csv_header
 echo "# librt-pp vs. Open MPI 4.1 (ob1, TCP BTL) over the same veth (ppn0/pp0 <-> ppn1/pp0 over ppbr0, MTU $mtu)"
+[ ${#ompi_pp[@]} -eq 0 ] || echo "# ompi-pp: Open MPI 4.1 over librt-pp (pml cm, mtl ofi, provider pp; push-pull over $dev_kind)"
 echo "# $iters iterations per point (fewer above --max-bytes $max_bytes, at least 10); mean of the middle 80 %"
 echo
 echo "# one-way latency, us; r:MODE = Open MPI / librt-pp (> 1: librt-pp faster)"
-size_table lat "" mpi OMPI-TCP "${modes[@]}"
+size_table lat "" mpi OMPI-TCP "${modes[@]}" "${ompi_pp[@]}"
 echo
 echo "# windowed bandwidth, MB/s (W=$window in flight, receives posted first); r:MODE = librt-pp / Open MPI (> 1: librt-pp faster)"
-size_table bw "" mpi OMPI-TCP "${modes[@]}"
-size_csv "" "${modes[@]}" mpi
+size_table bw "" mpi OMPI-TCP "${modes[@]}" "${ompi_pp[@]}"
+size_csv "" "${modes[@]}" mpi "${ompi_pp[@]}"
 
 echo
 echo "# the path's ceiling: pp_probe --blast, $(val "${lim[frame]:-}")-byte frames ppn0 -> ppn1 for ${secs} s over $dev_kind"
@@ -315,11 +333,11 @@ emit_csv limit probe "" tx_frames_per_s "${lim[frame]:-}" "$(val "${lim[tx_fps]:
 echo "# windowed bandwidth as a share of the ceiling (of raw MTU-sized frames: Open MPI's kernel TCP"
 echo "# moves segments larger than the MTU over veth, TSO/GSO, and may pass it)"
 printf "%-8s" size
-for x in "${modes[@]}" OMPI-TCP; do printf " %10s" "$x"; done
+for x in "${modes[@]}" OMPI-TCP "${ompi_pp[@]}"; do printf " %10s" "$x"; done
 echo
 for s in 1048576 4194304; do
   printf "%-8s" "$(hsize "$s")"
-  for x in "${modes[@]}" mpi; do
+  for x in "${modes[@]}" mpi "${ompi_pp[@]}"; do
     r=$(ratio "${B[$x $s]:-}" "${lim[payload_MBps]:-}")
     printf " %10s" "$r"
     emit_csv share "$x" probe bw "$s" "$r"
@@ -334,18 +352,18 @@ for s in "${sizes[@]}"; do
   [ "$s" != 8 ] || ls=8
   [ "$s" != 1048576 ] || bs=1048576
 done
-for m in "${modes[@]}" mpi; do
+for m in "${modes[@]}" mpi "${ompi_pp[@]}"; do
   lat[$m]=${L[$m $ls]:-}
   bw[$m]=${B[$m $bs]:-}
 done
-rows=(push-pull push-all push-zero mpi udp udp-busy tcp iperf)
+rows=(push-pull push-all push-zero mpi "${ompi_pp[@]}" udp udp-busy tcp iperf)
 declare -A label=(
   [push-pull]="librt-pp push-pull" [push-all]="librt-pp push-all" [push-zero]="librt-pp push-zero"
-  [mpi]="Open MPI 4.1 TCP BTL" [udp]="sockperf UDP blocking (14 B)"
+  [mpi]="Open MPI 4.1 TCP BTL" [ompi-pp]="Open MPI 4.1 over librt-pp" [udp]="sockperf UDP blocking (14 B)"
   [udp-busy]="sockperf UDP busy-poll (14 B)" [tcp]="sockperf TCP blocking (14 B)"
   [iperf]="iperf3 TCP (1 stream)"
 )
-declare -A short=([mpi]="OMPI-TCP" [udp]="UDP-blk" [udp-busy]="UDP-busy" [tcp]="TCP-blk" [iperf]="iperf3")
+declare -A short=([mpi]="OMPI-TCP" [ompi-pp]="OMPI-pp" [udp]="UDP-blk" [udp-busy]="UDP-busy" [tcp]="TCP-blk" [iperf]="iperf3")
 declare -A lsize=([udp]=14 [udp-busy]=14 [tcp]=14)
 
 echo
@@ -376,8 +394,8 @@ ratios() { # TITLE METRIC BASELINES...
     echo
   done
 }
-ratios "latency ratio = baseline / librt-pp (> 1: librt-pp faster)" lat mpi udp udp-busy tcp
-ratios "bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster)" bw mpi iperf
+ratios "latency ratio = baseline / librt-pp (> 1: librt-pp faster)" lat mpi "${ompi_pp[@]}" udp udp-busy tcp
+ratios "bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster)" bw mpi "${ompi_pp[@]}" iperf
 
 # --- intranode: tests/bench/compare_shm.sh ------------------------------------
 missing=0
@@ -395,7 +413,7 @@ else
 fi
 
 # Every measurement must have produced its figure.
-size_complete "${modes[@]}" mpi || missing=1
+size_complete "${modes[@]}" mpi "${ompi_pp[@]}" || missing=1
 for k in udp udp-busy tcp; do [ -n "${lat[$k]:-}" ] || missing=1; done
 [ -n "${bw[iperf]:-}" ] || missing=1
 [ -n "${lim[payload_MBps]:-}" ] || missing=1

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fabric and domain objects: containers. A domain holds the lock of its
+ * objects when its threading level asks for one (anything but
+ * FI_THREAD_DOMAIN, where the application serialises calls itself). And an
+ * event queue with nothing to report.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pp_fi.h"
+
+/* ---- domain ---- */
+
+static int domain_close(struct fid *fid)
+{
+	struct pp_fi_domain *d = (struct pp_fi_domain *)fid;
+	if (d->refs)
+		return -FI_EBUSY;
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	return 0;
+}
+
+static struct fi_ops domain_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = domain_close,
+    .bind = pp_fi_no_bind,
+    .control = pp_fi_no_control,
+    .ops_open = pp_fi_no_ops_open,
+};
+
+static int no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
+			  void *context)
+{
+	(void)domain;
+	(void)info;
+	(void)sep;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int no_cntr(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+		   void *context)
+{
+	(void)domain;
+	(void)attr;
+	(void)cntr;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int no_poll(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **p)
+{
+	(void)domain;
+	(void)attr;
+	(void)p;
+	return -FI_ENOSYS;
+}
+
+static int no_stx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx,
+		  void *context)
+{
+	(void)domain;
+	(void)attr;
+	(void)stx;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int no_srx(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx,
+		  void *context)
+{
+	(void)domain;
+	(void)attr;
+	(void)rx;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+			   struct fi_atomic_attr *attr, uint64_t flags)
+{
+	(void)domain;
+	(void)datatype;
+	(void)op;
+	(void)attr;
+	(void)flags;
+	return -FI_ENOSYS;
+}
+
+static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+			       struct fi_collective_attr *attr, uint64_t flags)
+{
+	(void)domain;
+	(void)coll;
+	(void)attr;
+	(void)flags;
+	return -FI_ENOSYS;
+}
+
+static int endpoint2(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+		     uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EINVAL;
+	return pp_fi_ep_open(domain, info, ep, context);
+}
+
+static struct fi_ops_domain domain_ops = {
+    .size = sizeof(struct fi_ops_domain),
+    .av_open = pp_fi_av_open,
+    .cq_open = pp_fi_cq_open,
+    .endpoint = pp_fi_ep_open,
+    .scalable_ep = no_scalable_ep,
+    .cntr_open = no_cntr,
+    .poll_open = no_poll,
+    .stx_ctx = no_stx,
+    .srx_ctx = no_srx,
+    .query_atomic = no_query_atomic,
+    .query_collective = no_query_collective,
+    .endpoint2 = endpoint2,
+};
+
+/* mr_mode 0: nothing needs registering, and there is no RMA to register for. */
+static int no_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+		     uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+	(void)fid;
+	(void)buf;
+	(void)len;
+	(void)access;
+	(void)offset;
+	(void)requested_key;
+	(void)flags;
+	(void)mr;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int no_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+		      uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		      void *context)
+{
+	(void)fid;
+	(void)iov;
+	(void)count;
+	(void)access;
+	(void)offset;
+	(void)requested_key;
+	(void)flags;
+	(void)mr;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int no_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+			 struct fid_mr **mr)
+{
+	(void)fid;
+	(void)attr;
+	(void)flags;
+	(void)mr;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_mr mr_ops = {
+    .size = sizeof(struct fi_ops_mr),
+    .reg = no_mr_reg,
+    .regv = no_mr_regv,
+    .regattr = no_mr_regattr,
+};
+
+static int domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+		       void *context)
+{
+	if (!info || !info->domain_attr ||
+	    (info->domain_attr->name && strcmp(info->domain_attr->name, PP_FI_NAME)))
+		return -FI_EINVAL;
+	struct pp_fi_domain *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -FI_ENOMEM;
+	d->fid.fid.fclass = FI_CLASS_DOMAIN;
+	d->fid.fid.context = context;
+	d->fid.fid.ops = &domain_fi_ops;
+	d->fid.ops = &domain_ops;
+	d->fid.mr = &mr_ops;
+	d->fabric = (struct pp_fi_fabric *)fabric;
+	d->locking = info->domain_attr->threading != FI_THREAD_DOMAIN;
+	pthread_mutex_init(&d->lock, NULL);
+	*dom = &d->fid;
+	return 0;
+}
+
+static int domain2_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+			uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EINVAL;
+	return domain_open(fabric, info, dom, context);
+}
+
+/* ---- fabric ---- */
+
+static int fabric_close(struct fid *fid)
+{
+	free(fid);
+	return 0;
+}
+
+static struct fi_ops fabric_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fabric_close,
+    .bind = pp_fi_no_bind,
+    .control = pp_fi_no_control,
+    .ops_open = pp_fi_no_ops_open,
+};
+
+static int no_pep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+		  void *context)
+{
+	(void)fabric;
+	(void)info;
+	(void)pep;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+/* ---- event queue ----
+ * One that never holds an event: the provider has FI_EP_RDM only (no
+ * connection events) and completes AV inserts at once (no FI_AV_ASYNC events).
+ * It exists because applications open one anyway (fi_pingpong does for every
+ * endpoint type) and give up when they cannot. */
+
+static int eq_close(struct fid *fid)
+{
+	free(fid);
+	return 0;
+}
+
+static struct fi_ops eq_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = eq_close,
+    .bind = pp_fi_no_bind,
+    .control = pp_fi_no_control,
+    .ops_open = pp_fi_no_ops_open,
+};
+
+static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, uint64_t flags)
+{
+	(void)eq;
+	(void)event;
+	(void)buf;
+	(void)len;
+	(void)flags;
+	return -FI_EAGAIN;
+}
+
+static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+	(void)eq;
+	(void)buf;
+	(void)flags;
+	return -FI_EAGAIN;
+}
+
+static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len,
+			uint64_t flags)
+{
+	(void)eq;
+	(void)event;
+	(void)buf;
+	(void)len;
+	(void)flags;
+	return -FI_ENOSYS;
+}
+
+/* Nothing can arrive: a bounded wait is slept through, an unbounded one
+ * would never return and is refused. */
+static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
+			uint64_t flags)
+{
+	(void)eq;
+	(void)event;
+	(void)buf;
+	(void)len;
+	(void)flags;
+	if (timeout < 0)
+		return -FI_EINVAL;
+	struct timespec ts = {.tv_sec = timeout / 1000,
+			      .tv_nsec = (long)(timeout % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	return -FI_EAGAIN;
+}
+
+static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data, char *buf,
+			       size_t len)
+{
+	(void)eq;
+	(void)err_data;
+	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+	if (buf && len) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	return s;
+}
+
+static struct fi_ops_eq eq_ops = {
+    .size = sizeof(struct fi_ops_eq),
+    .read = eq_read,
+    .readerr = eq_readerr,
+    .write = eq_write,
+    .sread = eq_sread,
+    .strerror = eq_strerror,
+};
+
+static int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		   void *context)
+{
+	(void)fabric;
+	if (!attr || attr->wait_set || (attr->flags & FI_WRITE))
+		return -FI_EINVAL;
+	struct fid_eq *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -FI_ENOMEM;
+	q->fid.fclass = FI_CLASS_EQ;
+	q->fid.context = context;
+	q->fid.ops = &eq_fi_ops;
+	q->ops = &eq_ops;
+	*eq = q;
+	return 0;
+}
+
+static int no_wait(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **w)
+{
+	(void)fabric;
+	(void)attr;
+	(void)w;
+	return -FI_ENOSYS;
+}
+
+static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	(void)fabric;
+	(void)fids;
+	(void)count;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_fabric fabric_ops = {
+    .size = sizeof(struct fi_ops_fabric),
+    .domain = domain_open,
+    .passive_ep = no_pep,
+    .eq_open = eq_open,
+    .wait_open = no_wait,
+    .trywait = no_trywait,
+    .domain2 = domain2_open,
+};
+
+int pp_fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+	if (attr && attr->name && strcmp(attr->name, PP_FI_NAME))
+		return -FI_EINVAL;
+	struct pp_fi_fabric *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -FI_ENOMEM;
+	f->fid.fid.fclass = FI_CLASS_FABRIC;
+	f->fid.fid.context = context;
+	f->fid.fid.ops = &fabric_fi_ops;
+	f->fid.ops = &fabric_ops;
+	f->fid.api_version = attr ? attr->api_version : PP_FI_API_VER;
+	*fabric = &f->fid;
+	return 0;
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fi_getinfo: one fi_info, offered only where a port and a rank are
+ * configured (PP_DEV or PP_DAEMON; PP_RANK and PP_SIZE or a launcher's), so
+ * a machine with the library installed but no librt-pp port never has MPI
+ * picking it. Hints are minimums: what asks for more than an endpoint can
+ * do is refused with -FI_ENODATA, one FI_INFO line saying why, as
+ * libfabric's own providers do (prov/util/src/util_attr.c). One exception:
+ * remote CQ data. Open MPI's mtl ofi asks for 4 bytes and, given 0, falls
+ * back to carrying the source rank in the tag (its tag mode ofi_tag_1), so
+ * a hint's cq_data_size is answered with 0 rather than refused.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp_fi.h"
+
+#define NODATA(...)                                                                                \
+	do {                                                                                       \
+		PP_FI_INFO(FI_LOG_CORE, __VA_ARGS__);                                              \
+		return -FI_ENODATA;                                                                \
+	} while (0)
+
+#define PP_FI_ORDER    FI_ORDER_SAS /* matching follows each sender's order */
+#define PP_FI_OP_FLAGS (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE)
+#define PP_FI_BUFFERED (1u << 20) /* the pushed buffer */
+#define PP_FI_WIRE_VER 3	  /* docs/wire.md */
+
+static int configured(void)
+{
+	const char *dev = getenv("PP_DEV"), *daemon = getenv("PP_DAEMON");
+	if (!(dev && dev[0]) && !(daemon && daemon[0]))
+		NODATA("no librt-pp port: set PP_DEV (or PP_DAEMON)\n");
+	struct pp_launcher l;
+	pp_launcher_env(&l);
+	if (l.rank < 0 && !(getenv("PP_RANK") && getenv("PP_SIZE")))
+		NODATA("no rank: run under a launcher (mpirun, srun, mpiexec) or set PP_RANK and "
+		       "PP_SIZE\n");
+	return 0;
+}
+
+static int check_tx(const struct fi_tx_attr *t)
+{
+	if (t->caps & ~PP_FI_CAPS)
+		NODATA("tx caps 0x%llx not offered\n", (unsigned long long)(t->caps & ~PP_FI_CAPS));
+	if (t->op_flags & ~PP_FI_OP_FLAGS)
+		NODATA("tx op_flags 0x%llx (delivery-complete, ...) not offered\n",
+		       (unsigned long long)(t->op_flags & ~PP_FI_OP_FLAGS));
+	if (t->msg_order & ~(uint64_t)PP_FI_ORDER)
+		NODATA("tx msg_order 0x%llx not offered (send after send only)\n",
+		       (unsigned long long)t->msg_order);
+	if (t->comp_order & ~(uint64_t)FI_ORDER_NONE)
+		NODATA("tx comp_order not offered\n");
+	if (t->inject_size > PP_FI_INJECT || t->size > PP_FI_QUEUE || t->iov_limit > 1 ||
+	    t->rma_iov_limit)
+		NODATA("tx sizes beyond inject %u, size %u, iov 1\n", PP_FI_INJECT, PP_FI_QUEUE);
+	return 0;
+}
+
+static int check_rx(const struct fi_rx_attr *r)
+{
+	if (r->caps & ~PP_FI_CAPS)
+		NODATA("rx caps 0x%llx not offered\n", (unsigned long long)(r->caps & ~PP_FI_CAPS));
+	if (r->op_flags & ~(uint64_t)FI_COMPLETION)
+		NODATA("rx op_flags 0x%llx not offered\n", (unsigned long long)r->op_flags);
+	if (r->msg_order & ~(uint64_t)PP_FI_ORDER)
+		NODATA("rx msg_order 0x%llx not offered (send after send only)\n",
+		       (unsigned long long)r->msg_order);
+	if (r->comp_order & ~(uint64_t)FI_ORDER_NONE)
+		NODATA("rx comp_order not offered\n");
+	if (r->size > PP_FI_QUEUE || r->iov_limit > 1 || r->total_buffered_recv > PP_FI_BUFFERED)
+		NODATA("rx sizes beyond size %u, iov 1\n", PP_FI_QUEUE);
+	return 0;
+}
+
+static int check_domain(const struct fi_domain_attr *d)
+{
+	if (d->name && strcmp(d->name, PP_FI_NAME))
+		NODATA("domain %s is not %s\n", d->name, PP_FI_NAME);
+	if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+		NODATA("automatic progress not offered (manual: progress in CQ reads)\n");
+	if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
+		NODATA("domain caps not offered\n");
+	if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
+		NODATA("av_type %d not offered\n", d->av_type);
+	if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1 || d->max_ep_stx_ctx ||
+	    d->max_ep_srx_ctx || d->cntr_cnt || d->mr_cnt)
+		NODATA("scalable or shared contexts, counters and memory registration not "
+		       "offered\n");
+	if (d->cq_data_size)
+		PP_FI_INFO(FI_LOG_CORE, "no remote CQ data: cq_data_size %zu asked, 0 given\n",
+			   d->cq_data_size);
+	return 0;
+}
+
+static int check_hints(const struct fi_info *h)
+{
+	if (!h)
+		return 0;
+	if (h->caps & ~PP_FI_CAPS)
+		NODATA("caps 0x%llx not offered (no RMA, atomics, multi-receive, HMEM)\n",
+		       (unsigned long long)(h->caps & ~PP_FI_CAPS));
+	if (h->addr_format != FI_FORMAT_UNSPEC)
+		NODATA("address format %u not offered (ours is opaque, fi_pp.h)\n", h->addr_format);
+	if (h->src_addr || h->handle)
+		NODATA("no source address to choose, no connection handle\n");
+	/* A peer's name as fi_getname gave it: fi_pingpong's client asks with
+	 * the server's. */
+	struct pp_embed_addr a;
+	if (h->dest_addr &&
+	    (h->dest_addrlen != FI_PP_NAME_LEN || pp_fi_name_decode(h->dest_addr, &a)))
+		NODATA("destination address is not a pp name (fi_pp.h)\n");
+	if (h->ep_attr) {
+		const struct fi_ep_attr *e = h->ep_attr;
+		if (e->type != FI_EP_UNSPEC && e->type != FI_EP_RDM)
+			NODATA("endpoint type %d not offered (reliable datagram only)\n", e->type);
+		if (e->protocol != FI_PROTO_UNSPEC || e->max_msg_size > PP_FI_MAX_MSG ||
+		    e->msg_prefix_size || e->tx_ctx_cnt > 1 || e->rx_ctx_cnt > 1 ||
+		    e->auth_key_size)
+			NODATA("endpoint attributes not offered\n");
+	}
+	if (h->tx_attr && check_tx(h->tx_attr))
+		return -FI_ENODATA;
+	if (h->rx_attr && check_rx(h->rx_attr))
+		return -FI_ENODATA;
+	if (h->domain_attr && check_domain(h->domain_attr))
+		return -FI_ENODATA;
+	if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, PP_FI_NAME))
+		NODATA("fabric %s is not %s\n", h->fabric_attr->name, PP_FI_NAME);
+	return 0;
+}
+
+static struct fi_info *make_info(const struct fi_info *h)
+{
+	struct fi_info *fi = fi_allocinfo();
+	if (!fi)
+		return NULL;
+	uint64_t caps = h && h->caps ? h->caps : PP_FI_CAPS;
+	if (!(caps & (FI_SEND | FI_RECV)))
+		caps |= FI_SEND | FI_RECV;
+	caps |= FI_LOCAL_COMM | FI_REMOTE_COMM; /* both are true of every endpoint */
+	fi->caps = caps;
+	fi->mode = 0; /* nothing asked of the application */
+	fi->addr_format = FI_FORMAT_UNSPEC;
+
+	fi->tx_attr->caps = caps & (FI_TAGGED | FI_MSG | FI_SEND);
+	fi->tx_attr->op_flags = h && h->tx_attr ? h->tx_attr->op_flags : 0;
+	fi->tx_attr->msg_order = PP_FI_ORDER;
+	fi->tx_attr->comp_order = FI_ORDER_NONE;
+	fi->tx_attr->inject_size = PP_FI_INJECT;
+	fi->tx_attr->size = PP_FI_QUEUE;
+	fi->tx_attr->iov_limit = 1;
+
+	fi->rx_attr->caps = caps & (FI_TAGGED | FI_MSG | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
+	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags : 0;
+	fi->rx_attr->msg_order = PP_FI_ORDER;
+	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->rx_attr->total_buffered_recv = PP_FI_BUFFERED;
+	fi->rx_attr->size = PP_FI_QUEUE;
+	fi->rx_attr->iov_limit = 1;
+
+	fi->ep_attr->type = FI_EP_RDM;
+	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
+	fi->ep_attr->protocol_version = PP_FI_WIRE_VER;
+	fi->ep_attr->max_msg_size = PP_FI_MAX_MSG;
+	/* With untagged messages the top tag bit tells them apart. */
+	fi->ep_attr->mem_tag_format = caps & FI_MSG ? ~PP_FI_MSG_TAG : UINT64_MAX;
+	fi->ep_attr->tx_ctx_cnt = 1;
+	fi->ep_attr->rx_ctx_cnt = 1;
+
+	struct fi_domain_attr *d = fi->domain_attr;
+	const struct fi_domain_attr *hd = h ? h->domain_attr : NULL;
+	d->name = strdup(PP_FI_NAME);
+	d->threading = hd && hd->threading ? hd->threading : FI_THREAD_SAFE;
+	d->control_progress = FI_PROGRESS_MANUAL;
+	d->data_progress = FI_PROGRESS_MANUAL;
+	d->resource_mgmt = FI_RM_ENABLED;
+	d->av_type = hd ? hd->av_type : FI_AV_UNSPEC;
+	d->mr_mode = 0;
+	d->cq_data_size = 0;
+	d->cq_cnt = 64;
+	d->ep_cnt = 1;
+	d->tx_ctx_cnt = 1;
+	d->rx_ctx_cnt = 1;
+	d->max_ep_tx_ctx = 1;
+	d->max_ep_rx_ctx = 1;
+	d->mr_iov_limit = 1;
+	d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+
+	fi->fabric_attr->name = strdup(PP_FI_NAME); /* prov_name: the core sets it */
+	if (h && h->dest_addr && (fi->dest_addr = malloc(FI_PP_NAME_LEN))) {
+		memcpy(fi->dest_addr, h->dest_addr, FI_PP_NAME_LEN);
+		fi->dest_addrlen = FI_PP_NAME_LEN;
+	}
+	if (!d->name || !fi->fabric_attr->name || (h && h->dest_addr && !fi->dest_addr)) {
+		fi_freeinfo(fi);
+		return NULL;
+	}
+	return fi;
+}
+
+int pp_fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		  const struct fi_info *hints, struct fi_info **info)
+{
+	(void)version;
+	*info = NULL;
+	if (node || service || (flags & FI_SOURCE))
+		NODATA("no node or service to resolve: addresses come from fi_getname\n");
+	int rc = configured();
+	if (rc == 0)
+		rc = check_hints(hints);
+	if (rc)
+		return rc;
+	*info = make_info(hints);
+	return *info ? 0 : -FI_ENOMEM;
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A rank's engine embedded in another library (embed.h). Cold paths here;
+ * the sends, receives and progress only add a rank check to pp_init's. */
+#include "embed.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp_log.h"
+#include "sim/pp_sim.h"
+
+/* Sends done and nothing unacknowledged for this long: what is still owed
+ * (a delayed ack) has gone out too. */
+#define PP_EMBED_FLUSH_NS 2000000u
+
+/* The engine's completions: the twin's rank is the own rank to the caller. */
+static void engine_cpl(void *arg, const struct pp_proto_cpl *c)
+{
+	struct pp_embed *m = arg;
+	struct pp_proto_cpl x = *c;
+	if (x.source == m->ctx->size)
+		x.source = m->ctx->rank;
+	if (x.is_send)
+		m->sends--;
+	m->conf.cpl(m->conf.arg, &x);
+}
+
+/* The configuration string: the launcher's rank, size and job where no
+ * PP_<KEY> says, the caller's keys, and the settings embedding needs. */
+static char *config_string(const struct pp_embed_conf *c)
+{
+	struct pp_launcher l;
+	pp_launcher_env(&l);
+	const char *user = c->config ? c->config : "";
+	size_t n = strlen(user) + 128;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	size_t k = 0;
+	if (l.rank >= 0 && !getenv("PP_RANK") && !getenv("PP_SIZE"))
+		k += (size_t)snprintf(s + k, n - k, "rank=%d,size=%d,", l.rank, l.size);
+	if (l.job && !getenv("PP_JOB"))
+		k += (size_t)snprintf(s + k, n - k, "job=%u,", l.job);
+	snprintf(s + k, n - k, "%s%sshm=off", user, user[0] ? "," : "");
+	pp_debug("embed: launcher %s, configuration \"%s\"", l.name, s);
+	return s;
+}
+
+/* The in-memory links sim_link made, and the contexts open: the links are
+ * freed by pp_embed_cleanup once no context is open. */
+struct made_link {
+	struct made_link *next;
+	struct pp_sim_link *link;
+};
+static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct made_link *made_links;
+static unsigned open_ctxs;
+
+/* dev=sim:NAME/I: the in-memory link of this process's driver, which an
+ * embedding library's own tests cannot reach (the provider is a module with a
+ * driver of its own): made here when missing, lossless, with size ports. It
+ * lives until pp_embed_cleanup. */
+static void sim_link(const char *cfg)
+{
+	struct pp_config c;
+	if (pp_config_load(&c, cfg) || strncmp(c.dev, "sim:", 4) || c.size < 1 || c.size > 255)
+		return;
+	char name[64];
+	const char *slash = strrchr(c.dev + 4, '/');
+	size_t n = slash ? (size_t)(slash - (c.dev + 4)) : 0;
+	if (!n || n >= sizeof(name))
+		return;
+	memcpy(name, c.dev + 4, n);
+	name[n] = '\0';
+	struct made_link *m = malloc(sizeof(*m));
+	if (!m)
+		return; /* the port's open fails and says so */
+	struct pp_sim_conf sc = {.seed = 1};
+	pthread_mutex_lock(&made_lock);
+	int rc = pp_sim_link_create(&m->link, name, (unsigned)c.size, &sc);
+	if (rc == 0) {
+		m->next = made_links;
+		made_links = m;
+	}
+	pthread_mutex_unlock(&made_lock);
+	if (rc)
+		free(m);
+	if (rc && rc != -EEXIST)
+		pp_warn("embed: in-memory link %s: %d", name, rc);
+}
+
+void pp_embed_cleanup(void)
+{
+	pthread_mutex_lock(&made_lock);
+	if (open_ctxs == 0) /* else their ports are still on the links */
+		while (made_links) {
+			struct made_link *m = made_links;
+			made_links = m->next;
+			pp_sim_link_destroy(m->link);
+			free(m);
+		}
+	pthread_mutex_unlock(&made_lock);
+}
+
+int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
+{
+	if (!out || !c || !c->cpl)
+		return -EINVAL;
+	struct pp_embed *m = calloc(1, sizeof(*m));
+	char *cfg = config_string(c);
+	int rc = -ENOMEM;
+	if (!m || !cfg)
+		goto fail;
+	m->conf = *c;
+	sim_link(cfg);
+	/* One rank more than the job: the twin's, for sends to ourselves. */
+	rc = pp_ctx_open(&m->ctx, cfg, 1);
+	if (rc)
+		goto fail;
+	pp_ctx *ctx = m->ctx;
+	ctx->cpl_fn = engine_cpl;
+	ctx->cpl_arg = m;
+	/* No discovery: membership knows only what pp_embed_peer_add tells
+	 * it, and a HELLO of a later incarnation means a restart, as after
+	 * discovery. */
+	ctx->mem.joined = 1;
+	struct pp_peer_info *self = &ctx->mem.peers[ctx->rank];
+	memcpy(self->mac, ctx->port_info.mac, 6);
+	self->inc = ctx->inc;
+	self->known = self->knows_all = 1;
+	ctx->mem.nknown = 1;
+	if ((rc = pp_embed_self_open(m))) {
+		pp_embed_self_close(m);
+		pp_ctx_free(ctx);
+		goto fail;
+	}
+	free(cfg);
+	pthread_mutex_lock(&made_lock);
+	open_ctxs++;
+	pthread_mutex_unlock(&made_lock);
+	*out = m;
+	return 0;
+fail:
+	free(cfg);
+	free(m);
+	return rc;
+}
+
+static int busy_with_peers(const pp_ctx *ctx)
+{
+	for (int r = 0; r < ctx->size; r++)
+		if (r != ctx->rank && ctx->mem.peers[r].known &&
+		    pp_proto_peer_busy(ctx->eng, (uint32_t)r))
+			return 1;
+	return 0;
+}
+
+void pp_embed_close(struct pp_embed *m)
+{
+	if (!m)
+		return;
+	pp_ctx *ctx = m->ctx;
+	uint64_t now = pp_now_ns(), deadline = now + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+	uint64_t quiet = 0; /* since when only receives remain */
+	while (now < deadline) {
+		if (pp_proto_idle(ctx->eng) && pp_embed_self_idle(m) && !ctx->ntxq)
+			break;
+		/* Receives posted for ever (an MPI's own) keep the engine from
+		 * idling: once every send is done and acknowledged, give owed
+		 * acks a moment and go. */
+		if (!m->sends && pp_embed_self_idle(m) && !busy_with_peers(ctx) && !ctx->ntxq) {
+			if (!quiet)
+				quiet = now;
+			else if (now - quiet > PP_EMBED_FLUSH_NS)
+				break;
+		} else {
+			quiet = 0;
+		}
+		pp_embed_progress(m);
+		now = pp_now_ns();
+	}
+	if (now >= deadline)
+		pp_warn("embed: rank %d: sends not acknowledged in %u ms", ctx->rank,
+			ctx->cfg.timeout_ms);
+	pp_embed_self_close(m);
+	pp_ctx_free(ctx);
+	free(m);
+	pthread_mutex_lock(&made_lock);
+	open_ctxs--;
+	pthread_mutex_unlock(&made_lock);
+}
+
+void pp_embed_addr(const struct pp_embed *m, struct pp_embed_addr *a)
+{
+	const pp_ctx *ctx = m->ctx;
+	memcpy(a->mac, ctx->port_info.mac, 6);
+	a->rank = (uint32_t)ctx->rank;
+	a->size = (uint32_t)ctx->size;
+	a->inc = ctx->inc;
+	a->job = ctx->cfg.job;
+}
+
+int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a)
+{
+	pp_ctx *ctx = m->ctx;
+	if (a->job != ctx->cfg.job || a->size != (uint32_t)ctx->size ||
+	    a->rank >= (uint32_t)ctx->size)
+		return -EINVAL;
+	struct pp_peer_info *pi = &ctx->mem.peers[a->rank];
+	if (pi->known) {
+		if (memcmp(pi->mac, a->mac, 6) == 0 && pi->inc == a->inc)
+			return 0;
+		return a->rank == (uint32_t)ctx->rank ? -EINVAL : -EEXIST;
+	}
+	int rc = pp_proto_peer_add(ctx->eng, a->rank, a->mac, a->inc);
+	if (rc)
+		return rc;
+	memcpy(pi->mac, a->mac, 6);
+	pi->inc = a->inc;
+	pi->known = pi->knows_all = 1;
+	ctx->mem.nknown++;
+	return 0;
+}
+
+int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		  uint64_t cookie)
+{
+	pp_ctx *ctx = m->ctx;
+	int rc;
+	if (dst == (uint32_t)ctx->rank) {
+		rc = pp_embed_self_send(m, tag, buf, len, cookie);
+	} else {
+		rc = pp_proto_send(ctx->eng, dst, tag, buf, len, cookie);
+		if (rc == 0) {
+			m->sends++;
+			pp_ctx_push(ctx); /* the first push goes out now */
+		}
+	}
+	return rc;
+}
+
+int pp_embed_recv(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore, void *buf,
+		  uint64_t len, uint64_t cookie)
+{
+	pp_ctx *ctx = m->ctx;
+	if (src == ctx->rank)
+		src = ctx->size; /* messages to ourselves come from the twin */
+	return pp_proto_recv(ctx->eng, src, tag, ignore, buf, len, cookie);
+}
+
+int pp_embed_probe(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore,
+		   struct pp_proto_cpl *c)
+{
+	pp_ctx *ctx = m->ctx;
+	if (src == ctx->rank)
+		src = ctx->size;
+	int found = pp_proto_probe(ctx->eng, src, tag, ignore, c);
+	if (found && c->source == ctx->size)
+		c->source = ctx->rank;
+	return found;
+}
+
+int pp_embed_progress(struct pp_embed *m)
+{
+	/* The twin first: what it hands the engine completes in this pass. */
+	int n = m->self_busy ? (int)pp_embed_self_pump(m) : 0;
+	return n + pp_ctx_progress(m->ctx);
+}

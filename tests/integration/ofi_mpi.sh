@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# An existing MPI program over librt-pp through libfabric: Open MPI's pml cm
+# with mtl ofi, restricted to the "pp" provider (libpp-fi.so from the build),
+# on the test bed (issue 16).
+#   ofi_mpi.sh OFI_DIR TESTBED_SH MPI_CHECK_C NETNS_AGENT
+# 1. mpi_check (tests/integration/mpi_check.c, built with mpicc), 2 ranks on
+#    2 nodes (ppn0, ppn1; mpirun in ppn0 starts the other side through
+#    tests/bench/netns_agent.sh as its rsh agent); 2 ranks on one node
+#    (ppn0, ports pp0 and pp1).
+#    Each run must print "mpi_check: N checks passed" and exit 0, Open
+#    MPI's mtl must name provider pp, and the ranks' librt-pp ports must
+#    have carried the messages: every rank's pcap_dump holds librt-pp frames
+#    (EtherType 0x88B5) with more payload than mpi_check's 4 MiB messages
+#    both ways. Over any other path (TCP, shared memory) this fails.
+# 2. fi_pingpong -p pp (libfabric-bin) between ppn0 and ppn1, untagged and
+#    tagged, every size, data checked (-c).
+# Skips (77) without root, mpicc, mpirun, Open MPI's mtl ofi, fi_pingpong or
+# the built provider.
+set -uo pipefail
+ofi=$1 tb=$2 src=$3 agent=$4
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+for t in mpicc mpirun ompi_info fi_pingpong python3; do
+  command -v "$t" >/dev/null || { echo "SKIP: '$t' is missing (tests/deps.sh)"; exit 77; }
+done
+[ -f "$ofi/libpp-fi.so" ] || { echo "SKIP: $ofi/libpp-fi.so not built (-Dofi)"; exit 77; }
+ompi_info | grep -q 'MCA mtl: ofi' || { echo "SKIP: Open MPI has no mtl ofi"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Addresses for mpirun's daemons and fi_pingpong's control socket, on pp0
+# (not compare.sh's, so neither refuses the other's leftovers).
+ip0=10.77.9.1 ip1=10.77.9.2 plen=24
+tmp=$(mktemp -d /tmp/pp-ofi-mpi.XXXXXX)
+spid=
+cleanup() {
+  [ -z "$spid" ] || { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }
+  ip -n ppn0 addr del "$ip0/$plen" dev pp0 2>/dev/null
+  ip -n ppn1 addr del "$ip1/$plen" dev pp0 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+mpicc -std=c11 -O2 -Wall -o "$tmp/mpi_check" "$src" || fail "mpicc $src"
+# Jumbo frames, as pprun asks for packet: ports; two ports per node.
+TESTBED_MTU=9000 "$tb" up 2 2 >/dev/null || fail "testbed.sh up 2 2"
+ip -n ppn0 addr add "$ip0/$plen" dev pp0 || fail "address on ppn0 pp0"
+ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1 pp0"
+
+# Each rank: its node's port by its local rank, a capture of that port.
+cat >"$tmp/rank.sh" <<EOF
+#!/bin/sh
+export PP_DEV=packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
+export PP_PCAP_DUMP=\$OFI_MPI_CAPTURE.\$OMPI_COMM_WORLD_RANK.pcap
+exec "$tmp/mpi_check"
+EOF
+chmod +x "$tmp/rank.sh"
+
+# frames PCAP: "FRAMES BYTES" of librt-pp frames (EtherType 0x88B5) in it.
+frames() {
+  python3 - "$1" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off, n, b = 24, 0, 0
+while off + 16 <= len(d):
+    incl, orig = struct.unpack_from("<II", d, off + 8)
+    fr = d[off + 16:off + 16 + incl]
+    off += 16 + incl
+    if fr[12:14] == b"\x88\xb5":
+        n, b = n + 1, b + orig
+print(n, b)
+PY
+}
+
+mpi_run() { # NAME HOSTS EXTRA-MPIRUN-ARGS...
+  local name=$1 hosts=$2 out=$tmp/$1.log rc=0 r n b
+  shift 2
+  NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout -k 5 240 ip netns exec ppn0 mpirun -np 2 --host "$hosts" --bind-to none \
+    --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
+    --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" "$@" \
+    "$tmp/rank.sh" >"$out" 2>&1 || rc=$?
+  [ $rc -eq 0 ] || { cat "$out"; fail "$name: mpirun exited $rc"; }
+  grep -Eq '^mpi_check: [1-9][0-9]* checks passed$' "$out" || { cat "$out"; fail "$name: no 'checks passed'"; }
+  grep -Eq 'provider: pp$' "$out" || { cat "$out"; fail "$name: Open MPI's mtl did not name provider pp"; }
+  for r in 0 1; do
+    [ -s "$tmp/$name.$r.pcap" ] || { cat "$out"; fail "$name: rank $r's port captured nothing"; }
+    read -r n b < <(frames "$tmp/$name.$r.pcap")
+    [ "$b" -gt $((8 << 20)) ] || fail "$name: rank $r's port carried $n librt-pp frames, $b bytes"
+  done
+  echo "ok: $name: $(grep '^mpi_check:' "$out"), over provider pp ($n frames, $b bytes at rank 1's port)"
+}
+
+mpi_run two-nodes "$ip0,$ip1" --mca plm_rsh_agent "$agent"
+mpi_run one-node "$ip0:2"
+
+# fi_pingpong: ranks 0 and 1 of a job of 2, one per node; the client gets
+# the server's address over a control socket on pp0.
+job=$((RANDOM + 1)) ctl=47592
+for mode in msg tagged; do
+  ip netns exec ppn1 env PP_RANK=0 PP_SIZE=2 PP_JOB=$job PP_DEV=packet:pp0 FI_PROVIDER_PATH="$ofi" \
+    timeout -k 5 120 fi_pingpong -p pp -e rdm -m "$mode" -S all -I 20 -c -B "$ctl" >"$tmp/fpp-server.log" 2>&1 &
+  spid=$!
+  # The client connects once: wait until the server listens (or is gone).
+  for _ in $(seq 300); do
+    [ -z "$(ip netns exec ppn1 ss -Hltn "sport = :$ctl")" ] || break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  rc=0
+  ip netns exec ppn0 env PP_RANK=1 PP_SIZE=2 PP_JOB=$job PP_DEV=packet:pp0 FI_PROVIDER_PATH="$ofi" \
+    timeout -k 5 120 fi_pingpong -p pp -e rdm -m "$mode" -S all -I 20 -c -P "$ctl" "$ip1" >"$tmp/fpp.log" 2>&1 || rc=$?
+  src=0
+  wait "$spid" || src=$?
+  spid=
+  if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+    echo "--- client"; cat "$tmp/fpp.log"; echo "--- server"; cat "$tmp/fpp-server.log"
+    fail "fi_pingpong -m $mode: client exited $rc, server $src"
+  fi
+  cat "$tmp/fpp.log"
+  rows=$(grep -Ec '^[0-9.]+[kmg]? +[0-9]+ += *[0-9]+' "$tmp/fpp.log")
+  [ "$rows" -gt 0 ] || fail "fi_pingpong -m $mode: no result rows"
+  echo "ok: fi_pingpong -p pp -e rdm -m $mode, $rows sizes, data checked"
+done

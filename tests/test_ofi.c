@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The "pp" libfabric provider through libfabric's public API only: the
+ * library is found in FI_PROVIDER_PATH (meson sets it to the build's ofi/),
+ * and two endpoints of one job (rank 0 and 1) talk over an in-memory link
+ * (dev=sim:LINK/RANK, given to each with FI_OPT_PP_CONFIG), driven from one
+ * thread or from two. fi_getinfo against Open MPI's and MPICH's hints and
+ * what it refuses; addresses; tagged messages under ignore masks, directed
+ * and wildcard, every size class; untagged messages apart from tagged ones;
+ * truncation; peek, claim and discard; sends to oneself; a lost peer.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "cu_main.h"
+#include "fi_pp.h"
+
+#define VER	FI_VERSION(1, 5)
+#define WAIT_MS 5000
+
+static int link_no; /* a fresh in-memory link per pair */
+
+static uint64_t ms_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* What Open MPI 4.1's mtl ofi asks (ompi/mca/mtl/ofi/mtl_ofi_component.c). */
+static struct fi_info *ompi_hints(void)
+{
+	struct fi_info *h = fi_allocinfo();
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_TAGGED | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_DIRECTED_RECV;
+	h->tx_attr->msg_order = FI_ORDER_SAS;
+	h->rx_attr->msg_order = FI_ORDER_SAS;
+	h->rx_attr->op_flags = FI_COMPLETION;
+	h->tx_attr->op_flags = FI_COMPLETION;
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	h->domain_attr->cq_data_size = sizeof(int);
+	h->domain_attr->av_type = FI_AV_MAP;
+	h->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	h->fabric_attr->prov_name = strdup("pp");
+	return h;
+}
+
+static int setup(void)
+{
+	/* Configured for fi_getinfo; each endpoint's own settings come with
+	 * FI_OPT_PP_CONFIG. */
+	setenv("PP_DEV", "sim:unused/0", 1);
+	setenv("PP_RANK", "0", 1);
+	setenv("PP_SIZE", "2", 1);
+	setenv("PP_LOG", "off", 1);
+	return getenv("FI_PROVIDER_PATH") ? 0 : -1;
+}
+
+/* ---- one endpoint ---- */
+
+struct side {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	uint8_t name[FI_PP_NAME_LEN];
+	fi_addr_t addr[2]; /* of rank 0 and rank 1 */
+};
+
+static int open_side(struct side *s, int rank, int link, const char *extra, uint64_t caps,
+		     enum fi_av_type avt)
+{
+	struct fi_info *h = ompi_hints();
+	h->caps |= caps;
+	h->domain_attr->av_type = avt;
+	int rc = fi_getinfo(VER, NULL, NULL, 0, h, &s->info);
+	fi_freeinfo(h);
+	if (rc)
+		return rc;
+	struct fi_av_attr aa = {.type = avt};
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED};
+	char cfg[256];
+	snprintf(cfg, sizeof(cfg), "rank=%d,size=2,job=77,dev=sim:ofi%d/%d,timeout_ms=3000%s%s",
+		 rank, link, rank, extra ? "," : "", extra ? extra : "");
+	size_t len = sizeof(s->name);
+	if ((rc = fi_fabric(s->info->fabric_attr, &s->fabric, NULL)) ||
+	    (rc = fi_domain(s->fabric, s->info, &s->domain, NULL)) ||
+	    (rc = fi_av_open(s->domain, &aa, &s->av, NULL)) ||
+	    (rc = fi_cq_open(s->domain, &ca, &s->cq, NULL)) ||
+	    (rc = fi_endpoint(s->domain, s->info, &s->ep, NULL)) ||
+	    (rc = fi_ep_bind(s->ep, &s->av->fid, 0)) ||
+	    (rc = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (rc =
+		 fi_setopt(&s->ep->fid, FI_OPT_ENDPOINT, FI_OPT_PP_CONFIG, cfg, strlen(cfg) + 1)) ||
+	    (rc = fi_enable(s->ep)) || (rc = fi_getname(&s->ep->fid, s->name, &len)))
+		return rc;
+	return len == FI_PP_NAME_LEN ? 0 : -FI_EOTHER;
+}
+
+static void close_side(struct side *s)
+{
+	if (s->ep)
+		CU_ASSERT_EQUAL(fi_close(&s->ep->fid), 0);
+	if (s->cq)
+		CU_ASSERT_EQUAL(fi_close(&s->cq->fid), 0);
+	if (s->av)
+		CU_ASSERT_EQUAL(fi_close(&s->av->fid), 0);
+	if (s->domain)
+		CU_ASSERT_EQUAL(fi_close(&s->domain->fid), 0);
+	if (s->fabric)
+		CU_ASSERT_EQUAL(fi_close(&s->fabric->fid), 0);
+	fi_freeinfo(s->info);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Two endpoints of one job, each knowing both names (rank order). */
+static int open_pair(struct side *a, struct side *b, const char *extra, uint64_t caps)
+{
+	int link = ++link_no;
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
+	int rc = open_side(a, 0, link, extra, caps, FI_AV_MAP);
+	if (rc == 0)
+		rc = open_side(b, 1, link, extra, caps, FI_AV_TABLE);
+	if (rc)
+		return rc;
+	uint8_t names[2 * FI_PP_NAME_LEN];
+	memcpy(names, a->name, FI_PP_NAME_LEN);
+	memcpy(names + FI_PP_NAME_LEN, b->name, FI_PP_NAME_LEN);
+	if (fi_av_insert(a->av, names, 2, a->addr, 0, NULL) != 2 ||
+	    fi_av_insert(b->av, names, 2, b->addr, 0, NULL) != 2)
+		return -FI_EOTHER;
+	return 0;
+}
+
+/* Progress other (when given) and read one entry of s: 1, or -FI_EAVAIL
+ * (an error entry waits), or -FI_ETIMEDOUT. */
+static int wait_one(struct side *s, struct side *other, struct fi_cq_tagged_entry *e,
+		    fi_addr_t *src)
+{
+	uint64_t end = ms_now() + WAIT_MS;
+	while (ms_now() < end) {
+		ssize_t n = fi_cq_readfrom(s->cq, e, 1, src);
+		if (n == 1 || n == -FI_EAVAIL)
+			return (int)n;
+		CU_ASSERT_EQUAL_FATAL(n, -FI_EAGAIN);
+		if (other)
+			fi_cq_read(other->cq, NULL, 0); /* progress only */
+	}
+	return -FI_ETIMEDOUT;
+}
+
+static int wait_err(struct side *s, struct side *other, struct fi_cq_err_entry *err)
+{
+	struct fi_cq_tagged_entry e;
+	int rc = wait_one(s, other, &e, NULL);
+	if (rc != -FI_EAVAIL)
+		return rc;
+	memset(err, 0, sizeof(*err));
+	return fi_cq_readerr(s->cq, err, 0) == 1 ? 0 : -FI_EOTHER;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed);
+}
+
+/* ---- fi_getinfo ---- */
+
+static void test_getinfo(void)
+{
+	struct fi_info *h = ompi_hints(), *info = NULL;
+	CU_ASSERT_EQUAL_FATAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	CU_ASSERT_STRING_EQUAL(info->fabric_attr->prov_name, "pp");
+	CU_ASSERT_PTR_NULL(info->next);
+	CU_ASSERT_EQUAL(info->ep_attr->type, FI_EP_RDM);
+	CU_ASSERT(!!(info->caps & FI_TAGGED));
+	CU_ASSERT(!!(info->caps & FI_DIRECTED_RECV));
+	CU_ASSERT_FALSE(info->caps & FI_MSG); /* not asked: every tag bit is the caller's */
+	CU_ASSERT_EQUAL(info->ep_attr->mem_tag_format, UINT64_MAX);
+	CU_ASSERT_EQUAL(info->domain_attr->cq_data_size, 0); /* Open MPI then uses ofi_tag_1 */
+	CU_ASSERT_EQUAL(info->domain_attr->threading, FI_THREAD_DOMAIN);
+	CU_ASSERT_EQUAL(info->domain_attr->av_type, FI_AV_MAP);
+	CU_ASSERT_EQUAL(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
+	CU_ASSERT_EQUAL(info->domain_attr->mr_mode, 0);
+	CU_ASSERT_EQUAL(info->mode, 0);
+	CU_ASSERT_EQUAL(info->tx_attr->inject_size, 4096);
+	CU_ASSERT_EQUAL(info->tx_attr->msg_order & FI_ORDER_SAS, FI_ORDER_SAS);
+	fi_freeinfo(info);
+
+	/* With FI_MSG the top tag bit tells untagged messages apart. */
+	h->caps |= FI_MSG;
+	CU_ASSERT_EQUAL_FATAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	CU_ASSERT_EQUAL(info->ep_attr->mem_tag_format, UINT64_MAX >> 1);
+	fi_freeinfo(info);
+
+	/* No hints at all. */
+	struct fi_info *h0 = fi_allocinfo();
+	h0->fabric_attr->prov_name = strdup("pp");
+	CU_ASSERT_EQUAL_FATAL(fi_getinfo(VER, NULL, NULL, 0, h0, &info), 0);
+	CU_ASSERT_EQUAL(info->domain_attr->threading, FI_THREAD_SAFE);
+	fi_freeinfo(info);
+
+	/* What it cannot do is refused. */
+	struct {
+		const char *what;
+		void (*set)(struct fi_info *);
+	} no[] = {
+	    {"RMA", NULL},	     {"MSG endpoint", NULL},
+	    {"auto progress", NULL}, {"delivery complete", NULL},
+	    {"iov 4", NULL},	     {"atomic", NULL},
+	};
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		struct fi_info *x = fi_dupinfo(h0);
+		switch (i) {
+		case 0:
+			x->caps = FI_TAGGED | FI_RMA;
+			break;
+		case 1:
+			x->ep_attr->type = FI_EP_MSG;
+			break;
+		case 2:
+			x->domain_attr->data_progress = FI_PROGRESS_AUTO;
+			break;
+		case 3:
+			x->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+			break;
+		case 4:
+			x->rx_attr->iov_limit = 4;
+			break;
+		case 5:
+			x->caps = FI_ATOMIC;
+			break;
+		}
+		info = NULL;
+		int rc = fi_getinfo(VER, NULL, NULL, 0, x, &info);
+		if (rc != -FI_ENODATA)
+			printf("\n%s: fi_getinfo gave %d\n", no[i].what, rc);
+		CU_ASSERT_EQUAL(rc, -FI_ENODATA);
+		fi_freeinfo(info);
+		fi_freeinfo(x);
+	}
+
+	/* Without a port configured, it is not offered. */
+	char *dev = strdup(getenv("PP_DEV"));
+	unsetenv("PP_DEV");
+	info = NULL;
+	CU_ASSERT_EQUAL(fi_getinfo(VER, NULL, NULL, 0, h0, &info), -FI_ENODATA);
+	setenv("PP_DEV", dev, 1);
+	free(dev);
+	fi_freeinfo(h0);
+	fi_freeinfo(h);
+}
+
+/* ---- the event queue ---- */
+
+/* Opened by applications whatever their endpoint type (fi_pingpong); it
+ * never holds an event. */
+static void test_eq(void)
+{
+	struct fi_info *h = ompi_hints(), *info = NULL;
+	CU_ASSERT_EQUAL_FATAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	struct fid_fabric *fabric = NULL;
+	struct fid_eq *eq = NULL;
+	CU_ASSERT_EQUAL_FATAL(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
+	CU_ASSERT_EQUAL_FATAL(fi_eq_open(fabric, &attr, &eq, &attr), 0);
+	CU_ASSERT_PTR_EQUAL(eq->fid.context, &attr);
+	uint32_t ev;
+	char buf[64];
+	struct fi_eq_err_entry err;
+	CU_ASSERT_EQUAL(fi_eq_read(eq, &ev, buf, sizeof(buf), 0), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_eq_readerr(eq, &err, 0), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, buf, sizeof(buf), 1, 0), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, buf, sizeof(buf), -1, 0), -FI_EINVAL); /* forever */
+	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, buf, sizeof(buf), 0), -FI_ENOSYS);
+	CU_ASSERT_EQUAL(fi_close(&eq->fid), 0);
+	struct fi_eq_attr wr = {.flags = FI_WRITE}; /* user events: not kept */
+	CU_ASSERT_EQUAL(fi_eq_open(fabric, &wr, &eq, NULL), -FI_EINVAL);
+	CU_ASSERT_EQUAL(fi_close(&fabric->fid), 0);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* ---- addresses ---- */
+
+static void test_av(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	/* A peer's name as a hint's destination is taken, and given back. */
+	struct fi_info *h = ompi_hints(), *info = NULL;
+	h->dest_addr = malloc(FI_PP_NAME_LEN);
+	memcpy(h->dest_addr, b.name, FI_PP_NAME_LEN);
+	h->dest_addrlen = FI_PP_NAME_LEN;
+	CU_ASSERT_EQUAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	CU_ASSERT(info && info->dest_addrlen == FI_PP_NAME_LEN &&
+		  !memcmp(info->dest_addr, b.name, FI_PP_NAME_LEN));
+	fi_freeinfo(info);
+	h->dest_addrlen = FI_PP_NAME_LEN - 1; /* not a name */
+	info = NULL;
+	CU_ASSERT_EQUAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), -FI_ENODATA);
+	fi_freeinfo(h);
+	/* Map and table alike: the names inserted come back. */
+	for (int i = 0; i < 2; i++) {
+		struct side *s = i ? &b : &a;
+		for (int r = 0; r < 2; r++) {
+			uint8_t name[64];
+			size_t len = sizeof(name);
+			CU_ASSERT_EQUAL(fi_av_lookup(s->av, s->addr[r], name, &len), 0);
+			CU_ASSERT_EQUAL(len, FI_PP_NAME_LEN);
+			CU_ASSERT_EQUAL(memcmp(name, r ? b.name : a.name, FI_PP_NAME_LEN), 0);
+		}
+	}
+	char buf[128];
+	size_t len = sizeof(buf);
+	CU_ASSERT_PTR_NOT_NULL(fi_av_straddr(a.av, b.name, buf, &len));
+	CU_ASSERT_EQUAL(len, strlen(buf) + 1);
+	CU_ASSERT_EQUAL(strncmp(buf, "fi_addr_pp://02:00:00:00:00:01/r1/s2/", 37), 0);
+	/* Garbage, or another job's rank, is not inserted. */
+	uint8_t bad[FI_PP_NAME_LEN];
+	memset(bad, 0xAB, sizeof(bad));
+	fi_addr_t fa = 0;
+	CU_ASSERT_EQUAL(fi_av_insert(a.av, bad, 1, &fa, 0, NULL), 0);
+	CU_ASSERT_EQUAL(fa, FI_ADDR_NOTAVAIL);
+	memcpy(bad, b.name, sizeof(bad));
+	bad[20] ^= 1; /* the job key */
+	int err = 0;
+	CU_ASSERT_EQUAL(fi_av_insert(a.av, bad, 1, &fa, FI_SYNC_ERR, &err), 0);
+	CU_ASSERT_EQUAL(fa, FI_ADDR_NOTAVAIL);
+	CU_ASSERT_EQUAL(err, FI_EINVAL);
+	/* The same rank at another incarnation is refused too. */
+	memcpy(bad, b.name, sizeof(bad));
+	bad[16] ^= 1;
+	CU_ASSERT_EQUAL(fi_av_insert(a.av, bad, 1, &fa, 0, NULL), 0);
+	/* Sending to an address never inserted fails at once. */
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, "x", 1, NULL, 99, 1, NULL), -FI_EINVAL);
+	/* The name exists only once the endpoint is enabled. */
+	struct fid_ep *ep2;
+	CU_ASSERT_EQUAL_FATAL(fi_endpoint(a.domain, a.info, &ep2, NULL), 0);
+	len = sizeof(buf);
+	CU_ASSERT_EQUAL(fi_getname(&ep2->fid, buf, &len), -FI_EOPBADSTATE);
+	CU_ASSERT_EQUAL(fi_close(&ep2->fid), 0);
+	close_side(&b);
+	close_side(&a);
+}
+
+/* ---- tagged messages ---- */
+
+static void test_tagged_masks(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	static const size_t sizes[] = {0, 1, 80, 1500, 4096, 8192, 100000, 1 << 20};
+	size_t n = sizeof(sizes) / sizeof(sizes[0]);
+	uint8_t *out = malloc(1 << 20), *in = malloc((1 << 20) + 16);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = sizes[i];
+		uint64_t tag = 0xABCD000000000000ull | (i << 8) | 0x5;
+		fill(out, len, (unsigned)i);
+		memset(in, 0, len + 16);
+		/* Receive with the low byte ignored, from rank 0 exactly (and
+		 * from any source for odd sizes). */
+		fi_addr_t from = i & 1 ? FI_ADDR_UNSPEC : b.addr[0];
+		char rctx, sctx;
+		CU_ASSERT_EQUAL_FATAL(
+		    fi_trecv(b.ep, in, len + 16, NULL, from, tag & ~0xFFull, 0xFF, &rctx), 0);
+		int inject = len <= 4096 && (i & 2);
+		ssize_t rc = inject ? fi_tinject(a.ep, out, len, a.addr[1], tag)
+				    : fi_tsend(a.ep, out, len, NULL, a.addr[1], tag, &sctx);
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = 12345;
+		CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, &src), 1);
+		CU_ASSERT_PTR_EQUAL(e.op_context, &rctx);
+		CU_ASSERT_EQUAL(e.flags, FI_RECV | FI_TAGGED);
+		CU_ASSERT_EQUAL(e.len, len);
+		CU_ASSERT_EQUAL(e.tag, tag);
+		CU_ASSERT_EQUAL(src, b.addr[0]);
+		CU_ASSERT_EQUAL(memcmp(in, out, len), 0);
+		if (!inject) { /* an inject reports nothing */
+			CU_ASSERT_EQUAL_FATAL(wait_one(&a, &b, &e, NULL), 1);
+			CU_ASSERT_PTR_EQUAL(e.op_context, &sctx);
+			CU_ASSERT_EQUAL(e.flags, FI_SEND | FI_TAGGED);
+		}
+	}
+	/* Non-matching tags wait; the matching one is taken, in order. */
+	char c1, c2;
+	uint32_t v1 = 0, v2 = 0, w1 = 111, w2 = 222, w3 = 333;
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, &v1, 4, NULL, FI_ADDR_UNSPEC, 0x200, 0x0F, &c1), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, &w1, 4, NULL, a.addr[1], 0x300, NULL), 0); /* no match */
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, &w2, 4, NULL, a.addr[1], 0x20A, NULL), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, &w3, 4, NULL, a.addr[1], 0x20B, NULL), 0);
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &c1);
+	CU_ASSERT_EQUAL(v1, 222);
+	CU_ASSERT_EQUAL(e.tag, 0x20A);
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, &v2, 4, NULL, FI_ADDR_UNSPEC, 0x300, 0, &c2), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_EQUAL(v2, 111);
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, &v2, 4, NULL, FI_ADDR_UNSPEC, 0, ~0ull, &c2), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_EQUAL(v2, 333);
+	for (int i = 0; i < 3; i++) /* the three send completions */
+		CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);
+	/* Map addresses are never 0, and a receive from 0 there is from any
+	 * source (Open MPI's MPI_Ssend acknowledgement). */
+	CU_ASSERT_NOT_EQUAL(a.addr[0], 0);
+	CU_ASSERT_NOT_EQUAL(a.addr[1], 0);
+	CU_ASSERT_EQUAL(b.addr[0], 0); /* a table's first */
+	CU_ASSERT_EQUAL(fi_trecv(a.ep, &v1, 4, NULL, 0, 0x99, 0, &c1), 0);
+	CU_ASSERT_EQUAL(fi_tsend(b.ep, &w1, 4, NULL, b.addr[0], 0x99, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&a, &b, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &c1);
+	CU_ASSERT_EQUAL(v1, 111);
+	CU_ASSERT_EQUAL(wait_one(&b, &a, &e, NULL), 1);
+	free(out);
+	free(in);
+	close_side(&b);
+	close_side(&a);
+}
+
+static void test_truncation(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	static const size_t sizes[] = {100, 20000};
+	for (size_t i = 0; i < 2; i++) {
+		uint8_t *out = malloc(sizes[i]), in[16];
+		fill(out, sizes[i], 3);
+		char ctx;
+		CU_ASSERT_EQUAL(fi_trecv(b.ep, in, 10, NULL, FI_ADDR_UNSPEC, 7, 0, &ctx), 0);
+		CU_ASSERT_EQUAL(fi_tsend(a.ep, out, sizes[i], NULL, a.addr[1], 7, NULL), 0);
+		struct fi_cq_err_entry err;
+		CU_ASSERT_EQUAL_FATAL(wait_err(&b, &a, &err), 0);
+		CU_ASSERT_EQUAL(err.err, FI_ETRUNC);
+		CU_ASSERT_PTR_EQUAL(err.op_context, &ctx);
+		CU_ASSERT_EQUAL(err.len, 10);
+		CU_ASSERT_EQUAL(err.olen, sizes[i] - 10);
+		CU_ASSERT_EQUAL(err.tag, 7);
+		CU_ASSERT_EQUAL(memcmp(in, out, 10), 0);
+		CU_ASSERT_PTR_NOT_NULL(fi_cq_strerror(b.cq, err.prov_errno, NULL, NULL, 0));
+		struct fi_cq_tagged_entry e;
+		CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1); /* the send completes */
+		free(out);
+	}
+	close_side(&b);
+	close_side(&a);
+}
+
+/* ---- peek, claim, discard ---- */
+
+static int peek(struct side *s, struct side *other, uint64_t tag, uint64_t ignore, uint64_t flags,
+		void *ctx, struct fi_cq_tagged_entry *e)
+{
+	struct fi_msg_tagged m = {
+	    .addr = FI_ADDR_UNSPEC, .tag = tag, .ignore = ignore, .context = ctx};
+	if (fi_trecvmsg(s->ep, &m, flags | FI_PEEK | FI_COMPLETION))
+		return -FI_EOTHER;
+	int rc = wait_one(s, other, e, NULL);
+	if (rc == -FI_EAVAIL) {
+		struct fi_cq_err_entry err;
+		fi_cq_readerr(s->cq, &err, 0);
+		return err.err == FI_ENOMSG && err.op_context == ctx ? 0 : -FI_EOTHER;
+	}
+	return rc == 1 && e->op_context == ctx ? 1 : -FI_EOTHER;
+}
+
+static void test_peek_claim(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	struct fi_cq_tagged_entry e;
+	char pctx;
+	CU_ASSERT_EQUAL(peek(&b, &a, 1, 0, 0, &pctx, &e), 0); /* nothing yet: FI_ENOMSG */
+
+	static uint8_t m1[3000], m2[50000], m3[10];
+	fill(m1, sizeof(m1), 1);
+	fill(m2, sizeof(m2), 2);
+	fill(m3, sizeof(m3), 3);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, m1, sizeof(m1), NULL, a.addr[1], 0x11, NULL), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, m2, sizeof(m2), NULL, a.addr[1], 0x22, NULL), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, m3, sizeof(m3), NULL, a.addr[1], 0x33, NULL), 0);
+	/* Peek until the first arrives (MPI_Probe: a loop of peeks). */
+	int got = 0;
+	for (uint64_t end = ms_now() + WAIT_MS; !got && ms_now() < end;)
+		got = peek(&b, &a, 0x22, 0, 0, &pctx, &e);
+	CU_ASSERT_EQUAL_FATAL(got, 1);
+	CU_ASSERT_EQUAL(e.len, sizeof(m2));
+	CU_ASSERT_EQUAL(e.tag, 0x22);
+	/* Peek and claim 0x22 with a context of its own (MPI_Mprobe). */
+	char mctx;
+	CU_ASSERT_EQUAL_FATAL(peek(&b, &a, 0x20, 0x0F, FI_CLAIM, &mctx, &e), 1);
+	CU_ASSERT_EQUAL(e.tag, 0x22);
+	/* A wildcard receive now skips the claimed message. */
+	static uint8_t r[60000];
+	char rctx;
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, r, sizeof(r), NULL, FI_ADDR_UNSPEC, 0, 0x3F, &rctx), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &rctx);
+	CU_ASSERT_EQUAL(e.tag, 0x11);
+	CU_ASSERT_EQUAL(memcmp(r, m1, sizeof(m1)), 0);
+	/* The claim takes it (MPI_Mrecv). */
+	struct iovec iov = {r, sizeof(r)};
+	struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1, .context = &mctx};
+	CU_ASSERT_EQUAL(fi_trecvmsg(b.ep, &m, FI_CLAIM | FI_COMPLETION), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &mctx);
+	CU_ASSERT_EQUAL(e.len, sizeof(m2));
+	CU_ASSERT_EQUAL(e.tag, 0x22);
+	CU_ASSERT_EQUAL(memcmp(r, m2, sizeof(m2)), 0);
+	/* A claim naming no peek's context is refused. */
+	CU_ASSERT_EQUAL(fi_trecvmsg(b.ep, &m, FI_CLAIM), -FI_EINVAL);
+	/* Peek and discard: 0x33 is gone. */
+	got = 0;
+	for (uint64_t end = ms_now() + WAIT_MS; !got && ms_now() < end;)
+		got = peek(&b, &a, 0x33, 0, FI_DISCARD, &pctx, &e);
+	CU_ASSERT_EQUAL(got, 1);
+	CU_ASSERT_EQUAL(e.len, sizeof(m3));
+	for (int i = 0; i < 20; i++)
+		fi_cq_read(b.cq, NULL, 0);
+	CU_ASSERT_EQUAL(peek(&b, &a, 0x33, 0, 0, &pctx, &e), 0);
+	/* Claim then discard. */
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, m3, sizeof(m3), NULL, a.addr[1], 0x44, NULL), 0);
+	got = 0;
+	for (uint64_t end = ms_now() + WAIT_MS; !got && ms_now() < end;)
+		got = peek(&b, &a, 0x44, 0, FI_CLAIM, &mctx, &e);
+	CU_ASSERT_EQUAL_FATAL(got, 1);
+	m.msg_iov = NULL;
+	m.iov_count = 0;
+	CU_ASSERT_EQUAL(fi_trecvmsg(b.ep, &m, FI_CLAIM | FI_DISCARD | FI_COMPLETION), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &mctx);
+	CU_ASSERT_EQUAL(e.len, 0);
+	for (int i = 0; i < 4; i++) /* the sends' completions */
+		CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);
+	close_side(&b);
+	close_side(&a);
+}
+
+/* ---- untagged messages, sends to oneself ---- */
+
+static void test_msg_and_self(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, FI_MSG), 0);
+	uint32_t t = 0, u = 0, x = 41, y = 42;
+	char tc, uc;
+	/* A tagged receive that ignores every bit still never takes an
+	 * untagged message, and the other way round. */
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, &t, 4, NULL, FI_ADDR_UNSPEC, 0, ~0ull, &tc), 0);
+	CU_ASSERT_EQUAL(fi_send(a.ep, &x, 4, NULL, a.addr[1], NULL), 0);
+	CU_ASSERT_EQUAL(fi_recv(b.ep, &u, 4, NULL, FI_ADDR_UNSPEC, &uc), 0);
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &uc);
+	CU_ASSERT_EQUAL(e.flags, FI_RECV | FI_MSG);
+	CU_ASSERT_EQUAL(u, 41);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, &y, 4, NULL, a.addr[1], 5, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &tc);
+	CU_ASSERT_EQUAL(t, 42);
+	/* The top tag bit is not the caller's with FI_MSG on. */
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, &y, 4, NULL, a.addr[1], 1ull << 63, NULL), -FI_EINVAL);
+
+	/* To oneself: a wildcard receive and a directed one, short and long. */
+	static uint8_t big[200000], rbig[200000];
+	fill(big, sizeof(big), 9);
+	uint64_t v = 0, w = 0x1122334455667788ull;
+	char sc, rc1, rc2;
+	CU_ASSERT_EQUAL(fi_trecv(a.ep, &v, 8, NULL, FI_ADDR_UNSPEC, 0x77, 0, &rc1), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, &w, 8, NULL, a.addr[0], 0x77, &sc), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, big, sizeof(big), NULL, a.addr[0], 0x78, &sc), 0);
+	CU_ASSERT_EQUAL(fi_trecv(a.ep, rbig, sizeof(rbig), NULL, a.addr[0], 0x78, 0, &rc2), 0);
+	int seen = 0, recvs = 0;
+	while (seen < 6) { /* 2 receives here, 4 sends (2 here, 2 above) */
+		fi_addr_t src = 0;
+		int rc = wait_one(&a, &b, &e, &src);
+		CU_ASSERT_EQUAL_FATAL(rc, 1);
+		if (e.flags & FI_RECV) {
+			CU_ASSERT_EQUAL(src, a.addr[0]);
+			recvs++;
+		}
+		seen++;
+	}
+	CU_ASSERT_EQUAL(recvs, 2);
+	CU_ASSERT_EQUAL(v, w);
+	CU_ASSERT_EQUAL(memcmp(rbig, big, sizeof(big)), 0);
+	close_side(&b);
+	close_side(&a);
+}
+
+/* ---- a lost peer ---- */
+
+static void test_peer_lost(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, "timeout_ms=300", 0), 0);
+	close_side(&b); /* gone without a word */
+	static uint8_t big[65536];
+	char sctx, rctx;
+	uint8_t in[8];
+	CU_ASSERT_EQUAL(fi_trecv(a.ep, in, 8, NULL, a.addr[1], 1, 0, &rctx), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, big, sizeof(big), NULL, a.addr[1], 1, &sctx), 0);
+	int errs = 0;
+	struct fi_cq_err_entry err;
+	while (errs < 2 && wait_err(&a, NULL, &err) == 0) {
+		CU_ASSERT_EQUAL(err.err, FI_EIO);
+		CU_ASSERT(err.op_context == &sctx || err.op_context == &rctx);
+		errs++;
+	}
+	CU_ASSERT_EQUAL(errs, 2);
+	close_side(&a);
+}
+
+/* ---- two threads ---- */
+
+#define ROUNDS 200
+
+struct thr {
+	struct side *me;
+	int rank;
+	int fails;
+};
+
+/* Ping-pong: rank 0 sends round i, rank 1 echoes it; each receives with
+ * the low 32 tag bits (the sender's rank) ignored, and waits for its
+ * receive and its send before the next round. */
+static void *run(void *arg)
+{
+	struct thr *t = arg;
+	struct side *s = t->me;
+	fi_addr_t peer = s->addr[!t->rank];
+	static __thread uint8_t buf[5000], out[5000];
+	for (int i = 0; i < ROUNDS && !t->fails; i++) {
+		size_t len = (size_t)(i * 37) % sizeof(buf);
+		uint64_t round = (uint64_t)i << 32;
+		int need = 2; /* a receive and a send */
+		if (fi_trecv(s->ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, round, 0xFFFFFFFFull,
+			     buf))
+			t->fails++;
+		if (t->rank == 0) {
+			fill(out, len, (unsigned)i);
+			if (fi_tsend(s->ep, out, len, NULL, peer, round, out))
+				t->fails++;
+		}
+		for (uint64_t end = ms_now() + WAIT_MS; need && ms_now() < end && !t->fails;) {
+			struct fi_cq_tagged_entry e;
+			ssize_t n = fi_cq_read(s->cq, &e, 1);
+			if (n == -FI_EAGAIN)
+				continue;
+			if (n != 1) {
+				t->fails++;
+				break;
+			}
+			need--;
+			if (!(e.flags & FI_RECV))
+				continue;
+			fill(out, len, (unsigned)i);
+			if (e.len != len || memcmp(buf, out, len) || e.tag != (round | !t->rank))
+				t->fails++;
+			if (t->rank == 1 && fi_tsend(s->ep, out, len, NULL, peer, round | 1, out))
+				t->fails++;
+		}
+		if (need)
+			t->fails++;
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	struct thr ta = {&a, 0, 0}, tb = {&b, 1, 0};
+	pthread_t pa, pb;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&pa, NULL, run, &ta), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&pb, NULL, run, &tb), 0);
+	pthread_join(pa, NULL);
+	pthread_join(pb, NULL);
+	CU_ASSERT_EQUAL(ta.fails, 0);
+	CU_ASSERT_EQUAL(tb.fails, 0);
+	close_side(&b);
+	close_side(&a);
+}
+
+static CU_TestInfo tests[] = {
+    {"fi_getinfo: Open MPI's hints, refusals", test_getinfo},
+    {"an event queue that stays empty", test_eq},
+    {"addresses: insert, lookup, straddr, refusals", test_av},
+    {"tagged: sizes, inject, ignore masks, order", test_tagged_masks},
+    {"truncation: FI_ETRUNC with olen", test_truncation},
+    {"peek, claim, discard", test_peek_claim},
+    {"untagged apart from tagged; sends to oneself", test_msg_and_self},
+    {"a lost peer: FI_EIO for its send and receive", test_peer_lost},
+    {"two endpoints in two threads", test_threads},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"ofi", setup, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)
