@@ -51,8 +51,9 @@ static void usage(FILE *f)
 	      "                 (/sys/class/net) with their MTU and device strings\n"
 	      "  --topology     NUMA nodes, cores, caches and where ppd puts its handlers\n"
 	      "  --keys         every configuration key: default, values, PP_<KEY> now\n"
-	      "  --check DEV    open the port DEV (as the dev key: pcap:IFACE, sim:LINK/I,\n"
-	      "                 DPDK EAL arguments) and report it, or why it cannot be opened\n"
+	      "  --check DEV    open the port DEV (as the dev key: packet:IFACE, pcap:IFACE,\n"
+	      "                 sim:LINK/I, DPDK EAL arguments) and report it, or why it\n"
+	      "                 cannot be opened\n"
 	      "  --config STR   check settings (key=value,...) and the PP_* environment as\n"
 	      "                 pp_init reads them, and say which bootstrap it would use\n"
 	      "  -h, --help     this text\n"
@@ -117,6 +118,8 @@ static void devices(void)
 	    "sim:LINK/INDEX  the in-memory lossy link (one process; tests)",
 	    "pcap",
 	    "pcap:IFACE      libpcap capture and inject",
+	    "packet",
+	    "packet:IFACE    AF_PACKET socket, its RX/TX ring slots as buffers (CAP_NET_RAW)",
 	    "ppd",
 	    "ppd:...         the node daemon (set daemon=SOCKET instead)",
 	    "fault",
@@ -155,8 +158,9 @@ static void devices(void)
 		sysfs(names[i], "mtu", mtu, sizeof(mtu));
 		sysfs(names[i], "operstate", state, sizeof(state));
 		sysfs(names[i], "address", mac, sizeof(mac));
-		printf("  %-16s %6s %-8s %-17s  pcap:%s | --vdev=net_af_packet0,iface=%s\n",
-		       names[i], mtu, state, mac, names[i], names[i]);
+		printf("  %-16s %6s %-8s %-17s  packet:%s | pcap:%s | "
+		       "--vdev=net_af_packet0,iface=%s\n",
+		       names[i], mtu, state, mac, names[i], names[i], names[i]);
 		free(names[i]);
 	}
 }

@@ -876,6 +876,22 @@ static void run_test(struct run *r, const struct point *p, enum test t, double l
 	}
 }
 
+/* Push-Pull with the library's BTPs fits them to the path (pp_stats): say
+ * what a long message pushed at the end of the point, and what the path
+ * measured, as a comment of the table (the writer's side only). */
+static void btp_in_use(const struct run *r, const struct point *p)
+{
+	struct pp_stats s;
+	if (r->rank != 0 || r->o->json || strcmp(p->mode, "push-pull") != 0 || p->btp1 >= 0 ||
+	    p->btp2 >= 0 || pp_get_stats(r->ctx, &s))
+		return;
+	printf("# push-pull, BTP fitted to the path: a long message pushes %llu bytes unasked "
+	       "(least round trip %.1f us, rate %.0f MB/s; %llu messages pushed more than "
+	       "BTP(1)+BTP(2))\n",
+	       (unsigned long long)s.push_now, s.path_rtt_ns / 1e3, s.path_rate / 1e6,
+	       (unsigned long long)s.pushes_fitted);
+}
+
 static void run_point(struct run *r, const struct point *p)
 {
 	const struct opts *o = r->o;
@@ -910,6 +926,7 @@ static void run_point(struct run *r, const struct point *p)
 	for (int t = 0; t < T_COUNT; t++)
 		if (o->tests[t])
 			run_test(r, p, (enum test)t, lat4);
+	btp_in_use(r, p);
 	if ((rc = pp_finalize(r->ctx)))
 		die("pp_finalize", rc);
 }

@@ -41,7 +41,7 @@
 struct opts {
 	int nranks;	      /* -n */
 	int nodes;	      /* --nodes */
-	const char *dev_kind; /* af_xdp | af_packet | pcap */
+	const char *dev_kind; /* af_xdp | af_packet | packet | pcap */
 	const char *mode;     /* passed through as PP_MODE */
 	const char *btp1, *btp2;
 	int daemon;	       /* --daemon */
@@ -74,7 +74,8 @@ static void usage(FILE *f)
 	    "  -n, --np N            number of ranks (required, 1..256)\n"
 	    "      --nodes N         namespaces to spread the ranks over in blocks (default: one\n"
 	    "                        rank per node)\n"
-	    "      --dev-kind KIND   af_xdp | af_packet | pcap (default af_packet)\n"
+	    "      --dev-kind KIND   af_packet (DPDK's net_af_packet, the default) | packet (our\n"
+	    "                        own AF_PACKET rings, no DPDK) | af_xdp | pcap (libpcap)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
 	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
@@ -208,8 +209,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		exit(2);
 	}
 	if (strcmp(o->dev_kind, "af_xdp") && strcmp(o->dev_kind, "af_packet") &&
-	    strcmp(o->dev_kind, "pcap")) {
-		fprintf(stderr, "pprun: --dev-kind must be af_xdp, af_packet or pcap (got '%s')\n",
+	    strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "pcap")) {
+		fprintf(stderr,
+			"pprun: --dev-kind must be af_packet, packet, af_xdp or pcap (got '%s')\n",
 			o->dev_kind);
 		exit(2);
 	}
@@ -281,11 +283,13 @@ static int testbed_up(const struct opts *o)
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0)
 			dup2(devnull, STDOUT_FILENO);
-		/* Jumbo frames for af_packet: a 1 MiB message in 117 frames, not
-		 * 706. AF_XDP on veth cannot attach with an MTU above a page. */
+		/* Jumbo frames for af_packet and packet: a 1 MiB message in 117
+		 * frames, not 706. AF_XDP on veth cannot attach with an MTU above
+		 * a page. */
+		int jumbo =
+		    strcmp(o->dev_kind, "af_packet") == 0 || strcmp(o->dev_kind, "packet") == 0;
 		if (!getenv("TESTBED_MTU"))
-			setenv("TESTBED_MTU",
-			       strcmp(o->dev_kind, "af_packet") == 0 ? "9000" : "1500", 1);
+			setenv("TESTBED_MTU", jumbo ? "9000" : "1500", 1);
 		execlp(tb, tb, "up", nodes, ports, (char *)NULL);
 		fprintf(stderr, "pprun: cannot run %s: %s (use --testbed PATH)\n", tb,
 			strerror(errno));
@@ -365,8 +369,8 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 		 * outside this launch can join it or take one of its ranks. */
 		snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)token);
 		set_env("PP_TOKEN", buf);
-	} else if (strcmp(o->dev_kind, "pcap") == 0) {
-		snprintf(buf, sizeof(buf), "pcap:pp%d", port);
+	} else if (strcmp(o->dev_kind, "pcap") == 0 || strcmp(o->dev_kind, "packet") == 0) {
+		snprintf(buf, sizeof(buf), "%s:pp%d", o->dev_kind, port);
 		faulty(o, buf, sizeof(buf), 1 + rank);
 		set_env("PP_DEV", buf);
 	} else {
@@ -499,8 +503,8 @@ static pid_t daemon_start(const struct opts *o, int node)
 	const char *ppd = find_ppd(o, path, sizeof(path));
 	snprintf(ns, sizeof(ns), "ppn%d", node);
 	snprintf(sock, sizeof(sock), "/run/pp/ppd-%s.sock", ns);
-	if (strcmp(o->dev_kind, "pcap") == 0)
-		snprintf(dev, sizeof(dev), "pcap:pp0");
+	if (strcmp(o->dev_kind, "pcap") == 0 || strcmp(o->dev_kind, "packet") == 0)
+		snprintf(dev, sizeof(dev), "%s:pp0", o->dev_kind);
 	else
 		snprintf(dev, sizeof(dev), "--vdev=net_%s0,iface=pp0", o->dev_kind);
 	faulty(o, dev, sizeof(dev), 100 + node);

@@ -14,6 +14,9 @@ extern const struct pp_port_ops pp_port_ops_sim;
 #ifdef PP_HAVE_PCAP
 extern const struct pp_port_ops pp_port_ops_pcap;
 #endif
+#ifdef PP_HAVE_PACKET
+extern const struct pp_port_ops pp_port_ops_packet;
+#endif
 #ifdef PP_HAVE_DPDK
 extern const struct pp_port_ops pp_port_ops_dpdk;
 #endif
@@ -40,6 +43,13 @@ static const struct {
      NULL,
 #endif
      "built without libpcap (install libpcap-dev and reconfigure)"},
+    {"packet:", "packet",
+#ifdef PP_HAVE_PACKET
+     &pp_port_ops_packet,
+#else
+     NULL,
+#endif
+     "AF_PACKET rings are Linux only"},
     {"ppd:", "ppd", &pp_port_ops_ppd, NULL},
     {"fault:", "fault", &pp_port_ops_fault, NULL},
     {"", "dpdk",

@@ -6,6 +6,8 @@
  * and from then on every call goes through that backend's ops table:
  *   "sim:LINK/INDEX"          the in-memory lossy link (driver/sim)
  *   "pcap:IFACE"              libpcap live capture + inject (driver/pcap)
+ *   "packet:IFACE"            an AF_PACKET socket whose RX and TX ring slots
+ *                             are the port's buffers (driver/packet; Linux)
  *   "fault:SPEC;DEV"          DEV with loss, duplication and reordering
  *                             injected into what it receives (driver/fault)
  *   "ppd:job=..,path=SOCKET"  a rank's rings to its node daemon (driver/ppd;
@@ -76,9 +78,9 @@ struct pp_port;
 
 struct pp_port_ops {
 	const char *name;
-	/* Open the port named by dev (the prefix already stripped for sim: and
-	 * pcap:). Errors: -EINVAL bad string, -ENODEV no such device,
-	 * -EPERM missing privilege, -ENOMEM. */
+	/* Open the port named by dev (the prefix already stripped for sim:,
+	 * pcap: and packet:). Errors: -EINVAL bad string, -ENODEV no such
+	 * device, -EPERM missing privilege, -ENOMEM; see pp_port_open. */
 	int (*open)(struct pp_port **port, const char *dev, const struct pp_port_conf *conf);
 	void (*close)(struct pp_port *port);
 	int (*info)(struct pp_port *port, struct pp_port_info *info);
@@ -108,7 +110,8 @@ struct pp_port {
  * Open a port from a device string (see the top of this file).
  * Errors: -EINVAL (NULL or malformed dev, bad conf), -ENODEV (unknown
  * backend or device; the reason is logged), -EPERM, -ENOMEM, -ENOTSUP
- * (backend not built in).
+ * (backend not built in); pcap: and packet: also -ENETDOWN (interface
+ * down) and -EIO, packet: -EMSGSIZE (interface MTU too small).
  */
 int pp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf);
 void pp_port_close(struct pp_port *port);
@@ -116,7 +119,7 @@ void pp_port_close(struct pp_port *port);
 /* A backend, as pp_port_open matches device strings against them. */
 struct pp_port_backend {
 	const char *prefix;  /* "sim:", "pcap:", ...; "" for DPDK (anything else) */
-	const char *name;    /* "sim", "pcap", "ppd", "fault", "dpdk" */
+	const char *name;    /* "sim", "pcap", "packet", "ppd", "fault", "dpdk" */
 	int built;	     /* 1: compiled in */
 	const char *missing; /* why not, when not built */
 };

@@ -33,6 +33,7 @@ grep -Eq "^  hwloc +yes" "$out" || fail "hwloc is required"
 
 "$info" --devices >"$out" || fail "--devices"
 grep -Eq "^  sim +yes " "$out" || { cat "$out"; fail "sim backend not listed"; }
+grep -Eq "^  packet +yes +packet:IFACE " "$out" || { cat "$out"; fail "packet backend not listed"; }
 lo_mtu=$(cat /sys/class/net/lo/mtu)
 grep -Eq "^  lo +$lo_mtu " "$out" || { cat "$out"; fail "lo with MTU $lo_mtu not listed"; }
 
@@ -88,6 +89,9 @@ grep -Eq "^  link +up" "$out" || fail "--check: link"
 grep -q "cannot open the port" "$out" || { cat "$out"; fail "--check: no reason"; }
 "$info" --check pcap:no-such-if0 >"$out" 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "--check pcap:no-such-if0 gave $rc, want 1"
+"$info" --check packet:no-such-if0 >"$out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "--check packet:no-such-if0 gave $rc, want 1"
+grep -q "packet:no-such-if0: no such interface" "$out" || { cat "$out"; fail "--check packet: no reason"; }
 
 # Bad usage: status 2 and a message.
 for args in "--bogus" "stray" "--check" "--check sim:a/0 --keys" "--check sim:a/0 --config x=1" \

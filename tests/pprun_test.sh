@@ -22,6 +22,13 @@ done
 
 "$pprun" -n 2 --dev-kind pcap --testbed "$tb" -- sh -c 'echo "$PP_DEV"' | grep -qx '\[1\] pcap:pp0' ||
   fail "pcap device string"
+# packet: our own AF_PACKET rings, on jumbo links like af_packet.
+"$pprun" -n 2 --dev-kind packet --testbed "$tb" -- \
+  sh -c 'echo "$PP_DEV $(ip -o link show "${PP_DEV#packet:}" | grep -o "mtu [0-9]*")"' |
+  grep -qx '\[1\] packet:pp0 mtu 9000' || fail "packet device string or MTU"
+rc=0
+"$pprun" -n 1 --dev-kind bogus --testbed "$tb" -- true >"$out" 2>&1 || rc=$?
+[ $rc -eq 2 ] && grep -q "af_packet, packet, af_xdp or pcap" "$out" || fail "unknown --dev-kind"
 
 # The first failure is the job's status, and the others are stopped.
 set +e

@@ -4,7 +4,7 @@
 #
 #   driver_probe.sh PP_PROBE TESTBED_SH BACKEND
 #
-# BACKEND is pcap, af_packet or af_xdp (ppn0 <-> ppn1 of the test bed, each
+# BACKEND is pcap, packet, af_packet or af_xdp (ppn0 <-> ppn1 of the test bed, each
 # process pinned to its own core), or memif (two processes in ppn0 joined by
 # a memif socket). Both sides run with --check: every payload byte is
 # verified, and any loss or mismatch fails the test. The sender also writes
@@ -26,6 +26,7 @@ peer=$("$testbed" mac 1 0)
 ns_l=ppn1 ns_s=ppn0
 case $backend in
   pcap) dev_l=pcap:pp0 dev_s=pcap:pp0 ;;
+  packet) dev_l=packet:pp0 dev_s=packet:pp0 ;;
   af_packet) dev_l=--vdev=net_af_packet0,iface=pp0 dev_s=$dev_l ;;
   af_xdp) dev_l=--vdev=net_af_xdp0,iface=pp0,start_queue=0,queue_count=1 dev_s=$dev_l ;;
   memif)

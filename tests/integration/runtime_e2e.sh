@@ -43,7 +43,10 @@ echo "ok: example, 4 ranks on 2 nodes"
 
 # Different job keys: each rank waits for a partner that never answers.
 tb=$(dirname "$pprun")/../../tests/testbed.sh
-dev=$([ "$kind" = pcap ] && echo pcap:pp0 || echo "--vdev=net_${kind}0,iface=pp0")
+case $kind in
+  pcap | packet) dev=$kind:pp0 ;;
+  *) dev=--vdev=net_${kind}0,iface=pp0 ;;
+esac
 start=$SECONDS
 ip netns exec ppn0 env PP_RANK=0 PP_SIZE=2 PP_JOB=111 PP_DEV="$dev" PP_TIMEOUT_MS=1500 \
   taskset -c 0 "$example" > /tmp/pp-job-a.log 2>&1 &
