@@ -208,7 +208,7 @@ pp_job pp-win "$tmp/pp-win.csv" 300 --test window --window "$window" "${same[@]}
 # (as plm_rsh_agent) in ppn1; both ranks and the daemons talk over pp0 only.
 step "Open MPI TCP: latency and window (W=$window), every size"
 if limit=$(budget 300); then
-  if PP_BENCH_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  if NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     run timeout -k 5 "$limit" ip netns exec ppn0 taskset -c 0 mpirun -np 2 --host "$ip0,$ip1" --bind-to none \
     --mca plm_rsh_agent "$here/netns_agent.sh" --mca pml ob1 --mca btl tcp,self \
     --mca btl_tcp_if_include pp0 --mca oob_tcp_if_include pp0 \
