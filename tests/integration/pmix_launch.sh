@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Native jobs started by a PMIx launcher, Open MPI's mpirun, not by pprun:
-#   pmix_launch.sh RT_CHECK TESTBED NETNS_AGENT HAVE_PMIX
+#   pmix_launch.sh RT_CHECK PP_PINGPONG TESTBED NETNS_AGENT HAVE_PMIX
 # rt_check gets no PP_RANK, PP_SIZE or PP_JOB: rank, size, job and node
 # come from PMIx, the peers' ports from the records the ranks put before
 # the fence. Each rank owns a port of the test bed, pp<local rank> of its
 # namespace (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK picks it).
 # 1. 2 ranks on 2 nodes: mpirun in ppn0, the second node's daemon started
 #    in ppn1 by tests/bench/netns_agent.sh (plm_rsh_agent) over addresses
-#    this script gives pp0; every rt_check scenario, over the port;
+#    this script gives pp0; every rt_check scenario, over the port; and
+#    pp_pingpong --check, whose rank 0 alone prints the table;
 # 2. 2 ranks on one node: the same through shared memory;
 # 3. a rank whose peer never reaches pp_init (a rank that is not a
 #    librt-pp program): pp_init fails with the fence's timeout and says
@@ -15,7 +16,7 @@
 # Each run checks the PMIx bootstrap was used (pp_init's line at
 # PP_LOG=info). Skips (77) without root, mpirun, or PMIx in the build.
 set -uo pipefail
-rtc=$(realpath "$1") tb=$2 agent=$3 have_pmix=$4
+rtc=$(realpath "$1") ppp=$(realpath "$2") tb=$3 agent=$4 have_pmix=$5
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
 [ "$have_pmix" = yes ] || { echo "SKIP: librt-pp built without PMIx (libpmix-dev)"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (openmpi-bin)"; exit 77; }
@@ -76,6 +77,16 @@ grep -q "rank 1 of 2, job key [0-9]*, node $ip1\$" "$log" ||
   { cat "$log"; fail "2 nodes: rank 1's node is not the launcher's name for it ($ip1)"; }
 grep -q 'shm: segment' "$log" && { cat "$log"; fail "2 nodes: the ranks shared memory"; }
 echo "ok: 2 ranks on 2 nodes, started by mpirun, every scenario over the port"
+NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" mpirun_job 120 -np 2 --host "$ip0,$ip1" \
+  --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include pp0 \
+  sh -c "$own_port" "$ppp" --check --test latency --sizes 8,64k --iters 50
+rc=$?
+pmix_used 2 "pp_pingpong on 2 nodes"
+n=$(grep -c '<stdout>:# clock' "$log")
+p=$(grep -c '^\[1,0\]<stdout>:latency  *push-pull .* 65536 ' "$log")
+[ $rc -eq 0 ] && [ "$n" -eq 1 ] && [ "$p" -eq 1 ] ||
+  { cat "$log"; fail "pp_pingpong on 2 nodes: status $rc, $n tables, $p rows of 64 KiB from rank 0"; }
+echo "ok: pp_pingpong --check on 2 nodes, started by mpirun, one table"
 
 # --- 2. one node -----------------------------------------------------------------
 mpirun_job 120 -np 2 -x PP_TIMEOUT_MS=3000 sh -c "$own_port" "$rtc" all
