@@ -235,6 +235,22 @@ static void test_settings_win(void)
 	clear_env();
 }
 
+/* A build without PMIx under a launcher, with no rank= or size=: pp_init
+ * refuses at once (it cannot know its rank) instead of waiting in HELLO
+ * discovery. A build with PMIx would call PMIx_Init there, which needs a
+ * real launcher: pmix_launch.sh covers it. */
+static void test_launcher_no_pmix(void)
+{
+	if (pp_pmix_built())
+		return;
+	setenv("PMIX_NAMESPACE", "not.a.launcher", 1);
+	setenv("PMIX_RANK", "0", 1);
+	pp_ctx *ctx = NULL;
+	CU_ASSERT_EQUAL(pp_init(&ctx, "dev=sim:none/0,timeout_ms=100"), -EINVAL);
+	CU_ASSERT_PTR_NULL(ctx);
+	clear_env();
+}
+
 static CU_TestInfo tests[] = {
     {"a launcher's variables", test_launcher},
     {"the choice", test_choose},
@@ -244,6 +260,7 @@ static CU_TestInfo tests[] = {
     {"malformed records", test_record_bad},
     {"membership learns a peer", test_learn},
     {"settings win over a launcher", test_settings_win},
+    {"a launcher, no PMIx in the build", test_launcher_no_pmix},
     CU_TEST_INFO_NULL,
 };
 
