@@ -98,6 +98,8 @@ struct pp_port_ops {
 	/* Optional: see pp_port_mem_register / pp_port_mem_unregister. */
 	int (*mem_register)(struct pp_port *port, void *addr, size_t len);
 	int (*mem_unregister)(struct pp_port *port, void *addr, size_t len);
+	/* Optional: see pp_port_wait_fd. */
+	int (*wait_fd)(struct pp_port *port);
 };
 
 /* Every backend's port begins with this. */
@@ -181,6 +183,19 @@ static inline int pp_port_attach_ext(struct pp_port *p, struct pp_buf *buf, void
 	if (!p->ops->attach_ext)
 		return -ENOTSUP;
 	return p->ops->attach_ext(p, buf, addr, len, done, arg);
+}
+
+/* A file descriptor that poll() reports readable (POLLIN) when queue 0 may
+ * have frames for rx_burst: for a thread that sleeps until a frame comes
+ * (progress=event). It may report readable with nothing to take (a frame
+ * still held by the caller, one the backend keeps back), and a backend that
+ * holds frames itself (fault:'s reordering) does not wake it for those: a
+ * sleeper bounds its sleep. The port keeps the descriptor; close it never.
+ * Errors: -ENOTSUP the backend has none (DPDK's PMDs here, sim:, the node
+ * daemon's). */
+static inline int pp_port_wait_fd(struct pp_port *p)
+{
+	return p->ops->wait_fd ? p->ops->wait_fd(p) : -ENOTSUP;
 }
 
 /* Register [addr, addr+len) for pp_port_attach_ext (pinned and mapped for

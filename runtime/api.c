@@ -329,7 +329,21 @@ PP_API int pp_wait(pp_req **req, pp_status *st)
 	return valid(req) ? pp_ctx_wait(req, st) : -EINVAL;
 }
 
+static int wait_loop(pp_req **req, pp_status *st);
+
 int pp_ctx_wait(pp_req **req, pp_status *st)
+{
+	struct pp_req *r = *req;
+	pp_ctx *ctx = r->ctx;
+	if (ctx->event) /* its passes serve this wait: the thread stays away */
+		atomic_store_explicit(&ctx->app_waiting, 1, memory_order_relaxed);
+	int rc = wait_loop(req, st);
+	if (ctx->event)
+		atomic_store_explicit(&ctx->app_waiting, 0, memory_order_relaxed);
+	return rc;
+}
+
+static int wait_loop(pp_req **req, pp_status *st)
 {
 	struct pp_req *r = *req;
 	pp_ctx *ctx = r->ctx;

@@ -210,6 +210,16 @@ static int set_daemon(struct pp_config *c, const char *v)
 	return set_str(c->daemon, v);
 }
 
+static int set_progress(struct pp_config *c, const char *v)
+{
+	static const char *const names[] = {"inline", "event"};
+	int i = choice(v, names, 2);
+	if (i < 0)
+		return i;
+	c->progress = (enum pp_progress_mode)i;
+	return 0;
+}
+
 static int set_predict(struct pp_config *c, const char *v)
 {
 	return set_str(c->predict, v);
@@ -349,6 +359,11 @@ static const struct key {
     {{"pull_cores", "core list such as 0,2-3 (empty: none)", "",
       "pull-handler threads, one pinned to each core"},
      set_pull_cores,
+     false},
+    {{"progress", "inline|event", "inline",
+      "the engine runs inside pp_* calls only | also in a thread that sleeps until "
+      "a frame comes (packet: and pcap: ports), for a rank busy computing"},
+     set_progress,
      false},
     {{"daemon", "path of a ppd socket (empty: none)", "",
       "attach to the node daemon instead of owning a port"},

@@ -21,6 +21,11 @@ enum pp_mode {
 	PP_MODE_PUSH_ZERO,     /* header pushed, everything pulled (rendezvous) */
 };
 
+enum pp_progress_mode {
+	PP_PROGRESS_INLINE = 0, /* only inside pp_* calls (and pull handlers) */
+	PP_PROGRESS_EVENT,	/* also a thread that sleeps until a frame comes */
+};
+
 enum pp_shm_mode {
 	PP_SHM_ON = 0,	/* ranks of one node talk through shared memory, single copy */
 	PP_SHM_OFF,	/* every rank over the port */
@@ -36,33 +41,34 @@ enum pp_stats_out {
 #define PP_CFG_STR 256
 
 struct pp_config {
-	int rank;		     /* this rank, 0..size-1 (-1: unset) */
-	int size;		     /* ranks in the job (-1: unset) */
-	uint32_t job;		     /* job key on the wire */
-	bool job_set;		     /* job given explicitly (a PMIx launcher's is not used) */
-	uint64_t token;		     /* job token: binds the job at its node daemon (0: none) */
-	char job_name[PP_CFG_STR];   /* job key as given (names shm segments) */
-	char node[PP_CFG_STR];	     /* node name; same node = shared memory */
-	char dev[PP_CFG_STR];	     /* port: EAL device args or pcap:IFACE */
-	enum pp_mode mode;	     /* push-pull, push-all or push-zero */
-	uint32_t btp1;		     /* bytes in the first push */
-	uint32_t btp2;		     /* bytes in the second, overlapped push */
-	bool btp_set;		     /* btp1 or btp2 given explicitly */
-	char pull_cores[PP_CFG_STR]; /* core list for pull handlers ("" none) */
-	char daemon[PP_CFG_STR];     /* ppd socket path ("" embedded engine) */
-	char predict[PP_CFG_STR];    /* predictor name or "off" */
-	char pcap_dump[PP_CFG_STR];  /* capture file ("" none) */
-	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
-	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
-	bool zerocopy;		     /* large payloads leave from the user's buffer */
-	uint32_t stage_bytes;	     /* prediction staging budget (0: no staging) */
-	uint32_t stage_remap;	     /* fewest bytes a page remap moves (0: copy only) */
-	uint32_t pushbuf_bytes;	     /* pushed-buffer size */
-	bool credits;		     /* pushed-buffer credits (false: Push-All overflow) */
-	enum pp_shm_mode shm;	     /* intranode transport: on, off, twocopy */
-	uint64_t shm_heap;	     /* pp_malloc bytes per rank in the segment (0: none) */
-	bool shm_write;		     /* shm=on: a sender writes into a receive posted early */
-	enum pp_stats_out stats;     /* counters on stderr at pp_finalize */
+	int rank;			/* this rank, 0..size-1 (-1: unset) */
+	int size;			/* ranks in the job (-1: unset) */
+	uint32_t job;			/* job key on the wire */
+	bool job_set;			/* job given explicitly (a PMIx launcher's is not used) */
+	uint64_t token;			/* job token: binds the job at its node daemon (0: none) */
+	char job_name[PP_CFG_STR];	/* job key as given (names shm segments) */
+	char node[PP_CFG_STR];		/* node name; same node = shared memory */
+	char dev[PP_CFG_STR];		/* port: EAL device args or pcap:IFACE */
+	enum pp_mode mode;		/* push-pull, push-all or push-zero */
+	uint32_t btp1;			/* bytes in the first push */
+	uint32_t btp2;			/* bytes in the second, overlapped push */
+	bool btp_set;			/* btp1 or btp2 given explicitly */
+	char pull_cores[PP_CFG_STR];	/* core list for pull handlers ("" none) */
+	enum pp_progress_mode progress; /* inline, or event (a sleeping thread) */
+	char daemon[PP_CFG_STR];	/* ppd socket path ("" embedded engine) */
+	char predict[PP_CFG_STR];	/* predictor name or "off" */
+	char pcap_dump[PP_CFG_STR];	/* capture file ("" none) */
+	char cluster[PP_CFG_STR];	/* rank -> MAC file ("" discover) */
+	uint32_t timeout_ms;		/* discovery and peer-loss timeout */
+	bool zerocopy;			/* large payloads leave from the user's buffer */
+	uint32_t stage_bytes;		/* prediction staging budget (0: no staging) */
+	uint32_t stage_remap;		/* fewest bytes a page remap moves (0: copy only) */
+	uint32_t pushbuf_bytes;		/* pushed-buffer size */
+	bool credits;			/* pushed-buffer credits (false: Push-All overflow) */
+	enum pp_shm_mode shm;		/* intranode transport: on, off, twocopy */
+	uint64_t shm_heap;		/* pp_malloc bytes per rank in the segment (0: none) */
+	bool shm_write;			/* shm=on: a sender writes into a receive posted early */
+	enum pp_stats_out stats;	/* counters on stderr at pp_finalize */
 };
 
 /*

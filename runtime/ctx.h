@@ -165,6 +165,9 @@ struct pp_ctx {
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
 	int locking;			   /* 1 when pull handlers run */
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
+	struct pp_event *event;		   /* progress=event's thread, or NULL */
+	atomic_int app_waiting;		   /* progress=event: the application polls */
+	atomic_int push_missed;		   /* progress=event: a push found the lock taken */
 
 	int daemon_lost;	 /* daemon=SOCKET: the daemon went away; every peer failed */
 	struct pp_shm_link *shm; /* intranode link, NULL when no local peer uses it */
@@ -176,8 +179,8 @@ struct pp_ctx {
 	int in_pass;		 /* a progress pass is running (it must not nest) */
 };
 
-/* Take and release the engine. Only pull handlers make this a real lock;
- * without them it costs a predictable branch. */
+/* Take and release the engine. Only pull handlers and the event thread make
+ * this a real lock; without them it costs a predictable branch. */
 static inline void pp_ctx_enter(pp_ctx *ctx)
 {
 	if (ctx->locking)
@@ -304,5 +307,14 @@ void pp_req_put(struct pp_req *req);
 /* Pull handlers (pull_cores). Errors: -EINVAL (bad core list), -errno. */
 int pp_handlers_start(pp_ctx *ctx);
 void pp_handlers_stop(pp_ctx *ctx);
+
+/* progress=event's thread (event.c); started and stopped with the pull
+ * handlers. Errors: -ENOTSUP the port has no wait descriptor, -ENOMEM. */
+int pp_event_start(pp_ctx *ctx);
+void pp_event_stop(pp_ctx *ctx);
+
+/* The event thread's pass: -1 when another thread has the engine, else the
+ * events handled, and the engine's next timer in *expiry. */
+int pp_ctx_event_pass(pp_ctx *ctx, uint64_t *expiry);
 
 #endif

@@ -47,7 +47,7 @@ static void *handler_main(void *arg)
 int pp_handlers_start(pp_ctx *ctx)
 {
 	if (!ctx->cfg.pull_cores[0])
-		return 0;
+		return pp_event_start(ctx);
 	struct pp_pull_handlers *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -81,11 +81,12 @@ int pp_handlers_start(pp_ctx *ctx)
 		h->n++;
 	}
 	pp_info("%d pull handler(s) on cores %s", n, ctx->cfg.pull_cores);
-	return 0;
+	return pp_event_start(ctx);
 }
 
 void pp_handlers_stop(pp_ctx *ctx)
 {
+	pp_event_stop(ctx);
 	struct pp_pull_handlers *h = ctx->handlers;
 	if (!h)
 		return;
@@ -94,5 +95,5 @@ void pp_handlers_stop(pp_ctx *ctx)
 		pthread_join(h->threads[i], NULL);
 	free(h);
 	ctx->handlers = NULL;
-	ctx->locking = 0;
+	ctx->locking = ctx->event != NULL;
 }

@@ -274,8 +274,16 @@ static int progress_locked(pp_ctx *ctx, int spin)
 
 void pp_ctx_push(pp_ctx *ctx)
 {
-	if (ctx->locking && atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire))
-		return;			       /* a handler's pass is sending it */
+	if (ctx->locking && atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire)) {
+		if (!ctx->event)
+			return; /* a handler's pass is sending it */
+		/* The event thread, which sleeps after its pass: it looks at
+		 * push_missed after each release (event.c); one of us sees the
+		 * other (both sequentially consistent). */
+		atomic_store(&ctx->push_missed, 1);
+		if (atomic_flag_test_and_set(&ctx->lock))
+			return;
+	}
 	uint64_t now = ctx->now = pp_now_ns(); /* the send's timer starts now */
 	ctx->clock_skip = PP_CLOCK_EVERY - 1;
 	if (!ctx->shm_only || ctx->ntxq)
@@ -296,6 +304,17 @@ static int progress(pp_ctx *ctx, int spin)
 		return 0;
 	int n = progress_locked(ctx, spin);
 	atomic_flag_clear_explicit(&ctx->lock, memory_order_release);
+	return n;
+}
+
+int pp_ctx_event_pass(pp_ctx *ctx, uint64_t *expiry)
+{
+	if (atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire))
+		return -1;
+	ctx->expiry_skip = PP_EXPIRY_EVERY - 1; /* it sleeps until the next timer: look */
+	int n = progress_locked(ctx, 0);
+	*expiry = pp_proto_expiry(ctx->eng);
+	atomic_flag_clear(&ctx->lock); /* before push_missed is read (pp_ctx_push) */
 	return n;
 }
 

@@ -235,6 +235,13 @@ static int fault_mem_unregister(struct pp_port *port, void *addr, size_t len)
 	return pp_port_mem_unregister(to_fault(port)->inner, addr, len);
 }
 
+/* The inner port's: frames held back for reordering wake nobody, so a
+ * sleeper bounds its sleep (pp_port_wait_fd). */
+static int fault_wait_fd(struct pp_port *port)
+{
+	return pp_port_wait_fd(to_fault(port)->inner);
+}
+
 const struct pp_port_ops pp_port_ops_fault = {
     .name = "fault",
     .open = fault_open,
@@ -248,4 +255,5 @@ const struct pp_port_ops pp_port_ops_fault = {
     .attach_ext = fault_attach_ext,
     .mem_register = fault_mem_register,
     .mem_unregister = fault_mem_unregister,
+    .wait_fd = fault_wait_fd,
 };

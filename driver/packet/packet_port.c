@@ -449,6 +449,12 @@ static unsigned packet_port_tx_burst(struct pp_port *port, uint16_t queue, struc
 	return taken;
 }
 
+/* The socket: readable while the RX ring's newest slot is the user's. */
+static int packet_port_wait_fd(struct pp_port *port)
+{
+	return to_pkt(port)->fd;
+}
+
 const struct pp_port_ops pp_port_ops_packet = {
     .name = "packet",
     .open = packet_port_open,
@@ -459,4 +465,5 @@ const struct pp_port_ops pp_port_ops_packet = {
     .free = packet_port_free,
     .rx_burst = packet_port_rx_burst,
     .tx_burst = packet_port_tx_burst,
+    .wait_fd = packet_port_wait_fd,
 };

@@ -281,6 +281,13 @@ static unsigned pcap_port_tx_burst(struct pp_port *port, uint16_t queue, struct 
 	return i;
 }
 
+/* libpcap's selectable descriptor (immediate mode: readable per frame). */
+static int pcap_port_wait_fd(struct pp_port *port)
+{
+	int fd = pcap_get_selectable_fd(((struct pcap_port *)port)->pc);
+	return fd >= 0 ? fd : -ENOTSUP;
+}
+
 const struct pp_port_ops pp_port_ops_pcap = {
     .name = "pcap",
     .open = pcap_port_open,
@@ -291,4 +298,5 @@ const struct pp_port_ops pp_port_ops_pcap = {
     .free = pcap_port_free,
     .rx_burst = pcap_port_rx_burst,
     .tx_burst = pcap_port_tx_burst,
+    .wait_fd = pcap_port_wait_fd,
 };

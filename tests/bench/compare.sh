@@ -3,7 +3,7 @@
 # same way on both sides, in one run on the test bed (namespaces ppn0 and
 # ppn1, port pp0 each, bridge ppbr0):
 #
-#   pp_pingpong   push-pull, push-all, push-zero over DPDK af_packet (pprun):
+#   pp_pingpong   push-pull, push-all, push-zero over DPDK af_packet (pprun; --dev-kind):
 #                 --test latency and --test window at every size
 #   Open MPI      tests/bench/mpi_pingpong.c, ob1 over the TCP BTL only (btl
 #                 tcp,self): the same two tests at the same sizes, with
@@ -55,7 +55,7 @@
 # Exit status: 0 when every figure was measured, 1 otherwise, 2 on bad usage.
 #
 # usage: compare.sh [--build DIR] [--iters N] [--time SEC] [--max-time SEC] [--csv FILE]
-#                   [--sizes SPEC] [--window W] [--max-bytes B]
+#                   [--sizes SPEC] [--window W] [--max-bytes B] [--dev-kind K]
 #   --build DIR     build directory with apps/pprun, apps/pp_pingpong, apps/pp_probe
 #                   (default build)
 #   --iters N       measured iterations per point (default 1000)
@@ -68,6 +68,9 @@
 #                   8,32,128,256,512,1k,2k,8k,32k,64k,128k,512k,1m,2m,4m)
 #   --window W      messages in flight in the window test, 1..1024 (default 64)
 #   --max-bytes B   bytes a point may move at most, k/m/g (default 256m)
+#   --dev-kind K    librt-pp's port on both sides and pp_probe's: af_packet
+#                   (DPDK's net_af_packet, the default) or packet (the
+#                   packet: backend, AF_PACKET rings without DPDK)
 #   -h, --help      this text
 set -uo pipefail
 
@@ -90,6 +93,7 @@ port_iperf=17713
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare.sh
 pp_nodes=2
+dev_kind=af_packet
 steps=9 # the calls of step below
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
@@ -121,6 +125,9 @@ while [ $# -gt 0 ]; do
     --max-bytes)
       if [ $# -lt 2 ] || ! bytespec "$2"; then bad "--max-bytes needs a byte count (k/m/g)"; fi
       max_bytes=$2; shm_args+=(--max-bytes "$2"); shift 2 ;;
+    --dev-kind)
+      case ${2:-} in af_packet | packet) ;; *) bad "--dev-kind needs af_packet or packet" ;; esac
+      dev_kind=$2; shift 2 ;;
     *) bad "unknown argument '$1'" ;;
   esac
 done
@@ -227,6 +234,7 @@ sort_sizes
 step "pp_probe --blast, MTU-sized frames, ppn0 -> ppn1, ${secs} s"
 declare -A lim
 dev=--vdev=net_af_packet0,iface=pp0
+[ "$dev_kind" = af_packet ] || dev=packet:pp0
 if limit=$(budget $((secs + 40))); then
   server ppn1 1 "$tmp/blast-listen.log" timeout -k 2 "$limit" "$build/apps/pp_probe" --dev "$dev" \
     --listen --blast --wait-ms 30000
@@ -296,7 +304,7 @@ size_table bw "" mpi OMPI-TCP "${modes[@]}"
 size_csv "" "${modes[@]}" mpi
 
 echo
-echo "# the path's ceiling: pp_probe --blast, $(val "${lim[frame]:-}")-byte frames ppn0 -> ppn1 for ${secs} s over DPDK af_packet"
+echo "# the path's ceiling: pp_probe --blast, $(val "${lim[frame]:-}")-byte frames ppn0 -> ppn1 for ${secs} s over $dev_kind"
 printf "%-32s %12s %12s %10s %14s\n" "limit" "frames/s" "MB/s" "loss %" "sent frames/s"
 printf "%-32s %12s %12s %10s %14s\n" "pp_probe --blast (payload)" "$(val "${lim[frames_per_s]:-}")" \
   "$(val "${lim[payload_MBps]:-}")" "$(val "${lim[loss_pct]:-}")" "$(val "${lim[tx_fps]:-}")"

@@ -42,9 +42,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=build kinds=packet,af_packet reps=5 iters=1000 sizes=8,1k,64k,1m,4m pcount=2000 csv=
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-bad() { echo "ports.sh: $*" >&2; echo "try: ports.sh --help" >&2; exit 2; }
-die() { echo "ports.sh: $*" >&2; exit 1; }
-posint() { [[ $1 =~ ^[1-9][0-9]{0,6}$ ]]; }
+prog=ports.sh
+# bad, die, posint, sizespec (only those: the rest serves compare*.sh)
+. "$here/lib.sh"
 while [ $# -gt 0 ]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
@@ -52,7 +52,8 @@ while [ $# -gt 0 ]; do
     --kinds) [ $# -ge 2 ] || bad "--kinds needs A,B"; kinds=$2; shift 2 ;;
     --reps) { [ $# -ge 2 ] && posint "$2"; } || bad "--reps needs a count"; reps=$2; shift 2 ;;
     --iters) { [ $# -ge 2 ] && posint "$2"; } || bad "--iters needs a count"; iters=$2; shift 2 ;;
-    --sizes) [ $# -ge 2 ] || bad "--sizes needs a list"; sizes=$2; shift 2 ;;
+    --sizes) { [ $# -ge 2 ] && sizespec "$2"; } || bad "--sizes needs a size list (8,1k,...)"
+      sizes=$2; shift 2 ;;
     --probe-count) { [ $# -ge 2 ] && posint "$2"; } || bad "--probe-count needs a count"
       pcount=$2; shift 2 ;;
     --csv) [ $# -ge 2 ] || bad "--csv needs a file"; csv=$2; shift 2 ;;

@@ -7,8 +7,10 @@
 #    in every mode and with 4 ranks on 2 nodes;
 # 2. a rank killed mid-transfer: its sender and its receiver get -ECONNRESET
 #    within the timeout, no hang;
-# 3. pull handlers (pull_cores): a late receiver completes while its sender
-#    computes without pp_* calls, and does not without them;
+# 3. pull handlers (pull_cores), and progress=event over the packet port: a
+#    late receiver completes while its sender computes without pp_* calls,
+#    and does not without them; progress=event refused where the port has
+#    nothing to sleep on;
 # 4. cluster=FILE: the rank -> MAC table replaces discovery; a wrong MAC in
 #    it makes the job fail.
 set -uo pipefail
@@ -56,6 +58,19 @@ run "pull handlers serve a computing sender" 1 -n 2 --nodes 2 -- \
 run "no pull handlers: no progress while computing" 1 -n 2 --nodes 2 -- \
   "$rtc" --no-progress --compute 1 handlers
 grep -q "ack did not arrive" "$log" || fail "control run"
+# progress=event: the thread asleep on the port serves the computing sender
+# (ports with a wait descriptor); a DPDK port refuses it with a clear error.
+if [ "$kind" = packet ]; then
+  run "event progress serves a computing sender" 1 -n 2 --nodes 2 -- \
+    "$rtc" -c progress=event --compute 10 handlers
+else
+  "$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 60 -- \
+    "$rtc" -c progress=event handlers >"$log" 2>&1 &&
+    { cat "$log"; fail "progress=event over $kind started"; }
+  grep -q "progress=event: the port .* has nothing to sleep on" "$log" ||
+    { cat "$log"; fail "progress=event over $kind: no clear error"; }
+  echo "ok: progress=event over $kind is refused with a clear error"
+fi
 
 # cluster=FILE: rank r is on node r/2, port r%2 (pprun's blocks).
 for r in 0 1 2 3; do
