@@ -7,8 +7,9 @@
  * places its handlers, and every configuration key with its default, the
  * values it takes and its value in the environment (PP_<KEY>). --check DEV
  * opens a port and reports it; --config STR checks settings as pp_init
- * would. Everything comes from the code that does the thing: the key table
- * of runtime/config.c, the backend table of driver/port.c, runtime/topo.c.
+ * would, and which bootstrap it would use. Everything comes from the code
+ * that does the thing: the key table of runtime/config.c, the backend table
+ * of driver/port.c, runtime/topo.c, runtime/bootstrap.c.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bootstrap.h"
 #include "config.h"
 #include "pp.h"
 #include "pp_build.h"
@@ -53,7 +55,7 @@ static void usage(FILE *f)
 	      "                 sim:LINK/I, DPDK EAL arguments) and report it, or why it\n"
 	      "                 cannot be opened\n"
 	      "  --config STR   check settings (key=value,...) and the PP_* environment as\n"
-	      "                 pp_init reads them\n"
+	      "                 pp_init reads them, and say which bootstrap it would use\n"
 	      "  -h, --help     this text\n"
 	      "Exit status: 0, 1 when --check or --config fails, 2 on bad usage.\n",
 	      f);
@@ -83,7 +85,8 @@ static void features(void)
 	feature("DPDK", PP_BUILD_DPDK, "install libdpdk-dev and reconfigure");
 	feature("libpcap", PP_BUILD_PCAP, "install libpcap-dev and reconfigure");
 	feature("hwloc", PP_BUILD_HWLOC, "required");
-	feature("PMIx", "", "not built yet: pprun or PP_* start the ranks");
+	feature("PMIx", PP_BUILD_PMIX,
+		"install libpmix-dev and reconfigure: mpirun, prterun, srun --mpi=pmix");
 	feature("libfabric", "", "no provider yet");
 }
 
@@ -275,6 +278,9 @@ static int check_config(const char *str)
 	}
 	printf("configuration: ok (rank %d, size %d, mode %s, job '%s', dev '%s')\n", c.rank,
 	       c.size, pp_mode_name(c.mode), c.job_name, c.dev);
+	int launcher = pp_boot_launcher(getenv("PMIX_NAMESPACE"), getenv("PMIX_RANK"));
+	printf("bootstrap: %s%s\n", pp_boot_name(pp_boot_choose(&c, launcher, pp_pmix_built())),
+	       launcher ? " (a PMIx launcher's variables are set)" : "");
 	return 0;
 }
 

@@ -958,8 +958,11 @@ int main(int argc, char **argv)
 	if (!r.sbuf || !r.rbuf || !r.samples || !r.compute || !r.compute_peer)
 		die("allocating buffers", -ENOMEM);
 
-	/* Only rank 0 writes; PP_RANK says which we are before pp_init. */
+	/* Only rank 0 writes; PP_RANK says which we are before pp_init, or, in
+	 * a job a PMIx launcher started (mpirun, srun), PMIX_RANK. */
 	const char *env_rank = getenv("PP_RANK");
+	if (!env_rank)
+		env_rank = getenv("PMIX_RANK");
 	int writer = !env_rank || strcmp(env_rank, "0") == 0;
 	struct point p = {0};
 	if (writer && o.csv) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bootstrap.h"
 #include "ctx.h"
 #include "pp_log.h"
 
@@ -34,7 +35,7 @@ static int check_config(const struct pp_config *c)
 {
 	if (c->rank < 0 || c->size < 1) {
 		pp_err("pp_init: rank and size must be set (rank=, size= or PP_RANK, PP_SIZE; "
-		       "pprun sets them)");
+		       "pprun sets them, a PMIx launcher such as mpirun gives them)");
 		return -EINVAL;
 	}
 	if (!c->dev[0] && !c->daemon[0] && c->size > 1) {
@@ -95,6 +96,7 @@ void pp_ctx_free(pp_ctx *ctx)
 	pp_rt_pred_fini(ctx);
 	pp_req_pool_fini(ctx);
 	pp_membership_fini(ctx);
+	pp_boot_end(ctx);
 	free(ctx);
 }
 
@@ -107,6 +109,8 @@ int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks)
 		return -ENOMEM;
 	atomic_flag_clear(&ctx->lock);
 	int rc = pp_config_load(&ctx->cfg, config);
+	if (rc == 0) /* PMIx, when a PMIx launcher started us, gives rank and size */
+		rc = pp_boot_start(ctx);
 	if (rc == 0)
 		rc = check_config(&ctx->cfg);
 	if (rc)

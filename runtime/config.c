@@ -83,7 +83,7 @@ static int set_str(char *dst, const char *v)
 }
 
 /* FNV-1a: a job key given as a name still gives every rank the same number. */
-static uint32_t fnv1a(const char *s)
+uint32_t pp_config_job_hash(const char *s)
 {
 	uint32_t h = 2166136261u;
 	for (; *s; s++)
@@ -156,7 +156,8 @@ static int set_job(struct pp_config *c, const char *v)
 	uint32_t u;
 	if (!v[0] || set_str(c->job_name, v))
 		return -EINVAL;
-	c->job = parse_u32(v, UINT32_MAX, &u) == 0 ? u : fnv1a(v);
+	c->job = parse_u32(v, UINT32_MAX, &u) == 0 ? u : pp_config_job_hash(v);
+	c->job_set = true;
 	return 0;
 }
 
@@ -502,6 +503,7 @@ int pp_config_load(struct pp_config *c, const char *config)
 			return -EINVAL;
 		}
 	c->btp_set = false;
+	c->job_set = false;
 
 	int rc = load_env(c);
 	if (rc == 0 && config)

@@ -44,6 +44,7 @@ struct pp_config {
 	int rank;			/* this rank, 0..size-1 (-1: unset) */
 	int size;			/* ranks in the job (-1: unset) */
 	uint32_t job;			/* job key on the wire */
+	bool job_set;			/* job given explicitly (a PMIx launcher's is not used) */
 	uint64_t token;			/* job token: binds the job at its node daemon (0: none) */
 	char job_name[PP_CFG_STR];	/* job key as given (names shm segments) */
 	char node[PP_CFG_STR];		/* node name; same node = shared memory */
@@ -96,6 +97,10 @@ struct pp_config_key {
 
 /* Key i, in the table's order, or NULL past the last one. */
 const struct pp_config_key *pp_config_key(size_t i);
+
+/* The job key of a job given by name (job=NAME, a PMIx namespace): FNV-1a,
+ * so every rank that has the name computes the same key. */
+uint32_t pp_config_job_hash(const char *name);
 
 /* A boolean value: on, yes, true, 1 (1) or off, no, false, 0 (0), in any
  * case; -EINVAL for anything else. */

@@ -86,6 +86,13 @@ struct pp_membership {
 	int joined;		    /* discovery is over */
 };
 
+/* How the rank learnt its rank, size and peers (bootstrap.h). */
+enum pp_boot {
+	PP_BOOT_HELLO = 0, /* rank= and size= from the settings, HELLO broadcast discovery */
+	PP_BOOT_CLUSTER,   /* ... with the peers' ports from cluster=FILE */
+	PP_BOOT_PMIX,	   /* everything from a PMIx launcher (pmix.c) */
+};
+
 struct pp_pull_handlers; /* threads serving pulls while the application computes */
 struct pp_shm_link;	 /* the node segment and its rings (shm_link.c) */
 struct pp_stage;	 /* prediction staging memory (predict/staging.h) */
@@ -134,6 +141,7 @@ struct pp_ctx {
 	struct pp_proto *eng;	       /* protocol engine */
 	struct pp_port_info port_info; /* MAC, MTU, ... of the port */
 	int rank, size;		       /* this rank, ranks in the job */
+	enum pp_boot boot;	       /* where they came from (PMIX: PMIx is up) */
 	uint32_t inc;		       /* this rank's incarnation (wire.h) */
 
 	struct pp_req *reqs; /* request pool */
@@ -219,8 +227,10 @@ uint32_t pp_membership_incarnation(void);
 
 /* Membership (membership.c). init/fini: its per-rank table (-ENOMEM).
  * join: discovery: find every rank of the job or fail after timeout_ms, then
- * add every peer to the engine. Errors: -ETIMEDOUT (the missing ranks are
- * logged), -EINVAL (cluster file), the engine's. peer: what discovery knows
+ * add every peer to the engine; with the PMIx bootstrap the peers come
+ * from the launcher instead (pp_pmix_exchange). Errors: -ETIMEDOUT (the
+ * missing ranks are logged), -EINVAL (cluster file), -EPROTO (a peer's
+ * PMIx record missing or malformed), the engine's. peer: what discovery knows
  * of rank. left: rank is gone (its BYE came, or crashed: it died without
  * one, and what needs it fails now); 1 when that is news, 0 when it had
  * left already. */
@@ -229,6 +239,13 @@ void pp_membership_fini(pp_ctx *ctx);
 int pp_membership_join(pp_ctx *ctx);
 const struct pp_peer_info *pp_membership_peer(const pp_ctx *ctx, uint32_t rank);
 int pp_membership_left(pp_ctx *ctx, uint32_t rank, int crashed);
+
+/* What a bootstrap outside the port (PMIx) says of peer rank: its port's
+ * MAC, incarnation and node. Called by join's exchange, before the peers
+ * are added. Errors: -EINVAL (own rank, out of range, incarnation 0),
+ * -EEXIST (rank already known). */
+int pp_membership_learn(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc,
+			const char *node);
 
 /* Say goodbye to every peer and wait for theirs (see membership.c).
  * Errors: -ETIMEDOUT (some peer silent past deadline). */

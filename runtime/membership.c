@@ -45,6 +45,14 @@
  * retransmission while we wait. A peer's BYE also means
  * it will send nothing more: receives that only it could satisfy fail with
  * -ECONNRESET instead of waiting for ever.
+ *
+ * With the PMIx bootstrap (bootstrap.h) no HELLO is sent: the launcher's
+ * fence hands every rank the others' MACs, incarnations and nodes
+ * (pmix.c, through pp_membership_learn), and a rank whose fence completed
+ * knows every rank and is known by every rank, which is what the HELLOs'
+ * knows_all establishes. Leaving is the same BYE exchange whatever the
+ * bootstrap: a fence could not stand for it, since a rank blocked in one
+ * serves no retransmission and says nothing to a peer still waiting on it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -53,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "ctx.h"
 #include "pp_log.h"
 #include "pp_mac.h"
@@ -344,6 +353,22 @@ int pp_membership_left(pp_ctx *ctx, uint32_t rank, int crashed)
 	return 1;
 }
 
+int pp_membership_learn(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc,
+			const char *node)
+{
+	if (rank >= (uint32_t)ctx->size || rank == (uint32_t)ctx->rank || inc == 0)
+		return -EINVAL;
+	struct pp_peer_info *pi = &ctx->mem.peers[rank];
+	if (pi->known)
+		return -EEXIST;
+	memcpy(pi->mac, mac, 6);
+	pi->inc = inc;
+	snprintf(pi->node, sizeof(pi->node), "%s", node);
+	pi->known = pi->knows_all = 1;
+	ctx->mem.nknown++;
+	return 0;
+}
+
 /* Every rank known: the engine may reach them. */
 static int add_peers(pp_ctx *ctx)
 {
@@ -369,6 +394,14 @@ int pp_membership_join(pp_ctx *ctx)
 	self->known = self->knows_all = 1;
 	ctx->mem.nknown = 1;
 
+	/* PMIx: the launcher's fence instead of HELLOs; every peer learnt, or an error. */
+	if (ctx->boot == PP_BOOT_PMIX) {
+		int rc = pp_pmix_exchange(ctx);
+		if (rc)
+			return rc;
+		ctx->mem.joined = 1;
+		return add_peers(ctx);
+	}
 	if (ctx->cfg.cluster[0]) {
 		int rc = load_cluster(ctx);
 		if (rc)

@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=("$@")
 [ $# -gt 0 ] || pkgs=(
   build-essential clang libclang-rt-14-dev meson ninja-build pkg-config
+  libpmix-dev openmpi-bin
   dpdk dpdk-dev libdpdk-dev libpcap-dev libhwloc-dev libcunit1-dev
   iproute2 bridge-utils tshark libbpf-dev python3-matplotlib libfabric-dev libfabric-bin
   openmpi-bin libopenmpi-dev

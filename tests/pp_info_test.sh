@@ -2,10 +2,11 @@
 # pp_info: its sections say what the code says (wire and region versions from
 # the headers, every configuration key the parser takes, each one in the
 # README, PP_<KEY> shown), --check opens a port (an in-memory one), --config
-# checks settings, and bad arguments are refused with a clear message.
-# usage: pp_info_test.sh PP_INFO SOURCE_ROOT
+# checks settings and names the bootstrap, and bad arguments are refused
+# with a clear message.
+# usage: pp_info_test.sh PP_INFO SOURCE_ROOT PMIX(yes|no: the build has it)
 set -uo pipefail
-info=$1 src=$2
+info=$1 src=$2 pmix=$3
 fail() { echo "FAIL: $*"; exit 1; }
 out=$(mktemp /tmp/pp-info-test.XXXXXX)
 trap 'rm -f "$out"' EXIT
@@ -26,7 +27,7 @@ grep -q "^ppd region version $region " "$out" || { cat "$out"; fail "region vers
 for f in DPDK libpcap hwloc PMIx libfabric; do
   grep -Eq "^  $f +(yes|no)" "$out" || { cat "$out"; fail "feature $f missing"; }
 done
-grep -Eq "^  PMIx +no" "$out" || fail "PMIx is not built"
+grep -Eq "^  PMIx +$pmix" "$out" || { cat "$out"; fail "PMIx is not '$pmix' as the build says"; }
 grep -Eq "^  libfabric +no" "$out" || fail "no libfabric provider is built"
 grep -Eq "^  hwloc +yes" "$out" || fail "hwloc is required"
 
@@ -62,6 +63,15 @@ grep -q "^environment: pp_init would refuse it" "$out" || fail "bad environment 
 # --config: good, and bad ones named.
 "$info" --config "credits=off,mode=push-all,size=4,rank=3" >"$out" 2>&1 || fail "--config good"
 grep -q "rank 3, size 4, mode push-all" "$out" || { cat "$out"; fail "--config summary"; }
+grep -qx "bootstrap: settings, HELLO discovery" "$out" || { cat "$out"; fail "--config bootstrap"; }
+# The bootstrap pp_init would use: a PMIx launcher's variables, and settings that win.
+want=$([ "$pmix" = yes ] && echo pmix || echo "settings, HELLO discovery")
+PMIX_NAMESPACE=t.1 PMIX_RANK=0 "$info" --config "dev=pcap:lo" >"$out" 2>&1 || fail "--config pmix"
+grep -qx "bootstrap: $want (a PMIx launcher's variables are set)" "$out" ||
+  { cat "$out"; fail "--config under a launcher: want $want"; }
+PMIX_NAMESPACE=t.1 PMIX_RANK=0 "$info" --config "rank=0,size=2,cluster=/x" >"$out" 2>&1 ||
+  fail "--config settings under a launcher"
+grep -q "^bootstrap: settings, cluster file " "$out" || { cat "$out"; fail "settings do not win"; }
 "$info" --config "frobnicate=1" >"$out" 2>&1 && fail "--config took an unknown key"
 grep -q "unknown configuration key 'frobnicate'" "$out" || { cat "$out"; fail "unknown key not named"; }
 "$info" --config "credits=maybe" >"$out" 2>&1 && fail "--config took credits=maybe"

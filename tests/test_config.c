@@ -96,6 +96,11 @@ static void test_job_key(void)
 	CU_ASSERT_STRING_EQUAL(a.job_name, "alpha");
 	CU_ASSERT_EQUAL(pp_config_load(&b, "job=beta"), 0);
 	CU_ASSERT_NOT_EQUAL(a.job, b.job);
+	/* Given, even as its default: it wins over a PMIx namespace. */
+	CU_ASSERT_TRUE(a.job_set);
+	CU_ASSERT_EQUAL(pp_config_load(&b, "job=0"), 0);
+	CU_ASSERT_TRUE(b.job_set);
+	CU_ASSERT_EQUAL(a.job, pp_config_job_hash("alpha"));
 }
 
 static void test_errors(void)
@@ -240,6 +245,7 @@ static void test_key_table(void)
 		snprintf(cfg, sizeof(cfg), "%s=%s", k->name, k->def);
 		CU_ASSERT_EQUAL(pp_config_load(&c, cfg), 0);
 		c.btp_set = false;
+		c.job_set = false; /* given explicitly: a PMIx launcher's is not used */
 		CU_ASSERT(memcmp(&c, &d, sizeof(c)) == 0);
 		/* The environment parses as the string does, good values and bad. */
 		char var[64] = "PP_";
