@@ -46,11 +46,13 @@ run build || status=1
 setup build-san -Dbuildtype=debug -Db_lto=false -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
 ninja -C build-san
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run build-san --suite unit --suite security || status=1
+  run build-san --suite unit --suite security --timeout-multiplier 2 || status=1
 
 setup build-tsan -Dbuildtype=debug -Db_lto=false -Db_sanitize=thread -Db_lundef=false -Dwerror=true -Dfuzz=disabled
 ninja -C build-tsan
-TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite unit --suite security || status=1
+# Sanitized programs run several times slower (TSan's test_runtime: 50 s in
+# one full run, 97 s beside a build): their limits are doubled.
+TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite unit --suite security --timeout-multiplier 2 || status=1
 
 echo "$total_p passed, $total_f failed"
 exit $status
