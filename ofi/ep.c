@@ -262,13 +262,27 @@ static struct fi_ops ep_fi_ops = {
 
 /* ---- fi_ops_ep ---- */
 
-/* Receives handed to the engine stay there (it has no way to take one
- * back): nothing can be cancelled. */
+/* A receive no message has matched yet is taken back: its completion, an
+ * error entry FI_ECANCELED with its context, comes in the next CQ read
+ * (Open MPI's MPI_Cancel waits for it). Sends, matched receives and claims
+ * go on: -FI_ENOENT. */
 static ssize_t ep_cancel(fid_t fid, void *context)
 {
-	(void)fid;
-	(void)context;
-	return -FI_ENOENT;
+	struct pp_fi_ep *ep = (struct pp_fi_ep *)fid;
+	ssize_t rc = -FI_ENOENT;
+	pp_fi_lock(ep->dom);
+	/* Cold path: the records are few chunks; the engine knows which of
+	 * them wait. */
+	for (struct pp_fi_op_chunk *c = ep->chunks; ep->rt && c && rc == -FI_ENOENT; c = c->next)
+		for (int i = 0; i < OPS_CHUNK && rc == -FI_ENOENT; i++) {
+			struct pp_fi_op *op = &c->ops[i];
+			if (op->kind != PP_FI_RECV || op->context != context)
+				continue;
+			int r = pp_embed_cancel(ep->rt, (uint64_t)(uintptr_t)op);
+			rc = r == 0 ? 0 : r == -EBUSY ? -FI_EBUSY : -FI_ENOENT;
+		}
+	pp_fi_unlock(ep->dom);
+	return rc;
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)

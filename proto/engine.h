@@ -198,6 +198,13 @@ int pp_proto_send(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *
 int pp_proto_recv(struct pp_proto *eng, int src, uint64_t tag, uint64_t ignore, void *buf,
 		  uint64_t len, uint64_t cookie);
 
+/* Take back the posted receive of cookie that no message has matched yet:
+ * it completes with -ECANCELED (a completion like any other, through
+ * pp_proto_poll or the completion hook). Returns 0, -ENOENT when no such
+ * receive is waiting (matched, done, or never posted: it completes as
+ * usual), -EBUSY when a node-mate is writing its message into it. */
+int pp_proto_cancel(struct pp_proto *eng, uint64_t cookie);
+
 /* Look for an arrived, unmatched message from src (or PP_PROTO_ANY) that
  * tag and ignore match, the first in matching order. Returns 1 and fills
  * cpl->source, tag and len (cookie 0, error 0) when there is one, else 0. */

@@ -76,6 +76,26 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	return 0;
 }
 
+int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
+{
+	for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
+		struct rx *r = container_of(l, struct rx, q);
+		if (r->cookie != cookie)
+			continue;
+		/* Published to a node-mate (rule 6): unless it is writing into
+		 * the buffer already, the entry is withdrawn. */
+		if (r->rq_slot && e->recvq &&
+		    HOOK(e, rq_withdraw, (uint32_t)r->want_src, r->rq_slot - 1) == -EBUSY)
+			return -EBUSY;
+		r->rq_slot = 0;
+		pp_proto_complete(e, cookie, 0, r->want_src < 0 ? 0 : (uint32_t)r->want_src,
+				  r->want_tag, 0, -ECANCELED);
+		pp_proto_rx_free(e, r);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int pp_proto_probe(const struct pp_proto *e, int src, uint64_t tag, uint64_t ignore,
 		   struct pp_proto_cpl *cpl)
 {

@@ -251,6 +251,11 @@ int pp_embed_recv(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore, vo
 	return pp_proto_recv(ctx->eng, src, tag, ignore, buf, len, cookie);
 }
 
+int pp_embed_cancel(struct pp_embed *m, uint64_t cookie)
+{
+	return pp_proto_cancel(m->ctx->eng, cookie);
+}
+
 int pp_embed_probe(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore,
 		   struct pp_proto_cpl *c)
 {

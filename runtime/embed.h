@@ -97,6 +97,9 @@ int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a);
 int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
+/* Take back a receive not matched yet (pp_proto_cancel): 0, -ENOENT, -EBUSY. */
+int pp_embed_cancel(struct pp_embed *m, uint64_t cookie);
+
 /* Post a receive from src (PP_PROTO_ANY: any rank, the own included).
  * Errors: pp_proto_recv's. */
 int pp_embed_recv(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore, void *buf,

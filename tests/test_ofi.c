@@ -463,6 +463,36 @@ static void test_truncation(void)
 	close_side(&a);
 }
 
+/* fi_cancel takes back a receive no message matched (an FI_ECANCELED error
+ * entry with its context; MPI_Cancel waits for it) and nothing else: the
+ * message then goes to the next receive. */
+static void test_cancel(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	uint8_t in1[64], in2[64], out[64];
+	fill(out, sizeof(out), 4);
+	char c1, c2, other;
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, in1, sizeof(in1), NULL, FI_ADDR_UNSPEC, 5, 0, &c1), 0);
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, in2, sizeof(in2), NULL, FI_ADDR_UNSPEC, 5, 0, &c2), 0);
+	CU_ASSERT_EQUAL(fi_cancel(&b.ep->fid, &other), -FI_ENOENT);
+	CU_ASSERT_EQUAL(fi_cancel(&b.ep->fid, &c1), 0);
+	CU_ASSERT_EQUAL(fi_cancel(&b.ep->fid, &c1), -FI_ENOENT); /* once */
+	struct fi_cq_err_entry err;
+	CU_ASSERT_EQUAL_FATAL(wait_err(&b, &a, &err), 0);
+	CU_ASSERT_EQUAL(err.err, FI_ECANCELED);
+	CU_ASSERT_PTR_EQUAL(err.op_context, &c1);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, out, sizeof(out), NULL, a.addr[1], 5, NULL), 0);
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &c2);
+	CU_ASSERT_EQUAL(memcmp(in2, out, sizeof(out)), 0);
+	CU_ASSERT_EQUAL(fi_cancel(&b.ep->fid, &c2), -FI_ENOENT); /* completed */
+	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1); /* the send */
+	close_side(&b);
+	close_side(&a);
+}
+
 /* ---- peek, claim, discard ---- */
 
 static int peek(struct side *s, struct side *other, uint64_t tag, uint64_t ignore, uint64_t flags,
@@ -706,6 +736,7 @@ static CU_TestInfo tests[] = {
     {"tagged: sizes, inject, ignore masks, order", test_tagged_masks},
     {"truncation: FI_ETRUNC with olen", test_truncation},
     {"peek, claim, discard", test_peek_claim},
+    {"fi_cancel of a waiting receive", test_cancel},
     {"untagged apart from tagged; sends to oneself", test_msg_and_self},
     {"a lost peer: FI_EIO for its send and receive", test_peer_lost},
     {"two endpoints in two threads", test_threads},

@@ -460,6 +460,41 @@ static void test_incarnations(void)
 	net_fini(&net);
 }
 
+/* A posted receive taken back completes -ECANCELED with its cookie; what
+ * was matched (or never posted) cannot be, and the next message goes to
+ * the receive behind the cancelled one. */
+static void test_cancel(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct net net;
+	CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+	static uint8_t sb[3000], r1[3000], r2[3000];
+	pat_fill(sb, sizeof(sb), 9);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], PP_PROTO_ANY, 7, PP_PROTO_IGNORE_ALL, r1,
+				      sizeof(r1), 11),
+			0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 7, 0, r2, sizeof(r2), 12), 0);
+	CU_ASSERT_EQUAL(pp_proto_cancel(net.e[1], 99), -ENOENT); /* never posted */
+	CU_ASSERT_EQUAL(pp_proto_cancel(net.e[1], 11), 0);
+	CU_ASSERT_EQUAL(pp_proto_cancel(net.e[1], 11), -ENOENT); /* once */
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 11);
+	CU_ASSERT_EQUAL(c.error, -ECANCELED);
+	CU_ASSERT_EQUAL(c.is_send, 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 7, sb, sizeof(sb), 21), 0);
+	net_run(&net, 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 12); /* the one behind it */
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT(pat_check(r2, sizeof(r2), 9));
+	CU_ASSERT_EQUAL(pp_proto_cancel(net.e[1], 12), -ENOENT); /* done */
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[1], &c), 0);
+	CU_ASSERT(pp_proto_idle(net.e[1]) || pp_proto_poll(net.e[0], &c) >= 0);
+	net_fini(&net);
+}
+
 static CU_TestInfo tests[] = {
     {"modes x early/late x sizes", test_modes_sizes},
     {"wildcards and order", test_wildcards_order},
@@ -468,6 +503,7 @@ static CU_TestInfo tests[] = {
     {"credits on and off", test_credits},
     {"argument errors", test_errors},
     {"incarnations", test_incarnations},
+    {"cancel a posted receive", test_cancel},
     CU_TEST_INFO_NULL,
 };
 
