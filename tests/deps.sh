@@ -9,7 +9,7 @@ pkgs=("$@")
   libpmix-dev openmpi-bin
   dpdk dpdk-dev libdpdk-dev libpcap-dev libhwloc-dev libcunit1-dev
   iproute2 bridge-utils tshark libbpf-dev python3-matplotlib libfabric-dev libfabric-bin
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev hpcc
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -50,7 +50,7 @@ cat >"$tmp/rank.sh" <<EOF
 #!/bin/sh
 export PP_DEV=packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
 export PP_PCAP_DUMP=\$OFI_MPI_CAPTURE.\$OMPI_COMM_WORLD_RANK.pcap
-exec "$tmp/mpi_check"
+exec "\$RANK_PROGRAM"
 EOF
 chmod +x "$tmp/rank.sh"
 
@@ -70,27 +70,60 @@ print(n, b)
 PY
 }
 
-mpi_run() { # NAME HOSTS EXTRA-MPIRUN-ARGS...
-  local name=$1 hosts=$2 out=$tmp/$1.log rc=0 r n b
-  shift 2
-  NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+# mpi_job NAME HOSTS MIN-BYTES PROGRAM EXTRA-MPIRUN-ARGS...: 2 ranks of
+# PROGRAM (run in $tmp) over provider pp; mpirun must exit 0, the mtl name
+# provider pp, and each rank's port carry more than MIN-BYTES of librt-pp
+# frames. The output is in $tmp/NAME.log; n and b: rank 1's frames, bytes.
+mpi_job() {
+  local name=$1 hosts=$2 min=$3 prog=$4 out=$tmp/$1.log rc=0 r
+  shift 4
+  (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RANK_PROGRAM="$prog" \
     timeout -k 5 240 ip netns exec ppn0 mpirun -np 2 --host "$hosts" --bind-to none \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
-    --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" "$@" \
-    "$tmp/rank.sh" >"$out" 2>&1 || rc=$?
+    --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" \
+    -x RANK_PROGRAM "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
   [ $rc -eq 0 ] || { cat "$out"; fail "$name: mpirun exited $rc"; }
-  grep -Eq '^mpi_check: [1-9][0-9]* checks passed$' "$out" || { cat "$out"; fail "$name: no 'checks passed'"; }
   grep -Eq 'provider: pp$' "$out" || { cat "$out"; fail "$name: Open MPI's mtl did not name provider pp"; }
   for r in 0 1; do
     [ -s "$tmp/$name.$r.pcap" ] || { cat "$out"; fail "$name: rank $r's port captured nothing"; }
     read -r n b < <(frames "$tmp/$name.$r.pcap")
-    [ "$b" -gt $((8 << 20)) ] || fail "$name: rank $r's port carried $n librt-pp frames, $b bytes"
+    [ "$b" -gt "$min" ] || fail "$name: rank $r's port carried $n librt-pp frames, $b bytes"
   done
-  echo "ok: $name: $(grep '^mpi_check:' "$out"), over provider pp ($n frames, $b bytes at rank 1's port)"
+}
+
+mpi_run() { # NAME HOSTS EXTRA-MPIRUN-ARGS...: mpi_check
+  local name=$1 hosts=$2
+  shift 2
+  mpi_job "$name" "$hosts" $((8 << 20)) "$tmp/mpi_check" "$@"
+  grep -Eq '^mpi_check: [1-9][0-9]* checks passed$' "$tmp/$name.log" ||
+    { cat "$tmp/$name.log"; fail "$name: no 'checks passed'"; }
+  echo "ok: $name: $(grep '^mpi_check:' "$tmp/$name.log"), over provider pp ($n frames, $b bytes at rank 1's port)"
 }
 
 mpi_run two-nodes "$ip0,$ip1" --mca plm_rsh_agent "$agent"
 mpi_run one-node "$ip0:2"
+
+# An unmodified MPI application: Debian's hpcc (the HPC Challenge suite,
+# built against Open MPI: HPL, PTRANS, RandomAccess, FFT, STREAM, DGEMM and
+# b_eff's ping-pongs and rings), small problems on a 1 x 2 grid, 2 nodes. It
+# checks its own results; every check must have passed.
+if command -v hpcc >/dev/null && [ -f /usr/share/doc/hpcc/examples/_hpccinf.txt ]; then
+  # N=500 for HPL and PTRANS, the example's other settings.
+  sed '6s/.*/500          Ns/; 11s/.*/1            Ps/; 12s/.*/2            Qs/' \
+    /usr/share/doc/hpcc/examples/_hpccinf.txt >"$tmp/hpccinf.txt"
+  mpi_job hpcc "$ip0,$ip1" $((1 << 20)) "$(command -v hpcc)" --mca plm_rsh_agent "$agent"
+  o=$tmp/hpccoutf.txt
+  [ -s "$o" ] || { cat "$tmp/hpcc.log"; fail "hpcc wrote no hpccoutf.txt"; }
+  for want in '^Success=1$' '^MPIRandomAccess_Errors=0$' '^MPIRandomAccess_LCG_Errors=0$' \
+    ' 0 tests completed and failed residual checks' 'Solution Validates'; do
+    grep -Eq -- "$want" "$o" || { grep -E "FAIL|Failure|rror" "$o"; fail "hpcc: no '$want' in hpccoutf.txt"; }
+  done
+  ! grep -Eq 'FAILED|Failure=[1-9]' "$o" || { grep -E 'FAILED|Failure=' "$o"; fail "hpcc: a check failed"; }
+  echo "ok: hpcc (HPL $(grep -E '^HPL_Tflops=' "$o" | cut -d= -f2) Tflop/s, PTRANS, RandomAccess, FFT, STREAM verified; b_eff latency $(grep -E '^MaxPingPongLatency_usec=' "$o" | cut -d= -f2) us) over provider pp ($n frames, $b bytes at rank 1's port)"
+else
+  echo "SKIP part: hpcc is not installed (tests/deps.sh)"
+fi
 
 # fi_pingpong: ranks 0 and 1 of a job of 2, one per node; the client gets
 # the server's address over a control socket on pp0.
