@@ -350,8 +350,10 @@ int pp_ctx_wait(pp_req **req, pp_status *st)
 	if (ctx->event) /* its passes serve this wait: the thread stays away */
 		atomic_store_explicit(&ctx->app_waiting, 1, memory_order_relaxed);
 	int rc = wait_loop(req, st);
-	if (ctx->event)
+	if (ctx->event) {
+		atomic_store_explicit(&ctx->app_left, pp_now_ns(), memory_order_relaxed);
 		atomic_store_explicit(&ctx->app_waiting, 0, memory_order_relaxed);
+	}
 	return rc;
 }
 

@@ -167,6 +167,7 @@ struct pp_ctx {
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
 	struct pp_event *event;		   /* progress=event's thread, or NULL */
 	atomic_int app_waiting;		   /* progress=event: the application polls */
+	_Atomic uint64_t app_left;	   /* ... and when it last stopped (pp_now_ns) */
 	atomic_int push_missed;		   /* progress=event: a push found the lock taken */
 
 	int daemon_lost;	 /* daemon=SOCKET: the daemon went away; every peer failed */

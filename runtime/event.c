@@ -7,12 +7,13 @@
  * paper's on-arrival processing for a rank that computes: no core spins for
  * it, and it runs on the rank's own core (it inherits the rank's affinity).
  *
- * While the application waits inside a pp_* call it polls the port itself;
- * the thread then stays away (the application's passes are faster than a
- * wakeup): woken by a frame it finds app_waiting set and sleeps a while,
- * longer each time it finds it set again, up to PARK_MAX_NS, so a rank in a
- * ping-pong costs it about a thousand wakeups a second. The application
- * only ever stores a flag; it makes no syscall for the thread.
+ * While the application waits inside a pp_* call, or left one less than
+ * QUIET_NS ago, it polls the port itself; the thread then stays away (the
+ * application's passes are faster than a wakeup): it sleeps a while, longer
+ * each time it finds the application polling again, up to PARK_MAX_NS, so a
+ * rank in a ping-pong costs it about a thousand wakeups a second. The
+ * application only stores a flag and a time; it makes no syscall for the
+ * thread.
  *
  * Sends: pp_ctx_push finding the engine taken (the thread in a pass) sets
  * push_missed; the thread looks at it after every release and makes one
@@ -29,7 +30,11 @@
 #include "ctx.h"
 #include "pp_log.h"
 
-#define PARK_MIN_NS 20000u   /* first sleep after finding the application waiting */
+#define PARK_MIN_NS 20000u /* first sleep after finding the application waiting */
+/* The application is computing once it has not waited for this long: a
+ * rank in a ping-pong leaves its waits every few microseconds, and the
+ * thread woken by each frame there would only take its core. */
+#define QUIET_NS    30000u
 #define PARK_MAX_NS 1000000u /* longest (doubling from PARK_MIN_NS) */
 /* The longest sleep on the port: frames of local peers, and those a backend
  * holds back, wake nobody. */
@@ -86,9 +91,11 @@ static void *event_main(void *arg)
 	 * application (and, holding nothing, wait for a lock it holds). */
 	while (!atomic_load_explicit(&ev->stop, memory_order_relaxed)) {
 		uint64_t expiry = UINT64_MAX;
-		int n = atomic_load_explicit(&ctx->app_waiting, memory_order_relaxed)
-			    ? -1 /* its own passes serve it */
-			    : run(ev, &expiry);
+		int polling =
+		    atomic_load_explicit(&ctx->app_waiting, memory_order_relaxed) ||
+		    pp_now_ns() - atomic_load_explicit(&ctx->app_left, memory_order_relaxed) <
+			QUIET_NS;
+		int n = polling ? -1 /* its own passes serve it */ : run(ev, &expiry);
 		if (n < 0 || (n == 0 && woken)) {
 			/* The application has the engine, or the descriptor said
 			 * readable and nothing came (a frame still held): sleep,

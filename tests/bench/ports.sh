@@ -40,11 +40,12 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=build kinds=packet,af_packet reps=5 iters=1000 sizes=8,1k,64k,1m,4m pcount=2000 csv=
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=ports.sh
-# bad, die, posint, sizespec (only those: the rest serves compare*.sh)
+# bad, die, posint, sizespec (only those: the rest serves compare*.sh; it
+# sets sizes=(), so the defaults come after it)
 . "$here/lib.sh"
+build=build kinds=packet,af_packet reps=5 iters=1000 sizes=8,1k,64k,1m,4m pcount=2000 csv=
 while [ $# -gt 0 ]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
