@@ -102,14 +102,14 @@ void pp_ctx_free(pp_ctx *ctx)
 
 /* pp_init's first half, which the embedded context (embed.c) shares:
  * configuration, incarnation, requests, predictor, port and engine. */
-int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks)
+int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot)
 {
 	pp_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
 	atomic_flag_clear(&ctx->lock);
 	int rc = pp_config_load(&ctx->cfg, config);
-	if (rc == 0) /* PMIx, when a PMIx launcher started us, gives rank and size */
+	if (rc == 0 && boot) /* PMIx, when a PMIx launcher started us, gives rank and size */
 		rc = pp_boot_start(ctx);
 	if (rc == 0)
 		rc = check_config(&ctx->cfg);
@@ -167,7 +167,7 @@ PP_API int pp_init(pp_ctx **out, const char *config)
 	if (!out)
 		return -EINVAL;
 	pp_ctx *ctx;
-	int rc = pp_ctx_open(&ctx, config, 0);
+	int rc = pp_ctx_open(&ctx, config, 0, 1);
 	if (rc)
 		return rc;
 	if ((rc = pp_membership_join(ctx)) || (rc = pp_shm_link_init(ctx)) ||

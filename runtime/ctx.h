@@ -202,9 +202,11 @@ static inline void pp_ctx_leave(pp_ctx *ctx)
 
 /* pp_init's first half, without discovery, the intranode link or pull
  * handlers: the configuration (as pp_init's string), the port, and an engine
- * of size + extra_ranks ranks with no peer yet. free undoes it, and anything
+ * of size + extra_ranks ranks with no peer yet. boot: under a PMIx launcher,
+ * take rank and size from it (pp_init); an embedding library (embed.c) has
+ * its own launcher's and never starts PMIx. free undoes it, and anything
  * pp_init added. Errors: those of pp_init. */
-int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks);
+int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot);
 void pp_ctx_free(pp_ctx *ctx);
 
 /* Monotonic time in ns (vDSO, no syscall). */

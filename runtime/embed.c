@@ -117,7 +117,7 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 	m->conf = *c;
 	sim_link(cfg);
 	/* One rank more than the job: the twin's, for sends to ourselves. */
-	rc = pp_ctx_open(&m->ctx, cfg, 1);
+	rc = pp_ctx_open(&m->ctx, cfg, 1, 0);
 	if (rc)
 		goto fail;
 	pp_ctx *ctx = m->ctx;
