@@ -66,6 +66,8 @@ struct stream {
 static int status_tty;	 /* our stderr is a terminal: show ranks' status lines */
 static int status_shown; /* a status line is on it, the cursor at its start */
 
+static const char *find_testbed(const struct opts *o, char *buf, size_t len);
+
 static void usage(FILE *f)
 {
 	fputs(
@@ -183,9 +185,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FAULT:
 			o->fault = optarg;
 			break;
-		case 'h':
+		case 'h': {
+			char tb[PATH_MAX + 32];
 			usage(stdout);
+			printf("\ntestbed.sh here: %s\n", find_testbed(o, tb, sizeof(tb)));
 			exit(0);
+		}
 		default:
 			usage(stderr);
 			exit(2);
@@ -252,7 +257,10 @@ static const char *find_tool(const char *given, const char *env, const char *con
 		if (slash) {
 			*slash = '\0';
 			for (unsigned i = 0; i < nrel; i++) {
-				snprintf(buf, len, "%s/%s", self, rel[i]);
+				if (rel[i][0] == '/')
+					snprintf(buf, len, "%s", rel[i]);
+				else
+					snprintf(buf, len, "%s/%s", self, rel[i]);
 				if (access(buf, X_OK) == 0)
 					return buf;
 			}
@@ -262,11 +270,12 @@ static const char *find_tool(const char *given, const char *env, const char *con
 }
 
 /* testbed.sh: --testbed, $PPRUN_TESTBED, the source tree this binary was built
- * from (build/apps/../../tests), or PATH. */
+ * from (build/apps/../../tests), the installed copy (bindir/../libexecdir/
+ * librt-pp, meson install), or PATH. */
 static const char *find_testbed(const struct opts *o, char *buf, size_t len)
 {
-	static const char *const rel[] = {"../../tests/testbed.sh"};
-	return find_tool(o->testbed, "PPRUN_TESTBED", rel, 1, "testbed.sh", buf, len);
+	static const char *const rel[] = {"../../tests/testbed.sh", PP_TESTBED_INSTALLED};
+	return find_tool(o->testbed, "PPRUN_TESTBED", rel, 2, "testbed.sh", buf, len);
 }
 
 static int testbed_up(const struct opts *o)

@@ -33,4 +33,14 @@ echo "$err"
 [ $rc -eq 1 ] || { echo "FAIL: example exit status $rc, want 1"; exit 1; }
 grep -q "unknown configuration key 'frobnicate'" <<<"$err" ||
   { echo "FAIL: error does not name the key"; exit 1; }
-echo "PASS: installed rt-pp.pc builds and links a program"
+
+# The installed pprun finds the installed test bed script (not the source
+# tree's): pprun --help says which it would use.
+pprun=$(find "$dest" -path '*/bin/pprun' -print -quit)
+[ -n "$pprun" ] || { echo "FAIL: pprun not installed"; exit 1; }
+tb=$(env -u PPRUN_TESTBED "$pprun" --help | sed -n 's/^testbed.sh here: //p')
+case $tb in
+  "$dest"/*/librt-pp/testbed.sh) [ -x "$tb" ] || { echo "FAIL: $tb is not executable"; exit 1; } ;;
+  *) echo "FAIL: the installed pprun finds '$tb', not the installed testbed.sh"; exit 1 ;;
+esac
+echo "PASS: installed rt-pp.pc builds and links a program; the installed pprun finds $tb"
