@@ -90,6 +90,9 @@ static void wildcards(void)
 		v[1] = 1000 * rank + 7;
 		MPI_Send(v, 2, MPI_INT, 0, 30 + rank, MPI_COMM_WORLD);
 		MPI_Send(v, 1, MPI_INT, 0, 60 + rank, MPI_COMM_WORLD);
+		/* Nothing else may reach rank 0's wildcards before they are done
+		 * (rank 1's probes would, with more than two ranks). */
+		MPI_Barrier(MPI_COMM_WORLD);
 		return;
 	}
 	int seen[2 * 64] = {0};
@@ -111,6 +114,7 @@ static void wildcards(void)
 	for (int s = 1; s < size && s < 64; s++)
 		CHECK(seen[2 * s] == 1 && seen[2 * s + 1] == 1, "rank %d's messages seen %d, %d", s,
 		      seen[2 * s], seen[2 * s + 1]);
+	MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* Probe, Iprobe, Mprobe with Mrecv. */

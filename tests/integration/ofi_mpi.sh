@@ -48,7 +48,7 @@ ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1 pp0"
 # Each rank: its node's port by its local rank, a capture of that port.
 cat >"$tmp/rank.sh" <<EOF
 #!/bin/sh
-export PP_DEV=packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
+export PP_DEV=\${OFI_MPI_FAULT:+fault:\$OFI_MPI_FAULT;}packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
 export PP_PCAP_DUMP=\$OFI_MPI_CAPTURE.\$OMPI_COMM_WORLD_RANK.pcap
 exec "\$RANK_PROGRAM"
 EOF
@@ -70,22 +70,26 @@ print(n, b)
 PY
 }
 
-# mpi_job NAME HOSTS MIN-BYTES PROGRAM EXTRA-MPIRUN-ARGS...: 2 ranks of
-# PROGRAM (run in $tmp) over provider pp; mpirun must exit 0, the mtl name
-# provider pp, and each rank's port carry more than MIN-BYTES of librt-pp
-# frames. The output is in $tmp/NAME.log; n and b: rank 1's frames, bytes.
+# mpi_job NAME HOSTS MIN-BYTES PROGRAM EXTRA-MPIRUN-ARGS...: $np ranks (2
+# unless set) of PROGRAM (run in $tmp) over provider pp, with $fault (a
+# fault: spec, none unless set) on every port; mpirun must exit 0, the mtl
+# name provider pp, and each rank's port carry more than MIN-BYTES of
+# librt-pp frames. The output is in $tmp/NAME.log; n and b: the last rank's
+# frames, bytes.
 mpi_job() {
   local name=$1 hosts=$2 min=$3 prog=$4 out=$tmp/$1.log rc=0 r
   shift 4
   (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RANK_PROGRAM="$prog" \
-    timeout -k 5 240 ip netns exec ppn0 mpirun -np 2 --host "$hosts" --bind-to none \
+    OFI_MPI_FAULT=${fault:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
     --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" \
-    -x RANK_PROGRAM "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
+    -x RANK_PROGRAM -x OFI_MPI_FAULT "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
   [ $rc -eq 0 ] || { cat "$out"; fail "$name: mpirun exited $rc"; }
   grep -Eq 'provider: pp$' "$out" || { cat "$out"; fail "$name: Open MPI's mtl did not name provider pp"; }
-  for r in 0 1; do
+  # The provider's engine takes its peers from the MPI, never from PMIx.
+  ! grep -q "pp: .*PMIx" "$out" || { grep "pp: .*PMIx" "$out"; fail "$name: the provider's engine spoke of PMIx"; }
+  for ((r = 0; r < ${np:-2}; r++)); do
     [ -s "$tmp/$name.$r.pcap" ] || { cat "$out"; fail "$name: rank $r's port captured nothing"; }
     read -r n b < <(frames "$tmp/$name.$r.pcap")
     [ "$b" -gt "$min" ] || fail "$name: rank $r's port carried $n librt-pp frames, $b bytes"
@@ -95,7 +99,7 @@ mpi_job() {
 mpi_run() { # NAME HOSTS EXTRA-MPIRUN-ARGS...: mpi_check
   local name=$1 hosts=$2
   shift 2
-  mpi_job "$name" "$hosts" $((8 << 20)) "$tmp/mpi_check" "$@"
+  mpi_job "$name" "$hosts" "${min_bytes:-$((8 << 20))}" "$tmp/mpi_check" "$@"
   grep -Eq '^mpi_check: [1-9][0-9]* checks passed$' "$tmp/$name.log" ||
     { cat "$tmp/$name.log"; fail "$name: no 'checks passed'"; }
   echo "ok: $name: $(grep '^mpi_check:' "$tmp/$name.log"), over provider pp ($n frames, $b bytes at rank 1's port)"
@@ -103,6 +107,9 @@ mpi_run() { # NAME HOSTS EXTRA-MPIRUN-ARGS...: mpi_check
 
 mpi_run two-nodes "$ip0,$ip1" --mca plm_rsh_agent "$agent"
 mpi_run one-node "$ip0:2"
+# Two nodes with 5 % of the frames each port receives dropped: go-back-N
+# under MPI.
+fault=loss=0.05 mpi_run lossy "$ip0,$ip1" --mca plm_rsh_agent "$agent"
 
 # An unmodified MPI application: Debian's hpcc (the HPC Challenge suite,
 # built against Open MPI: HPL, PTRANS, RandomAccess, FFT, STREAM, DGEMM and
