@@ -183,7 +183,12 @@ struct pp_ctx {
 	 * itself: its cookies are its own, not requests. NULL: requests. */
 	void (*cpl_fn)(void *arg, const struct pp_proto_cpl *c);
 	void *cpl_arg;
+	int learn; /* embedded: a frame from an unknown rank of the job adds it */
 };
+
+/* embed.c: make the sender of a frame the engine dropped a peer when it is
+ * a rank of this job not known yet. 0 when it became one. */
+int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len);
 
 /* Take and release the engine. Only pull handlers and the event thread make
  * this a real lock; without them it costs a predictable branch. */

@@ -11,6 +11,7 @@
 
 #include "pp_log.h"
 #include "sim/pp_sim.h"
+#include "wire.h"
 
 /* Sends done and nothing unacknowledged for this long: what is still owed
  * (a delayed ack) has gone out too. */
@@ -122,6 +123,7 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 		goto fail;
 	pp_ctx *ctx = m->ctx;
 	ctx->cpl_fn = engine_cpl;
+	ctx->learn = 1;
 	ctx->cpl_arg = m;
 	/* No discovery: membership knows only what pp_embed_peer_add tells
 	 * it, and a HELLO of a later incarnation means a restart, as after
@@ -203,26 +205,51 @@ void pp_embed_addr(const struct pp_embed *m, struct pp_embed_addr *a)
 	a->job = ctx->cfg.job;
 }
 
+/* Rank is at mac, incarnation inc: 0 (also when known so already),
+ * -EEXIST when known otherwise, or pp_proto_peer_add's error. */
+static int peer_add(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc)
+{
+	struct pp_peer_info *pi = &ctx->mem.peers[rank];
+	if (pi->known) {
+		if (memcmp(pi->mac, mac, 6) == 0 && pi->inc == inc)
+			return 0;
+		return rank == (uint32_t)ctx->rank ? -EINVAL : -EEXIST;
+	}
+	int rc = pp_proto_peer_add(ctx->eng, rank, mac, inc);
+	if (rc)
+		return rc;
+	memcpy(pi->mac, mac, 6);
+	pi->inc = inc;
+	pi->known = pi->knows_all = 1;
+	ctx->mem.nknown++;
+	return 0;
+}
+
 int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a)
 {
 	pp_ctx *ctx = m->ctx;
 	if (a->job != ctx->cfg.job || a->size != (uint32_t)ctx->size ||
 	    a->rank >= (uint32_t)ctx->size)
 		return -EINVAL;
-	struct pp_peer_info *pi = &ctx->mem.peers[a->rank];
-	if (pi->known) {
-		if (memcmp(pi->mac, a->mac, 6) == 0 && pi->inc == a->inc)
-			return 0;
-		return a->rank == (uint32_t)ctx->rank ? -EINVAL : -EEXIST;
-	}
-	int rc = pp_proto_peer_add(ctx->eng, a->rank, a->mac, a->inc);
-	if (rc)
-		return rc;
-	memcpy(pi->mac, a->mac, 6);
-	pi->inc = a->inc;
-	pi->known = pi->knows_all = 1;
-	ctx->mem.nknown++;
-	return 0;
+	return peer_add(ctx, a->rank, a->mac, a->inc);
+}
+
+/* An MPI inserts addresses only of ranks it sends to (Open MPI adds procs
+ * on first use), yet receives from any rank of its job: a frame of this
+ * job, for this rank and incarnation, from a rank not yet known makes that
+ * rank a peer at the frame's source MAC. Cold: only frames the engine
+ * dropped come here. */
+int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len)
+{
+	struct pp_wire_peek pk;
+	if (pp_wire_peek(frame, len, &pk) || pk.job != ctx->cfg.job ||
+	    pk.dst_rank != (uint32_t)ctx->rank || pk.dst_inc != ctx->inc ||
+	    pk.src_rank >= (uint32_t)ctx->size || ctx->mem.peers[pk.src_rank].known)
+		return -ENOENT;
+	int rc = peer_add(ctx, pk.src_rank, frame + 6, pk.src_inc); /* Ethernet source */
+	if (rc == 0)
+		pp_info("rank %d: rank %u learnt from its first frame", ctx->rank, pk.src_rank);
+	return rc;
 }
 
 int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,

@@ -94,7 +94,9 @@ static unsigned rx(pp_ctx *ctx, uint64_t now)
 			pp_membership_input(ctx, bufs[i]->data, bufs[i]->len, now);
 		else if (ctx->cfg.daemon[0] && ppd_port_rx_placed(ctx->port, bufs[i]))
 			pp_proto_input_placed(ctx->eng, bufs[i]->data, bufs[i]->len, now);
-		else
+		else if (pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now) &&
+			 pp_unlikely(ctx->learn) &&
+			 pp_embed_learn(ctx, bufs[i]->data, bufs[i]->len) == 0)
 			pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now);
 	}
 	pp_port_free(ctx->port, bufs, n);

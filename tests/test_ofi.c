@@ -493,6 +493,42 @@ static void test_cancel(void)
 	close_side(&a);
 }
 
+/* Open MPI inserts only the addresses of ranks it sends to: a message from
+ * a rank not in the receiver's AV is taken all the same (the rank learnt
+ * from its first frame), and inserting its address later agrees. */
+static void test_unknown_sender(void)
+{
+	struct side a = {0}, b = {0};
+	int link = ++link_no;
+	CU_ASSERT_EQUAL_FATAL(open_side(&a, 0, link, NULL, 0, FI_AV_MAP), 0);
+	CU_ASSERT_EQUAL_FATAL(open_side(&b, 1, link, NULL, 0, FI_AV_TABLE), 0);
+	uint8_t names[2 * FI_PP_NAME_LEN];
+	memcpy(names, a.name, FI_PP_NAME_LEN);
+	memcpy(names + FI_PP_NAME_LEN, b.name, FI_PP_NAME_LEN);
+	CU_ASSERT_EQUAL_FATAL(fi_av_insert(a.av, names, 2, a.addr, 0, NULL), 2);
+	CU_ASSERT_EQUAL_FATAL(fi_av_insert(b.av, b.name, 1, &b.addr[1], 0, NULL), 1);
+	uint8_t out[3000], in[3000];
+	fill(out, sizeof(out), 6);
+	char ctx;
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0, &ctx), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, out, sizeof(out), NULL, a.addr[1], 9, NULL), 0);
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &ctx);
+	CU_ASSERT_EQUAL(e.len, sizeof(out));
+	CU_ASSERT_EQUAL(memcmp(in, out, sizeof(out)), 0);
+	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1); /* the send */
+	/* Now b inserts a and answers. */
+	CU_ASSERT_EQUAL_FATAL(fi_av_insert(b.av, a.name, 1, &b.addr[0], 0, NULL), 1);
+	CU_ASSERT_EQUAL(fi_trecv(a.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 10, 0, &ctx), 0);
+	CU_ASSERT_EQUAL(fi_tsend(b.ep, out, 100, NULL, b.addr[0], 10, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&a, &b, &e, NULL), 1);
+	CU_ASSERT_EQUAL(e.len, 100);
+	CU_ASSERT_EQUAL(wait_one(&b, &a, &e, NULL), 1);
+	close_side(&b);
+	close_side(&a);
+}
+
 /* ---- peek, claim, discard ---- */
 
 static int peek(struct side *s, struct side *other, uint64_t tag, uint64_t ignore, uint64_t flags,
@@ -737,6 +773,7 @@ static CU_TestInfo tests[] = {
     {"truncation: FI_ETRUNC with olen", test_truncation},
     {"peek, claim, discard", test_peek_claim},
     {"fi_cancel of a waiting receive", test_cancel},
+    {"a sender not in the AV", test_unknown_sender},
     {"untagged apart from tagged; sends to oneself", test_msg_and_self},
     {"a lost peer: FI_EIO for its send and receive", test_peer_lost},
     {"two endpoints in two threads", test_threads},
