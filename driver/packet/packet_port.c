@@ -30,18 +30,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h> /* before the linux/ headers: glibc's if.h guards theirs */
-#include <net/if_arp.h>
-#include <linux/ethtool.h>
 #include <linux/if_packet.h>
-#include <linux/sockios.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "iface.h"
 #include "packet_ring.h"
 #include "pp_compiler.h"
 #include "pp_log.h"
@@ -71,69 +68,6 @@ struct packet_port {
 static struct packet_port *to_pkt(struct pp_port *p)
 {
 	return (struct packet_port *)p;
-}
-
-/* Link state and speed of iface into info (cold). */
-static void link_query(int fd, const char *iface, struct pp_port_info *info)
-{
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
-	info->link_up = -1;
-	info->speed_mbps = 0;
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
-		info->link_up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING) ? 1 : 0;
-	struct ethtool_cmd ec;
-	memset(&ec, 0, sizeof(ec));
-	ec.cmd = ETHTOOL_GSET;
-	ifr.ifr_data = (char *)&ec;
-	if (ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
-		uint32_t s = ethtool_cmd_speed(&ec);
-		if (s != (uint32_t)SPEED_UNKNOWN && s != 0)
-			info->speed_mbps = s;
-	}
-}
-
-/* MAC, MTU, index and flags of iface. Errors: -ENODEV, -errno. */
-static int iface_query(const char *iface, struct pp_port_info *info, int *ifindex, int *up)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
-	int rc = 0;
-	if (ioctl(fd, SIOCGIFINDEX, &ifr) < 0) {
-		rc = errno == ENODEV ? -ENODEV : -errno;
-		goto out;
-	}
-	*ifindex = ifr.ifr_ifindex;
-	if (ioctl(fd, SIOCGIFHWADDR, &ifr) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER &&
-	    ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
-		rc = -EPROTOTYPE; /* not Ethernet framing */
-		goto out;
-	}
-	memcpy(info->mac, ifr.ifr_hwaddr.sa_data, 6);
-	if (ioctl(fd, SIOCGIFMTU, &ifr) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	info->mtu =
-	    (uint16_t)(ifr.ifr_mtu > 65535 - PP_ETH_HDR_LEN ? 65535 - PP_ETH_HDR_LEN : ifr.ifr_mtu);
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	*up = (ifr.ifr_flags & IFF_UP) != 0;
-	link_query(fd, iface, info);
-out:
-	close(fd);
-	return rc;
 }
 
 static uint32_t pow2_at_least(uint32_t v)
@@ -312,7 +246,7 @@ static int packet_port_open(struct pp_port **port, const char *iface,
 	p->fd = -1;
 	snprintf(p->iface, sizeof(p->iface), "%s", iface);
 	int ifindex = 0, up = 0;
-	int rc = iface_query(iface, &p->info, &ifindex, &up);
+	int rc = pp_iface_query(iface, &p->info, &ifindex, &up);
 	if (rc == -ENODEV) {
 		pp_err("packet:%s: no such interface (see `ip link`; inside a namespace run under "
 		       "`ip netns exec`)",
@@ -375,10 +309,10 @@ fail:
 static int packet_port_info(struct pp_port *port, struct pp_port_info *info)
 {
 	struct packet_port *p = to_pkt(port);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) { /* the link may have changed since open */
-		link_query(fd, p->iface, &p->info);
-		close(fd);
+	struct pp_port_info now = p->info;
+	if (pp_iface_query(p->iface, &now, NULL, NULL) == 0) { /* the link may have changed */
+		p->info.link_up = now.link_up;
+		p->info.speed_mbps = now.speed_mbps;
 	}
 	*info = p->info;
 	return 0;

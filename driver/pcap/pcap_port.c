@@ -16,10 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "iface.h"
 #include "pp_log.h"
 #include "pp_port.h"
 
@@ -37,38 +37,6 @@ struct pcap_port {
 	struct pp_port_info info;   /* filled at open */
 	struct pp_port_stats st;    /* counters kept by the burst calls */
 };
-
-/* Query MAC, MTU and link state of iface through an ioctl socket.
- * Errors: -ENODEV no such interface, -errno of socket(). */
-static int iface_query(const char *iface, struct pp_port_info *info)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (fd < 0)
-		return -errno;
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
-	int rc = 0;
-	if (ioctl(fd, SIOCGIFHWADDR, &ifr) < 0) {
-		rc = errno == ENODEV ? -ENODEV : -errno;
-		goto out;
-	}
-	memcpy(info->mac, ifr.ifr_hwaddr.sa_data, 6);
-	if (ioctl(fd, SIOCGIFMTU, &ifr) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	info->mtu =
-	    (uint16_t)(ifr.ifr_mtu > 65535 - PP_ETH_HDR_LEN ? 65535 - PP_ETH_HDR_LEN : ifr.ifr_mtu);
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	info->link_up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING) ? 1 : 0;
-out:
-	close(fd);
-	return rc;
-}
 
 /* Map a pcap_activate() result to a negative errno, logging why. */
 static int activate_error(const char *iface, int status, pcap_t *pc)
@@ -116,7 +84,11 @@ static int pcap_port_open(struct pp_port **port, const char *iface, const struct
 	struct pcap_port *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	int rc = iface_query(iface, &p->info);
+	int rc = pp_iface_query(iface, &p->info, NULL, NULL);
+	if (rc == -EPROTOTYPE) {
+		pp_err("pcap:%s: not an Ethernet interface", iface);
+		rc = -ENODEV;
+	}
 	if (rc) {
 		if (rc == -ENODEV)
 			pp_err("pcap:%s: no such interface (see `ip link`; inside a namespace "
