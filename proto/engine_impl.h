@@ -288,6 +288,9 @@ void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_h
 
 /* Finish a send (error 0, or -ECONNRESET) and return it to the pool. */
 void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error);
+/* The receiver holds all of s (or never will): no frame more of it is made;
+ * it ends with error once its frames are acknowledged. */
+void pp_proto_send_end(struct pp_proto *e, struct send *s, int error);
 
 /* ---- recv.c ---- */
 

@@ -66,15 +66,8 @@ int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
 			e->st.drops[PP_DROP_STATE]++;
 			return 1;
 		}
-		s->next_off = s->end_off = s->len;
-		s->gen_done = 1;
-		if (s->queued) {
-			list_del(&s->q);
-			s->queued = 0;
-		}
 		e->st.pulls_served++;
-		if (s->unacked == 0)
-			pp_proto_send_finish(e, s, 0);
+		pp_proto_send_end(e, s, 0);
 		return 1;
 	}
 	/* The receiver copied part before its direct copy failed. */

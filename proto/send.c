@@ -160,6 +160,20 @@ void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_h
 		struct send *s = container_of(l, struct send, all);
 		if (s->msg_id != h->msg_id)
 			continue;
+		/* A PULL sent again after its receive ended (output.c): DATA
+		 * on a pull handler's stream finished the receive, so the
+		 * layer below served it, having acted on this PULL's first
+		 * copy, which reached the engine out of order and was
+		 * dropped. The layer below says so; without it nobody will
+		 * ever pull the rest. */
+		if (s->handed && h->msg_len != s->len && h->offset == h->msg_len) {
+			s->handed = 0;
+			if (HOOK(e, handoff_claim, s->peer, s->msg_id))
+				s->served = 1;
+			else
+				pp_proto_send_end(e, s, -ECONNRESET);
+			return;
+		}
 		/* A PULL again (its ack was lost) asks for nothing new. */
 		if (s->len != h->msg_len || s->end_off == s->len || s->served || s->below) {
 			e->st.drops[PP_DROP_STATE]++;
@@ -224,6 +238,19 @@ int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int
 		return 0;
 	}
 	return -ENOENT;
+}
+
+void pp_proto_send_end(struct pp_proto *e, struct send *s, int error)
+{
+	s->next_off = s->end_off = s->len;
+	s->gen_done = 1;
+	s->error = error;
+	if (s->queued) {
+		list_del(&s->q);
+		s->queued = 0;
+	}
+	if (s->unacked == 0)
+		pp_proto_send_finish(e, s, error);
 }
 
 void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)

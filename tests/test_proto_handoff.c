@@ -344,6 +344,55 @@ static void test_withdrawn(void)
 	net_fini(&net);
 }
 
+/* watch, and the first PULL from rank 1 never reaches rank 0's engine:
+ * the layer below took it on its way in, the engine dropped it out of order
+ * (a frame before it was lost). */
+static unsigned pulls_lost;
+static int lose_first_pull(void *arg, unsigned src, unsigned dst, const struct pp_wire_hdr *h)
+{
+	if (src == 1 && h->type == PP_WIRE_PULL && !pulls_lost) {
+		pulls_lost++;
+		return 1;
+	}
+	return watch(arg, src, dst, h);
+}
+
+/* So the layer below serves the message and the receive ends before the
+ * PULL's resend: the resend is a PULL for nothing (the receive's record is
+ * gone). The sender's engine must still learn that the layer below holds
+ * the send, else the send never completes (a job through ppd at 5 % loss
+ * hung so). */
+static void test_pull_resent_after_receive(void)
+{
+	struct net net;
+	struct below b;
+	setup(&net, &b, 1, 1);
+	net.filter = lose_first_pull;
+	pulls_lost = 0;
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0); /* early */
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, LEN, 1), 0);
+	net_run(&net, 0); /* until the PULL is lost, before any timer */
+	CU_ASSERT_EQUAL_FATAL(pulls_lost, 1);
+	CU_ASSERT_EQUAL(b.claims, 0);
+	serve_data(&net, &b); /* the handler below answered the lost PULL */
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT(pat_check(rbuf, LEN, 5));
+	CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, 0), -EAGAIN);
+	net_run(&net, 100ull * 1000000); /* the PULL goes again */
+	CU_ASSERT_EQUAL(b.claims, 1);
+	CU_ASSERT_EQUAL(pp_proto_handoff_done(net.e[0], 1, b.msg_id, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 1);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_EQUAL(b.data0, 0);
+	net_run(&net, 1000000);
+	CU_ASSERT(pp_proto_idle(net.e[0]));
+	CU_ASSERT(pp_proto_idle(net.e[1]));
+	net_fini(&net);
+}
+
 static void test_conf(void)
 {
 	struct pp_proto_conf c;
@@ -362,6 +411,8 @@ static CU_TestInfo tests[] = {
     {"done reported before the engine saw the PULL", test_done_before_pull},
     {"PULL claimed while the pushes wait for the window", test_claimed_before_pushes},
     {"a send that ends otherwise is withdrawn", test_withdrawn},
+    {"PULL resent after the receive ended: the send still completes",
+     test_pull_resent_after_receive},
     {"hooks all or none", test_conf},
     CU_TEST_INFO_NULL,
 };
