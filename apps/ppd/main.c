@@ -309,9 +309,13 @@ static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 	 * fell from about 300 to 37 MB/s), so virtual devices run IOVA as VA
 	 * unless the string says otherwise. */
 	char dev[sizeof(((struct opts *)0)->sock_buf) + 512];
-	if (!d->tx_copy && strstr(o->dev, "--vdev") && !strstr(o->dev, "--iova-mode") &&
+	const char *eal = o->dev; /* the DPDK part, after any fault: wrappers */
+	while (strncmp(eal, "fault:", 6) == 0 && strchr(eal, ';'))
+		eal = strchr(eal, ';') + 1;
+	if (!d->tx_copy && strstr(eal, "--vdev") && !strstr(eal, "--iova-mode") &&
 	    strlen(o->dev) < sizeof(dev) - 20)
-		snprintf(dev, sizeof(dev), "--iova-mode=va %s", o->dev);
+		snprintf(dev, sizeof(dev), "%.*s--iova-mode=va %s", (int)(eal - o->dev), o->dev,
+			 eal);
 	else
 		snprintf(dev, sizeof(dev), "%s", o->dev);
 	rc = pp_port_open(&d->port, dev, &pc);
