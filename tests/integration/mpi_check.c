@@ -2,10 +2,14 @@
 /*
  * An MPI program that checks what an MPI library does over the "pp"
  * libfabric provider (tests/integration/ofi_mpi.sh; 2 ranks or more): every
- * byte of messages from 0 B to 4 MiB both ways, MPI_ANY_SOURCE and
- * MPI_ANY_TAG with the status they fill, MPI_Probe and MPI_Iprobe,
+ * byte of messages from 0 B to 16 MiB both ways, a storm of non-blocking
+ * sends and receives of mixed sizes completed out of order, MPI_ANY_SOURCE
+ * and MPI_ANY_TAG with the status they fill, MPI_Probe and MPI_Iprobe,
  * MPI_Mprobe and MPI_Mrecv, MPI_Ssend, a message to oneself, truncation
- * reported as MPI_ERR_TRUNCATE, MPI_Barrier and MPI_Allreduce. Prints
+ * reported as MPI_ERR_TRUNCATE, and collectives (barrier, allreduce, bcast,
+ * alltoall, allgather, reduce) on MPI_COMM_WORLD, a duplicate of it and
+ * split communicators, with the same tags in flight on two communicators at
+ * once (messages must not cross between them). Prints
  * "mpi_check: N checks passed" on rank 0, or every failure, and exits 1.
  * Built with mpicc by the test script.
  */
@@ -45,9 +49,10 @@ static size_t mismatch(const unsigned char *p, size_t n, unsigned seed)
 /* Rank 0 and rank 1 exchange every size both ways, blocking and not. */
 static void bytes(void)
 {
-	static const int sizes[] = {0,	  1,	7,    80,    760,    1428,    1429,   4096,
-				    4097, 8192, 8193, 65536, 100000, 1 << 20, 4 << 20};
-	unsigned char *buf = malloc(4 << 20);
+	static const int sizes[] = {
+	    0,	  1,	7,    80,    760,    1428,    1429,    4096,
+	    4097, 8192, 8193, 65536, 100000, 1 << 20, 4 << 20, (16 << 20) + 3};
+	unsigned char *buf = malloc((16 << 20) + 3);
 	if (rank > 1)
 		goto out;
 	int peer = !rank;
@@ -78,6 +83,42 @@ static void bytes(void)
 	}
 out:
 	free(buf);
+}
+
+/* Ranks 2i and 2i+1 each post 64 receives, then 64 sends of mixed sizes (0 B
+ * to 300 000 B), eight of each tag: MPI's order among messages of one source
+ * and tag says receive k gets send k, whatever order the requests complete. */
+static void storm(void)
+{
+	enum { N = 64 };
+	static const int sz[] = {0, 8, 1000, 1429, 9000, 70000, 300000};
+	int peer = rank ^ 1;
+	if (peer >= size)
+		return;
+	unsigned char *rb[N], *sb[N];
+	MPI_Request rq[2 * N];
+	for (int k = 0; k < N; k++) {
+		int n = sz[k % 7];
+		rb[k] = malloc((size_t)n + 1);
+		sb[k] = malloc((size_t)n + 1);
+		memset(rb[k], 0, (size_t)n + 1);
+		fill(sb[k], (size_t)n, (unsigned)(1000 * rank + k));
+		MPI_Irecv(rb[k], n, MPI_BYTE, peer, k % 8, MPI_COMM_WORLD, &rq[k]);
+	}
+	for (int k = 0; k < N; k++)
+		MPI_Isend(sb[k], sz[k % 7], MPI_BYTE, peer, k % 8, MPI_COMM_WORLD, &rq[N + k]);
+	MPI_Status st[2 * N];
+	MPI_Waitall(2 * N, rq, st);
+	for (int k = 0; k < N; k++) {
+		int n = sz[k % 7], got = -1;
+		MPI_Get_count(&st[k], MPI_BYTE, &got);
+		size_t bad = mismatch(rb[k], (size_t)n, (unsigned)(1000 * peer + k));
+		CHECK(got == n && !bad && st[k].MPI_TAG == k % 8,
+		      "storm: receive %d: %d of %d bytes, tag %d, byte %zu wrong", k, got, n,
+		      st[k].MPI_TAG, bad);
+		free(rb[k]);
+		free(sb[k]);
+	}
 }
 
 /* Every other rank sends two messages to rank 0, which takes them with
@@ -209,6 +250,87 @@ static void collectives(void)
 	CHECK(m == size - 1 + 0.25, "allreduce max %f", m);
 }
 
+/* Collectives on one communicator; cr and cs: this rank's rank and the size
+ * there, root the last rank. */
+static void collectives_on(MPI_Comm c, const char *name)
+{
+	int cr, cs;
+	MPI_Comm_rank(c, &cr);
+	MPI_Comm_size(c, &cs);
+	enum { B = 100000 };
+	unsigned char *b = malloc(B);
+	if (cr == cs - 1)
+		fill(b, B, (unsigned)(50 + cs));
+	else
+		memset(b, 0, B);
+	MPI_Bcast(b, B, MPI_BYTE, cs - 1, c);
+	CHECK(!mismatch(b, B, (unsigned)(50 + cs)), "%s: bcast byte %zu", name,
+	      mismatch(b, B, (unsigned)(50 + cs)));
+	free(b);
+	int *s = malloc(2 * (size_t)cs * sizeof(int)), *r = s + cs, bad = 0;
+	for (int j = 0; j < cs; j++)
+		s[j] = cr * 1000 + j, r[j] = -1;
+	MPI_Alltoall(s, 1, MPI_INT, r, 1, MPI_INT, c);
+	for (int j = 0; j < cs; j++)
+		bad += r[j] != j * 1000 + cr;
+	CHECK(!bad, "%s: alltoall: %d wrong", name, bad);
+	int v = cr * 7 + 1;
+	MPI_Allgather(&v, 1, MPI_INT, r, 1, MPI_INT, c);
+	bad = 0;
+	for (int j = 0; j < cs; j++)
+		bad += r[j] != j * 7 + 1;
+	CHECK(!bad, "%s: allgather: %d wrong", name, bad);
+	free(s);
+	int one = cr + 1, sum = -1;
+	MPI_Reduce(&one, &sum, 1, MPI_INT, MPI_SUM, 0, c);
+	if (cr == 0)
+		CHECK(sum == cs * (cs + 1) / 2, "%s: reduce: %d", name, sum);
+}
+
+/* MPI_COMM_WORLD, a duplicate, the world split in two by rank parity (ranks
+ * reversed in each half) and the world reversed: collectives on each, the
+ * same tag on two communicators between the same ranks taken in the other
+ * order, and two non-blocking allreduces on two communicators at once. */
+static void communicators(void)
+{
+	MPI_Comm dup, half, rev;
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+	MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev);
+	int rr;
+	MPI_Comm_rank(rev, &rr);
+	CHECK(rr == size - 1 - rank, "reversed communicator: rank %d there", rr);
+	collectives_on(MPI_COMM_WORLD, "world");
+	collectives_on(dup, "dup");
+	collectives_on(half, "half");
+	collectives_on(rev, "reversed");
+	if (rank < 2) {
+		int a = 111, b = 222, x = -1, y = -1;
+		MPI_Request q[2];
+		if (rank == 0) {
+			MPI_Isend(&a, 1, MPI_INT, 1, 9, dup, &q[0]);
+			MPI_Isend(&b, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, &q[1]);
+		} else {
+			MPI_Irecv(&y, 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &q[0]);
+			MPI_Irecv(&x, 1, MPI_INT, 0, MPI_ANY_TAG, dup, &q[1]);
+		}
+		MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+		if (rank == 1)
+			CHECK(x == a && y == b, "tag 9 on two communicators: dup got %d, world %d",
+			      x, y);
+	}
+	long long w = rank + 1, d = 10 * (rank + 1), ws = 0, ds = 0;
+	MPI_Request q[2];
+	MPI_Iallreduce(&w, &ws, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &q[0]);
+	MPI_Iallreduce(&d, &ds, 1, MPI_LONG_LONG, MPI_SUM, dup, &q[1]);
+	MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+	long long t = (long long)size * (size + 1) / 2;
+	CHECK(ws == t && ds == 10 * t, "iallreduce on two communicators: %lld, %lld", ws, ds);
+	MPI_Comm_free(&rev);
+	MPI_Comm_free(&half);
+	MPI_Comm_free(&dup);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -221,10 +343,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	bytes();
+	storm();
 	wildcards();
 	probes();
 	others();
 	collectives();
+	communicators();
 	int all = 0;
 	MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	if (rank == 0 && !all)

@@ -2,7 +2,7 @@
 # An existing MPI program over librt-pp through libfabric: Open MPI's pml cm
 # with mtl ofi, restricted to the "pp" provider (libpp-fi.so from the build),
 # on the test bed (issue 16).
-#   ofi_mpi.sh OFI_DIR TESTBED_SH MPI_CHECK_C NETNS_AGENT
+#   ofi_mpi.sh OFI_DIR TESTBED_SH MPI_CHECK_C NETNS_AGENT PPD
 # 1. mpi_check (tests/integration/mpi_check.c, built with mpicc), 2 ranks on
 #    2 nodes (ppn0, ppn1; mpirun in ppn0 starts the other side through
 #    tests/bench/netns_agent.sh as its rsh agent); 2 ranks on one node
@@ -10,14 +10,21 @@
 #    Each run must print "mpi_check: N checks passed" and exit 0, Open
 #    MPI's mtl must name provider pp, and the ranks' librt-pp ports must
 #    have carried the messages: every rank's pcap_dump holds librt-pp frames
-#    (EtherType 0x88B5) with more payload than mpi_check's 4 MiB messages
+#    (EtherType 0x88B5) with more payload than mpi_check's 16 MiB messages
 #    both ways. Over any other path (TCP, shared memory) this fails.
-# 2. fi_pingpong -p pp (libfabric-bin) between ppn0 and ppn1, untagged and
+#    Then 4 ranks on 2 nodes, 2 nodes at 5 % loss, and hpcc (below).
+# 2. Through the node daemons: one ppd per node on its port pp1, every rank
+#    attached to its node's daemon (PP_DAEMON, the job's PP_TOKEN) instead
+#    of owning a port: mpi_check on 2 nodes (the daemons' NIC counters carry
+#    the messages, their handlers place payload and serve PULLs), on one
+#    node (the two ranks talk through the daemon's loopback), 4 ranks on 2
+#    nodes, and 2 nodes with 5 % of the frames each daemon receives dropped.
+# 3. fi_pingpong -p pp (libfabric-bin) between ppn0 and ppn1, untagged and
 #    tagged, every size, data checked (-c).
 # Skips (77) without root, mpicc, mpirun, Open MPI's mtl ofi, fi_pingpong or
 # the built provider.
 set -uo pipefail
-ofi=$1 tb=$2 src=$3 agent=$4
+ofi=$1 tb=$2 src=$3 agent=$4 ppd=$5
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
 for t in mpicc mpirun ompi_info fi_pingpong python3; do
   command -v "$t" >/dev/null || { echo "SKIP: '$t' is missing (tests/deps.sh)"; exit 77; }
@@ -30,9 +37,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 # (not compare.sh's, so neither refuses the other's leftovers).
 ip0=10.77.9.1 ip1=10.77.9.2 plen=24
 tmp=$(mktemp -d /tmp/pp-ofi-mpi.XXXXXX)
-spid=
+spid= dpids=()
 cleanup() {
   [ -z "$spid" ] || { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }
+  for p in "${dpids[@]}"; do kill -9 "$p" 2>/dev/null; done
   ip -n ppn0 addr del "$ip0/$plen" dev pp0 2>/dev/null
   ip -n ppn1 addr del "$ip1/$plen" dev pp0 2>/dev/null
   rm -rf "$tmp"
@@ -45,11 +53,17 @@ TESTBED_MTU=9000 "$tb" up 2 2 >/dev/null || fail "testbed.sh up 2 2"
 ip -n ppn0 addr add "$ip0/$plen" dev pp0 || fail "address on ppn0 pp0"
 ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1 pp0"
 
-# Each rank: its node's port by its local rank, a capture of that port.
+# Each rank: its node's port by its local rank, a capture of that port; or
+# with OFI_MPI_DAEMON its node's daemon (the socket named after its
+# namespace).
 cat >"$tmp/rank.sh" <<EOF
 #!/bin/sh
-export PP_DEV=\${OFI_MPI_FAULT:+fault:\$OFI_MPI_FAULT;}packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
-export PP_PCAP_DUMP=\$OFI_MPI_CAPTURE.\$OMPI_COMM_WORLD_RANK.pcap
+if [ -n "\$OFI_MPI_DAEMON" ]; then
+  export PP_DAEMON=\$OFI_MPI_DAEMON-\$(ip netns identify \$\$).sock
+else
+  export PP_DEV=\${OFI_MPI_FAULT:+fault:\$OFI_MPI_FAULT;}packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
+  export PP_PCAP_DUMP=\$OFI_MPI_CAPTURE.\$OMPI_COMM_WORLD_RANK.pcap
+fi
 exec "\$RANK_PROGRAM"
 EOF
 chmod +x "$tmp/rank.sh"
@@ -81,14 +95,15 @@ mpi_job() {
   shift 4
   (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RANK_PROGRAM="$prog" \
-    OFI_MPI_FAULT=${fault:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
+    OFI_MPI_FAULT=${fault:-} OFI_MPI_DAEMON=${daemon:-} PP_TOKEN=${token:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
     --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" \
-    -x RANK_PROGRAM -x OFI_MPI_FAULT "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
+    -x RANK_PROGRAM -x OFI_MPI_FAULT -x OFI_MPI_DAEMON -x PP_TOKEN "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
   [ $rc -eq 0 ] || { cat "$out"; fail "$name: mpirun exited $rc"; }
   grep -Eq 'provider: pp$' "$out" || { cat "$out"; fail "$name: Open MPI's mtl did not name provider pp"; }
   # The provider's engine takes its peers from the MPI, never from PMIx.
   ! grep -q "pp: .*PMIx" "$out" || { grep "pp: .*PMIx" "$out"; fail "$name: the provider's engine spoke of PMIx"; }
+  [ -z "${daemon:-}" ] || return 0 # no captures: the daemons' counters say
   for ((r = 0; r < ${np:-2}; r++)); do
     [ -s "$tmp/$name.$r.pcap" ] || { cat "$out"; fail "$name: rank $r's port captured nothing"; }
     read -r n b < <(frames "$tmp/$name.$r.pcap")
@@ -99,9 +114,10 @@ mpi_job() {
 mpi_run() { # NAME HOSTS EXTRA-MPIRUN-ARGS...: mpi_check
   local name=$1 hosts=$2
   shift 2
-  mpi_job "$name" "$hosts" "${min_bytes:-$((8 << 20))}" "$tmp/mpi_check" "$@"
+  mpi_job "$name" "$hosts" "${min_bytes:-$((32 << 20))}" "$tmp/mpi_check" "$@"
   grep -Eq '^mpi_check: [1-9][0-9]* checks passed$' "$tmp/$name.log" ||
     { cat "$tmp/$name.log"; fail "$name: no 'checks passed'"; }
+  [ -n "${daemon:-}" ] && return 0
   echo "ok: $name: $(grep '^mpi_check:' "$tmp/$name.log"), over provider pp ($n frames, $b bytes at the last rank's port)"
 }
 
@@ -114,6 +130,53 @@ mpi_run one-node "$ip0:2"
 # receives dropped: go-back-N under MPI.
 np=4 min_bytes=1 mpi_run four-ranks "$ip0:2,$ip1:2" --mca plm_rsh_agent "$agent"
 fault=loss=0.05 mpi_run lossy "$ip0,$ip1" --mca plm_rsh_agent "$agent"
+
+# Through the daemons. ppd_sum NODE COLUMN: that column of the daemon's
+# --stats summed over its handlers.
+ppd_sum() {
+  ip netns exec "ppn$1" "$ppd" --stats --socket "$daemon-ppn$1.sock" |
+    awk -v c="$2" '$1 == "handler" { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+      k && $1 ~ /^[0-9]+$/ { s += $k } END { print s + 0 }'
+}
+# ppd_run NAME HOSTS NODES EXTRA-MPIRUN-ARGS...: mpi_check through fresh
+# daemons on nodes 0 .. NODES-1; the daemons' counters in $tmp/NAME.ppdN.
+ppd_run() {
+  local name=$1 hosts=$2 nodes=$3 i p
+  shift 3
+  daemon=/run/pp/ppd-ofi token=$(printf '%016x' $((RANDOM << 32 | RANDOM << 16 | RANDOM)))
+  dpids=()
+  for ((i = 0; i < nodes; i++)); do
+    ip netns exec "ppn$i" "$ppd" --dev "${fault:+fault:$fault;}packet:pp1" --socket "$daemon-ppn$i.sock" --cores "$((i % $(nproc)))" \
+      >"$tmp/$name.ppd$i.log" 2>&1 &
+    dpids+=($!)
+  done
+  for ((i = 0; i < nodes; i++)); do
+    for _ in $(seq 200); do
+      ip netns exec "ppn$i" "$ppd" --stats --socket "$daemon-ppn$i.sock" >/dev/null 2>&1 && break
+      kill -0 "${dpids[i]}" 2>/dev/null || { cat "$tmp/$name.ppd$i.log"; fail "$name: ppd of ppn$i exited"; }
+      sleep 0.05
+    done
+  done
+  fault= min_bytes=0 mpi_run "$name" "$hosts" "$@"
+  local tx=0 lo=0 placed=0
+  for ((i = 0; i < nodes; i++)); do
+    tx=$((tx + $(ppd_sum "$i" nic_tx))) lo=$((lo + $(ppd_sum "$i" loopback)))
+  done
+  for p in "${dpids[@]}"; do kill -TERM "$p"; done
+  for p in "${dpids[@]}"; do wait "$p" || fail "$name: a daemon exited $? after SIGTERM"; done
+  dpids=()
+  placed=$(grep -ho 'placed_bytes=[0-9]*' "$tmp/$name".ppd*.log | awk -F= '{ s += $2 } END { print s + 0 }')
+  echo "ok: $name: $(grep '^mpi_check:' "$tmp/$name.log"), through ppd ($tx frames sent to the NICs, $lo through loopback, $placed bytes placed)"
+  daemon= token=
+  last_tx=$tx last_lo=$lo last_placed=$placed
+}
+ppd_run ppd-two-nodes "$ip0,$ip1" 2 --mca plm_rsh_agent "$agent"
+[ "$last_tx" -gt 4000 ] && [ "$last_placed" -gt $((16 << 20)) ] ||
+  fail "ppd-two-nodes: the daemons sent $last_tx frames and placed $last_placed bytes; the 16 MiB messages went elsewhere"
+ppd_run ppd-one-node "$ip0:2" 1
+[ "$last_lo" -gt 2000 ] || fail "ppd-one-node: $last_lo frames through the daemon's loopback"
+np=4 ppd_run ppd-four-ranks "$ip0:2,$ip1:2" 2 --mca plm_rsh_agent "$agent"
+fault=loss=0.05 ppd_run ppd-lossy "$ip0,$ip1" 2 --mca plm_rsh_agent "$agent"
 
 # An unmodified MPI application: Debian's hpcc (the HPC Challenge suite,
 # built against Open MPI: HPL, PTRANS, RandomAccess, FFT, STREAM, DGEMM and
