@@ -24,7 +24,7 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 	}
 	if (e->c.btp_fit) { /* what the path carries (path.h) */
 		pp_path_rtt(&p->path, now, p->tx.rtt_new);
-		pp_path_acked(&p->path, now, bytes);
+		pp_path_acked(&p->path, now, bytes, p->tx.una == p->tx.nxt && list_empty(&p->txq));
 	}
 }
 

@@ -35,11 +35,11 @@ static void test_rate(void)
 	struct pp_path p = {0};
 	pp_path_rtt(&p, 1, 10000);
 	uint64_t t = 1000000;
-	pp_path_acked(&p, t, 5000); /* starts the interval, counts nothing */
+	pp_path_acked(&p, t, 5000, 0); /* starts the interval, counts nothing */
 	CU_ASSERT_EQUAL(p.rate, 0);
 	/* 1 byte/ns for 100 us: 1e6 bytes/ms, a sample every 50 us. */
 	for (int i = 1; i <= 10; i++)
-		pp_path_acked(&p, t + (uint64_t)i * 10000, 10000);
+		pp_path_acked(&p, t + (uint64_t)i * 10000, 10000, 0);
 	CU_ASSERT_EQUAL(p.samples, 2);
 	CU_ASSERT_EQUAL(p.rate, 1000000);
 	CU_ASSERT_EQUAL(pp_path_bdp(&p), 10000);
@@ -47,32 +47,48 @@ static void test_rate(void)
 	 * sample. */
 	t += 100000;
 	for (int i = 1; i <= 10; i++)
-		pp_path_acked(&p, t + (uint64_t)i * 10000, 8);
+		pp_path_acked(&p, t + (uint64_t)i * 10000, 8, 0);
 	CU_ASSERT_EQUAL(p.samples, 2);
 	CU_ASSERT_EQUAL(p.rate, 1000000);
 	/* A lower sample moves the estimate a sixteenth of the way... */
 	t += 100000;
-	pp_path_acked(&p, t + 100000, 50000); /* 0.5 byte/ns */
+	pp_path_acked(&p, t + 100000, 50000, 0); /* 0.5 byte/ns */
 	CU_ASSERT_EQUAL(p.samples, 3);
 	CU_ASSERT_EQUAL(p.rate, 1000000 - 500000 / 16);
 	/* ... a higher one all the way. */
 	t += 100000;
-	pp_path_acked(&p, t + 50000, 100000); /* 2 bytes/ns */
+	pp_path_acked(&p, t + 50000, 100000, 0); /* 2 bytes/ns */
 	CU_ASSERT_EQUAL(p.rate, 2000000);
 	/* No sample above the link's rate. */
 	p.rate_max = 1500000;
 	t += 100000;
-	pp_path_acked(&p, t + 50000, 200000); /* 4 bytes/ns, bunched acks */
+	pp_path_acked(&p, t + 50000, 200000, 0); /* 4 bytes/ns, bunched acks */
 	CU_ASSERT_EQUAL(p.rate, 2000000 - 500000 / 16);
 	p.rate_max = 0;
 	/* An interval shorter than two least round trips waits. */
 	p.rtt_min = 80000;
 	uint64_t before = p.samples;
 	t += 50000;
-	pp_path_acked(&p, t + 100000, 100000);
+	pp_path_acked(&p, t + 100000, 100000, 0);
 	CU_ASSERT_EQUAL(p.samples, before);
-	pp_path_acked(&p, t + 160000, 100000);
+	pp_path_acked(&p, t + 160000, 100000, 0);
 	CU_ASSERT_EQUAL(p.samples, before + 1);
+	/* An interval in which the sender ran dry (an ack left nothing in
+	 * flight: a ping-pong) measured the application: lower, it is not
+	 * taken; higher, it is. */
+	p.rtt_min = 10000;
+	uint64_t r = p.rate;
+	t += 200000;
+	pp_path_acked(&p, t, 0, 1);		 /* dry: the next interval is limited */
+	pp_path_acked(&p, t + 100000, 40000, 0); /* 0.4 byte/ns */
+	CU_ASSERT_EQUAL(p.rate, r);
+	pp_path_acked(&p, t + 120000, 5000, 1); /* dry within the interval */
+	pp_path_acked(&p, t + 200000, 40000, 0);
+	CU_ASSERT_EQUAL(p.rate, r);
+	pp_path_acked(&p, t + 250000, 500000, 0); /* 10 bytes/ns, not dry */
+	CU_ASSERT_EQUAL(p.rate, 10000000);
+	pp_path_acked(&p, t + 350000, 40000, 0); /* not dry: lowers */
+	CU_ASSERT_EQUAL(p.rate, 10000000 - (10000000 - 400000) / 16);
 }
 
 /* ---- two engines over a link with a delay and a rate ---- */
