@@ -76,19 +76,19 @@ int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
 	return 0;
 }
 
-/* Bytes a local peer pushes of a message longer than that. */
-static uint64_t local_push(const struct pp_proto *e, const struct peer *p)
-{
-	return e->c.mode == PP_PROTO_PUSH_ZERO ? 0 : (uint64_t)p->btp1 + p->btp2;
-}
-
 void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
 {
 	if (!e->recvq || r->want_src < 0 || e->c.mode == PP_PROTO_PUSH_ALL)
 		return;
 	struct peer *p = &e->peers[r->want_src];
-	uint64_t push = local_push(e, p);
-	if (!p->local || r->cap <= push || r->cap - push < e->c.direct_min)
+	if (!p->local)
+		return;
+	/* The sender writes only what it would not push (pp_proto_rq_write):
+	 * a receive no longer than the sender pushes whole (btp_fit, up to
+	 * local_whole) is never written, and publishing it would only cost
+	 * both cores the entry's cache lines. */
+	uint64_t push = pp_proto_push_of(e, p, r->cap);
+	if (r->cap <= push || r->cap - push < e->c.direct_min)
 		return;
 	/* A message from the peer must not find a receive the sender cannot
 	 * see before this one: one for any source, or one not published. */

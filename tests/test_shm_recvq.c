@@ -151,8 +151,8 @@ static uint64_t seg_offset(const void *p, uint64_t len)
 		   : PP_SHM_NO_OFFSET;
 }
 
-static int rq_post(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void *buf,
-		   uint64_t cap, uint32_t expect)
+static int rq_post(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void *buf, uint64_t cap,
+		   uint32_t expect)
 {
 	(void)arg;
 	int64_t want = ignore == PP_PROTO_IGNORE_ALL ? PP_SHM_RQ_ANY_TAG : (int64_t)tag;
@@ -329,6 +329,35 @@ static void test_early_written(void)
 	}
 	CU_ASSERT_EQUAL(w.writes, 3);
 	CU_ASSERT_EQUAL(w.copied, 0);
+	world_fini();
+}
+
+/* With BTPs fitted, a node-mate's message up to local_whole is pushed whole
+ * and never written: a receive that short is not published (each entry
+ * costs both cores its cache lines), its bytes come through the frames; a
+ * longer one is published and written as before. */
+static void test_pushed_whole_unpublished(void)
+{
+	uint8_t *seg = w.seg;
+	memset(&w, 0, sizeof(w));
+	w.seg = seg;
+	w.pid = getpid();
+	w.now = 1000;
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	c.btp_fit = 1;
+	c.local_whole = 64u << 10;
+	c.hooks.direct = hook_direct;
+	c.hooks.publish = hook_publish;
+	set_recvq(&c.hooks);
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
+	CU_ASSERT_EQUAL(one(8192, 8192, 0, 60, sbuf + 1, rbuf + 3), 0);
+	CU_ASSERT_EQUAL(one(65536, 65536, 0, 61, sbuf, rbuf), 0);
+	CU_ASSERT_EQUAL(w.posts, 0);
+	CU_ASSERT_EQUAL(w.writes, 0);
+	CU_ASSERT_EQUAL(one(1u << 20, 1u << 20, 0, 62, sbuf, rbuf + 1), 0);
+	CU_ASSERT_EQUAL(w.posts, 1);
+	CU_ASSERT_EQUAL(w.writes, 1);
 	world_fini();
 }
 
@@ -657,6 +686,7 @@ static CU_TestInfo area_tests[] = {
 static CU_TestInfo engine_tests[] = {
     {"early receiver: the sender writes, 4 KiB .. 8 MiB, unaligned", test_early_written},
     {"late receiver: the receiver reads", test_late_read},
+    {"pushed whole (btp_fit): not published, not written", test_pushed_whole_unpublished},
     {"two tags from one source, sent in the other order", test_two_tags},
     {"any source blocks publishing; order kept", test_any_source},
     {"published receive truncated", test_truncated},
