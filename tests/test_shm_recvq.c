@@ -208,7 +208,9 @@ static void set_recvq(struct pp_proto_hooks *h)
 	h->rq_write = rq_write;
 }
 
-static void world_init(enum pp_proto_mode mode)
+/* local_whole: with BTPs fitted, node-mates' messages up to it are pushed
+ * whole (0: BTPs fixed). */
+static void world_init_with(enum pp_proto_mode mode, uint64_t local_whole)
 {
 	uint8_t *seg = w.seg;
 	memset(&w, 0, sizeof(w));
@@ -218,10 +220,17 @@ static void world_init(enum pp_proto_mode mode)
 	struct pp_proto_conf c;
 	pp_proto_conf_default(&c);
 	c.mode = mode;
+	c.btp_fit = local_whole > 0;
+	c.local_whole = local_whole;
 	c.hooks.direct = hook_direct;
 	c.hooks.publish = hook_publish;
 	set_recvq(&c.hooks);
 	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
+}
+
+static void world_init(enum pp_proto_mode mode)
+{
+	world_init_with(mode, 0);
 }
 
 static void world_fini(void)
@@ -338,19 +347,7 @@ static void test_early_written(void)
  * longer one is published and written as before. */
 static void test_pushed_whole_unpublished(void)
 {
-	uint8_t *seg = w.seg;
-	memset(&w, 0, sizeof(w));
-	w.seg = seg;
-	w.pid = getpid();
-	w.now = 1000;
-	struct pp_proto_conf c;
-	pp_proto_conf_default(&c);
-	c.btp_fit = 1;
-	c.local_whole = 64u << 10;
-	c.hooks.direct = hook_direct;
-	c.hooks.publish = hook_publish;
-	set_recvq(&c.hooks);
-	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
+	world_init_with(PP_PROTO_PUSH_PULL, 64u << 10);
 	CU_ASSERT_EQUAL(one(8192, 8192, 0, 60, sbuf + 1, rbuf + 3), 0);
 	CU_ASSERT_EQUAL(one(65536, 65536, 0, 61, sbuf, rbuf), 0);
 	CU_ASSERT_EQUAL(w.posts, 0);
