@@ -6,12 +6,11 @@
  * sends and receives of mixed sizes completed out of order, MPI_ANY_SOURCE
  * and MPI_ANY_TAG with the status they fill, MPI_Probe and MPI_Iprobe,
  * MPI_Mprobe and MPI_Mrecv, MPI_Ssend, a message to oneself, truncation
- * reported as MPI_ERR_TRUNCATE, and collectives (barrier, allreduce, bcast,
- * alltoall, allgather, reduce) on MPI_COMM_WORLD, a duplicate of it and
- * split communicators, with the same tags in flight on two communicators at
- * once (messages must not cross between them). Prints
- * "mpi_check: N checks passed" on rank 0, or every failure, and exits 1.
- * Built with mpicc by the test script.
+ * reported as MPI_ERR_TRUNCATE, MPI_Cancel of a receive, and collectives (barrier, allreduce,
+ * bcast, alltoall, allgather, reduce) on MPI_COMM_WORLD, a duplicate of it and split communicators,
+ * with the same tags in flight on two communicators at once (messages must not cross between them).
+ * Prints "mpi_check: N checks passed" on rank 0, or every failure, and exits 1. Built with mpicc by
+ * the test script.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -202,11 +201,20 @@ static void probes(void)
 	free(c);
 }
 
-/* Synchronous send, a message to oneself, truncation. */
+/* Synchronous send, a message to oneself, truncation, a cancelled receive. */
 static void others(void)
 {
 	int v = 42 + rank, w = -1;
 	MPI_Status st;
+	/* A receive nobody sends to: cancelled, it completes as cancelled and
+	 * its buffer is untouched. */
+	MPI_Request rq;
+	int never = -7, flag = 0;
+	MPI_Irecv(&never, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &rq);
+	MPI_Cancel(&rq);
+	MPI_Wait(&rq, &st);
+	MPI_Test_cancelled(&st, &flag);
+	CHECK(flag && never == -7, "cancel: cancelled %d, buffer %d", flag, never);
 	/* To oneself, through the provider too. */
 	MPI_Sendrecv(&v, 1, MPI_INT, rank, 5, &w, 1, MPI_INT, rank, 5, MPI_COMM_WORLD, &st);
 	CHECK(w == v && st.MPI_SOURCE == rank, "self: %d from %d", w, st.MPI_SOURCE);
