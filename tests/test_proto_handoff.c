@@ -391,6 +391,24 @@ static void test_pull_resent_after_receive(void)
 	CU_ASSERT(pp_proto_idle(net.e[0]));
 	CU_ASSERT(pp_proto_idle(net.e[1]));
 	net_fini(&net);
+
+	/* Not claimed below (the description was never taken up): the send
+	 * ends with -ECONNRESET rather than wait for a PULL that cannot come. */
+	setup(&net, &b, 1, 0);
+	net.filter = lose_first_pull;
+	pulls_lost = 0;
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 4, 0, rbuf, LEN, 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 4, sbuf, LEN, 1), 0);
+	net_run(&net, 0);
+	CU_ASSERT_EQUAL_FATAL(pulls_lost, 1);
+	serve_data(&net, &b);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+	net_run(&net, 100ull * 1000000);
+	CU_ASSERT_EQUAL(b.claims, 1);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.error, -ECONNRESET);
+	CU_ASSERT_EQUAL(b.data0, 0);
+	net_fini(&net);
 }
 
 static void test_conf(void)
