@@ -886,10 +886,12 @@ static void btp_in_use(const struct run *r, const struct point *p)
 	    p->btp2 >= 0 || pp_get_stats(r->ctx, &s))
 		return;
 	printf("# push-pull, BTP fitted to the path: a long message pushes %llu bytes unasked "
-	       "(least round trip %.1f us, rate %.0f MB/s; %llu messages pushed more than "
-	       "BTP(1)+BTP(2))\n",
-	       (unsigned long long)s.push_now, s.path_rtt_ns / 1e3, s.path_rate / 1e6,
-	       (unsigned long long)s.pushes_fitted);
+	       "(least round trip %.1f us, of a PULL %.1f us, rate %.0f MB/s; %llu messages "
+	       "pushed more than BTP(1)+BTP(2); %llu waited %.1f us on average for their PULL)\n",
+	       (unsigned long long)s.push_now, s.path_rtt_ns / 1e3, s.path_pull_rtt_ns / 1e3,
+	       s.path_rate / 1e6, (unsigned long long)s.pushes_fitted,
+	       (unsigned long long)s.pull_waits,
+	       s.pull_waits ? (double)s.pull_wait_ns / (double)s.pull_waits / 1e3 : 0.0);
 }
 
 static void run_point(struct run *r, const struct point *p)

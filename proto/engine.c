@@ -302,6 +302,8 @@ void pp_proto_stats(const struct pp_proto *e, struct pp_stats *st)
 			st->push_now = push;
 		if (p->path.rtt_min && (!st->path_rtt_ns || p->path.rtt_min < st->path_rtt_ns))
 			st->path_rtt_ns = p->path.rtt_min;
+		if (p->path.pull_rtt > st->path_pull_rtt_ns)
+			st->path_pull_rtt_ns = p->path.pull_rtt;
 		if (p->path.rate * 1000u > st->path_rate)
 			st->path_rate = p->path.rate * 1000u;
 	}

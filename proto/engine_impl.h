@@ -89,6 +89,8 @@ struct send {
 	uint64_t push_end;     /* bytes pushed unasked (P) */
 	uint64_t next_off;     /* next byte to put in a frame */
 	uint64_t end_off;      /* bytes that may be framed now */
+	uint64_t first_t;      /* btp_fit: when its FIRST frame left asking a PULL (0: not) */
+	uint8_t await_pull;    /* its pushes are out, the rest waits for its PULL */
 	uint64_t cookie;       /* caller's value */
 	uint32_t peer;	       /* destination rank */
 	uint64_t tag;	       /* message tag */
@@ -165,6 +167,8 @@ struct peer {
 	/* TX channel (our stream to this peer). */
 	struct pp_gbn_tx tx;   /* its go-back-N sender */
 	struct pp_path path;   /* what the path to it carries (btp_fit) */
+	uint32_t await_pull;   /* sends to it whose pushes are out and PULL not in */
+	uint64_t starved_t;    /* since then nothing to send but those (0: not) */
 	uint8_t ping_owed;     /* pp_proto_ping: a PING waits for the window */
 	struct desc *ring;     /* window descriptors, indexed seq & mask */
 	uint32_t next_msg_id;  /* next message number to this peer */
@@ -284,7 +288,8 @@ uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint
 void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d);
 
 /* A PULL in sequence from p. */
-void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h);
+void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+		      uint64_t now);
 
 /* Finish a send (error 0, or -ECONNRESET) and return it to the pool. */
 void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error);

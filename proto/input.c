@@ -128,7 +128,7 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 	}
 	enum take t = TAKEN;
 	if (h.type == PP_WIRE_PULL)
-		pp_proto_pull_in(e, p, &h);
+		pp_proto_pull_in(e, p, &h, now);
 	else if (h.type == PP_WIRE_PING)
 		x->owe |= PP_GBN_OWE_ACK_NOW; /* the prober waits for this answer */
 	else

@@ -185,7 +185,15 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 				    HOOK(e, place_post, r->peer, r->msg_id, r->buf,
 					 r->cap < r->msg_len ? r->cap : r->msg_len, r->got) == 0;
 		} else {
-			pp_proto_send_frame(e, p, container_of(p->txq.next, struct send, q), d);
+			struct send *s = container_of(p->txq.next, struct send, q);
+			pp_proto_send_frame(e, p, s, d);
+			if ((d->flags & PP_WIRE_F_PULL) && e->c.btp_fit)
+				s->first_t = now; /* the PULL's round trip (path.h) */
+			if (s->next_off == s->end_off && s->end_off < s->len && !s->served &&
+			    !s->await_pull) {
+				s->await_pull = 1; /* pushes out, the PULL not in */
+				p->await_pull++;
+			}
 		}
 		return emit_desc(e, p, rank, d, pp_gbn_tx_send(&p->tx, now), 0, buf, cap);
 	}
@@ -193,6 +201,8 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 		e->st.acks_tx++;
 		return emit_ctl(e, p, rank, PP_WIRE_ACK, buf, cap);
 	}
+	if (p->await_pull && !p->starved_t && list_empty(&p->txq))
+		p->starved_t = now; /* idle until a PULL comes (pull_wait_ns) */
 	return 0;
 }
 

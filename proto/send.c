@@ -11,7 +11,7 @@
 
 /* Bytes a message of len bytes to p pushes unasked (rule 1). Push-Pull:
  * BTP(1) + BTP(2); with btp_fit, at least what the path to p carries in one
- * round trip (so the PULL is back before the pushes end), and to a node-mate
+ * round trip of the PULL (so it is back before the pushes end), and to a node-mate
  * the whole message up to local_whole (two copies through the ring beat the
  * DONE round trip and a copy call there) or when the rest would be too short
  * for a direct copy (pulled as DATA, it would cost a round trip for
@@ -27,9 +27,16 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64
 		return push;
 	if (p->local)
 		return len <= e->c.local_whole || len - push < e->c.direct_min ? len : push;
-	uint64_t bdp = pp_path_bdp(&p->path);
-	if (bdp > push)
-		push = bdp < e->push_cap ? bdp : e->push_cap;
+	uint64_t fit = pp_path_fit(&p->path);
+	if (fit > push) {
+		/* In whole frames (the first one full too, pp_proto_first_len):
+		 * a short last push would cost a frame of its own, and frames,
+		 * not bytes, are what a port spends its time on. */
+		uint64_t whole = (fit + e->maxp - 1) / e->maxp * e->maxp;
+		if (whole > e->push_cap)
+			whole = e->push_cap / e->maxp * e->maxp;
+		push = whole > push ? whole : push;
+	}
 	return len < push ? len : push;
 }
 
@@ -56,6 +63,8 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *bu
 	s->push_end = push;
 	s->next_off = 0;
 	s->end_off = push;
+	s->await_pull = 0;
+	s->first_t = 0;
 	s->cookie = cookie;
 	s->peer = dst;
 	s->tag = tag;
@@ -98,10 +107,12 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *bu
 uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint64_t push,
 			    uint64_t len)
 {
-	/* BTP(1) lets the receiver send its PULL early; a message pushed
-	 * whole waits for none (btp_fit), so its first frame is as long as
-	 * any. */
-	if (e->c.mode == PP_PROTO_PUSH_PULL && push > p->btp1 && !(e->c.btp_fit && push == len))
+	/* BTP(1) lets the receiver send its PULL early. With btp_fit, a
+	 * message pushed whole waits for none, and one whose pushes were
+	 * fitted to the PULL's round trip has it back in time anyway: their
+	 * first frame is as long as any. */
+	if (e->c.mode == PP_PROTO_PUSH_PULL && push > p->btp1 &&
+	    !(e->c.btp_fit && (push == len || push > (uint64_t)p->btp1 + p->btp2)))
 		push = p->btp1;
 	return push < e->maxp ? push : e->maxp;
 }
@@ -154,12 +165,25 @@ void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, str
 		s->queued = 0;
 }
 
-void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h)
+void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h, uint64_t now)
 {
 	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
 		struct send *s = container_of(l, struct send, all);
 		if (s->msg_id != h->msg_id)
 			continue;
+		if (s->first_t) {
+			pp_path_pull(&p->path, now, now - s->first_t);
+			s->first_t = 0;
+		}
+		if (s->await_pull) {
+			s->await_pull = 0;
+			p->await_pull--;
+			if (p->starved_t) { /* the round trip its pushes did not hide */
+				e->st.pull_waits++;
+				e->st.pull_wait_ns += now - p->starved_t;
+				p->starved_t = 0;
+			}
+		}
 		/* A PULL sent again after its receive ended (output.c): DATA
 		 * on a pull handler's stream finished the receive, so the
 		 * layer below served it, having acted on this PULL's first
@@ -255,6 +279,8 @@ void pp_proto_send_end(struct pp_proto *e, struct send *s, int error)
 
 void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 {
+	if (s->await_pull) /* ended without its PULL (peer lost, served below) */
+		e->peers[s->peer].await_pull--;
 	if (s->copied) {
 		e->nsends_copied--; /* its completion went out at pp_proto_send */
 	} else {

@@ -22,14 +22,15 @@ static const struct {
 	{                                                                                          \
 #x, offsetof(struct pp_stats, x)                                                   \
 	}
-    F(frames_tx),      F(frames_rx),	    F(bytes_tx),	F(bytes_rx),
-    F(msgs_tx),	       F(msgs_rx),	    F(retransmits),	F(nacks_tx),
-    F(acks_tx),	       F(pulls_tx),	    F(pulls_served),	F(early_matches),
-    F(late_matches),   F(pushed_buf_bytes), F(pushed_buf_peak), F(push_degraded),
-    F(copies_avoided), F(pred_predictions), F(pred_hits),	F(pred_misses),
-    F(spec_pulls),     F(bytes_staged),	    F(pages_remapped),	F(evictions),
-    F(staged_msgs),    F(stage_peak),	    F(pushes_fitted),	F(push_now),
-    F(path_rtt_ns),    F(path_rate),
+    F(frames_tx),      F(frames_rx),	    F(bytes_tx),	 F(bytes_rx),
+    F(msgs_tx),	       F(msgs_rx),	    F(retransmits),	 F(nacks_tx),
+    F(acks_tx),	       F(pulls_tx),	    F(pulls_served),	 F(early_matches),
+    F(late_matches),   F(pushed_buf_bytes), F(pushed_buf_peak),	 F(push_degraded),
+    F(copies_avoided), F(pred_predictions), F(pred_hits),	 F(pred_misses),
+    F(spec_pulls),     F(bytes_staged),	    F(pages_remapped),	 F(evictions),
+    F(staged_msgs),    F(stage_peak),	    F(pushes_fitted),	 F(push_now),
+    F(path_rtt_ns),    F(path_rate),	    F(path_pull_rtt_ns), F(pull_waits),
+    F(pull_wait_ns),
 #undef F
 };
 

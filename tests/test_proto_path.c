@@ -42,7 +42,7 @@ static void test_rate(void)
 		pp_path_acked(&p, t + (uint64_t)i * 10000, 10000, 0);
 	CU_ASSERT_EQUAL(p.samples, 2);
 	CU_ASSERT_EQUAL(p.rate, 1000000);
-	CU_ASSERT_EQUAL(pp_path_bdp(&p), 10000);
+	CU_ASSERT_EQUAL(pp_path_fit(&p), 10000);
 	/* Too few bytes in an interval (a ping-pong of small messages): no
 	 * sample. */
 	t += 100000;
@@ -196,16 +196,23 @@ static uint64_t link_run(void)
 	return L.now;
 }
 
-/* One message of n bytes from 0 to 1, the receive posted first; returns
- * the virtual time from the send to the receive's completion. */
-static uint64_t transfer(uint64_t n, unsigned seed)
+/* One message of n bytes from 0 to 1, the receive posted late ns after the
+ * send (once the link went quiet), or first (0); returns the virtual time
+ * from the send to the receive's completion. */
+static uint64_t transfer_late(uint64_t n, unsigned seed, uint64_t late)
 {
 	static uint8_t s[1u << 20], r[1u << 20];
 	pat_fill(s, n, seed);
 	memset(r, 0, n);
-	CU_ASSERT_EQUAL_FATAL(pp_proto_recv(L.e[1], 0, 1, 0, r, n, 2), 0);
+	if (!late)
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(L.e[1], 0, 1, 0, r, n, 2), 0);
 	uint64_t t0 = L.now;
 	CU_ASSERT_EQUAL_FATAL(pp_proto_send(L.e[0], 1, 1, s, n, 1), 0);
+	if (late) {
+		link_run();
+		L.now = t0 + late > L.now ? t0 + late : L.now;
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(L.e[1], 0, 1, 0, r, n, 2), 0);
+	}
 	uint64_t done = 0;
 	struct pp_proto_cpl c;
 	/* Step the link until the receive completes. */
@@ -223,6 +230,11 @@ static uint64_t transfer(uint64_t n, unsigned seed)
 		CU_ASSERT(c.cookie == 1 && c.error == 0);
 	CU_ASSERT(pat_check(r, n, seed));
 	return done - t0;
+}
+
+static uint64_t transfer(uint64_t n, unsigned seed)
+{
+	return transfer_late(n, seed, 0);
 }
 
 /* Traffic that teaches the sender its path: messages of one frame (acked at
@@ -248,8 +260,10 @@ static void test_fit(void)
 	CU_ASSERT(st.path_rtt_ns >= 2 * DELAY_NS && st.path_rtt_ns <= 2 * DELAY_NS + 2000);
 	/* Rate: 1 byte/ns on the wire, headers included. */
 	CU_ASSERT(st.path_rate >= 850000000u && st.path_rate <= 1000000000u);
+	/* What the path carries in a round trip, in whole frames. */
+	const uint64_t maxp = 1500 - PP_WIRE_HDR_LEN;
 	uint64_t bdp = st.path_rate * st.path_rtt_ns / 1000000000u;
-	CU_ASSERT_EQUAL(st.push_now, bdp);
+	CU_ASSERT_EQUAL(st.push_now, (bdp + maxp - 1) / maxp * maxp);
 	CU_ASSERT(bdp > 8192);
 
 	/* 8 KiB fits the path's round trip: pushed whole, no PULL. */
@@ -261,15 +275,20 @@ static void test_fit(void)
 	CU_ASSERT_EQUAL(st.pushes_fitted, fitted_before + 1);
 
 	/* 512 KiB: one PULL, back about when the pushes end, so the message
-	 * takes its wire time and one delay, not a round trip more (within
-	 * half a round trip: the estimate counts payload bytes, the wire
-	 * carries headers too). */
+	 * takes its wire time and one delay, not a round trip more (within a
+	 * fifth of one: the estimate counts payload bytes, the wire carries
+	 * headers too, and the first frame is a whole one, so the PULL leaves
+	 * a frame's time later than after BTP(1)'s). The pushes are whole
+	 * frames, the first one too: no frame more than the message needs. */
 	pulls = L.pulls[1];
-	uint64_t n = 512u << 10, t = transfer(n, 101);
+	unsigned pushes = L.pushes[0];
+	pp_proto_stats(L.e[0], &st);
+	uint64_t push = st.push_now, n = 512u << 10, t = transfer(n, 101);
 	CU_ASSERT_EQUAL(L.pulls[1], pulls + 1);
+	CU_ASSERT_EQUAL(L.pushes[0] - pushes, push / maxp);
 	/* payload and headers at 1 byte/ns (MTU 1500) */
-	uint64_t wire = n + (n / (1500 - PP_WIRE_HDR_LEN) + 1) * PP_WIRE_MIN_FRAME;
-	CU_ASSERT(t <= wire + 2 * DELAY_NS + 1000);
+	uint64_t wire = n + (n / maxp + 1) * PP_WIRE_MIN_FRAME;
+	CU_ASSERT(t <= wire + 2 * DELAY_NS + 2000);
 	link_fini();
 
 	/* Explicit BTPs: 8 KiB waits for a PULL, and 512 KiB takes a round
@@ -284,6 +303,41 @@ static void test_fit(void)
 	pp_proto_stats(L.e[0], &st);
 	CU_ASSERT_EQUAL(st.pushes_fitted, 0);
 	CU_ASSERT_EQUAL(st.push_now, 760);
+	link_fini();
+}
+
+/* A receiver that posts its receive after the message came (a blocking
+ * ping-pong: its own send completes first): the PULL comes back after that
+ * wait, not after the path's round trip, and the sender, its pushes out,
+ * sits idle until then (pull_wait_ns). The next messages push what covers
+ * the PULL's round trip: 32 KiB, split before, now goes whole. */
+static void test_fit_pull_rtt(void)
+{
+	const uint64_t late = 40000;
+	link_init(1, 80, 680, 1000000000u); /* the link's rate: 1 byte/ns */
+	transfer(64, 1);		    /* the path's round trip */
+	struct pp_stats st;
+	pp_proto_stats(L.e[0], &st);
+	CU_ASSERT(st.push_now >= 2 * DELAY_NS && st.push_now < 32768);
+	CU_ASSERT_EQUAL(st.pull_waits, 0);
+
+	unsigned pulls = L.pulls[1];
+	transfer_late(64u << 10, 2, late);
+	CU_ASSERT_EQUAL(L.pulls[1], pulls + 1);
+	pp_proto_stats(L.e[0], &st);
+	CU_ASSERT_EQUAL(st.pull_waits, 1);
+	/* Idle from its last push to the PULL; here frames are made at once,
+	 * so that is the PULL's whole round trip, which the fit takes (at 1
+	 * byte/ns, as many bytes as ns, in whole frames). */
+	const uint64_t maxp = 1500 - PP_WIRE_HDR_LEN;
+	CU_ASSERT(st.pull_wait_ns >= late && st.pull_wait_ns < 2 * late);
+	CU_ASSERT_EQUAL(st.push_now, (st.pull_wait_ns + maxp - 1) / maxp * maxp);
+
+	pulls = L.pulls[1];
+	transfer(32768, 3);
+	CU_ASSERT_EQUAL(L.pulls[1], pulls); /* pushed whole */
+	pp_proto_stats(L.e[0], &st);
+	CU_ASSERT_EQUAL(st.pull_waits, 1);
 	link_fini();
 }
 
@@ -320,6 +374,7 @@ static CU_TestInfo tests[] = {
     {"least round trip, kept for an epoch", test_rtt},
     {"delivery rate: intervals, small messages, slow decrease", test_rate},
     {"engine: a message the path holds goes without a PULL", test_fit},
+    {"engine: a late receive's PULL round trip fits the pushes", test_fit_pull_rtt},
     {"engine: the link's rate until one is measured", test_rate_hint},
     {"engine: a message pushed whole goes in frames as long as any", test_first_frame},
     CU_TEST_INFO_NULL,

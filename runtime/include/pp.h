@@ -109,10 +109,16 @@ struct pp_stats {
 	uint64_t staged_msgs;	     /* messages placed in prediction staging */
 	uint64_t stage_peak;	     /* most staging bytes held at once (<= stage_bytes) */
 	/* BTP fitted to the link (BTPs not set explicitly): */
-	uint64_t pushes_fitted; /* messages that pushed more than BTP(1) + BTP(2) */
-	uint64_t push_now;	/* bytes a long message pushes unasked now (largest peer) */
-	uint64_t path_rtt_ns;	/* least round trip measured (smallest peer; 0: none) */
-	uint64_t path_rate;	/* delivery rate measured, bytes/s (largest peer; 0: none) */
+	uint64_t pushes_fitted;	   /* messages that pushed more than BTP(1) + BTP(2) */
+	uint64_t push_now;	   /* bytes a long message pushes unasked now (largest peer) */
+	uint64_t path_rtt_ns;	   /* least round trip measured (smallest peer; 0: none) */
+	uint64_t path_rate;	   /* delivery rate measured, bytes/s (largest peer; 0: none) */
+	uint64_t path_pull_rtt_ns; /* least FIRST-to-PULL time (largest peer; 0: none) */
+	/* PULLs that came while the sender had nothing else to send to that
+	 * peer, and how long it had been idle: the part of the PULL round
+	 * trip that the pushes did not hide. */
+	uint64_t pull_waits;
+	uint64_t pull_wait_ns;
 };
 
 /*
