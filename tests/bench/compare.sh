@@ -74,6 +74,13 @@
 #   --dev-kind K    librt-pp's port on both sides and pp_probe's: af_packet
 #                   (DPDK's net_af_packet, the default) or packet (the
 #                   packet: backend, AF_PACKET rings without DPDK)
+#   --offload on|off  TCP segmentation offloads of the veth ends (default on, as
+#                   the test bed leaves them). off: TSO, GSO and GRO are turned
+#                   off on both ends of ppn0's and ppn1's pp0 for the run (and
+#                   turned back at the end), so kernel TCP puts MTU-sized frames
+#                   through the veth one at a time, as librt-pp does and as a
+#                   real link carries them; on, a TCP segment of up to 64 KiB
+#                   crosses the veth whole, with no per-frame cost at either end
 #   -h, --help      this text
 set -uo pipefail
 
@@ -97,6 +104,7 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare.sh
 pp_nodes=2
 dev_kind=af_packet
+offload=on
 steps=10 # the calls of step below
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
@@ -131,6 +139,9 @@ while [ $# -gt 0 ]; do
     --dev-kind)
       case ${2:-} in af_packet | packet) ;; *) bad "--dev-kind needs af_packet or packet" ;; esac
       dev_kind=$2; shift 2 ;;
+    --offload)
+      case ${2:-} in on | off) ;; *) bad "--offload needs on or off" ;; esac
+      offload=$2; shift 2 ;;
     *) bad "unknown argument '$1'" ;;
   esac
 done
@@ -138,7 +149,9 @@ done
 [ -z "$csv" ] || [[ $csv = /* ]] || csv=$PWD/$csv
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces, addresses, raw ports)"
-for t in ip taskset timeout pgrep mpicc mpirun sockperf iperf3 awk sort; do
+tools=(ip taskset timeout pgrep mpicc mpirun sockperf iperf3 awk sort)
+[ "$offload" = on ] || tools+=(ethtool)
+for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
 done
 for p in apps/pprun apps/pp_pingpong apps/pp_probe; do
@@ -193,6 +206,12 @@ for a in "ppn0 $ip0/$plen" "ppn1 $ip1/$plen"; do
 done
 mtu=$(cat /sys/class/net/ppn0p0/mtu)
 log "pp0 addresses: ppn0 $ip0, ppn1 $ip1; link MTU $mtu"
+if [ "$offload" = off ]; then
+  for end in "ppn0 pp0" "ppn1 pp0" "- ppn0p0" "- ppn1p0"; do
+    offload_off "${end% *}" "${end#* }" || die "cannot turn the offloads of ${end#* } off"
+  done
+  log "TSO, GSO and GRO off on every end of the two links"
+fi
 
 declare -A lat bw
 modes=(push-pull push-all push-zero)

@@ -2,4 +2,4 @@
 # What tests/bench/compare.sh (and compare_shm.sh) need beyond the build:
 # Open MPI, sockperf, iperf3, ucx_perftest (Debian 12, as root). Idempotent.
 set -euo pipefail
-exec "$(dirname "$0")/../deps.sh" openmpi-bin libopenmpi-dev sockperf iperf3 ucx-utils util-linux procps
+exec "$(dirname "$0")/../deps.sh" openmpi-bin libopenmpi-dev sockperf iperf3 ucx-utils util-linux procps ethtool

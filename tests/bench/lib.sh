@@ -152,6 +152,7 @@ bench_start() { # TMP-PREFIX
   pids=()
   cur=
   addrs=()
+  offloads=()
   testbed_ours=0
   trap bench_cleanup EXIT
   trap 'exit 130' INT TERM
@@ -169,8 +170,30 @@ bench_cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
   for a in "${addrs[@]}"; do ip -n "${a%% *}" addr del "${a#* }" dev pp0 2>/dev/null; done
+  # shellcheck disable=SC2086  # "DEV tso X gso Y gro Z": words on purpose
+  for a in "${offloads[@]}"; do in_ns "${a%% *}" ethtool -K ${a#* } 2>/dev/null; done
   [ "$testbed_ours" -eq 0 ] || "$root/tests/testbed.sh" down >/dev/null 2>&1
   rm -rf "$tmp"
+}
+
+# CMD... in namespace NS ("-": the host's).
+in_ns() { # NS CMD...
+  local ns=$1
+  shift
+  if [ "$ns" = - ]; then "$@"; else ip netns exec "$ns" "$@"; fi
+}
+
+# Turn TSO, GSO and GRO off on port DEV of namespace NS ("-": the host's);
+# what they were is put back at exit.
+offload_off() { # NS DEV
+  local ns=$1 dev=$2 was
+  was=$(in_ns "$ns" ethtool -k "$dev" | awk -v d="$dev" '
+    /^tcp-segmentation-offload:/ { t = $2 } /^generic-segmentation-offload:/ { g = $2 }
+    /^generic-receive-offload:/ { r = $2 }
+    END { if (t && g && r) print d, "tso", t, "gso", g, "gro", r }') || return 1
+  [ -n "$was" ] || return 1
+  offloads+=("$ns $was")
+  in_ns "$ns" ethtool -K "$dev" tso off gso off gro off
 }
 
 # Run a step in the background and wait for it, so that INT/TERM reach the
