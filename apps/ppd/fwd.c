@@ -539,7 +539,7 @@ static void *handler_main(void *arg)
 	unsigned idle = 0;
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
 		atomic_fetch_add_explicit(&h->epoch, 1, memory_order_acq_rel);
-		uint64_t t0 = ppd_now_ns();
+		uint64_t t0 = ppd_now_ns(), delivered = h->c.to_ranks;
 		unsigned n = nic_rx(h);
 		for (int i = 0; i < PPD_MAX_RANKS; i++) {
 			struct ppd_rank *r = &d->ranks[i];
@@ -559,7 +559,9 @@ static void *handler_main(void *arg)
 		uint64_t t1 = ppd_now_ns();
 		if (n) {
 			busy += t1 - t0;
-			idle = 0;
+			/* A rank got frames: it may share this core and wait for
+			 * them, so the next empty pass gives the core up at once. */
+			idle = h->c.to_ranks != delivered ? IDLE_SPINS : 0;
 		} else if (++idle > IDLE_SPINS) {
 			if (atomic_load_explicit(&d->nattached, memory_order_relaxed))
 				sched_yield(); /* the core may be shared with the ranks */

@@ -438,6 +438,9 @@ static unsigned ppd_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 							  .ext_len = e->len,
 							  .ext_addr = e->addr};
 		pp_shm_ring_commit(&p->tx, sizeof(struct ppd_rec));
+		/* The daemon sends it: if it shares this core, the next empty
+		 * poll gives it the core at once (ppd_rx_burst). */
+		p->idle = PPD_IDLE_SPINS;
 		p->inflight[p->sent++ % p->ntx] = slot;
 		p->st.tx_frames++;
 		p->st.tx_bytes += bufs[i]->len + e->len;
