@@ -201,7 +201,7 @@ enum ppd_msg_type {
 	PPD_MSG_JOB = 1, /* serve a PULL */
 	PPD_MSG_ACK,	 /* an ACK on the handler's stream */
 	PPD_MSG_NACK,	 /* a NACK on it */
-	PPD_MSG_BYE,	 /* the receiving rank left: its jobs end */
+	PPD_MSG_BYE,	 /* the receiving rank left (msg_id: its BYE has ours): its jobs end */
 };
 
 /* A message for a handler, from any handler. */
