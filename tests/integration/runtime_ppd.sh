@@ -161,10 +161,14 @@ fi
 # wraps the daemons' DPDK ports): a PULL the daemon takes can reach the
 # rank's engine out of order and be dropped there, its resend coming after
 # the handler's DATA finished the receive; the sender must still complete
-# (a storm of pulled messages once hung so, every time).
-run "storm through daemons, 5 % loss at the daemons' ports" 2 \
-  -n 2 --nodes 2 --daemon --fault loss=0.05 --mode push-pull -- "$rtc" storm
-[ "$(named pulls_served)" -gt 0 ] || { cat "$log"; fail "storm at 5 % loss: no pull served by the handlers"; }
+# (a storm of pulled messages once hung so, every time). Five runs: a
+# receiver's goodbye ending the daemon's pull jobs towards it before its last
+# ack was repaired failed about one run in thirteen.
+for k in 1 2 3 4 5; do
+  run "storm $k of 5 through daemons, 5 % loss at the daemons' ports" 2 \
+    -n 2 --nodes 2 --daemon --fault loss=0.05 --mode push-pull -- "$rtc" storm
+  [ "$(named pulls_served)" -gt 0 ] || { cat "$log"; fail "storm at 5 % loss: no pull served by the handlers"; }
+done
 rt_timeout=180 run "sizes through daemons, 5 % loss at the daemons' ports" 2 \
   -n 2 --nodes 2 --daemon --fault loss=0.05 -- "$rtc" --expect-loss sizes
 [ "$(named pull_retx)" -gt 0 ] || { cat "$log"; fail "sizes at 5 % loss: the handlers resent nothing"; }
