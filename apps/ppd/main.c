@@ -45,6 +45,7 @@ struct opts {
 	int tx_copy;	    /* --tx-copy */
 	int no_pull_serve;  /* --no-pull-serve */
 	int no_place;	    /* --no-place */
+	int doze;	    /* --doze */
 	unsigned drain_ms;  /* --drain-ms */
 	char sock_buf[108]; /* default socket path */
 };
@@ -79,6 +80,11 @@ static void usage(FILE *f)
 	      "  --no-place      hand every DATA frame to its rank whole (default: the\n"
 	      "                  payload of a large one is written straight into the\n"
 	      "                  receive buffer the rank described, one copy in all)\n"
+	      "  --doze          let a handler none of whose ranks is waiting sleep until a\n"
+	      "                  frame comes from the NIC or a rank sends, instead of taking\n"
+	      "                  turns on the cores its ranks compute on (ports with a wait\n"
+	      "                  descriptor, packet: and pcap:, and one handler only;\n"
+	      "                  default: handlers never sleep while ranks are attached)\n"
 	      "  --topology      print cores, caches, NUMA nodes, the NIC's node and the\n"
 	      "                  handler placement, then exit\n"
 	      "  --stats         print the running daemon's per-handler counters, then exit\n"
@@ -101,6 +107,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		O_TXCOPY,
 		O_NOPULL,
 		O_NOPLACE,
+		O_DOZE,
 		O_GROUP,
 		O_JSON
 	};
@@ -116,6 +123,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"tx-copy", no_argument, NULL, O_TXCOPY},
 	    {"no-pull-serve", no_argument, NULL, O_NOPULL},
 	    {"no-place", no_argument, NULL, O_NOPLACE},
+	    {"doze", no_argument, NULL, O_DOZE},
 	    {"group", required_argument, NULL, O_GROUP},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -157,6 +165,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_NOPLACE:
 			o->no_place = 1;
+			break;
+		case O_DOZE:
+			o->doze = 1;
 			break;
 		case O_DRAIN:
 			errno = 0;
@@ -367,6 +378,7 @@ int main(int argc, char **argv)
 	d.tx_copy = o.tx_copy;
 	d.no_pull_serve = o.no_pull_serve;
 	d.no_place = o.no_place;
+	d.doze = o.doze;
 	int cores[PPD_MAX_HANDLERS], ncores;
 	static struct ppd_server srv;
 	int rc = start(&d, &o, cores, &ncores);

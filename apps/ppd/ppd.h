@@ -157,6 +157,7 @@ struct ppd_counters {
 	uint64_t pull_retx;		/* ... of which sent again */
 	uint64_t flows_evicted;		/* flow entries given up for new pairs */
 	uint64_t pull_jobs;		/* jobs in its inbox or running now */
+	uint64_t dozes;			/* times it slept until the NIC or a rank woke it */
 	uint64_t placed_frames;		/* DATA frames whose payload it wrote into a rank */
 	uint64_t placed_bytes;		/* ... payload bytes written (CMA) */
 	uint64_t place_failed;		/* writes that failed: the frame went whole */
@@ -241,6 +242,7 @@ struct ppd_handler {
 	struct ppd_pjob jobs[PPD_PJOBS];   /* its pull jobs (its own) */
 	struct ppd_flow flows[PPD_FLOWS];  /* its sequences (its own) */
 	uint64_t rng;			   /* xorshift state (flow start seqs) */
+	int wake_fd;			   /* eventfd its ranks write when it dozes */
 };
 
 struct ppd {
@@ -253,8 +255,10 @@ struct ppd {
 	int tx_copy;				/* --tx-copy: never send from slots */
 	int no_pull_serve;			/* --no-pull-serve: ranks serve their PULLs */
 	int no_place;				/* --no-place: DATA frames go whole */
-	_Atomic int nattached;			/* ranks not FREE (main thread writes) */
-	_Atomic int stop;			/* handlers end their loop */
+	int doze;				/* --doze: idle handlers may sleep */
+	int doze_fd;	       /* the NIC's wait descriptor when they may (else -1) */
+	_Atomic int nattached; /* ranks not FREE (main thread writes) */
+	_Atomic int stop;      /* handlers end their loop */
 };
 
 /* A connection that has not sent its request yet (server.c). */
@@ -286,10 +290,11 @@ void ppd_server_accept(struct ppd_server *s, uint64_t now);
 void ppd_server_input(struct ppd *d, struct ppd_server *s, int i);
 void ppd_server_expire(struct ppd_server *s, uint64_t now);
 
-/* Answer on connection c: status, and the memfd fd when status is 0 (fmt:
- * why a request is refused, also logged). */
-void ppd_reply(int c, int status, uint64_t region, int fd, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+/* Answer on connection c: status, and when status is 0 the nfds (at most 2)
+ * descriptors fds: the region's memfd and the home handler's wake-up
+ * eventfd (fmt: why a request is refused, also logged). */
+void ppd_reply(int c, int status, uint64_t region, const int *fds, int nfds, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 
 /* The rank table (ranks.c). attach: serve an attach request from c: 0 when
  * the rank is ACTIVE (its entry took c's connection and pidfd), else a

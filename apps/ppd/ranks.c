@@ -124,26 +124,26 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 {
 	const struct ucred *cr = &c->cr;
 	if (req->version != PPD_VERSION) {
-		ppd_reply(c->fd, -EPROTO, 0, -1, "version %u, this daemon speaks %u", req->version,
-			  PPD_VERSION);
+		ppd_reply(c->fd, -EPROTO, 0, NULL, 0, "version %u, this daemon speaks %u",
+			  req->version, PPD_VERSION);
 		return -EPROTO;
 	}
 	if (req->size == 0 || req->size > PPD_MAX_JOB_RANKS || req->rank >= req->size ||
 	    !req->inc) {
-		ppd_reply(c->fd, -EINVAL, 0, -1,
+		ppd_reply(c->fd, -EINVAL, 0, NULL, 0,
 			  "bad request (rank %u of %u, at most %u; incarnation %u)", req->rank,
 			  req->size, PPD_MAX_JOB_RANKS, req->inc);
 		return -EINVAL;
 	}
 	const struct ppd_rank *bound = job_entry(d, req->job);
 	if (bound && (bound->uid != cr->uid || bound->token != req->token)) {
-		ppd_reply(c->fd, -EPERM, 0, -1,
+		ppd_reply(c->fd, -EPERM, 0, NULL, 0,
 			  "job %u is attached here by another launch (uid %u, another token)",
 			  req->job, bound->uid);
 		return -EPERM;
 	}
 	if (bound && bound->size != req->size) {
-		ppd_reply(c->fd, -EINVAL, 0, -1, "job %u has %u ranks here, not %u", req->job,
+		ppd_reply(c->fd, -EINVAL, 0, NULL, 0, "job %u has %u ranks here, not %u", req->job,
 			  bound->size, req->size);
 		return -EINVAL;
 	}
@@ -152,7 +152,7 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 		struct ppd_rank *e = &d->ranks[i];
 		int st = atomic_load(&e->state);
 		if (st == PPD_RANK_ACTIVE && e->job == req->job && e->rank == req->rank) {
-			ppd_reply(c->fd, -EADDRINUSE, 0, -1,
+			ppd_reply(c->fd, -EADDRINUSE, 0, NULL, 0,
 				  "rank %u of job %u is attached already", req->rank, req->job);
 			return -EADDRINUSE;
 		}
@@ -160,7 +160,7 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 			r = e;
 	}
 	if (!r) {
-		ppd_reply(c->fd, -ENOSPC, 0, -1, "%d ranks attached: no room for more",
+		ppd_reply(c->fd, -ENOSPC, 0, NULL, 0, "%d ranks attached: no room for more",
 			  PPD_MAX_RANKS);
 		return -ENOSPC;
 	}
@@ -173,7 +173,8 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	r->uid = cr->uid;
 	int memfd = -1, rc = make_region(d, r, &memfd);
 	if (rc) {
-		ppd_reply(c->fd, rc, 0, -1, "cannot create the shared region: %s", strerror(-rc));
+		ppd_reply(c->fd, rc, 0, NULL, 0, "cannot create the shared region: %s",
+			  strerror(-rc));
 		return rc;
 	}
 	/* The connection and the pidfd are the entry's from now on. */
@@ -187,7 +188,8 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	 * that frame to the NIC. A rank gone before reading the answer is
 	 * reaped like any dead one. */
 	atomic_store_explicit(&r->state, PPD_RANK_ACTIVE, memory_order_release);
-	ppd_reply(r->conn, 0, r->mem_len, memfd, NULL);
+	int fds[2] = {memfd, d->h[r->home].wake_fd};
+	ppd_reply(r->conn, 0, r->mem_len, fds, 2, NULL);
 	close(memfd);
 	pp_info("ppd: rank %u of job %u (pid %d, incarnation %u) attached, handler %d", r->rank,
 		r->job, (int)r->pid, r->inc, r->home);

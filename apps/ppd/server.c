@@ -35,7 +35,7 @@
 #define SO_PEERPIDFD 77 /* Linux 6.5 */
 #endif
 
-void ppd_reply(int c, int status, uint64_t region, int fd, const char *fmt, ...)
+void ppd_reply(int c, int status, uint64_t region, const int *fds, int nfds, const char *fmt, ...)
 {
 	struct ppd_attach_rep rep = {.status = status, .region = region};
 	if (fmt) {
@@ -48,17 +48,17 @@ void ppd_reply(int c, int status, uint64_t region, int fd, const char *fmt, ...)
 	struct iovec iov = {&rep, sizeof(rep)};
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (fd >= 0) {
+	if (nfds > 0 && nfds <= 2) {
 		mh.msg_control = cm.buf;
-		mh.msg_controllen = sizeof(cm.buf);
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
 		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
 		h->cmsg_level = SOL_SOCKET;
 		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &fd, sizeof(int));
+		h->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(h), fds, (size_t)nfds * sizeof(int));
 	}
 	if (sendmsg(c, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		pp_warn("ppd: cannot answer a rank: %s", strerror(errno));
@@ -210,13 +210,13 @@ void ppd_server_accept(struct ppd_server *s, uint64_t now)
 			continue;
 		}
 		if (!allowed(s, fd, &cr)) {
-			ppd_reply(fd, -EPERM, 0, -1, "uid %u may not use this daemon", cr.uid);
+			ppd_reply(fd, -EPERM, 0, NULL, 0, "uid %u may not use this daemon", cr.uid);
 			client_close(fd);
 			continue;
 		}
 		int pidfd = peer_pidfd(fd, cr.pid);
 		if (pidfd < 0) {
-			ppd_reply(fd, -ESRCH, 0, -1, "pid %d: no pidfd for it (exited?)",
+			ppd_reply(fd, -ESRCH, 0, NULL, 0, "pid %d: no pidfd for it (exited?)",
 				  (int)cr.pid);
 			client_close(fd);
 			continue;
@@ -269,7 +269,7 @@ void ppd_server_input(struct ppd *d, struct ppd_server *s, int i)
 		return;
 	if (n != (ssize_t)sizeof(req)) {
 		if (n > 0)
-			ppd_reply(c->fd, -EPROTO, 0, -1, "a request of %zd bytes, not %zu", n,
+			ppd_reply(c->fd, -EPROTO, 0, NULL, 0, "a request of %zd bytes, not %zu", n,
 				  sizeof(req));
 		conn_close(c);
 		return;
@@ -277,12 +277,12 @@ void ppd_server_input(struct ppd *d, struct ppd_server *s, int i)
 	struct pollfd pf = {.fd = c->pidfd, .events = POLLIN};
 	if (poll(&pf, 1, 0) != 0)
 		/* The process that connected is gone; another holds its socket. */
-		ppd_reply(c->fd, -ESRCH, 0, -1, "pid %d, which connected, has exited",
+		ppd_reply(c->fd, -ESRCH, 0, NULL, 0, "pid %d, which connected, has exited",
 			  (int)c->cr.pid);
 	else if (req.magic == PPD_STATS_MAGIC)
 		stats_reply(d, c->fd, req.rank);
 	else if (req.magic != PPD_MAGIC)
-		ppd_reply(c->fd, -EPROTO, 0, -1, "not a ppd request");
+		ppd_reply(c->fd, -EPROTO, 0, NULL, 0, "not a ppd request");
 	else if (ppd_rank_attach(d, c, &req) == 0)
 		atomic_fetch_add(&d->nattached, 1);
 	conn_close(c); /* a no-op when the rank took the connection */

@@ -44,6 +44,8 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 		for (int k = 0; k < PPD_DROP_COUNT; k++)
 			OUT("%s%s=%llu", k ? " " : "", drop_names[k],
 			    (unsigned long long)__atomic_load_n(&c->drops[k], __ATOMIC_RELAXED));
+		OUT(" dozes=%llu",
+		    (unsigned long long)__atomic_load_n(&c->dozes, __ATOMIC_RELAXED));
 		OUT(" placed_frames=%llu placed_bytes=%llu place_failed=%llu",
 		    (unsigned long long)__atomic_load_n(&c->placed_frames, __ATOMIC_RELAXED),
 		    (unsigned long long)__atomic_load_n(&c->placed_bytes, __ATOMIC_RELAXED),
@@ -76,7 +78,7 @@ static const struct {
     F(pulls),	     F(ext_bytes),     F(zc_frames),	F(busy_ns),	  F(run_ns),
     F(queue),	     F(pulls_served),  F(pulls_failed), F(pulls_left),	  F(pull_frames),
     F(pull_retx),    F(flows_evicted), F(pull_jobs),	F(placed_frames), F(placed_bytes),
-    F(place_failed),
+    F(place_failed), F(dozes),
 #undef F
 };
 

@@ -51,6 +51,7 @@ struct ext {
 struct ppd_port {
 	struct pp_port base;	       /* must be first */
 	int sock;		       /* connection to the daemon; closing it detaches */
+	int wake_fd;		       /* the home handler's eventfd: written when it dozes */
 	uint8_t *mem;		       /* the shared region */
 	size_t mem_len;		       /* its size */
 	struct ppd_region_hdr *hdr;    /* its header */
@@ -116,7 +117,7 @@ static void sock_timeout(int s, unsigned ms)
  * Errors: -ENODEV no daemon there, -EPERM refused, -ETIMEDOUT no answer,
  * -EPROTO, -errno. */
 static int attach(const char *path, const struct ppd_attach_req *req, unsigned timeout_ms,
-		  int *sock_out, int *fd_out, struct ppd_attach_rep *rep)
+		  int *sock_out, int fd_out[2], struct ppd_attach_rep *rep)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -145,7 +146,7 @@ static int attach(const char *path, const struct ppd_attach_req *req, unsigned t
 	}
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 	struct iovec iov = {rep, sizeof(*rep)};
 	struct msghdr mh = {.msg_iov = &iov,
@@ -172,11 +173,14 @@ static int attach(const char *path, const struct ppd_attach_req *req, unsigned t
 	}
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(sizeof(int))) {
+	    c->cmsg_len != CMSG_LEN(2 * sizeof(int))) {
+		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++)
+				close(((int *)(void *)CMSG_DATA(c))[k]);
 		close(s);
 		return -EPROTO;
 	}
-	memcpy(fd_out, CMSG_DATA(c), sizeof(int));
+	memcpy(fd_out, CMSG_DATA(c), 2 * sizeof(int));
 	*sock_out = s;
 	return 0;
 }
@@ -188,6 +192,8 @@ static void ppd_close(struct pp_port *port)
 		munmap(p->mem, p->mem_len);
 	if (p->sock >= 0)
 		close(p->sock);
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
 	free(p->bufs);
 	free(p->ext);
 	free(p->tx_free);
@@ -246,15 +252,16 @@ static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port
 	struct ppd_port *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->sock = -1;
+	p->sock = p->wake_fd = -1;
 	struct ppd_attach_rep rep;
-	int fd = -1;
-	int rc = attach(path, &req, timeout_ms, &p->sock, &fd, &rep);
+	int fd[2] = {-1, -1};
+	int rc = attach(path, &req, timeout_ms, &p->sock, fd, &rep);
 	if (rc)
 		goto fail;
+	p->wake_fd = fd[1];
 	p->mem_len = rep.region;
-	void *m = mmap(NULL, p->mem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	void *m = mmap(NULL, p->mem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd[0], 0);
+	close(fd[0]);
 	if (m == MAP_FAILED) {
 		rc = -errno;
 		goto fail;
@@ -344,6 +351,18 @@ static void reclaim(struct ppd_port *p)
 		tx_slot_put(p, p->inflight[p->reclaimed++ % p->ntx]);
 }
 
+/* Records are in the tx ring: if the home handler dozes, wake it (the
+ * fence pairs with the daemon's, ppd_shm.h). */
+static void wake_daemon(struct ppd_port *p)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&p->hdr->dozing, __ATOMIC_RELAXED) && p->wake_fd >= 0) {
+		uint64_t one = 1;
+		ssize_t w = write(p->wake_fd, &one, sizeof(one)); /* full: it is woken anyway */
+		(void)w;
+	}
+}
+
 /* Send the rx slots the engine is done with back to the daemon. */
 static void flush_rxfree(struct ppd_port *p)
 {
@@ -357,6 +376,7 @@ static void flush_rxfree(struct ppd_port *p)
 		p->nrxfree -= n;
 		memcpy(r + 1, p->rxfree + p->nrxfree, 4 * n);
 		pp_shm_ring_commit(&p->tx, (uint32_t)(sizeof(*r) + 4 * n));
+		wake_daemon(p);
 	}
 }
 
@@ -434,6 +454,8 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		uint64_t now = mono_ns();
 		if (now - p->idle_t > PPD_SPIN_GAP_NS)
 			p->idle = 0;
+		else /* a wait loop: the daemon stays awake for it (ppd_shm.h) */
+			__atomic_store_n(&p->hdr->spin_ns, now, __ATOMIC_RELAXED);
 		if (++p->empty % PPD_GONE_EVERY == 0)
 			daemon_gone(p, 1);
 		if (++p->idle > PPD_IDLE_SPINS) {
@@ -471,6 +493,8 @@ static unsigned ppd_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		p->st.tx_frames++;
 		p->st.tx_bytes += bufs[i]->len + e->len;
 	}
+	if (i)
+		wake_daemon(p);
 	return i;
 }
 

@@ -8,7 +8,8 @@
  * (SO_PEERCRED: same uid as the daemon, root, or a member of the group
  * given with ppd --group, whose socket is then mode 0660), creates the rank's region
  * (a sealed memfd: it cannot grow or shrink under the daemon), formats it and
- * answers with a struct ppd_attach_rep carrying the memfd (SCM_RIGHTS). The
+ * answers with a struct ppd_attach_rep carrying the memfd and its home
+ * handler's wake-up eventfd (SCM_RIGHTS, in that order). The
  * connection then stays open and idle: the daemon takes its end of file
  * (or the rank's pidfd) as the rank's death. A request whose magic is
  * PPD_STATS_MAGIC instead gets the daemon's counters: as text, or as one
@@ -49,6 +50,13 @@
  * delivered whole. The rank takes an entry back (POSTED -> FREE) before the
  * receive completes; finding it BUSY it waits until the write is over. So
  * no byte is written into a buffer after its receive completed.
+ * Dozing: a handler none of whose ranks waits (polls its rx ring in a loop:
+ * spin_ns, written by the rank, is recent) sleeps until a frame comes from
+ * the NIC, instead of taking turns on a core its ranks compute on. While it
+ * sleeps it sets dozing in each of its ranks' headers; a rank that puts
+ * records in its tx ring then writes its wake-up eventfd (the rank: record
+ * committed, full fence, dozing read; the daemon: dozing set, full fence,
+ * tx ring read: one of the two sees the other).
  * Everything in the region is writable by the rank, so the daemon treats it
  * as untrusted: it checks every record and slot number, copies a frame out
  * before looking at its header, and reads any other memory of the rank only
@@ -62,7 +70,7 @@
 #define PPD_MAGIC	  0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC	  0x70707331u /* "pps1": print counters */
 #define PPD_STATS_JSON	  1u	      /* ... as JSON (in the request's rank) */
-#define PPD_VERSION	  5u
+#define PPD_VERSION	  6u
 #define PPD_HDR_BYTES	  4096u /* header page */
 #define PPD_RING_CELLS	  4096u /* cells per ring (64 bytes each) */
 #define PPD_TX_SLOTS	  256u	/* frames a rank may have in flight to the daemon */
@@ -134,26 +142,28 @@ struct ppd_place {
 
 /* The header page of a region. Offsets are from the region's start. */
 struct ppd_region_hdr {
-	uint32_t magic;			  /* PPD_MAGIC */
-	uint32_t version;		  /* PPD_VERSION */
-	uint32_t job;			  /* job key the rank attached with */
-	uint32_t rank;			  /* its rank */
-	uint8_t mac[6];			  /* the NIC's MAC: every rank of the node sends from it */
-	uint16_t mtu;			  /* the NIC's MTU */
-	uint32_t slot_bytes;		  /* bytes per slot (a multiple of 64) */
-	uint32_t tx_slots;		  /* PPD_TX_SLOTS */
-	uint32_t rx_slots;		  /* PPD_RX_SLOTS */
-	uint32_t pad;			  /* zero */
-	uint64_t tx_ring_off;		  /* the rank -> daemon ring */
-	uint64_t rx_ring_off;		  /* the daemon -> rank ring */
-	uint64_t tx_slot_off;		  /* first tx slot */
-	uint64_t rx_slot_off;		  /* first rx slot */
-	uint64_t tx_done;		  /* frame records the daemon consumed (written by it) */
-	uint64_t tx_failed;		  /* ... of which it refused or could not send */
-	uint64_t rx_dropped;		  /* frames for the rank dropped: its ring or slots full */
-	uint8_t daemon_gone;		  /* 1 once the daemon stopped serving */
-	uint64_t pulls_done;		  /* pull entries the daemon ended (DONE or FAILED), ever */
-	struct ppd_pull pulls[PPD_PULLS]; /* pull descriptors */
+	uint32_t magic;	      /* PPD_MAGIC */
+	uint32_t version;     /* PPD_VERSION */
+	uint32_t job;	      /* job key the rank attached with */
+	uint32_t rank;	      /* its rank */
+	uint8_t mac[6];	      /* the NIC's MAC: every rank of the node sends from it */
+	uint16_t mtu;	      /* the NIC's MTU */
+	uint32_t slot_bytes;  /* bytes per slot (a multiple of 64) */
+	uint32_t tx_slots;    /* PPD_TX_SLOTS */
+	uint32_t rx_slots;    /* PPD_RX_SLOTS */
+	uint32_t pad;	      /* zero */
+	uint64_t tx_ring_off; /* the rank -> daemon ring */
+	uint64_t rx_ring_off; /* the daemon -> rank ring */
+	uint64_t tx_slot_off; /* first tx slot */
+	uint64_t rx_slot_off; /* first rx slot */
+	uint64_t tx_done;     /* frame records the daemon consumed (written by it) */
+	uint64_t tx_failed;   /* ... of which it refused or could not send */
+	uint64_t rx_dropped;  /* frames for the rank dropped: its ring or slots full */
+	uint8_t daemon_gone;  /* 1 once the daemon stopped serving */
+	uint64_t pulls_done;  /* pull entries the daemon ended (DONE or FAILED), ever */
+	uint32_t dozing;      /* 1 while the home handler sleeps (the daemon writes) */
+	uint64_t spin_ns;     /* the rank's last empty poll in a wait loop (CLOCK_MONOTONIC) */
+	struct ppd_pull pulls[PPD_PULLS];    /* pull descriptors */
 	struct ppd_place places[PPD_PLACES]; /* placement descriptors */
 };
 

@@ -28,6 +28,9 @@
 #    arrives, with frames placed.
 #    At 5 % loss on the daemons' ports (pprun --fault): a storm of pulled
 #    messages and every size, bytes checked.
+# 7. Dozing daemons (ppd --doze, packet: ports): every scenario and a
+#    computing sender's late receives; the daemons slept (--stats: dozes >
+#    0); without --doze they never do.
 # 4. The daemon restarted between two jobs: each pprun --daemon starts and
 #    stops its daemons; a daemon killed with SIGKILL leaves a socket behind
 #    that the next one replaces; SIGTERM drains and exits 0, removing the
@@ -126,6 +129,26 @@ run "the same with --no-place" 2 -n 2 --nodes 2 --daemon --ppd "$npl" -- "$rtc" 
 rm -f "$npl"
 [ "$(named placed_frames)" -eq 0 ] || { cat "$log"; fail "--no-place placed frames"; }
 echo "ok: with --no-place every byte intact, nothing placed"
+# 7. Dozing (ppd --doze): on packet: ports (a wait descriptor) a handler
+# none of whose ranks waits sleeps until the NIC or a rank wakes it. Every
+# scenario and a computing sender's late receives through dozing daemons,
+# then the control without --doze.
+dz=$(mktemp /tmp/ppd-dz.XXXXXX)
+printf '#!/bin/sh\nexec "%s" --doze "$@"\n' "$ppd" >"$dz"
+chmod +x "$dz"
+run "4 ranks on 2 nodes through dozing daemons (packet), all scenarios" 17 \
+  -n 4 --nodes 2 --daemon --dev-kind packet --ppd "$dz" -- "$rtc" all
+run "late receives from a computing sender through dozing daemons (packet)" 1 \
+  -n 2 --nodes 2 --daemon --dev-kind packet --ppd "$dz" -- "$rtc" --compute 20 daemonpull
+rm -f "$dz"
+[ "$(grep -c 'the receiver received the message during it' "$log")" -eq 4 ] ||
+  { cat "$log"; fail "dozing: want 4 messages received while the sender computed"; }
+[ "$(named dozes)" -gt 0 ] || { cat "$log"; fail "the daemons never dozed"; }
+echo "ok: every scenario and 4 late receives through dozing daemons; they slept $(named dozes) times"
+run "the same without --doze (control)" 1 \
+  -n 2 --nodes 2 --daemon --dev-kind packet -- "$rtc" --compute 20 daemonpull
+[ "$(named dozes)" -eq 0 ] || { cat "$log"; fail "without --doze a handler dozed"; }
+echo "ok: without --doze no handler slept"
 if command -v clang >/dev/null; then
   bpf=$(mktemp -d /tmp/pp-ppd-loss.XXXXXX)
   cat >"$bpf/loss.c" <<'BPF'

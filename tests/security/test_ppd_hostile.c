@@ -116,7 +116,7 @@ static int raw_request(int s, const struct ppd_attach_req *req, struct raw *r)
 	struct ppd_attach_rep rep;
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 	struct iovec iov = {&rep, sizeof(rep)};
 	struct msghdr mh = {.msg_iov = &iov,
@@ -130,11 +130,14 @@ static int raw_request(int s, const struct ppd_attach_req *req, struct raw *r)
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	if (!c || c->cmsg_type != SCM_RIGHTS)
 		return -EPROTO;
-	int fd;
-	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	int fd[2] = {-1, -1}; /* the region, the handler's wake-up eventfd */
+	memcpy(fd, CMSG_DATA(c),
+	       c->cmsg_len - CMSG_LEN(0) < sizeof(fd) ? c->cmsg_len - CMSG_LEN(0) : sizeof(fd));
+	if (fd[1] >= 0)
+		close(fd[1]);
 	r->len = rep.region;
-	r->mem = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	r->mem = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd[0], 0);
+	close(fd[0]);
 	if (r->mem == MAP_FAILED)
 		return -EPROTO;
 	r->hdr = (struct ppd_region_hdr *)r->mem;
