@@ -557,7 +557,7 @@ static int doze(struct ppd_handler *h)
 	}
 	for (int k = 0; k < n; k++)
 		__atomic_store_n(&mine[k]->hdr->dozing, 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* pairs with the rank's (wake_daemon) */
+	ppd_full_fence(); /* pairs with the rank's (wake_daemon) */
 	int ready = 0;
 	for (int k = 0; k < n && !ready; k++) {
 		const void *ptr;

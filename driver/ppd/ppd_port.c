@@ -355,7 +355,7 @@ static void reclaim(struct ppd_port *p)
  * fence pairs with the daemon's, ppd_shm.h). */
 static void wake_daemon(struct ppd_port *p)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ppd_full_fence();
 	if (__atomic_load_n(&p->hdr->dozing, __ATOMIC_RELAXED) && p->wake_fd >= 0) {
 		uint64_t one = 1;
 		ssize_t w = write(p->wake_fd, &one, sizeof(one)); /* full: it is woken anyway */
