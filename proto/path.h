@@ -58,24 +58,26 @@ struct pp_path {
 	uint8_t limited;   /* the sender ran dry during the current interval */
 };
 
+/* Keep in *least the least sample of its epoch (started at *since): r at
+ * now replaces it when smaller, or when the epoch is over. */
+static inline void pp_path_least(uint64_t *least, uint64_t *since, uint64_t now, uint64_t r)
+{
+	if (r && (!*least || r < *least || now - *since > PP_PATH_RTT_EPOCH)) {
+		*least = r;
+		*since = now;
+	}
+}
+
 /* A round-trip sample r (ns) at now. */
 static inline void pp_path_rtt(struct pp_path *p, uint64_t now, uint64_t r)
 {
-	if (!r)
-		return;
-	if (!p->rtt_min || r < p->rtt_min || now - p->rtt_t > PP_PATH_RTT_EPOCH) {
-		p->rtt_min = r;
-		p->rtt_t = now;
-	}
+	pp_path_least(&p->rtt_min, &p->rtt_t, now, r);
 }
 
 /* A split message's PULL came r ns after its FIRST frame left, at now. */
 static inline void pp_path_pull(struct pp_path *p, uint64_t now, uint64_t r)
 {
-	if (!p->pull_rtt || r < p->pull_rtt || now - p->pull_t > PP_PATH_RTT_EPOCH) {
-		p->pull_rtt = r;
-		p->pull_t = now;
-	}
+	pp_path_least(&p->pull_rtt, &p->pull_t, now, r);
 }
 
 /* An ack released n payload bytes at now; dry: it left nothing in flight

@@ -279,8 +279,11 @@ void pp_proto_send_end(struct pp_proto *e, struct send *s, int error)
 
 void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 {
-	if (s->await_pull) /* ended without its PULL (peer lost, served below) */
-		e->peers[s->peer].await_pull--;
+	if (s->await_pull) { /* ended without its PULL (peer lost, served below) */
+		struct peer *p = &e->peers[s->peer];
+		if (--p->await_pull == 0)
+			p->starved_t = 0; /* nobody waits any more */
+	}
 	if (s->copied) {
 		e->nsends_copied--; /* its completion went out at pp_proto_send */
 	} else {
