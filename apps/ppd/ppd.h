@@ -291,7 +291,7 @@ void ppd_server_input(struct ppd *d, struct ppd_server *s, int i);
 void ppd_server_expire(struct ppd_server *s, uint64_t now);
 
 /* Answer on connection c: status, and when status is 0 the nfds (at most 2)
- * descriptors fds: the region's memfd and the home handler's wake-up
+ * descriptors fds: the region's memfd and, with --doze, the home handler's wake-up
  * eventfd (fmt: why a request is refused, also logged). */
 void ppd_reply(int c, int status, uint64_t region, const int *fds, int nfds, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
@@ -327,14 +327,6 @@ unsigned ppd_pull_run(struct ppd_handler *h);
  * the writer's error (-EIO: f is full). */
 void ppd_stats_format(const struct ppd *d, char *buf, size_t len);
 int ppd_stats_json(const struct ppd *d, FILE *f);
-
-/* Monotonic time in ns. */
-static inline uint64_t ppd_now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* A handler's counter (h->c.field) += n: single writer, so a plain add
  * published with a relaxed store (ppd --stats reads it). */

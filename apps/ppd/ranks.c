@@ -189,7 +189,7 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	 * reaped like any dead one. */
 	atomic_store_explicit(&r->state, PPD_RANK_ACTIVE, memory_order_release);
 	int fds[2] = {memfd, d->h[r->home].wake_fd};
-	ppd_reply(r->conn, 0, r->mem_len, fds, 2, NULL);
+	ppd_reply(r->conn, 0, r->mem_len, fds, d->doze_fd >= 0 ? 2 : 1, NULL); /* ppd_shm.h */
 	close(memfd);
 	pp_info("ppd: rank %u of job %u (pid %d, incarnation %u) attached, handler %d", r->rank,
 		r->job, (int)r->pid, r->inc, r->home);

@@ -66,7 +66,7 @@ struct ppd_port {
 	uint32_t rxfree[PPD_RX_SLOTS]; /* rx slots to give back */
 	uint32_t nrxfree;	       /* how many */
 	uint32_t idle;		       /* rx_burst calls in a row that found nothing */
-	uint64_t idle_t;	       /* when the last of them returned (mono_ns) */
+	uint64_t idle_t;	       /* when the last of them returned (ppd_now_ns) */
 	uint32_t empty;		       /* rx_burst calls that found nothing, ever */
 	struct pp_port_stats st;       /* counters */
 	uint64_t pulls_seen;	       /* hdr->pulls_done when last polled */
@@ -173,14 +173,14 @@ static int attach(const char *path, const struct ppd_attach_req *req, unsigned t
 	}
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(2 * sizeof(int))) {
+	    (c->cmsg_len != CMSG_LEN(sizeof(int)) && c->cmsg_len != CMSG_LEN(2 * sizeof(int)))) {
 		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++)
 				close(((int *)(void *)CMSG_DATA(c))[k]);
 		close(s);
 		return -EPROTO;
 	}
-	memcpy(fd_out, CMSG_DATA(c), 2 * sizeof(int));
+	memcpy(fd_out, CMSG_DATA(c), c->cmsg_len - CMSG_LEN(0)); /* the eventfd: dozing */
 	*sock_out = s;
 	return 0;
 }
@@ -352,11 +352,14 @@ static void reclaim(struct ppd_port *p)
 }
 
 /* Records are in the tx ring: if the home handler dozes, wake it (the
- * fence pairs with the daemon's, ppd_shm.h). */
+ * fence pairs with the daemon's, ppd_shm.h). A daemon whose handlers never
+ * doze gave no eventfd: then nothing, not even the fence. */
 static void wake_daemon(struct ppd_port *p)
 {
+	if (p->wake_fd < 0)
+		return;
 	ppd_full_fence();
-	if (__atomic_load_n(&p->hdr->dozing, __ATOMIC_RELAXED) && p->wake_fd >= 0) {
+	if (__atomic_load_n(&p->hdr->dozing, __ATOMIC_RELAXED)) {
 		uint64_t one = 1;
 		ssize_t w = write(p->wake_fd, &one, sizeof(one)); /* full: it is woken anyway */
 		(void)w;
@@ -408,13 +411,6 @@ static void ppd_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 	flush_rxfree(p);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs, unsigned n)
 {
 	struct ppd_port *p = to_ppd(port);
@@ -451,16 +447,16 @@ static unsigned ppd_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		 * pp_pingpong's early receiver with --poll 2000 (pp_progress
 		 * between chunks of compute) took 1 282 us a message, each
 		 * call handing the core to the daemon, against 58 without. */
-		uint64_t now = mono_ns();
+		uint64_t now = ppd_now_ns();
 		if (now - p->idle_t > PPD_SPIN_GAP_NS)
 			p->idle = 0;
-		else /* a wait loop: the daemon stays awake for it (ppd_shm.h) */
+		else if (p->wake_fd >= 0) /* a wait loop: a dozing daemon stays awake */
 			__atomic_store_n(&p->hdr->spin_ns, now, __ATOMIC_RELAXED);
 		if (++p->empty % PPD_GONE_EVERY == 0)
 			daemon_gone(p, 1);
 		if (++p->idle > PPD_IDLE_SPINS) {
 			sched_yield();
-			now = mono_ns();
+			now = ppd_now_ns();
 		}
 		p->idle_t = now;
 	}

@@ -8,8 +8,9 @@
  * (SO_PEERCRED: same uid as the daemon, root, or a member of the group
  * given with ppd --group, whose socket is then mode 0660), creates the rank's region
  * (a sealed memfd: it cannot grow or shrink under the daemon), formats it and
- * answers with a struct ppd_attach_rep carrying the memfd and its home
- * handler's wake-up eventfd (SCM_RIGHTS, in that order). The
+ * answers with a struct ppd_attach_rep carrying the memfd and, when its
+ * handlers may doze (ppd --doze), its home handler's wake-up eventfd
+ * (SCM_RIGHTS, in that order). The
  * connection then stays open and idle: the daemon takes its end of file
  * (or the rank's pidfd) as the rank's death. A request whose magic is
  * PPD_STATS_MAGIC instead gets the daemon's counters: as text, or as one
@@ -52,7 +53,8 @@
  * no byte is written into a buffer after its receive completed.
  * Dozing: a handler none of whose ranks waits (polls its rx ring in a loop:
  * spin_ns, written by the rank, is recent) sleeps until a frame comes from
- * the NIC, instead of taking turns on a core its ranks compute on. While it
+ * the NIC, instead of taking turns on a core its ranks compute on (ppd
+ * --doze; a rank given no eventfd does none of this). While it
  * sleeps it sets dozing in each of its ranks' headers; a rank that puts
  * records in its tx ring then writes its wake-up eventfd (the rank: record
  * committed, full fence, dozing read; the daemon: dozing set, full fence,
@@ -66,11 +68,21 @@
 #define PP_PPD_SHM_H
 
 #include <stdint.h>
+#include <time.h>
 
 #define PPD_MAGIC	0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC 0x70707331u /* "pps1": print counters */
 #define PPD_STATS_JSON	1u	    /* ... as JSON (in the request's rank) */
 #define PPD_VERSION	6u
+
+/* Monotonic time in ns: the daemon's clock, and the one both sides of the
+ * dozing handshake stamp spin_ns with. */
+static inline uint64_t ppd_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 /* The full fence of the dozing handshake (below). ThreadSanitizer takes no
  * fences: there a sequentially consistent read-modify-write stands for it. */
