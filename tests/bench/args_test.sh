@@ -18,6 +18,7 @@ grep -q -- "--sizes" <<<"$out" && bad+=("--sizes" "--sizes x" "--sizes -8")
 grep -q -- "--window" <<<"$out" && bad+=("--window 0" "--window 1025" "--window")
 grep -q -- "--max-bytes" <<<"$out" && bad+=("--max-bytes 0" "--max-bytes 1q" "--max-bytes")
 grep -q -- "--offload" <<<"$out" && bad+=("--offload" "--offload maybe")
+grep -q -- "--rounds" <<<"$out" && bad+=("--rounds" "--rounds 0" "--rounds 10" "--rounds x")
 for args in "${bad[@]}"; do
   # shellcheck disable=SC2086
   "$sh" $args >/dev/null 2>&1; rc=$?

@@ -32,6 +32,14 @@
 # of before: 8-byte latency and 4 MiB bandwidth of every system, with
 # ratios (ucx_perftest: its median latency and its stream bandwidth).
 #
+# The librt-pp and Open MPI tests run in --rounds rounds (default 3), in
+# turn, each round with its share of the iterations and bytes, and a point's
+# figure is the median of its rounds: on a virtual machine the host moves
+# the virtual CPUs between physical cores, a cache line's round trip between
+# cores 0 and 1 changes severalfold for seconds at a time, and an intranode
+# figure with it. tests/bench/core_rtt.c measures that round trip before
+# each of those steps; the run prints what it found (probe rows in the CSV).
+#
 # The two sides of every test are pinned to cores 0 and 1. Needs root, the
 # build (meson setup build && ninja -C build) and tests/bench/deps.sh; pprun
 # uses the test bed: run under flock /tmp/testbed.lock. The run is bounded
@@ -40,7 +48,7 @@
 # every figure was measured, 1 otherwise, 2 on bad usage.
 #
 # usage: compare_shm.sh [--build DIR] [--iters N] [--max-time SEC] [--csv FILE]
-#                       [--sizes SPEC] [--window W] [--max-bytes B]
+#                       [--sizes SPEC] [--window W] [--max-bytes B] [--rounds R]
 #   --build DIR     build directory with apps/pprun, apps/pp_pingpong (default build)
 #   --iters N       measured iterations per point (default 20000: a sub-microsecond
 #                   ping-pong needs a run of tens of milliseconds to settle)
@@ -51,6 +59,7 @@
 #                   8,32,128,256,512,1k,2k,8k,32k,64k,128k,512k,1m,2m,4m)
 #   --window W      messages in flight in the window test, 1..1024 (default 64)
 #   --max-bytes B   bytes a point may move at most, k/m/g (default 1g)
+#   --rounds R      rounds of the librt-pp and Open MPI tests, 1..9 (default 3)
 #   -h, --help      this text
 set -uo pipefail
 
@@ -62,13 +71,14 @@ max_time=400
 csv=
 window=64
 max_bytes=1g
+rounds=3
 ucx_port=17821
 bw_size=4194304
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare_shm.sh
 pp_nodes=1
-steps=7 # the calls of step below
+steps=7 # the calls of step below (the first four once per round: set below)
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
 size_spec=$default_sizes
@@ -95,17 +105,21 @@ while [ $# -gt 0 ]; do
     --max-bytes)
       if [ $# -lt 2 ] || ! bytespec "$2"; then bad "--max-bytes needs a byte count (k/m/g)"; fi
       max_bytes=$2; shift 2 ;;
+    --rounds)
+      if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9]$ ]]; then bad "--rounds needs 1..9"; fi
+      rounds=$2; shift 2 ;;
     *) bad "unknown argument '$1'" ;;
   esac
 done
 [[ $build = /* ]] || build=$root/$build
 [ -z "$csv" ] || [[ $csv = /* ]] || csv=$PWD/$csv
+steps=$((4 * rounds + 3))
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (pprun enters network namespaces)"
 for t in taskset timeout pgrep mpicc mpirun ucx_perftest cc awk sort; do
   command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
 done
-for p in apps/pprun apps/pp_pingpong; do
+for p in apps/pprun apps/pp_pingpong tests/core_rtt; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
 
@@ -123,31 +137,22 @@ cc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/runtime/include" -o "$tmp/pp_malloc
 declare -A lat bw
 modes=(push-pull push-all push-zero)
 
-# --- librt-pp: pp_pingpong, three modes, one node, every size ----------------------
-same=(--sizes "$size_spec" --max-bytes "$max_bytes")
-step "pp_pingpong intranode latency, every size, 3 modes"
-pp_job pp-lat "$tmp/pp-lat.csv" 120 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv"
-step "pp_pingpong intranode window (W=$window), every size, 3 modes"
-pp_job pp-win "$tmp/pp-win.csv" 180 --test window --window "$window" "${same[@]}" &&
-  pp_rows "$tmp/pp-win.csv"
-
 # As many 4 MiB transfers as --max-bytes allows (at least 10).
 mb=$(awk -v s="$max_bytes" 'BEGIN { m = 1; u = substr(s, length(s)); if (u ~ /[kK]/) m = 2^10;
   else if (u ~ /[mM]/) m = 2^20; else if (u ~ /[gG]/) m = 2^30; printf "%.0f\n", (s + 0) * m }')
 pm_iters=$((mb / bw_size))
 [ "$pm_iters" -ge 10 ] || pm_iters=10
 [ "$pm_iters" -le "$iters" ] || pm_iters=$iters
-step "librt-pp push-pull bandwidth, 4 MiB, pp_malloc buffers"
-if limit=$(budget 60) &&
-  run "$build/apps/pprun" -n 2 --nodes 1 --dev-kind af_packet --timeout "$limit" -- \
-    "$tmp/pp_malloc_bw" "$bw_size" "$pm_iters" >"$tmp/pmalloc.log" 2>&1; then
-  bw[pmalloc]=$(awk '$2 == "RESULT" && $3 == "pp_malloc" { print $7 }' "$tmp/pmalloc.log")
-else
-  log "pp_malloc_bw failed:"
-  tail -5 "$tmp/pmalloc.log" >&2
-fi
 
-# --- Open MPI: vader (shared memory) with CMA, and UCX sm --------------------------
+# --- the rounds: librt-pp (three modes) and Open MPI (vader, UCX sm) ---------------
+# The cache line's round trip between the cores before a step (core_rtt's
+# median, ns), into probes.
+probes=()
+probe() {
+  local p
+  p=$("$build/tests/core_rtt" 0 1 20000 2>/dev/null | awk '$1 == "RESULT" { print $5 }')
+  probes+=("${p:--}")
+}
 mpi() { # KEY MPIRUN-ARGS...
   local key=$1 limit
   shift
@@ -162,13 +167,45 @@ mpi() { # KEY MPIRUN-ARGS...
     tail -20 "$tmp/$key.log" >&2
   fi
 }
-step "Open MPI vader+CMA: latency and window (W=$window), every size"
-mpi mpi --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma
-step "Open MPI pml ucx, UCX_TLS=sm,self: latency and window (W=$window), every size"
-# Open MPI takes pml ucx only over the transports of pml_ucx_tls (InfiniBand's
-# by default); "any" lets it use sm.
-mpi mpi-ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self
+# Each round takes its share of the iterations and bytes (pp_job and mpi
+# read iters and same).
+all_iters=$iters
+iters=$((all_iters / rounds))
+[ "$iters" -ge 10 ] || iters=10
+r_bytes=$((mb / rounds))
+[ "$r_bytes" -ge 1 ] || r_bytes=1
+same=(--sizes "$size_spec" --max-bytes "$r_bytes")
+for ((round = 1; round <= rounds; round++)); do
+  at="round $round/$rounds:"
+  probe
+  step "$at pp_pingpong intranode latency, every size, 3 modes"
+  pp_job pp-lat "$tmp/pp-lat.csv" 120 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv"
+  probe
+  step "$at pp_pingpong intranode window (W=$window), every size, 3 modes"
+  pp_job pp-win "$tmp/pp-win.csv" 180 --test window --window "$window" "${same[@]}" &&
+    pp_rows "$tmp/pp-win.csv"
+  probe
+  step "$at Open MPI vader+CMA: latency and window (W=$window), every size"
+  mpi mpi --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma
+  probe
+  step "$at Open MPI pml ucx, UCX_TLS=sm,self: latency and window (W=$window), every size"
+  # Open MPI takes pml ucx only over the transports of pml_ucx_tls
+  # (InfiniBand's by default); "any" lets it use sm.
+  mpi mpi-ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self
+done
+iters=$all_iters
+round_medians L B M
 sort_sizes
+
+step "librt-pp push-pull bandwidth, 4 MiB, pp_malloc buffers"
+if limit=$(budget 60) &&
+  run "$build/apps/pprun" -n 2 --nodes 1 --dev-kind af_packet --timeout "$limit" -- \
+    "$tmp/pp_malloc_bw" "$bw_size" "$pm_iters" >"$tmp/pmalloc.log" 2>&1; then
+  bw[pmalloc]=$(awk '$2 == "RESULT" && $3 == "pp_malloc" { print $7 }' "$tmp/pmalloc.log")
+else
+  log "pp_malloc_bw failed:"
+  tail -5 "$tmp/pmalloc.log" >&2
+fi
 
 # --- UCX's own tool: ucx_perftest -----------------------------------------
 # ucx_perftest TEST SIZE ITERS: server on core 0, client on core 1; prints the
@@ -215,7 +252,11 @@ done
 step_clear
 csv_header
 echo "# librt-pp intranode (2 ranks, cores 0 and 1), size by size; $iters iterations per point"
-echo "# (fewer above --max-bytes $max_bytes, at least 10); mean of the middle 80 %"
+echo "# (fewer above --max-bytes $max_bytes, at least 10) in $rounds rounds taken in turn with Open MPI's;"
+echo "# a figure is the median of its rounds', each the mean of the middle 80 %"
+echo "# cache line round trip core 0 <-> core 1 before each step of the rounds, ns (core_rtt):"
+echo "#   ${probes[*]}"
+for p in "${probes[@]}"; do emit_csv probe core-rtt "" rtt_ns "" "$p"; done
 echo
 echo "# one-way latency, us; r:MODE = Open MPI vader / librt-pp (> 1: librt-pp faster)"
 size_table lat shm- mpi OMPI-vader "${modes[@]}"

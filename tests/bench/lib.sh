@@ -64,13 +64,32 @@ sizes=()
 add_size() { local s; for s in "${sizes[@]}"; do [ "$s" != "$1" ] || return 0; done; sizes+=("$1"); }
 sort_sizes() { [ ${#sizes[@]} -eq 0 ] || mapfile -t sizes < <(printf '%s\n' "${sizes[@]}" | sort -n); }
 # pp_rows CSV: pp_pingpong --csv rows into L, B, M (system: the mode).
+# add_fig ARRAY KEY VALUE: one more figure of a point ("-" or empty: none);
+# a point measured in several rounds keeps them all until round_medians.
+add_fig() {
+  local -n a_=$1
+  [ -n "$3" ] && [ "$3" != - ] || return 0
+  a_[$2]="${a_[$2]:+${a_[$2]} }$3"
+}
+# round_medians ARRAY...: each point's figures become their median (the
+# upper middle one of an even count), so that one round taken while the
+# machine ran slow (tests/bench/core_rtt.c) does not make the figure.
+round_medians() {
+  local k n
+  for n in "$@"; do
+    local -n a_=$n
+    for k in "${!a_[@]}"; do
+      a_[$k]=$(tr ' ' '\n' <<<"${a_[$k]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int(NR / 2) + 1] }')
+    done
+  done
+}
 pp_rows() {
   local t m s lat bw msgs
   while IFS=, read -r t m s lat bw msgs; do
     add_size "$s"
     case $t in
-      latency) L[$m $s]=$lat ;;
-      window) B[$m $s]=$bw; M[$m $s]=$msgs ;;
+      latency) add_fig L "$m $s" "$lat" ;;
+      window) add_fig B "$m $s" "$bw"; add_fig M "$m $s" "$msgs" ;;
     esac
   done < <(awk -F, 'NR > 1 { print $1 "," $2 "," $6 "," $8 "," $11 "," $21 }' "$1")
 }
@@ -80,8 +99,8 @@ mpi_rows() {
   while read -r t s lat bw msgs; do
     add_size "$s"
     case $t in
-      latency) L[$2 $s]=$lat ;;
-      window) [ "$bw" = - ] || B[$2 $s]=$bw; [ "$msgs" = - ] || M[$2 $s]=$msgs ;;
+      latency) add_fig L "$2 $s" "$lat" ;;
+      window) add_fig B "$2 $s" "$bw"; add_fig M "$2 $s" "$msgs" ;;
     esac
   done < <(awk '$1 == "RESULT" { print $2, $3, $4, $7, $8 }' "$1")
 }

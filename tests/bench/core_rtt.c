@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The round trip of one cache line between two cores: a thread on each
+ * (default cores 0 and 1) hands a counter back and forth, and the median of
+ * many hand-overs is printed in nanoseconds. Every intranode message crosses
+ * this at least once, so an intranode figure is worth comparing only with
+ * one taken while the round trip was the same: on a virtual machine the
+ * host moves virtual CPUs between physical cores (the same core complex,
+ * another, another socket), and the figure can change severalfold within
+ * seconds. tests/bench/compare_shm.sh runs it before every step.
+ *
+ *   core_rtt [CORE_A CORE_B [ROUND_TRIPS]]   (default 0 1 20000)
+ *
+ * Output: "RESULT core_rtt A B median_ns min_ns p90_ns".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_attr_setaffinity_np */
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH 100 /* hand-overs per timed sample: the clock costs less than one */
+
+static _Alignas(64) atomic_uint_fast64_t line;
+static long rounds;
+
+static void one_core(cpu_set_t *set, int core)
+{
+	CPU_ZERO(set);
+	CPU_SET(core, set);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The other side: answers every odd value with the next even one. */
+static void *echo(void *arg)
+{
+	(void)arg;
+	for (uint64_t v = 1; v < 2 * (uint64_t)rounds * BATCH; v += 2) {
+		while (atomic_load_explicit(&line, memory_order_acquire) != v)
+			__builtin_ia32_pause();
+		atomic_store_explicit(&line, v + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: core_rtt [CORE_A CORE_B [ROUND_TRIPS]]\n"
+		       "The round trip of one cache line between two cores (default 0 and 1,\n"
+		       "20000 round trips, timed in batches of %d): prints\n"
+		       "\"RESULT core_rtt A B median_ns min_ns p90_ns\".\n",
+		       BATCH);
+		return 0;
+	}
+	if (argc != 1 && argc != 3 && argc != 4) {
+		fprintf(stderr, "core_rtt: bad arguments (try --help)\n");
+		return 2;
+	}
+	int core_a = argc > 2 ? atoi(argv[1]) : 0;
+	int core_b = argc > 2 ? atoi(argv[2]) : 1;
+	long trips = argc > 3 ? atol(argv[3]) : 20000;
+	if (core_a < 0 || core_b < 0 || core_a == core_b || trips < BATCH) {
+		fprintf(stderr, "core_rtt: two different cores and at least %d round trips\n",
+			BATCH);
+		return 2;
+	}
+	rounds = trips / BATCH;
+	double *sample = malloc((size_t)rounds * sizeof(*sample));
+	/* The echo thread is created on its core, or not at all. */
+	cpu_set_t a, b;
+	one_core(&a, core_a);
+	one_core(&b, core_b);
+	pthread_attr_t attr;
+	pthread_t t;
+	if (!sample || pthread_setaffinity_np(pthread_self(), sizeof(a), &a) ||
+	    pthread_attr_init(&attr) || pthread_attr_setaffinity_np(&attr, sizeof(b), &b) ||
+	    pthread_create(&t, &attr, echo, NULL)) {
+		fprintf(stderr, "core_rtt: cannot run on cores %d and %d\n", core_a, core_b);
+		return 1;
+	}
+	uint64_t v = 0;
+	for (long r = 0; r < rounds; r++) {
+		uint64_t t0 = now_ns();
+		for (int k = 0; k < BATCH; k++, v += 2) {
+			atomic_store_explicit(&line, v + 1, memory_order_release);
+			while (atomic_load_explicit(&line, memory_order_acquire) != v + 2)
+				__builtin_ia32_pause();
+		}
+		sample[r] = (double)(now_ns() - t0) / BATCH;
+	}
+	pthread_join(t, NULL);
+	qsort(sample, (size_t)rounds, sizeof(*sample), cmp);
+	printf("RESULT core_rtt %d %d %.1f %.1f %.1f\n", core_a, core_b, sample[rounds / 2],
+	       sample[0], sample[rounds * 9 / 10]);
+	free(sample);
+	return 0;
+}
