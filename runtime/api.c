@@ -24,9 +24,14 @@
  * through the rings: a copy system call costs more than that. */
 #define PP_DIRECT_MIN 4096
 /* Node-mates' messages pushed whole through the rings up to this (btp_fit):
- * two copies there beat the DONE round trip and a copy call below it
- * (tests/bench/compare_shm.sh, push-all against push-pull). */
-#define PP_LOCAL_WHOLE (64u << 10)
+ * two copies there beat the DONE round trip and a copy call below it. Above
+ * it one copy wins: a ring copy moves every line between the cores twice
+ * (the sender's store takes it back from the reader first), so where a
+ * line's round trip between the cores is slow (a virtual machine whose
+ * cores the host placed apart, tests/bench/core_rtt.c) 32 KiB took 16.7 us
+ * through the ring and 5.7 by a direct copy, and where it is fast 4.7
+ * against 4.8; 16 KiB took 2.5 through the ring against 3.3 (fast). */
+#define PP_LOCAL_WHOLE (16u << 10)
 /* Sends up to this are copied and complete at once (an eager send): their
  * ack may ride on the reply instead of costing a frame of its own. */
 #define PP_COPY_MAX (8u << 10)
