@@ -61,6 +61,7 @@ static int make_region(struct ppd *d, struct ppd_rank *r, int *memfd)
 	    .job = r->job,
 	    .rank = r->rank,
 	    .mtu = d->info.mtu,
+	    .speed_mbps = d->info.speed_mbps,
 	    .slot_bytes = d->slot_bytes,
 	    .tx_slots = PPD_TX_SLOTS,
 	    .rx_slots = PPD_RX_SLOTS,

@@ -286,6 +286,7 @@ static int ppd_info(struct pp_port *port, struct pp_port_info *info)
 	memset(info, 0, sizeof(*info));
 	memcpy(info->mac, p->hdr->mac, 6);
 	info->mtu = p->hdr->mtu;
+	info->speed_mbps = p->hdr->speed_mbps; /* starts the engine's rate estimate */
 	info->nb_queues = 1;
 	info->buf_cap = p->hdr->slot_bytes;
 	info->link_up = p->gone || p->hdr->daemon_gone ? 0 : 1;

@@ -178,7 +178,7 @@ struct ppd_region_hdr {
 	uint32_t slot_bytes;  /* bytes per slot (a multiple of 64) */
 	uint32_t tx_slots;    /* PPD_TX_SLOTS */
 	uint32_t rx_slots;    /* PPD_RX_SLOTS */
-	uint32_t pad;	      /* zero */
+	uint32_t speed_mbps;  /* the NIC's speed, Mb/s (0: unknown; a daemon before it wrote 0) */
 	uint64_t tx_ring_off; /* the rank -> daemon ring */
 	uint64_t rx_ring_off; /* the daemon -> rank ring */
 	uint64_t tx_slot_off; /* first tx slot */
