@@ -91,10 +91,16 @@ int main(int argc, char **argv)
 	one_core(&b, core_b);
 	pthread_attr_t attr;
 	pthread_t t;
-	if (!sample || pthread_setaffinity_np(pthread_self(), sizeof(a), &a) ||
-	    pthread_attr_init(&attr) || pthread_attr_setaffinity_np(&attr, sizeof(b), &b) ||
-	    pthread_create(&t, &attr, echo, NULL)) {
+	int bad = !sample || pthread_setaffinity_np(pthread_self(), sizeof(a), &a) ||
+		  pthread_attr_init(&attr);
+	if (!bad) {
+		bad = pthread_attr_setaffinity_np(&attr, sizeof(b), &b) ||
+		      pthread_create(&t, &attr, echo, NULL);
+		pthread_attr_destroy(&attr);
+	}
+	if (bad) {
 		fprintf(stderr, "core_rtt: cannot run on cores %d and %d\n", core_a, core_b);
+		free(sample);
 		return 1;
 	}
 	uint64_t v = 0;
