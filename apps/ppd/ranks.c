@@ -184,6 +184,7 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	c->fd = c->pidfd = -1;
 	r->home = least_loaded(d);
 	d->h[r->home].nhome++;
+	r->hdr->home_core = d->h[r->home].core;
 	/* Active before the answer: once the rank has it, a node-mate may send
 	 * to it at once, and a handler that did not see it yet would route
 	 * that frame to the NIC. A rank gone before reading the answer is

@@ -75,6 +75,7 @@ struct ppd_port {
 	uint32_t places_used;	       /* placement entries not FREE */
 	uint8_t placed[PPD_RX_SLOTS];  /* by rx slot: it holds a placed frame's headers */
 	int gone;		       /* the daemon is gone (its socket ended, or it said so) */
+	int home_core;		       /* the home handler's core (hdr->home_core, read once) */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -272,6 +273,7 @@ static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port
 		pp_err("ppd: the region the daemon sent is not one this version understands");
 		goto fail;
 	}
+	p->home_core = p->hdr->home_core;
 	pp_info("ppd: rank %u of job %u attached to %s", req.rank, req.job, path);
 	*port = &p->base;
 	return 0;
@@ -365,6 +367,24 @@ static void wake_daemon(struct ppd_port *p)
 		ssize_t w = write(p->wake_fd, &one, sizeof(one)); /* full: it is woken anyway */
 		(void)w;
 	}
+}
+
+/* After frames went into the tx ring: a home handler awake on this very
+ * core gets the core at once, so they leave now. Otherwise an application
+ * that goes back to computing after a send keeps them in the ring until its
+ * time slice ends or it calls in again (pp_pingpong's early receiver through
+ * ppd, 4 B: 30 us one way against 11 in a ping-pong). A dozing handler is
+ * woken by the doorbell (wake_daemon) and takes the core itself; a handler
+ * on another core needs nothing. */
+static void hand_over(struct ppd_port *p)
+{
+	if (p->home_core < 0 ||
+	    (p->wake_fd >= 0 && __atomic_load_n(&p->hdr->dozing, __ATOMIC_RELAXED)))
+		return;
+	if (sched_getcpu() != p->home_core)
+		return;
+	sched_yield();
+	p->idle = 0;
 }
 
 /* Send the rx slots the engine is done with back to the daemon. */
@@ -490,8 +510,10 @@ static unsigned ppd_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		p->st.tx_frames++;
 		p->st.tx_bytes += bufs[i]->len + e->len;
 	}
-	if (i)
+	if (i) {
 		wake_daemon(p);
+		hand_over(p);
+	}
 	return i;
 }
 

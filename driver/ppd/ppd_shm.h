@@ -73,7 +73,7 @@
 #define PPD_MAGIC	0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC 0x70707331u /* "pps1": print counters */
 #define PPD_STATS_JSON	1u	    /* ... as JSON (in the request's rank) */
-#define PPD_VERSION	6u
+#define PPD_VERSION	7u
 
 /* Monotonic time in ns: the daemon's clock, and the one both sides of the
  * dozing handshake stamp spin_ns with. */
@@ -189,6 +189,7 @@ struct ppd_region_hdr {
 	uint8_t daemon_gone;  /* 1 once the daemon stopped serving */
 	uint64_t pulls_done;  /* pull entries the daemon ended (DONE or FAILED), ever */
 	uint32_t dozing;      /* 1 while the home handler sleeps (the daemon writes) */
+	int32_t home_core;    /* the core the rank's home handler runs on (-1: unknown) */
 	uint64_t spin_ns;     /* the rank's last empty poll in a wait loop (CLOCK_MONOTONIC) */
 	struct ppd_pull pulls[PPD_PULLS];    /* pull descriptors */
 	struct ppd_place places[PPD_PLACES]; /* placement descriptors */
