@@ -260,13 +260,6 @@ static int stats_client(const char *path, int json)
 	return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static struct pp_sim_link *sim_link; /* with --dev sim:NAME/0 */
 
 static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
@@ -430,7 +423,7 @@ int main(int argc, char **argv)
 		}
 #undef ADD
 		poll(pfd, (nfds_t)np, 20);
-		uint64_t now = mono_ns();
+		uint64_t now = ppd_now_ns();
 		for (int k = 0; k < np; k++) {
 			if (!pfd[k].revents)
 				continue;
