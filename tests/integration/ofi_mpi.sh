@@ -173,10 +173,20 @@ ppd_run() {
 ppd_run ppd-two-nodes "$ip0,$ip1" 2 --mca plm_rsh_agent "$agent"
 [ "$last_tx" -gt 4000 ] && [ "$last_placed" -gt $((16 << 20)) ] ||
   fail "ppd-two-nodes: the daemons sent $last_tx frames and placed $last_placed bytes; the 16 MiB messages went elsewhere"
+clean_tx=$last_tx
 ppd_run ppd-one-node "$ip0:2" 1
 [ "$last_lo" -gt 2000 ] || fail "ppd-one-node: $last_lo frames through the daemon's loopback"
+# Two ranks per node: node-mates through each daemon's loopback, the rest
+# through the NICs.
 np=4 ppd_run ppd-four-ranks "$ip0:2,$ip1:2" 2 --mca plm_rsh_agent "$agent"
+[ "$last_lo" -gt 2000 ] && [ "$last_tx" -gt 100 ] ||
+  fail "ppd-four-ranks: $last_lo frames through the loopbacks and $last_tx to the NICs; want both"
+# 5 % of the frames lost on the way: the same checks pass, the 16 MiB
+# messages still go through the daemons, and more frames leave than
+# without loss (the resends).
 fault=loss=0.05 ppd_run ppd-lossy "$ip0,$ip1" 2 --mca plm_rsh_agent "$agent"
+[ "$last_tx" -gt "$clean_tx" ] && [ "$last_placed" -gt $((16 << 20)) ] ||
+  fail "ppd-lossy: the daemons sent $last_tx frames (without loss $clean_tx) and placed $last_placed bytes"
 
 # An unmodified MPI application: Debian's hpcc (the HPC Challenge suite,
 # built against Open MPI: HPL, PTRANS, RandomAccess, FFT, STREAM, DGEMM and
