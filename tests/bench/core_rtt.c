@@ -25,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#define BATCH 100 /* hand-overs per timed sample: the clock costs less than one */
+#define BATCH 100 /* hand-overs per timed sample, so the clock reads are a small part of it */
 
 static _Alignas(64) atomic_uint_fast64_t line;
-static long rounds;
+static long batches; /* timed samples */
 
 static void one_core(cpu_set_t *set, int core)
 {
@@ -47,7 +47,7 @@ static uint64_t now_ns(void)
 static void *echo(void *arg)
 {
 	(void)arg;
-	for (uint64_t v = 1; v < 2 * (uint64_t)rounds * BATCH; v += 2) {
+	for (uint64_t v = 1; v < 2 * (uint64_t)batches * BATCH; v += 2) {
 		while (atomic_load_explicit(&line, memory_order_acquire) != v)
 			__builtin_ia32_pause();
 		atomic_store_explicit(&line, v + 1, memory_order_release);
@@ -83,8 +83,8 @@ int main(int argc, char **argv)
 			BATCH);
 		return 2;
 	}
-	rounds = trips / BATCH;
-	double *sample = malloc((size_t)rounds * sizeof(*sample));
+	batches = trips / BATCH;
+	double *sample = malloc((size_t)batches * sizeof(*sample));
 	/* The echo thread is created on its core, or not at all. */
 	cpu_set_t a, b;
 	one_core(&a, core_a);
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	uint64_t v = 0;
-	for (long r = 0; r < rounds; r++) {
+	for (long r = 0; r < batches; r++) {
 		uint64_t t0 = now_ns();
 		for (int k = 0; k < BATCH; k++, v += 2) {
 			atomic_store_explicit(&line, v + 1, memory_order_release);
@@ -114,9 +114,9 @@ int main(int argc, char **argv)
 		sample[r] = (double)(now_ns() - t0) / BATCH;
 	}
 	pthread_join(t, NULL);
-	qsort(sample, (size_t)rounds, sizeof(*sample), cmp);
-	printf("RESULT core_rtt %d %d %.1f %.1f %.1f\n", core_a, core_b, sample[rounds / 2],
-	       sample[0], sample[rounds * 9 / 10]);
+	qsort(sample, (size_t)batches, sizeof(*sample), cmp);
+	printf("RESULT core_rtt %d %d %.1f %.1f %.1f\n", core_a, core_b, sample[batches / 2],
+	       sample[0], sample[batches * 9 / 10]);
 	free(sample);
 	return 0;
 }
