@@ -44,8 +44,9 @@
 # build (meson setup build && ninja -C build) and tests/bench/deps.sh; pprun
 # uses the test bed: run under flock /tmp/testbed.lock. The run is bounded
 # (--max-time, default 400 s); a step that runs out is killed and its
-# figures show as "-"; a failure is shown, not retried. Exit status: 0 when
-# every figure was measured, 1 otherwise, 2 on bad usage.
+# figures show as "-"; a failure is shown, not retried (nor made up for by
+# another round). Exit status: 0 when every step of every round ran and every
+# figure was measured, 1 otherwise, 2 on bad usage.
 #
 # usage: compare_shm.sh [--build DIR] [--iters N] [--max-time SEC] [--csv FILE]
 #                       [--sizes SPEC] [--window W] [--max-bytes B] [--rounds R]
@@ -165,10 +166,13 @@ mpi() { # KEY MPIRUN-ARGS...
   else
     log "mpirun ($key) failed:"
     tail -20 "$tmp/$key.log" >&2
+    return 1
   fi
 }
 # Each round takes its share of the iterations and bytes (pp_job and mpi
-# read iters and same).
+# read iters and same). A step that fails in any round fails the run: the
+# other rounds' figures fill its points, so the tables alone would not show it.
+failed=0
 all_iters=$iters
 iters=$((all_iters / rounds))
 [ "$iters" -ge 10 ] || iters=10
@@ -179,19 +183,22 @@ for ((round = 1; round <= rounds; round++)); do
   at="round $round/$rounds:"
   probe
   step "$at pp_pingpong intranode latency, every size, 3 modes"
-  pp_job pp-lat "$tmp/pp-lat.csv" 120 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv"
+  pp_job pp-lat "$tmp/pp-lat.csv" 120 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv" ||
+    failed=$((failed + 1))
   probe
   step "$at pp_pingpong intranode window (W=$window), every size, 3 modes"
   pp_job pp-win "$tmp/pp-win.csv" 180 --test window --window "$window" "${same[@]}" &&
-    pp_rows "$tmp/pp-win.csv"
+    pp_rows "$tmp/pp-win.csv" || failed=$((failed + 1))
   probe
   step "$at Open MPI vader+CMA: latency and window (W=$window), every size"
-  mpi mpi --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma
+  mpi mpi --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma ||
+    failed=$((failed + 1))
   probe
   step "$at Open MPI pml ucx, UCX_TLS=sm,self: latency and window (W=$window), every size"
   # Open MPI takes pml ucx only over the transports of pml_ucx_tls
   # (InfiniBand's by default); "any" lets it use sm.
-  mpi mpi-ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self
+  mpi mpi-ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self ||
+    failed=$((failed + 1))
 done
 iters=$all_iters
 round_medians L B M
@@ -332,5 +339,6 @@ missing=0
 size_complete "${modes[@]}" mpi mpi-ucx || missing=1
 for s in "${sizes[@]}"; do [ "$s" -eq 0 ] || [ -n "${B[memcpy $s]:-}" ] || missing=1; done
 [ -n "${lat[ucx]:-}" ] && [ -n "${bw[ucx]:-}" ] && [ -n "${bw[pmalloc]:-}" ] || missing=1
+[ "$failed" -eq 0 ] || die "$failed step(s) of the rounds failed (logged above)"
 [ "$missing" -eq 0 ] || die "some measurements failed (shown as '-')"
 exit 0

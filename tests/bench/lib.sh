@@ -63,7 +63,6 @@ declare -A L B M
 sizes=()
 add_size() { local s; for s in "${sizes[@]}"; do [ "$s" != "$1" ] || return 0; done; sizes+=("$1"); }
 sort_sizes() { [ ${#sizes[@]} -eq 0 ] || mapfile -t sizes < <(printf '%s\n' "${sizes[@]}" | sort -n); }
-# pp_rows CSV: pp_pingpong --csv rows into L, B, M (system: the mode).
 # add_fig ARRAY KEY VALUE: one more figure of a point ("-" or empty: none);
 # a point measured in several rounds keeps them all until round_medians.
 add_fig() {
@@ -83,6 +82,7 @@ round_medians() {
     done
   done
 }
+# pp_rows CSV: pp_pingpong --csv rows into L, B, M (system: the mode).
 pp_rows() {
   local t m s lat bw msgs
   while IFS=, read -r t m s lat bw msgs; do
