@@ -31,6 +31,11 @@
 # time. Both are the mean of the middle 80 % of the per-iteration figures.
 # Large sizes run fewer iterations (--max-bytes: each point moves at most
 # that many bytes, at least 10 iterations), the same on both sides.
+# librt-pp's and Open MPI's tests run in --rounds rounds (default 3), taken
+# in turn, each with its share of the iterations and bytes; a point's figure
+# is the median of its rounds, so that a stretch in which the host ran the
+# machine slow falls on both sides or on neither figure (compare_shm.sh,
+# which takes the same --rounds, says more).
 #
 # Then the path's ceiling: pp_probe --blast's received frames/s and MB/s of
 # payload (the bytes after the Ethernet header) at MTU-sized frames
@@ -58,7 +63,7 @@
 # Exit status: 0 when every figure was measured, 1 otherwise, 2 on bad usage.
 #
 # usage: compare.sh [--build DIR] [--iters N] [--time SEC] [--max-time SEC] [--csv FILE]
-#                   [--sizes SPEC] [--window W] [--max-bytes B] [--dev-kind K]
+#                   [--sizes SPEC] [--window W] [--max-bytes B] [--rounds R] [--dev-kind K]
 #   --build DIR     build directory with apps/pprun, apps/pp_pingpong, apps/pp_probe
 #                   (default build)
 #   --iters N       measured iterations per point (default 1000)
@@ -71,6 +76,8 @@
 #                   8,32,128,256,512,1k,2k,8k,32k,64k,128k,512k,1m,2m,4m)
 #   --window W      messages in flight in the window test, 1..1024 (default 64)
 #   --max-bytes B   bytes a point may move at most, k/m/g (default 256m)
+#   --rounds R      rounds of the librt-pp and Open MPI tests, 1..9 (default 3;
+#                   the intranode part takes the same)
 #   --dev-kind K    librt-pp's port on both sides and pp_probe's: af_packet
 #                   (DPDK's net_af_packet, the default) or packet (the
 #                   packet: backend, AF_PACKET rings without DPDK)
@@ -105,7 +112,8 @@ prog=compare.sh
 pp_nodes=2
 dev_kind=af_packet
 offload=on
-steps=10 # the calls of step below
+rounds=3
+steps=10 # the calls of step below; set from --rounds after parsing
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
 size_spec=$default_sizes
@@ -136,6 +144,9 @@ while [ $# -gt 0 ]; do
     --max-bytes)
       if [ $# -lt 2 ] || ! bytespec "$2"; then bad "--max-bytes needs a byte count (k/m/g)"; fi
       max_bytes=$2; shm_args+=(--max-bytes "$2"); shift 2 ;;
+    --rounds)
+      if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9]$ ]]; then bad "--rounds needs 1..9"; fi
+      rounds=$2; shm_args+=(--rounds "$2"); shift 2 ;;
     --dev-kind)
       case ${2:-} in af_packet | packet) ;; *) bad "--dev-kind needs af_packet or packet" ;; esac
       dev_kind=$2; shift 2 ;;
@@ -145,6 +156,7 @@ while [ $# -gt 0 ]; do
     *) bad "unknown argument '$1'" ;;
   esac
 done
+steps=$((4 * rounds + 6))
 [[ $build = /* ]] || build=$root/$build
 [ -z "$csv" ] || [[ $csv = /* ]] || csv=$PWD/$csv
 
@@ -226,15 +238,7 @@ stats() {
     printf "%.3f %.3f %.3f\n", s / (NR - 2 * cut), v[int(NR / 2) + 1], v[r] }'
 }
 
-# --- librt-pp: pp_pingpong, three modes, every size ---------------------------
-same=(--sizes "$size_spec" --max-bytes "$max_bytes")
-step "pp_pingpong latency, every size, 3 modes"
-pp_job pp-lat "$tmp/pp-lat.csv" 300 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv"
-step "pp_pingpong window (W=$window), every size, 3 modes"
-pp_job pp-win "$tmp/pp-win.csv" 300 --test window --window "$window" "${same[@]}" &&
-  pp_rows "$tmp/pp-win.csv"
-
-# --- Open MPI: over TCP, and over librt-pp ------------------------------------
+# --- the rounds: librt-pp (three modes), Open MPI over TCP and over librt-pp ----
 # mpirun runs in ppn0; the rank on 10.77.0.2 is started through netns_agent.sh
 # (as plm_rsh_agent) in ppn1; the daemons talk over pp0 only.
 mpi_job() { # NAME SYSTEM MPIRUN-ARGS...: mpi_pingpong's rows into SYSTEM
@@ -250,21 +254,44 @@ mpi_job() { # NAME SYSTEM MPIRUN-ARGS...: mpi_pingpong's rows into SYSTEM
   else
     log "mpirun ($name) failed:"
     tail -20 "$tmp/$name.log" >&2
+    return 1
   fi
 }
-step "Open MPI TCP: latency and window (W=$window), every size"
-mpi_job mpi mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include pp0
 # Over librt-pp: the provider takes the port from PP_DEV (the kind of
 # --dev-kind, as pp_probe's below), its rank and job from mpirun's environment.
 dev=--vdev=net_af_packet0,iface=pp0
 [ "$dev_kind" = af_packet ] || dev=packet:pp0
-step "Open MPI over librt-pp (mtl ofi, provider pp): latency and window, every size"
-if [ ${#ompi_pp[@]} -gt 0 ]; then
-  mpi_job ompi-pp ompi-pp --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
-    -x FI_PROVIDER_PATH="$build/ofi" -x PP_DEV="$dev"
-else
+[ ${#ompi_pp[@]} -gt 0 ] ||
   log "$build/ofi/libpp-fi.so not built (meson -Dofi=enabled): Open MPI over pp left out"
-fi
+# Each round takes its share of the iterations and bytes (pp_job and mpi_job
+# read iters and same). A step that fails in any round fails the run: the
+# other rounds' figures fill its points, so the tables alone would not show it.
+failed=0
+all_iters=$iters
+iters=$((all_iters / rounds))
+[ "$iters" -ge 10 ] || iters=10
+r_bytes=$(($(bytes_of "$max_bytes") / rounds))
+[ "$r_bytes" -ge 1 ] || r_bytes=1
+same=(--sizes "$size_spec" --max-bytes "$r_bytes")
+for ((round = 1; round <= rounds; round++)); do
+  at="round $round/$rounds:"
+  step "$at pp_pingpong latency, every size, 3 modes"
+  pp_job pp-lat "$tmp/pp-lat.csv" 300 --test latency "${same[@]}" && pp_rows "$tmp/pp-lat.csv" ||
+    failed=$((failed + 1))
+  step "$at pp_pingpong window (W=$window), every size, 3 modes"
+  pp_job pp-win "$tmp/pp-win.csv" 300 --test window --window "$window" "${same[@]}" &&
+    pp_rows "$tmp/pp-win.csv" || failed=$((failed + 1))
+  step "$at Open MPI TCP: latency and window (W=$window), every size"
+  mpi_job mpi mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include pp0 ||
+    failed=$((failed + 1))
+  step "$at Open MPI over librt-pp (mtl ofi, provider pp): latency and window, every size"
+  if [ ${#ompi_pp[@]} -gt 0 ]; then
+    mpi_job ompi-pp ompi-pp --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
+      -x FI_PROVIDER_PATH="$build/ofi" -x PP_DEV="$dev" || failed=$((failed + 1))
+  fi
+done
+iters=$all_iters
+round_medians L B M
 sort_sizes
 
 # --- the path's ceiling: pp_probe --blast -------------------------------------
@@ -331,7 +358,8 @@ step_clear
 csv_header
 echo "# librt-pp vs. Open MPI 4.1 (ob1, TCP BTL) over the same veth (ppn0/pp0 <-> ppn1/pp0 over ppbr0, MTU $mtu)"
 [ ${#ompi_pp[@]} -eq 0 ] || echo "# ompi-pp: Open MPI 4.1 over librt-pp (pml cm, mtl ofi, provider pp; push-pull over $dev_kind)"
-echo "# $iters iterations per point (fewer above --max-bytes $max_bytes, at least 10); mean of the middle 80 %"
+echo "# $iters iterations per point (fewer above --max-bytes $max_bytes, at least 10) in $rounds rounds taken in"
+echo "# turn with Open MPI's; a figure is the median of its rounds', each the mean of the middle 80 %"
 echo
 echo "# one-way latency, us; r:MODE = Open MPI / librt-pp (> 1: librt-pp faster)"
 size_table lat "" mpi OMPI-TCP "${modes[@]}" "${ompi_pp[@]}"
@@ -436,5 +464,6 @@ size_complete "${modes[@]}" mpi "${ompi_pp[@]}" || missing=1
 for k in udp udp-busy tcp; do [ -n "${lat[$k]:-}" ] || missing=1; done
 [ -n "${bw[iperf]:-}" ] || missing=1
 [ -n "${lim[payload_MBps]:-}" ] || missing=1
-[ "$missing" -eq 0 ] || die "some measurements failed (shown as '-')"
+[ "$failed" -eq 0 ] || missing=1
+[ "$missing" -eq 0 ] || die "some measurements failed (shown as '-', or a round's step logged above)"
 exit 0

@@ -139,8 +139,7 @@ declare -A lat bw
 modes=(push-pull push-all push-zero)
 
 # As many 4 MiB transfers as --max-bytes allows (at least 10).
-mb=$(awk -v s="$max_bytes" 'BEGIN { m = 1; u = substr(s, length(s)); if (u ~ /[kK]/) m = 2^10;
-  else if (u ~ /[mM]/) m = 2^20; else if (u ~ /[gG]/) m = 2^30; printf "%.0f\n", (s + 0) * m }')
+mb=$(bytes_of "$max_bytes")
 pm_iters=$((mb / bw_size))
 [ "$pm_iters" -ge 10 ] || pm_iters=10
 [ "$pm_iters" -le "$iters" ] || pm_iters=$iters

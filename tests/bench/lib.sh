@@ -34,6 +34,11 @@ posint() { [[ $1 =~ ^[1-9][0-9]{0,6}$ ]]; }
 # A size list as pp_pingpong and mpi_pingpong take it (they check the rest).
 sizespec() { [[ $1 =~ ^[0-9][0-9kKmMgG,:x+]*$ ]]; }
 bytespec() { [[ $1 =~ ^[1-9][0-9]{0,12}[kKmMgG]?$ ]]; }
+# bytes_of SPEC: a bytespec's count of bytes (k, m, g: powers of 1024).
+bytes_of() {
+  awk -v s="$1" 'BEGIN { m = 1; u = substr(s, length(s)); if (u ~ /[kK]/) m = 2^10;
+    else if (u ~ /[mM]/) m = 2^20; else if (u ~ /[gG]/) m = 2^30; printf "%.0f\n", (s + 0) * m }'
+}
 val() { local v=${1:-}; [ -n "$v" ] && echo "$v" || echo "-"; }
 # ratio A B = A / B, or "-" when either is missing.
 ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'; }
