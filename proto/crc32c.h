@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * CRC32C (Castagnoli, reflected polynomial 0x82F63B78), as carried in every
- * frame's crc32c field. The SSE4.2 crc32 instruction is used where the CPU
- * has it (decided once, at the first call), a table otherwise. Both give the
- * same value.
+ * frame's crc32c field. Where the CPU has AVX-512 carry-less multiply
+ * (VPCLMULQDQ), buffers of 256 bytes and more are folded with it and the
+ * rest taken by the crc32 instruction; else the SSE4.2 crc32 instruction
+ * alone; else a table (decided once, before main). All give the same value.
  *
  * The running value chains like zlib's crc32(): start with 0, and
  * pp_crc32c(pp_crc32c(0, a, n), b, m) equals the CRC of a followed by b.
@@ -25,5 +26,11 @@ uint32_t pp_crc32c_hw(uint32_t crc, const void *p, size_t n);
 
 /* 1 when this CPU has the SSE4.2 crc32 instruction, else 0. */
 int pp_crc32c_hw_available(void);
+
+/* The folding version alone; only call it when pp_crc32c_fold_available(). */
+uint32_t pp_crc32c_fold(uint32_t crc, const void *p, size_t n);
+
+/* 1 when this CPU (and its OS) can run pp_crc32c_fold, else 0. */
+int pp_crc32c_fold_available(void);
 
 #endif
