@@ -145,14 +145,6 @@ pm_iters=$((mb / bw_size))
 [ "$pm_iters" -le "$iters" ] || pm_iters=$iters
 
 # --- the rounds: librt-pp (three modes) and Open MPI (vader, UCX sm) ---------------
-# The cache line's round trip between the cores before a step (core_rtt's
-# median, ns), into probes.
-probes=()
-probe() {
-  local p
-  p=$("$build/tests/core_rtt" 0 1 20000 2>/dev/null | awk '$1 == "RESULT" { print $5 }')
-  probes+=("${p:--}")
-}
 mpi() { # KEY MPIRUN-ARGS...
   local key=$1 limit
   shift
@@ -261,8 +253,7 @@ echo "# librt-pp intranode (2 ranks, cores 0 and 1), size by size; $iters iterat
 echo "# (fewer above --max-bytes $max_bytes, at least 10) in $rounds rounds taken in turn with Open MPI's;"
 echo "# a figure is the median of its rounds', each the mean of the middle 80 %"
 echo "# cache line round trip core 0 <-> core 1 before each step of the rounds, ns (core_rtt):"
-echo "#   ${probes[*]}"
-for p in "${probes[@]}"; do emit_csv probe core-rtt "" rtt_ns "" "$p"; done
+probe_lines
 echo
 echo "# one-way latency, us; r:MODE = Open MPI vader / librt-pp (> 1: librt-pp faster)"
 size_table lat shm- mpi OMPI-vader "${modes[@]}"

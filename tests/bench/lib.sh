@@ -87,6 +87,21 @@ round_medians() {
     done
   done
 }
+# probe: the cache line's round trip between cores 0 and 1 now (core_rtt's
+# median, ns; "-" when it could not run), into probes; probe_lines prints
+# them on one line and as CSV probe rows. On a virtual machine the host moves
+# the virtual CPUs, and every figure of a step follows (compare_shm.sh).
+probes=()
+probe() {
+  local p
+  p=$("$build/tests/core_rtt" 0 1 20000 2>/dev/null | awk '$1 == "RESULT" { print $5 }')
+  probes+=("${p:--}")
+}
+probe_lines() {
+  local p
+  echo "#   ${probes[*]}"
+  for p in "${probes[@]}"; do emit_csv probe core-rtt "" rtt_ns "" "$p"; done
+}
 # pp_rows CSV: pp_pingpong --csv rows into L, B, M (system: the mode).
 pp_rows() {
   local t m s lat bw msgs
