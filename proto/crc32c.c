@@ -142,12 +142,14 @@ static uint32_t x_pow_mod(unsigned e) /* x^e mod P, reflected */
 }
 
 /* fold_k[i]: the multipliers folding a block forward by 16 * i bytes
- * (i = 1, 2, 3, 4, and 16 for the main loop). */
+ * (i = 1, 2, 3, 4, and 16 for the main loop; the others stay unused). */
 static uint64_t fold_k[17][2];
 
 static void fold_init(void)
 {
-	for (unsigned i = 1; i <= 16; i++) {
+	static const unsigned used[] = {1, 2, 3, 4, 16};
+	for (size_t j = 0; j < sizeof(used) / sizeof(used[0]); j++) {
+		unsigned i = used[j];
 		fold_k[i][0] = x_pow_mod(128 * i + 31);
 		fold_k[i][1] = x_pow_mod(128 * i - 33);
 	}
@@ -182,7 +184,7 @@ FOLD_TARGET uint32_t pp_crc32c_fold(uint32_t crc, const void *p, size_t n)
 	 * the first four bytes' XOR (it is the register the bytes meet). */
 	__m512i y0 = _mm512_loadu_si512(b), y1 = _mm512_loadu_si512(b + 64),
 		y2 = _mm512_loadu_si512(b + 128), y3 = _mm512_loadu_si512(b + 192);
-	y0 = _mm512_xor_si512(y0, _mm512_castsi128_si512(_mm_cvtsi32_si128((int)~crc)));
+	y0 = _mm512_xor_si512(y0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)~crc)));
 	b += FOLD_MIN;
 	n -= FOLD_MIN;
 	__m512i k = _mm512_broadcast_i32x4(k128(16));
@@ -205,8 +207,9 @@ FOLD_TARGET uint32_t pp_crc32c_fold(uint32_t crc, const void *p, size_t n)
 				  fold128(_mm512_extracti32x4_epi32(y0, 1), 2));
 	x = _mm_xor_si128(x, fold128(_mm512_extracti32x4_epi32(y0, 2), 1));
 	x = _mm_xor_si128(x, _mm512_extracti32x4_epi32(y0, 3));
-	/* Leave no dirty upper halves to the SSE code that runs next (a
-	 * transition penalty on every later SSE instruction on some CPUs). */
+	/* Leave no dirty upper halves to the code that runs next, which may
+	 * use legacy SSE encodings (a transition penalty on some CPUs): GCC 12
+	 * emits no vzeroupper on this function's exits by itself. */
 	_mm256_zeroupper();
 	for (; n >= 16; b += 16, n -= 16)
 		x = _mm_xor_si128(fold128(x, 1), _mm_loadu_si128((const void *)b));
@@ -255,7 +258,8 @@ __attribute__((constructor)) static void crc_select(void)
 	table_init();
 #if defined(__x86_64__)
 	shift_init();
-	fold_init();
+	if (pp_crc32c_fold_available())
+		fold_init();
 #endif
 	crc_impl = pp_crc32c_fold_available() ? pp_crc32c_fold
 		   : pp_crc32c_hw_available() ? pp_crc32c_hw

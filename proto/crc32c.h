@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * CRC32C (Castagnoli, reflected polynomial 0x82F63B78), as carried in every
- * frame's crc32c field. Where the CPU has AVX-512 carry-less multiply
- * (VPCLMULQDQ), buffers of 256 bytes and more are folded with it and the
+ * frame's crc32c field. Where the CPU has AVX-512 (F, VL) carry-less
+ * multiply (VPCLMULQDQ), buffers of 256 bytes and more are folded with it and the
  * rest taken by the crc32 instruction; else the SSE4.2 crc32 instruction
  * alone; else a table (decided once, before main). All give the same value.
  *

@@ -64,8 +64,9 @@ static void test_crc_known(void)
 	}
 }
 
-/* Folding: every length around its register and block edges (256, 64, 16,
- * 8 bytes), every alignment, chained, and a jumbo frame's payload. */
+/* Folding: every length up to 1100 (across its register and block edges:
+ * 256, 64, 16, 8 bytes) at offsets 0 to 3, chained, and a jumbo frame's
+ * payload. */
 static void test_crc_fold(void)
 {
 	if (!pp_crc32c_fold_available()) {

@@ -169,7 +169,7 @@ tools=(ip taskset timeout pgrep mpicc mpirun sockperf iperf3 awk sort)
 for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
 done
-for p in apps/pprun apps/pp_pingpong apps/pp_probe tests/core_rtt; do
+for p in apps/pprun apps/pp_pingpong apps/pp_probe; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
 ompi_pp=() # Open MPI over librt-pp, when the provider is built
@@ -365,7 +365,7 @@ step_clear
 csv_header
 echo "# librt-pp vs. Open MPI 4.1 (ob1, TCP BTL) over the same veth (ppn0/pp0 <-> ppn1/pp0 over ppbr0, MTU $mtu)"
 [ ${#ompi_pp[@]} -eq 0 ] || echo "# ompi-pp: Open MPI 4.1 over librt-pp (pml cm, mtl ofi, provider pp; push-pull over $dev_kind)"
-echo "# $iters iterations per point (fewer above --max-bytes $max_bytes, at least 10) in $rounds rounds taken in"
+echo "# $iters iterations per point (fewer above --max-bytes $max_bytes, at least 10 a round) in $rounds rounds taken in"
 echo "# turn with Open MPI's; a figure is the median of its rounds', each the mean of the middle 80 %"
 echo "# cache line round trip core 0 <-> core 1 before each step of the rounds, ns (core_rtt):"
 probe_lines

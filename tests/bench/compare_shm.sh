@@ -120,7 +120,7 @@ steps=$((4 * rounds + 3))
 for t in taskset timeout pgrep mpicc mpirun ucx_perftest cc awk sort; do
   command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
 done
-for p in apps/pprun apps/pp_pingpong tests/core_rtt; do
+for p in apps/pprun apps/pp_pingpong; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"
 done
 
@@ -250,7 +250,7 @@ done
 step_clear
 csv_header
 echo "# librt-pp intranode (2 ranks, cores 0 and 1), size by size; $iters iterations per point"
-echo "# (fewer above --max-bytes $max_bytes, at least 10) in $rounds rounds taken in turn with Open MPI's;"
+echo "# (fewer above --max-bytes $max_bytes, at least 10 a round) in $rounds rounds taken in turn with Open MPI's;"
 echo "# a figure is the median of its rounds', each the mean of the middle 80 %"
 echo "# cache line round trip core 0 <-> core 1 before each step of the rounds, ns (core_rtt):"
 probe_lines

@@ -5,10 +5,11 @@
  * payload sizes, one core, data in cache (the same buffer over and over).
  * Every implementation's value is checked against the table's first.
  *
- *   crc_speed [ITERS]      (default 200000 per size and implementation)
+ *   crc_speed [ITERS]      (buffers per batch, default 200000)
  *
  * Prints, per size, "RESULT crc <impl> <bytes> <ns> <GB/s>" (ns per buffer,
- * the best of five batches); an implementation this CPU lacks is left out.
+ * the best of five batches of ITERS); an implementation this CPU lacks is
+ * left out (fold needs VPCLMULQDQ with AVX-512F and VL).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -48,6 +48,8 @@ ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b +
 #   size_ratio  baseline/librt-pp latency (lat), librt-pp/baseline bandwidth (bw)
 #   limit       the path's ceiling (pp_probe --blast; size: the frame's bytes)
 #   share       a bandwidth over the ceiling (baseline: probe or memcpy)
+#   probe       the cache line round trip between cores 0 and 1 before a
+#               step (system core-rtt, metric rtt_ns; see probe below)
 #   measure     the summary rows (8 B latency, 1 MiB or 4 MiB bandwidth, and
 #               the other tools), ratio  their ratios
 csv_header() { [ -z "$csv" ] || echo "record,system,baseline,metric,size,value" >"$csv" || die "cannot write $csv"; }
@@ -88,13 +90,15 @@ round_medians() {
   done
 }
 # probe: the cache line's round trip between cores 0 and 1 now (core_rtt's
-# median, ns; "-" when it could not run), into probes; probe_lines prints
+# median, ns; "-" when it could not run or was not built: it comes with the
+# unit tests, which need CUnit), into probes; probe_lines prints
 # them on one line and as CSV probe rows. On a virtual machine the host moves
 # the virtual CPUs, and every figure of a step follows (compare_shm.sh).
 probes=()
 probe() {
-  local p
-  p=$("$build/tests/core_rtt" 0 1 20000 2>/dev/null | awk '$1 == "RESULT" { print $5 }')
+  local p=
+  [ ! -x "$build/tests/core_rtt" ] ||
+    p=$(timeout -k 2 10 "$build/tests/core_rtt" 0 1 20000 2>/dev/null | awk '$1 == "RESULT" { print $5 }')
   probes+=("${p:--}")
 }
 probe_lines() {
