@@ -2,7 +2,7 @@
 /* CRC32C: a slice-by-8 table fallback, the SSE4.2 instruction, and
  * carry-less multiply folding (AVX-512 VPCLMULQDQ) for long buffers. */
 #include <string.h>
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(PP_HAVE_FOLD)
 #include <immintrin.h>
 #endif
 
@@ -118,6 +118,20 @@ int pp_crc32c_hw_available(void)
 	return __builtin_cpu_supports("sse4.2") ? 1 : 0;
 }
 
+#else
+uint32_t pp_crc32c_hw(uint32_t crc, const void *p, size_t n)
+{
+	return pp_crc32c_sw(crc, p, n);
+}
+
+int pp_crc32c_hw_available(void)
+{
+	return 0;
+}
+#endif
+
+/* PP_HAVE_FOLD: the compiler knows the intrinsics (proto/meson.build). */
+#if defined(__x86_64__) && defined(PP_HAVE_FOLD)
 /*
  * Folding. With the crc32 instruction a 9000-byte frame costs about 470 ns
  * (three streams, 19 GB/s); folded 64 bytes per carry-less multiply pair it
@@ -227,19 +241,9 @@ int pp_crc32c_fold_available(void)
 	       __builtin_cpu_supports("sse4.2");
 }
 #else
-uint32_t pp_crc32c_hw(uint32_t crc, const void *p, size_t n)
-{
-	return pp_crc32c_sw(crc, p, n);
-}
-
-int pp_crc32c_hw_available(void)
-{
-	return 0;
-}
-
 uint32_t pp_crc32c_fold(uint32_t crc, const void *p, size_t n)
 {
-	return pp_crc32c_sw(crc, p, n);
+	return pp_crc32c_hw_available() ? pp_crc32c_hw(crc, p, n) : pp_crc32c_sw(crc, p, n);
 }
 
 int pp_crc32c_fold_available(void)
@@ -258,6 +262,8 @@ __attribute__((constructor)) static void crc_select(void)
 	table_init();
 #if defined(__x86_64__)
 	shift_init();
+#endif
+#if defined(__x86_64__) && defined(PP_HAVE_FOLD)
 	if (pp_crc32c_fold_available())
 		fold_init();
 #endif

@@ -30,7 +30,8 @@ int pp_crc32c_hw_available(void);
 /* The folding version alone; only call it when pp_crc32c_fold_available(). */
 uint32_t pp_crc32c_fold(uint32_t crc, const void *p, size_t n);
 
-/* 1 when this CPU (and its OS) can run pp_crc32c_fold, else 0. */
+/* 1 when this build, this CPU and its OS can run the folding, else 0 (then
+ * pp_crc32c_fold takes the crc32 instruction or the table). */
 int pp_crc32c_fold_available(void);
 
 #endif

@@ -70,7 +70,7 @@ static void test_crc_known(void)
 static void test_crc_fold(void)
 {
 	if (!pp_crc32c_fold_available()) {
-		printf("(no VPCLMULQDQ on this CPU: pp_crc32c uses crc32 or the table) ");
+		printf("(no folding: the CPU or the compiler lacks AVX-512 VPCLMULQDQ) ");
 		return;
 	}
 	static uint8_t buf[9100];
