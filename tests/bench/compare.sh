@@ -270,12 +270,7 @@ dev=--vdev=net_af_packet0,iface=pp0
 # read iters and same). A step that fails in any round fails the run: the
 # other rounds' figures fill its points, so the tables alone would not show it.
 failed=0
-all_iters=$iters
-iters=$((all_iters / rounds))
-[ "$iters" -ge 10 ] || iters=10
-r_bytes=$(($(bytes_of "$max_bytes") / rounds))
-[ "$r_bytes" -ge 1 ] || r_bytes=1
-same=(--sizes "$size_spec" --max-bytes "$r_bytes")
+round_shares "$(bytes_of "$max_bytes")"
 for ((round = 1; round <= rounds; round++)); do
   at="round $round/$rounds:"
   probe

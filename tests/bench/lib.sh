@@ -106,6 +106,18 @@ probe_lines() {
   echo "#   ${probes[*]}"
   for p in "${probes[@]}"; do emit_csv probe core-rtt "" rtt_ns "" "$p"; done
 }
+# round_shares BYTES: what one of the rounds runs (the caller sets rounds
+# and size_spec): iters becomes all_iters / rounds (at least 10), all_iters
+# keeping the whole, and same the size and byte arguments of a round's
+# pp_pingpong and mpi_pingpong (BYTES / rounds, at least 1).
+round_shares() {
+  all_iters=$iters
+  iters=$((all_iters / rounds))
+  [ "$iters" -ge 10 ] || iters=10
+  local b=$(($1 / rounds))
+  [ "$b" -ge 1 ] || b=1
+  same=(--sizes "$size_spec" --max-bytes "$b")
+}
 # pp_rows CSV: pp_pingpong --csv rows into L, B, M (system: the mode).
 pp_rows() {
   local t m s lat bw msgs
