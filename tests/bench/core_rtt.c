@@ -7,7 +7,8 @@
  * one taken while the round trip was the same: on a virtual machine the
  * host moves virtual CPUs between physical cores (the same core complex,
  * another, another socket), and the figure can change severalfold within
- * seconds. tests/bench/compare_shm.sh runs it before every step.
+ * seconds. tests/bench/compare.sh and compare_shm.sh run it before every
+ * step of their rounds.
  *
  *   core_rtt [CORE_A CORE_B [ROUND_TRIPS]]   (default 0 1 20000)
  *
@@ -25,10 +26,12 @@
 #include <string.h>
 #include <time.h>
 
-#define BATCH 100 /* hand-overs per timed sample, so the clock reads are a small part of it */
+#define PER_SAMPLE                                                                                 \
+	100 /* hand-overs per timed sample, so the clock reads are a small part of it              \
+	     */
 
 static _Alignas(64) atomic_uint_fast64_t line;
-static long batches; /* timed samples */
+static long nsamples; /* timed samples, all kept */
 
 static void one_core(cpu_set_t *set, int core)
 {
@@ -47,7 +50,7 @@ static uint64_t now_ns(void)
 static void *echo(void *arg)
 {
 	(void)arg;
-	for (uint64_t v = 1; v < 2 * (uint64_t)batches * BATCH; v += 2) {
+	for (uint64_t v = 1; v < 2 * (uint64_t)nsamples * PER_SAMPLE; v += 2) {
 		while (atomic_load_explicit(&line, memory_order_acquire) != v)
 			__builtin_ia32_pause();
 		atomic_store_explicit(&line, v + 1, memory_order_release);
@@ -66,9 +69,9 @@ int main(int argc, char **argv)
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		printf("usage: core_rtt [CORE_A CORE_B [ROUND_TRIPS]]\n"
 		       "The round trip of one cache line between two cores (default 0 and 1,\n"
-		       "20000 round trips, timed in batches of %d): prints\n"
+		       "20000 round trips, timed in samples of %d): prints\n"
 		       "\"RESULT core_rtt A B median_ns min_ns p90_ns\".\n",
-		       BATCH);
+		       PER_SAMPLE);
 		return 0;
 	}
 	if (argc != 1 && argc != 3 && argc != 4) {
@@ -78,13 +81,13 @@ int main(int argc, char **argv)
 	int core_a = argc > 2 ? atoi(argv[1]) : 0;
 	int core_b = argc > 2 ? atoi(argv[2]) : 1;
 	long trips = argc > 3 ? atol(argv[3]) : 20000;
-	if (core_a < 0 || core_b < 0 || core_a == core_b || trips < BATCH) {
+	if (core_a < 0 || core_b < 0 || core_a == core_b || trips < PER_SAMPLE) {
 		fprintf(stderr, "core_rtt: two different cores and at least %d round trips\n",
-			BATCH);
+			PER_SAMPLE);
 		return 2;
 	}
-	batches = trips / BATCH;
-	double *sample = malloc((size_t)batches * sizeof(*sample));
+	nsamples = trips / PER_SAMPLE;
+	double *sample = malloc((size_t)nsamples * sizeof(*sample));
 	/* The echo thread is created on its core, or not at all. */
 	cpu_set_t a, b;
 	one_core(&a, core_a);
@@ -104,19 +107,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	uint64_t v = 0;
-	for (long r = 0; r < batches; r++) {
+	for (long r = 0; r < nsamples; r++) {
 		uint64_t t0 = now_ns();
-		for (int k = 0; k < BATCH; k++, v += 2) {
+		for (int k = 0; k < PER_SAMPLE; k++, v += 2) {
 			atomic_store_explicit(&line, v + 1, memory_order_release);
 			while (atomic_load_explicit(&line, memory_order_acquire) != v + 2)
 				__builtin_ia32_pause();
 		}
-		sample[r] = (double)(now_ns() - t0) / BATCH;
+		sample[r] = (double)(now_ns() - t0) / PER_SAMPLE;
 	}
 	pthread_join(t, NULL);
-	qsort(sample, (size_t)batches, sizeof(*sample), cmp);
-	printf("RESULT core_rtt %d %d %.1f %.1f %.1f\n", core_a, core_b, sample[batches / 2],
-	       sample[0], sample[batches * 9 / 10]);
+	qsort(sample, (size_t)nsamples, sizeof(*sample), cmp);
+	printf("RESULT core_rtt %d %d %.1f %.1f %.1f\n", core_a, core_b, sample[nsamples / 2],
+	       sample[0], sample[nsamples * 9 / 10]);
 	free(sample);
 	return 0;
 }
