@@ -11,6 +11,7 @@
 
 #include "ctx.h"
 #include "pp_json.h"
+#include "ppd/ppd_pull.h"
 #include "wire.h"
 
 /* The counters of struct pp_stats by name, in its order (drops apart). */
@@ -54,6 +55,9 @@ static void text(const pp_ctx *ctx, const struct pp_stats *s)
 			pp_wire_drop_name((enum pp_drop_reason)r), (unsigned long long)s->drops[r]);
 	fprintf(stderr, "pp: stats: rank %d: zerocopy_frames %llu\n", ctx->rank,
 		(unsigned long long)ctx->zc.frames);
+	if (ctx->cfg.daemon[0])
+		fprintf(stderr, "pp: stats: rank %d: daemon_handovers %llu\n", ctx->rank,
+			(unsigned long long)ppd_port_handovers(ctx->port));
 }
 
 static void json(const pp_ctx *ctx, const struct pp_stats *s)
@@ -76,6 +80,8 @@ static void json(const pp_ctx *ctx, const struct pp_stats *s)
 		pp_json_u64(&j, pp_wire_drop_name((enum pp_drop_reason)r), s->drops[r]);
 	pp_json_close(&j);
 	pp_json_u64(&j, "zerocopy_frames", ctx->zc.frames);
+	if (ctx->cfg.daemon[0])
+		pp_json_u64(&j, "daemon_handovers", ppd_port_handovers(ctx->port));
 	pp_json_close(&j);
 	pp_json_close(&j);
 	pp_json_finish(&j);

@@ -76,6 +76,7 @@ struct ppd_port {
 	uint8_t placed[PPD_RX_SLOTS];  /* by rx slot: it holds a placed frame's headers */
 	int gone;		       /* the daemon is gone (its socket ended, or it said so) */
 	int home_core;		       /* the home handler's core (hdr->home_core, read once) */
+	uint64_t handovers;	       /* times hand_over gave the core to the home handler */
 };
 
 static struct ppd_port *to_ppd(struct pp_port *p)
@@ -384,6 +385,7 @@ static void hand_over(struct ppd_port *p)
 	if (sched_getcpu() != p->home_core)
 		return;
 	sched_yield();
+	p->handovers++;
 	p->idle = 0;
 }
 
@@ -713,6 +715,12 @@ int ppd_port_gone(struct pp_port *port)
 {
 	struct ppd_port *p = pull_port(port);
 	return p ? daemon_gone(p, 0) : 0;
+}
+
+uint64_t ppd_port_handovers(struct pp_port *port)
+{
+	struct ppd_port *p = pull_port(port);
+	return p ? p->handovers : 0;
 }
 
 int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b)

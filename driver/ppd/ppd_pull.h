@@ -52,6 +52,10 @@ void ppd_port_place_cancel(struct pp_port *port, uint32_t src, uint32_t msg_id);
  * nothing more arrives. One load; 0 for any other port. */
 int ppd_port_gone(struct pp_port *port);
 
+/* Times a send gave the core to the rank's home handler at once, it being
+ * awake on this very core (0 for any other port). */
+uint64_t ppd_port_handovers(struct pp_port *port);
+
 /* 1 when b, from this port's rx_burst, holds a DATA frame's headers alone
  * (its payload was placed), else 0 (any other port: 0). */
 int ppd_port_rx_placed(struct pp_port *port, const struct pp_buf *b);

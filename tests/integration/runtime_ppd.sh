@@ -6,7 +6,9 @@
 #    early/late), bytes checked; storms of pulled messages; node-mates talk through the daemon's loopback
 #    (its counters say so), large frames to the other node leave from the
 #    ranks' slots without a copy; the same with two handlers per daemon (two
-#    NIC queue pairs); pp_pingpong early and late with --check.
+#    NIC queue pairs); pp_pingpong early and late with --check; a rank that
+#    shares its handler's core hands it the core at each send, one on
+#    another core never (stats=text: daemon_handovers).
 # 2. A rank killed mid-transfer while the other rank of its node keeps
 #    exchanging messages (ppd_check killmate): the survivors' traffic is
 #    intact, their receives from the dead rank fail with -ECONNRESET (the BYE
@@ -105,6 +107,19 @@ fit=$(grep -o 'least round trip [0-9.]* us, of a PULL [0-9.]* us, rate [0-9]* MB
 awk '{ exit !($4 >= 1.0 && $12 > 0) }' <<<"$fit" ||
   { echo "$out"; fail "BTP fit through daemons: '$fit', want a round trip of 1 us or more and a rate"; }
 echo "ok: BTP fit through daemons: $fit"
+# The hand-over at send (driver/ppd/ppd_port.c): a rank whose home handler is
+# awake on the rank's own core gives it the core once frames are queued, so
+# they leave before the rank goes back to computing; a rank on another core
+# has no reason to. --ppd-cores 1 puts both daemons' handlers on core 1,
+# with rank 1 and away from rank 0.
+out=$("$pprun" -n 2 --nodes 2 --daemon --ppd-cores 1 --dev-kind "$kind" --timeout 120 -- \
+  "$pingpong" --test early --sizes 4 --iters 20 --warmup 2 --check --config stats=text 2>&1) ||
+  { echo "$out"; fail "pp_pingpong early through daemons on core 1"; }
+h0=$(awk '/rank 0: daemon_handovers/ { print $NF }' <<<"$out")
+h1=$(awk '/rank 1: daemon_handovers/ { print $NF }' <<<"$out")
+[ "${h0:-x}" = 0 ] && [ "${h1:-0}" -ge 22 ] ||
+  { echo "$out"; fail "hand-overs: rank 0 (core 0) ${h0:-none}, want 0; rank 1 (its handler's core) ${h1:-none}, want >= 22 (one per send)"; }
+echo "ok: hand-over at send: $h1 by the rank sharing its handler's core, none by the other"
 
 # 5. Pull handlers. The paper's split BTPs (not fitted to the path), so that
 # every message above 760 bytes waits for its PULL: fitted, through daemons
