@@ -17,7 +17,12 @@
 #
 # Figures are pp_pingpong's: one-way latency in us, mean of the middle 80 %
 # of --iters samples. The ratio column is daemon / embedded (above 1: the
-# daemon is slower). Needs root and the build.
+# daemon is slower). With the daemons on their ranks' cores (no --ppd-cores),
+# part 1 also gives the floor under that ratio: every one-way trip passes the
+# core twice between two processes (rank to its handler to send, handler to
+# rank to deliver), and tests/bench/switch_cost measures one such hand-over
+# on core 0 first; floor = (embedded + 2 * hand-over) / embedded. Needs root
+# and the build.
 #
 # usage: ppd_compare.sh [--build DIR] [--iters N] [--sizes LIST] [--pull-sizes LIST]
 #                       [--pull-core N] [--pull-x N] [--csv FILE]
@@ -33,7 +38,8 @@
 #   --busy-us N         part 3: the sender computes N us (default 2000)
 #   --ppd-cores LIST    the daemons' handler cores (default pprun's: node i on
 #                       core i, sharing it with rank i)
-#   --csv FILE          also write every figure as CSV (part,test,size,config,us)
+#   --csv FILE          also write every figure as CSV (part,test,size,config,us;
+#                       part 1's floor rows: embedded + 2 hand-overs, in us)
 #   -h, --help          this text
 set -uo pipefail
 build=build iters=300 sizes=4,1k,64k psizes=64k,1m pcore=1 px=1000000 csv= busyus=2000 dcores=()
@@ -93,6 +99,15 @@ bytes() {
 }
 
 failed=0
+# One hand-over of a core between two processes, before anything else runs.
+yield_ns='' wake_ns=''
+if [ ${#dcores[@]} -eq 0 ]; then
+  if [ -x "$build/tests/switch_cost" ] && sc=$("$build/tests/switch_cost" 0 2>&1); then
+    read -r yield_ns wake_ns < <(awk '$1 == "RESULT" { print $4, $6 }' <<<"$sc")
+  else
+    echo "ppd_compare.sh: no switch_cost figure ($build/tests/switch_cost: ${sc:-not built}); the floor shows as -" >&2
+  fi
+fi
 export H=
 one emb -- --test latency,early,late --sizes "$sizes"
 one dmn --daemon "${dcores[@]}" -- --test latency,early,late --sizes "$sizes"
@@ -111,13 +126,20 @@ H=
 [ -n "$csv" ] && echo "part,test,size,config,us" >"$csv"
 row() { [ -n "$csv" ] && echo "$1" >>"$csv"; }
 echo "1. one-way latency (us, mid-80 % mean of $iters), embedded engine vs node daemon"
-printf "%-8s %9s %10s %10s %7s\n" test size embedded daemon ratio
+if [ ${#dcores[@]} -eq 0 ]; then
+  echo "   a core passed between two processes on core 0 (switch_cost): sched_yield $(awk -v n="$yield_ns" 'BEGIN { if (n > 0) printf "%.2f", n / 1000; else print "-" }') us, eventfd wake-up $(awk -v n="$wake_ns" 'BEGIN { if (n > 0) printf "%.2f", n / 1000; else print "-" }') us; floor = (embedded + 2 * yield) / embedded"
+else
+  yield_ns=
+fi
+printf "%-8s %9s %10s %10s %7s %7s\n" test size embedded daemon ratio floor
 for t in latency early late; do
   for s in ${sizes//,/ }; do
     b=$(bytes "$s") e=$(fig emb "$t" "$b") d=$(fig dmn "$t" "$b")
-    printf "%-8s %9s %10s %10s %7s\n" "$t" "$b" "$e" "$d" "$(awk -v e="$e" -v d="$d" 'BEGIN { if (e > 0) printf "%.2f", d / e; else print "-" }')"
+    printf "%-8s %9s %10s %10s %7s %7s\n" "$t" "$b" "$e" "$d" "$(awk -v e="$e" -v d="$d" 'BEGIN { if (e > 0) printf "%.2f", d / e; else print "-" }')" \
+      "$(awk -v e="$e" -v y="${yield_ns:-}" 'BEGIN { if (e > 0 && y > 0) printf "%.2f", (e + 2 * y / 1000) / e; else print "-" }')"
     row "1,$t,$b,embedded,$e"
     row "1,$t,$b,daemon,$d"
+    [ -z "$yield_ns" ] || row "1,$t,$b,floor,$(awk -v e="$e" -v y="$yield_ns" 'BEGIN { if (e > 0) printf "%.3f", e + 2 * y / 1000; else print "-" }')"
   done
 done
 echo
