@@ -96,6 +96,7 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	e->staging = c->hooks.stage != NULL;
 	e->recvq = c->hooks.rq_post != NULL;
 	list_init(&e->send_free);
+	list_init(&e->late);
 	list_init(&e->rx_pool);
 	list_init(&e->posted);
 	list_init(&e->unexpected);

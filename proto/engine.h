@@ -188,6 +188,19 @@ int pp_proto_peer_busy(const struct pp_proto *eng, uint32_t rank);
 int pp_proto_send(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
+/* As pp_proto_send, but the copy that makes a small send to a node-mate
+ * complete at once (eager) is made by the next pp_proto_settle, not now:
+ * its frames can leave first, copied into the ring from buf, and the copy
+ * happens while the peer takes them. The caller calls pp_proto_settle
+ * before buf may change (before its own caller gets control back); until
+ * then buf is read as by pp_proto_send. */
+int pp_proto_send_late(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, uint64_t cookie);
+
+/* Make the copies pp_proto_send_late left: from here on no send reads its
+ * caller's buffer if it completed at once. Nothing when none is left. */
+void pp_proto_settle(struct pp_proto *eng);
+
 /* Post a receive from src (or PP_PROTO_ANY) for a message whose tag t has
  * ((t ^ tag) & ~ignore) == 0, as libfabric's tagged receives: ignore 0 is an
  * exact tag, PP_PROTO_IGNORE_ALL any tag. (pp.h's tags are the int values

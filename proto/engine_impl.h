@@ -100,6 +100,7 @@ struct send {
 	uint8_t gen_done;      /* every frame is produced */
 	uint8_t queued;	       /* on the peer's txq */
 	uint8_t copied;	       /* buf is the engine's copy; completion already given */
+	uint8_t late;	       /* copied, but buf is still the user's until pp_proto_settle */
 	uint8_t written;       /* written into the receive buffer: one empty FIRST frame */
 	uint8_t handed;	       /* the handoff hook holds its description, no PULL yet */
 	uint8_t served;	       /* the lower layer serves its PULL; handoff_done pending */
@@ -107,6 +108,7 @@ struct send {
 	int error;     /* result given once its frames are acknowledged */
 	struct link all; /* peer's list of active sends */
 	struct link q;	 /* peer's txq, or the free pool */
+	struct link lq;	 /* the engine's late list while late */
 };
 
 struct rx {
@@ -208,6 +210,7 @@ struct pp_proto {
 	uint32_t nsends_copied;	      /* sends completed early, awaiting acks */
 	struct rx *rxs;		      /* receive pool (posted + unexpected) */
 	struct link send_free;	      /* free sends */
+	struct link late;	      /* sends whose eager copy waits for pp_proto_settle */
 	struct link rx_pool;	      /* free receives */
 	struct link posted;	      /* posted receives, in order */
 	struct link unexpected;	      /* unexpected messages, in arrival order */

@@ -40,8 +40,17 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64
 	return len < push ? len : push;
 }
 
-int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		  uint64_t cookie)
+/* The bytes of s, a send completed at once, in the engine's copy. */
+static void copy_in(struct pp_proto *e, struct send *s)
+{
+	uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
+	if (s->len)
+		memcpy(copy, s->buf, (size_t)s->len);
+	s->buf = copy;
+}
+
+static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		     uint64_t cookie, int late)
 {
 	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || (!buf && len))
 		return -EINVAL;
@@ -74,6 +83,7 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *bu
 	s->gen_done = 0;
 	s->queued = 1;
 	s->copied = 0;
+	s->late = 0;
 	s->written = 0;
 	s->handed = 0;
 	s->served = 0;
@@ -88,11 +98,13 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *bu
 		/* Eager: pushed whole, so nothing waits for a PULL that a
 		 * sender gone computing would serve late; the user's buffer is
 		 * free again now. */
-		if (!written) {
-			uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
-			if (len)
-				memcpy(copy, buf, (size_t)len);
-			s->buf = copy;
+		if (!written && late && p->local && len) {
+			/* Its frames go into the ring from buf; the copy
+			 * waits for pp_proto_settle, off their path. */
+			s->late = 1;
+			list_add_tail(&e->late, &s->lq);
+		} else if (!written) {
+			copy_in(e, s);
 		}
 		s->copied = 1;
 		e->nsends_copied++;
@@ -102,6 +114,28 @@ int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *bu
 	if (p->local && push < len && e->c.hooks.publish && !written)
 		HOOK(e, publish, dst, s->msg_id, buf, len);
 	return 0;
+}
+
+int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		  uint64_t cookie)
+{
+	return send_post(e, dst, tag, buf, len, cookie, 0);
+}
+
+int pp_proto_send_late(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, uint64_t cookie)
+{
+	return send_post(e, dst, tag, buf, len, cookie, 1);
+}
+
+void pp_proto_settle(struct pp_proto *e)
+{
+	while (!list_empty(&e->late)) {
+		struct send *s = container_of(e->late.next, struct send, lq);
+		list_del(&s->lq);
+		s->late = 0;
+		copy_in(e, s);
+	}
 }
 
 uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint64_t push,
@@ -283,6 +317,10 @@ void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
 		struct peer *p = &e->peers[s->peer];
 		if (--p->await_pull == 0)
 			p->starved_t = 0; /* nobody waits any more */
+	}
+	if (s->late) { /* ended before pp_proto_settle: nothing reads buf again */
+		list_del(&s->lq);
+		s->late = 0;
 	}
 	if (s->copied) {
 		e->nsends_copied--; /* its completion went out at pp_proto_send */

@@ -253,9 +253,15 @@ static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer,
 		r->peer = peer;
 		r->buf = buf;
 		uint64_t cookie = (uint64_t)(uintptr_t)r;
-		rc = is_send ? pp_proto_send(ctx->eng, (uint32_t)peer, tag, buf, len, cookie)
-			     : pp_proto_recv(ctx->eng, peer, pp_ctx_tag(tag),
-					     pp_ctx_tag_ignore(tag), buf, len, cookie);
+		/* Alone in the engine, the push below runs and settles: a
+		 * small send's eager copy can wait until its frames are out. */
+		if (is_send && !ctx->locking)
+			rc = pp_proto_send_late(ctx->eng, (uint32_t)peer, tag, buf, len, cookie);
+		else if (is_send)
+			rc = pp_proto_send(ctx->eng, (uint32_t)peer, tag, buf, len, cookie);
+		else
+			rc = pp_proto_recv(ctx->eng, peer, pp_ctx_tag(tag), pp_ctx_tag_ignore(tag),
+					   buf, len, cookie);
 		if (rc)
 			pp_req_put(r);
 		else

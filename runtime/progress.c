@@ -307,7 +307,8 @@ void pp_ctx_push(pp_ctx *ctx)
 		tx(ctx, now);
 	if (ctx->shm)
 		pp_shm_link_tx(ctx, now);
-	completions(ctx); /* a small send is complete already (eager copy) */
+	pp_proto_settle(ctx->eng); /* its frames are out: the eager copy now */
+	completions(ctx);	   /* a small send is complete already (eager copy) */
 	if (ctx->locking)
 		atomic_flag_clear_explicit(&ctx->lock, memory_order_release);
 }

@@ -323,6 +323,51 @@ static void test_many(void)
 	world_fini();
 }
 
+/* pp_proto_send_late: a small send to a node-mate completes at once, its
+ * frames copied from the user's buffer; pp_proto_settle makes the eager copy,
+ * and from then on nothing reads that buffer: a frame lost before settle
+ * comes again with the bytes as they were at the send, whatever the buffer
+ * holds since. Settled before its frames, the same. */
+static void test_send_late(void)
+{
+	static uint8_t s[500], want[500], r[600], lost[2000];
+	struct pp_proto_cpl c;
+	for (int early_settle = 0; early_settle < 2; early_settle++) {
+		world_init(PP_PROTO_PUSH_PULL, 16, 744, 4096);
+		pat_fill(s, sizeof(s), 7 + (unsigned)early_settle);
+		memcpy(want, s, sizeof(s));
+		CU_ASSERT_EQUAL_FATAL(pp_proto_send_late(w.e[0], 1, 5, s, sizeof(s), 1), 0);
+		CU_ASSERT_EQUAL_FATAL(take(0, &c), 1); /* eager: complete at once */
+		CU_ASSERT(c.cookie == 1 && c.is_send && c.error == 0 && c.len == sizeof(s));
+		if (early_settle) {
+			pp_proto_settle(w.e[0]);
+		} else {
+			/* Its frames leave from s (the first push, then the
+			 * rest), read until settle, and are lost on the way. */
+			s[100] ^= 0xFF;
+			want[100] ^= 0xFF;
+			int n, frames = 0;
+			while ((n = pp_proto_output_local(w.e[0], 1, lost, sizeof(lost), w.now)) >
+			       0)
+				frames++;
+			CU_ASSERT_EQUAL(n, 0);
+			CU_ASSERT_EQUAL(frames, 2);
+			pp_proto_settle(w.e[0]);
+		}
+		memset(s, 0x5A, sizeof(s)); /* the user's buffer is the user's again */
+		pp_proto_settle(w.e[0]);    /* nothing left: no copy again */
+		memset(r, 0xEE, sizeof(r));
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r, sizeof(r), 2), 0);
+		pump(); /* sent again (go-back-N) from the copy */
+		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+		CU_ASSERT(c.cookie == 2 && !c.is_send && c.error == 0 && c.len == sizeof(s));
+		CU_ASSERT_EQUAL(memcmp(r, want, sizeof(s)), 0);
+		CU_ASSERT_EQUAL(r[sizeof(s)], 0xEE);
+		CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
+		world_fini();
+	}
+}
+
 /* A local peer that died: its sends and posted receives fail at once. */
 static void test_fail(void)
 {
@@ -393,6 +438,7 @@ static CU_TestInfo tests[] = {
     {"btp_fit: pushed whole below the direct copy's least", test_fit},
     {"many outstanding both ways", test_many},
     {"a local peer that died", test_fail},
+    {"a late eager copy: frames from the buffer, resent from the copy", test_send_late},
     {"a frame in a ring names its owner", test_ring_owner},
     CU_TEST_INFO_NULL,
 };
