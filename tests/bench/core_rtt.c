@@ -26,18 +26,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "two_cores.h"
+
 #define PER_SAMPLE                                                                                 \
 	100 /* hand-overs per timed sample, so the clock reads are a small part of it              \
 	     */
 
 static _Alignas(64) atomic_uint_fast64_t line;
 static long nsamples; /* timed samples, all kept */
-
-static void one_core(cpu_set_t *set, int core)
-{
-	CPU_ZERO(set);
-	CPU_SET(core, set);
-}
 
 static uint64_t now_ns(void)
 {
@@ -88,20 +84,8 @@ int main(int argc, char **argv)
 	}
 	nsamples = trips / PER_SAMPLE;
 	double *sample = malloc((size_t)nsamples * sizeof(*sample));
-	/* The echo thread is created on its core, or not at all. */
-	cpu_set_t a, b;
-	one_core(&a, core_a);
-	one_core(&b, core_b);
-	pthread_attr_t attr;
 	pthread_t t;
-	int bad = !sample || pthread_setaffinity_np(pthread_self(), sizeof(a), &a) ||
-		  pthread_attr_init(&attr);
-	if (!bad) {
-		bad = pthread_attr_setaffinity_np(&attr, sizeof(b), &b) ||
-		      pthread_create(&t, &attr, echo, NULL);
-		pthread_attr_destroy(&attr);
-	}
-	if (bad) {
+	if (!sample || two_cores(core_a, core_b, echo, &t)) {
 		fprintf(stderr, "core_rtt: cannot run on cores %d and %d\n", core_a, core_b);
 		free(sample);
 		return 1;

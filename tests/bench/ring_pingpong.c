@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "ring.h"
+#include "two_cores.h"
 
 #define CELLS	   4096u /* as the runtime's rings */
 #define PER_SAMPLE 100	 /* exchanges per timed sample */
@@ -130,21 +131,8 @@ int main(int argc, char **argv)
 	size = (uint32_t)sz;
 	nsamples = exchanges / PER_SAMPLE;
 	double *sample = malloc((size_t)nsamples * sizeof(*sample));
-	cpu_set_t a, b;
-	CPU_ZERO(&a);
-	CPU_SET(core_a, &a);
-	CPU_ZERO(&b);
-	CPU_SET(core_b, &b);
-	pthread_attr_t attr;
 	pthread_t t;
-	int bad = !sample || pthread_setaffinity_np(pthread_self(), sizeof(a), &a) ||
-		  pthread_attr_init(&attr);
-	if (!bad) {
-		bad = pthread_attr_setaffinity_np(&attr, sizeof(b), &b) ||
-		      pthread_create(&t, &attr, echo, NULL);
-		pthread_attr_destroy(&attr);
-	}
-	if (bad) {
+	if (!sample || two_cores(core_a, core_b, echo, &t)) {
 		fprintf(stderr, "ring_pingpong: cannot run on cores %d and %d\n", core_a, core_b);
 		return 1;
 	}
