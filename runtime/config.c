@@ -212,8 +212,8 @@ static int set_daemon(struct pp_config *c, const char *v)
 
 static int set_progress(struct pp_config *c, const char *v)
 {
-	static const char *const names[] = {"inline", "event"};
-	int i = choice(v, names, 2);
+	static const char *const names[] = {"inline", "event", "thread"};
+	int i = choice(v, names, 3);
 	if (i < 0)
 		return i;
 	c->progress = (enum pp_progress_mode)i;
@@ -360,9 +360,11 @@ static const struct key {
       "pull-handler threads, one pinned to each core"},
      set_pull_cores,
      false},
-    {{"progress", "inline|event", "inline",
+    {{"progress", "inline|event|thread", "inline",
       "the engine runs inside pp_* calls only | also in a thread that sleeps until "
-      "a frame comes (packet: and pcap: ports), for a rank busy computing"},
+      "a frame comes (packet: and pcap: ports), for a rank busy computing | also in "
+      "busy-polling threads on pull_cores (which it needs), for machines with cores "
+      "to spare"},
      set_progress,
      false},
     {{"daemon", "path of a ppd socket (empty: none)", "",

@@ -24,6 +24,7 @@ enum pp_mode {
 enum pp_progress_mode {
 	PP_PROGRESS_INLINE = 0, /* only inside pp_* calls (and pull handlers) */
 	PP_PROGRESS_EVENT,	/* also a thread that sleeps until a frame comes */
+	PP_PROGRESS_THREAD,	/* also busy-polling threads, one on each of pull_cores */
 };
 
 enum pp_shm_mode {
@@ -54,7 +55,7 @@ struct pp_config {
 	uint32_t btp2;			/* bytes in the second, overlapped push */
 	bool btp_set;			/* btp1 or btp2 given explicitly */
 	char pull_cores[PP_CFG_STR];	/* core list for pull handlers ("" none) */
-	enum pp_progress_mode progress; /* inline, or event (a sleeping thread) */
+	enum pp_progress_mode progress; /* inline, event (a sleeping thread), thread (polling) */
 	char daemon[PP_CFG_STR];	/* ppd socket path ("" embedded engine) */
 	char predict[PP_CFG_STR];	/* predictor name or "off" */
 	char pcap_dump[PP_CFG_STR];	/* capture file ("" none) */

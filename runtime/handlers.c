@@ -46,6 +46,11 @@ static void *handler_main(void *arg)
 
 int pp_handlers_start(pp_ctx *ctx)
 {
+	if (!ctx->cfg.pull_cores[0] && ctx->cfg.progress == PP_PROGRESS_THREAD) {
+		pp_err("progress=thread: set pull_cores=LIST too, the cores its busy-polling "
+		       "threads run on (each takes its core whole; e.g. pull_cores=1)");
+		return -EINVAL;
+	}
 	if (!ctx->cfg.pull_cores[0])
 		return pp_event_start(ctx);
 	struct pp_pull_handlers *h = calloc(1, sizeof(*h));

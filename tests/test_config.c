@@ -179,12 +179,14 @@ static void test_booleans(void)
 	CU_ASSERT_EQUAL(pp_config_load(&c, "shm=twocopy"), 0);
 	CU_ASSERT_EQUAL(c.shm, PP_SHM_TWOCOPY);
 	CU_ASSERT_EQUAL(pp_config_load(&c, "shm=threecopy"), -EINVAL);
-	/* progress: inline (the default) or event. */
+	/* progress: inline (the default), event or thread. */
 	CU_ASSERT_EQUAL(pp_config_load(&c, NULL), 0);
 	CU_ASSERT_EQUAL(c.progress, PP_PROGRESS_INLINE);
 	CU_ASSERT_EQUAL(pp_config_load(&c, "progress=event"), 0);
 	CU_ASSERT_EQUAL(c.progress, PP_PROGRESS_EVENT);
-	CU_ASSERT_EQUAL(pp_config_load(&c, "progress=thread"), -EINVAL);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "progress=thread"), 0);
+	CU_ASSERT_EQUAL(c.progress, PP_PROGRESS_THREAD);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "progress=spin"), -EINVAL);
 	CU_ASSERT_EQUAL(pp_config_bool("oN"), 1);
 	CU_ASSERT_EQUAL(pp_config_bool("fAlSe"), 0);
 	CU_ASSERT_EQUAL(pp_config_bool("maybe"), -EINVAL);

@@ -7,10 +7,11 @@
 #    in every mode and with 4 ranks on 2 nodes;
 # 2. a rank killed mid-transfer: its sender and its receiver get -ECONNRESET
 #    within the timeout, no hang;
-# 3. pull handlers (pull_cores), and progress=event over the packet port: a
-#    late receiver completes while its sender computes without pp_* calls,
-#    and does not without them; progress=event refused where the port has
-#    nothing to sleep on;
+# 3. pull handlers (pull_cores; progress=thread, which needs them), and
+#    progress=event over the packet port: a late receiver completes while
+#    its sender computes without pp_* calls, and does not without them;
+#    progress=thread refused without pull_cores, progress=event where the
+#    port has nothing to sleep on;
 # 4. cluster=FILE: the rank -> MAC table replaces discovery; a wrong MAC in
 #    it makes the job fail.
 set -uo pipefail
@@ -58,6 +59,16 @@ run "pull handlers serve a computing sender" 1 -n 2 --nodes 2 -- \
 run "no pull handlers: no progress while computing" 1 -n 2 --nodes 2 -- \
   "$rtc" --no-progress --compute 1 handlers
 grep -q "ack did not arrive" "$log" || fail "control run"
+# progress=thread names the same threads; without pull_cores it has no core
+# to run them on, and pp_init says so.
+run "progress=thread serves a computing sender" 1 -n 2 --nodes 2 -- \
+  "$rtc" -c progress=thread,pull_cores=0 --compute 10 handlers
+"$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 60 -- \
+  "$rtc" -c progress=thread handlers >"$log" 2>&1 &&
+  { cat "$log"; fail "progress=thread without pull_cores started"; }
+grep -q "progress=thread: set pull_cores=LIST too" "$log" ||
+  { cat "$log"; fail "progress=thread without pull_cores: no clear error"; }
+echo "ok: progress=thread without pull_cores is refused with a clear error"
 # progress=event: the thread asleep on the port serves the computing sender
 # (ports with a wait descriptor); a DPDK port refuses it with a clear error.
 if [ "$kind" = packet ]; then
