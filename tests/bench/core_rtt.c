@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "two_cores.h"
+#include "samples.h"
 
 #define PER_SAMPLE                                                                                 \
 	100 /* hand-overs per timed sample, so the clock reads are a small part of it              \
@@ -34,13 +35,6 @@
 
 static _Alignas(64) atomic_uint_fast64_t line;
 static long nsamples; /* timed samples, all kept */
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* The other side: answers every odd value with the next even one. */
 static void *echo(void *arg)
@@ -52,12 +46,6 @@ static void *echo(void *arg)
 		atomic_store_explicit(&line, v + 1, memory_order_release);
 	}
 	return NULL;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -92,16 +80,16 @@ int main(int argc, char **argv)
 	}
 	uint64_t v = 0;
 	for (long r = 0; r < nsamples; r++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bench_now_ns();
 		for (int k = 0; k < PER_SAMPLE; k++, v += 2) {
 			atomic_store_explicit(&line, v + 1, memory_order_release);
 			while (atomic_load_explicit(&line, memory_order_acquire) != v + 2)
 				__builtin_ia32_pause();
 		}
-		sample[r] = (double)(now_ns() - t0) / PER_SAMPLE;
+		sample[r] = (double)(bench_now_ns() - t0) / PER_SAMPLE;
 	}
 	pthread_join(t, NULL);
-	qsort(sample, (size_t)nsamples, sizeof(*sample), cmp);
+	bench_sort(sample, (size_t)nsamples);
 	printf("RESULT core_rtt %d %d %.1f %.1f %.1f\n", core_a, core_b, sample[nsamples / 2],
 	       sample[0], sample[nsamples * 9 / 10]);
 	free(sample);

@@ -18,23 +18,11 @@
 #include <time.h>
 
 #include "crc32c.h"
+#include "samples.h"
 
 #define SAMPLES 5
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
-
-static double now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -77,12 +65,12 @@ int main(int argc, char **argv)
 			double ns[SAMPLES];
 			volatile uint32_t sink = 0;
 			for (int j = 0; j < SAMPLES; j++) {
-				double t0 = now_ns();
+				uint64_t t0 = bench_now_ns();
 				for (long i = 0; i < iters; i++)
 					sink = impl[k].fn(sink, buf, n);
-				ns[j] = (now_ns() - t0) / (double)iters;
+				ns[j] = (double)(bench_now_ns() - t0) / (double)iters;
 			}
-			qsort(ns, SAMPLES, sizeof(ns[0]), cmp);
+			bench_sort(ns, SAMPLES);
 			double med = ns[SAMPLES / 2];
 			printf("RESULT crc %-5s %5zu %9.1f %7.2f\n", impl[k].name, n, med,
 			       (double)n / med);

@@ -14,17 +14,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "samples.h"
+
 static double now_us(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 static int parse(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
@@ -72,7 +68,7 @@ int main(int argc, char **argv)
 			t[i - 10] = dt;
 		src[i % size]++;
 	}
-	qsort(t, iters, sizeof(*t), cmp);
+	bench_sort(t, iters);
 	unsigned long cut = iters / 10;
 	double sum = 0;
 	for (unsigned long i = cut; i < iters - cut; i++)

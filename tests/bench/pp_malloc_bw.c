@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "pp.h"
+#include "samples.h"
 
 static double now_us(void)
 {
@@ -24,15 +25,9 @@ static double now_us(void)
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static double mid80(double *v, unsigned n)
 {
-	qsort(v, n, sizeof(*v), cmp);
+	bench_sort(v, n);
 	double s = 0;
 	for (unsigned i = n / 10; i < n - n / 10; i++)
 		s += v[i];

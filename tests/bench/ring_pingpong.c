@@ -17,6 +17,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pthread_attr_setaffinity_np */
 #endif
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include <time.h>
 
 #include "ring.h"
+#include "samples.h"
 #include "two_cores.h"
 
 #define CELLS	   4096u /* as the runtime's rings */
@@ -36,18 +38,18 @@ static uint32_t size;
 static long nsamples;
 static int broken; /* a record came back wrong (set by either side) */
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
+/* A record of size bytes of v: waits while the ring is full (the other
+ * side has not caught up); any other refusal ends the program. */
 static void put(struct pp_shm_ring *r, uint8_t v)
 {
 	void *p;
-	while (pp_shm_ring_reserve(r, size, &p))
+	int rc;
+	while ((rc = pp_shm_ring_reserve(r, size, &p)) == -EAGAIN)
 		;
+	if (rc) {
+		fprintf(stderr, "ring_pingpong: the ring refused a record (%d)\n", rc);
+		exit(1);
+	}
 	memset(p, v, size);
 	pp_shm_ring_commit(r, size);
 }
@@ -80,12 +82,6 @@ static void *echo(void *arg)
 		put(&back_tx, (uint8_t)(i + 1));
 	}
 	return NULL;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 static int ring(struct pp_shm_ring *tx, struct pp_shm_ring *rx)
@@ -138,20 +134,20 @@ int main(int argc, char **argv)
 	}
 	long i = 0;
 	for (long s = 0; s < nsamples && !broken; s++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bench_now_ns();
 		for (int k = 0; k < PER_SAMPLE && !broken; k++, i++) {
 			put(&there_tx, (uint8_t)i);
 			if (get(&back_rx, (uint8_t)(i + 1)))
 				broken = 1;
 		}
-		sample[s] = (double)(now_ns() - t0) / (2 * PER_SAMPLE);
+		sample[s] = (double)(bench_now_ns() - t0) / (2 * PER_SAMPLE);
 	}
 	if (broken) { /* the other thread may wait for ever: not joined */
 		fprintf(stderr, "ring_pingpong: a record came back wrong\n");
 		return 1;
 	}
 	pthread_join(t, NULL);
-	qsort(sample, (size_t)nsamples, sizeof(*sample), cmp);
+	bench_sort(sample, (size_t)nsamples);
 	printf("RESULT ring_pingpong %u %d %d %.1f %.1f %.1f\n", size, core_a, core_b,
 	       sample[nsamples / 2], sample[0], sample[nsamples * 9 / 10]);
 	free(sample);

@@ -38,14 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "samples.h"
 #define PER_SAMPLE 100 /* round trips per timed sample (two hand-overs each) */
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static int pin(int core)
 {
@@ -53,12 +47,6 @@ static int pin(int core)
 	CPU_ZERO(&set);
 	CPU_SET(core, &set);
 	return sched_setaffinity(0, sizeof(set), &set);
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 /* One eventfd count: 0, or -1 when the other side is gone. */
@@ -95,7 +83,7 @@ static int child(atomic_uint_fast64_t *turn, uint64_t rounds, int to_child, int 
 /* Median and 90th percentile of n samples, sorted in place. */
 static void stats(double *s, long n, double *med, double *p90)
 {
-	qsort(s, (size_t)n, sizeof(*s), cmp);
+	bench_sort(s, (size_t)n);
 	*med = s[n / 2];
 	*p90 = s[n * 9 / 10];
 }
@@ -154,20 +142,20 @@ int main(int argc, char **argv)
 	}
 	uint64_t v = 0;
 	for (long s = 0; s < nsamples; s++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bench_now_ns();
 		for (int k = 0; k < PER_SAMPLE; k++, v += 2) {
 			atomic_store_explicit(turn, v + 1, memory_order_release);
 			while (atomic_load_explicit(turn, memory_order_acquire) != v + 2)
 				sched_yield();
 		}
-		ys[s] = (double)(now_ns() - t0) / (2 * PER_SAMPLE);
+		ys[s] = (double)(bench_now_ns() - t0) / (2 * PER_SAMPLE);
 	}
 	int bad = 0;
 	for (long s = 0; s < nsamples && !bad; s++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bench_now_ns();
 		for (int k = 0; k < PER_SAMPLE && !bad; k++)
 			bad = post(to_child) || take(to_parent);
-		ws[s] = (double)(now_ns() - t0) / (2 * PER_SAMPLE);
+		ws[s] = (double)(bench_now_ns() - t0) / (2 * PER_SAMPLE);
 	}
 	int st = 0;
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) || bad) {
