@@ -59,28 +59,28 @@ run "pull handlers serve a computing sender" 1 -n 2 --nodes 2 -- \
 run "no pull handlers: no progress while computing" 1 -n 2 --nodes 2 -- \
   "$rtc" --no-progress --compute 1 handlers
 grep -q "ack did not arrive" "$log" || fail "control run"
+# refused WHAT CONFIG PATTERN: a job with rt_check -c CONFIG must not start,
+# and its log must say why (PATTERN).
+refused() {
+  "$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 60 -- \
+    "$rtc" -c "$2" handlers >"$log" 2>&1 && { cat "$log"; fail "$1 started"; }
+  grep -q "$3" "$log" || { cat "$log"; fail "$1: no clear error"; }
+  echo "ok: $1 is refused with a clear error"
+}
 # progress=thread names the same threads; without pull_cores it has no core
 # to run them on, and pp_init says so.
 run "progress=thread serves a computing sender" 1 -n 2 --nodes 2 -- \
   "$rtc" -c progress=thread,pull_cores=0 --compute 10 handlers
-"$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 60 -- \
-  "$rtc" -c progress=thread handlers >"$log" 2>&1 &&
-  { cat "$log"; fail "progress=thread without pull_cores started"; }
-grep -q "progress=thread: set pull_cores=LIST too" "$log" ||
-  { cat "$log"; fail "progress=thread without pull_cores: no clear error"; }
-echo "ok: progress=thread without pull_cores is refused with a clear error"
+refused "progress=thread without pull_cores" progress=thread \
+  "progress=thread: set pull_cores=LIST too"
 # progress=event: the thread asleep on the port serves the computing sender
 # (ports with a wait descriptor); a DPDK port refuses it with a clear error.
 if [ "$kind" = packet ]; then
   run "event progress serves a computing sender" 1 -n 2 --nodes 2 -- \
     "$rtc" -c progress=event --compute 10 handlers
 else
-  "$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 60 -- \
-    "$rtc" -c progress=event handlers >"$log" 2>&1 &&
-    { cat "$log"; fail "progress=event over $kind started"; }
-  grep -q "progress=event: the port .* has nothing to sleep on" "$log" ||
-    { cat "$log"; fail "progress=event over $kind: no clear error"; }
-  echo "ok: progress=event over $kind is refused with a clear error"
+  refused "progress=event over $kind" progress=event \
+    "progress=event: the port .* has nothing to sleep on"
 fi
 
 # cluster=FILE: rank r is on node r/2, port r%2 (pprun's blocks).
