@@ -22,7 +22,9 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 		if (--s->unacked == 0 && s->gen_done)
 			pp_proto_send_finish(e, s, s->error);
 	}
-	if (e->c.btp_fit) { /* what the path carries (path.h) */
+	/* What the path carries (path.h): a node-mate's pushes are sized by
+	 * local_whole, not by its path, and its figures are not reported. */
+	if (e->c.btp_fit && !p->local) {
 		pp_path_rtt(&p->path, now, p->tx.rtt_new);
 		pp_path_acked(&p->path, now, bytes, p->tx.una == p->tx.nxt && list_empty(&p->txq));
 	}
