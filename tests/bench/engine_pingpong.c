@@ -22,6 +22,7 @@
 static struct pp_proto *e[2];
 static uint8_t frame[9216];
 static uint64_t now = 1000;
+static uint8_t expect[4096];
 
 static void die(const char *what)
 {
@@ -54,9 +55,11 @@ static int drain(int i, uint64_t size, const uint8_t *buf, uint8_t want)
 		if (c.cookie == 1) {
 			if (c.len != size)
 				die("wrong length");
-			for (uint64_t k = 0; k < size; k++)
-				if (buf[k] != want)
-					die("wrong byte");
+			/* memcmp, not a loop: the check must not outweigh
+			 * the engine's copy it checks. */
+			memset(expect, want, (size_t)size);
+			if (memcmp(buf, expect, (size_t)size))
+				die("wrong byte");
 			recvs++;
 		}
 	}
