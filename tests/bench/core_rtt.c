@@ -18,13 +18,11 @@
 #define _GNU_SOURCE /* pthread_attr_setaffinity_np */
 #endif
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "two_cores.h"
 #include "samples.h"

@@ -12,16 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "samples.h"
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
 
 static int parse(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
 {
@@ -58,12 +50,12 @@ int main(int argc, char **argv)
 	memset(dst, 2, size);
 	unsigned long reps = size < 65536 ? 65536 / size : 1;
 	for (unsigned long i = 0; i < iters + 10; i++) {
-		double t0 = now_us();
+		double t0 = bench_now_us();
 		for (unsigned long k = 0; k < reps; k++) {
 			memcpy(dst, src, size);
 			__asm__ volatile("" : : "r"(dst), "r"(src) : "memory");
 		}
-		double dt = (now_us() - t0) / (double)reps;
+		double dt = (bench_now_us() - t0) / (double)reps;
 		if (i >= 10)
 			t[i - 10] = dt;
 		src[i % size]++;

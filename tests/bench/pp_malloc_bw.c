@@ -13,17 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "pp.h"
 #include "samples.h"
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
 
 static double mid80(double *v, unsigned n)
 {
@@ -51,7 +43,7 @@ static void measure(pp_ctx *c, int rank, const char *kind, uint8_t *buf, size_t 
 	double lat4;
 	memset(buf, rank + 1, size);
 	for (unsigned i = 0; i < iters + 10; i++) {
-		double t0 = now_us();
+		double t0 = bench_now_us();
 		if (rank == 0) {
 			check(pp_send(c, small, 4, peer, 1), "send");
 			check(pp_recv(c, small, 4, peer, 2, NULL), "recv");
@@ -60,11 +52,11 @@ static void measure(pp_ctx *c, int rank, const char *kind, uint8_t *buf, size_t 
 			check(pp_send(c, small, 4, peer, 2), "send");
 		}
 		if (i >= 10)
-			t[i - 10] = (now_us() - t0) / 2;
+			t[i - 10] = (bench_now_us() - t0) / 2;
 	}
 	lat4 = mid80(t, iters);
 	for (unsigned i = 0; i < iters + 10; i++) {
-		double t0 = now_us();
+		double t0 = bench_now_us();
 		if (rank == 0) {
 			check(pp_send(c, buf, size, peer, 3), "send");
 			check(pp_recv(c, small, 4, peer, 4, NULL), "recv");
@@ -73,7 +65,7 @@ static void measure(pp_ctx *c, int rank, const char *kind, uint8_t *buf, size_t 
 			check(pp_send(c, small, 4, peer, 4), "send");
 		}
 		if (i >= 10)
-			t[i - 10] = now_us() - t0;
+			t[i - 10] = bench_now_us() - t0;
 	}
 	double m = mid80(t, iters);
 	if (rank == 0)

@@ -24,6 +24,12 @@ static inline int bench_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The same clock in us, for figures kept as doubles. */
+static inline double bench_now_us(void)
+{
+	return (double)bench_now_ns() * 1e-3;
+}
+
 /* Samples in ascending order: s[n / 2] is the median. */
 static inline void bench_sort(double *s, size_t n)
 {

@@ -35,10 +35,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "samples.h"
+
 #define PER_SAMPLE 100 /* round trips per timed sample (two hand-overs each) */
 
 static int pin(int core)
