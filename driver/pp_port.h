@@ -191,7 +191,7 @@ static inline int pp_port_attach_ext(struct pp_port *p, struct pp_buf *buf, void
  * still held by the caller, one the backend keeps back), and a backend that
  * holds frames itself (fault:'s reordering) does not wake it for those: a
  * sleeper bounds its sleep. The port keeps the descriptor; close it never.
- * Errors: -ENOTSUP the backend has none (DPDK's PMDs here, sim:, the node
+ * Errors: -ENOTSUP the backend has none (DPDK's PMDs here, the node
  * daemon's). */
 static inline int pp_port_wait_fd(struct pp_port *p)
 {

@@ -2,6 +2,7 @@
 /* driver/sim through the port interface: open strings, bursts, broadcast,
  * unicast, virtual time, rate, and the lossy behaviours' statistics. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -307,12 +308,53 @@ static void test_threads(void)
 	pp_sim_link_destroy(l);
 }
 
+/* poll() says readable now (timeout 0). */
+static int readable(int fd)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	return poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN);
+}
+
+/* The wait descriptor is readable exactly while frames wait in the ring:
+ * not before they arrive (virtual time), not once rx_burst took them all. */
+static void test_wait_fd(void)
+{
+	struct pp_sim_conf sc = {.seed = 6, .delay_ns = 1000};
+	struct pp_sim_link *l;
+	CU_ASSERT_EQUAL_FATAL(pp_sim_link_create(&l, "t6", 2, &sc), 0);
+	struct pp_port *p[2];
+	CU_ASSERT_EQUAL_FATAL(pp_port_open(&p[0], "sim:t6/0", NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_port_open(&p[1], "sim:t6/1", NULL), 0);
+	int fd = pp_port_wait_fd(p[1]);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pp_port_wait_fd(p[1]), fd); /* the same one each time */
+	CU_ASSERT(!readable(fd));
+	struct pp_buf *b[3], *r[3];
+	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(p[0], b, 3), 3);
+	for (int i = 0; i < 3; i++)
+		frame(b[i], 1, 0, 64, (uint8_t)i);
+	CU_ASSERT_EQUAL(pp_port_tx_burst(p[0], 0, b, 3), 3);
+	CU_ASSERT(!readable(fd)); /* in flight */
+	pp_sim_link_set_time(l, 1000);
+	CU_ASSERT(readable(fd));
+	CU_ASSERT_EQUAL(pp_port_rx_burst(p[1], 0, r, 2), 2);
+	CU_ASSERT(readable(fd)); /* one still waits */
+	pp_port_free(p[1], r, 2);
+	CU_ASSERT_EQUAL(pp_port_rx_burst(p[1], 0, r, 3), 1);
+	CU_ASSERT(!readable(fd));
+	pp_port_free(p[1], r, 1);
+	pp_port_close(p[0]);
+	pp_port_close(p[1]);
+	pp_sim_link_destroy(l);
+}
+
 static CU_TestInfo tests[] = {
     {"open strings and errors", test_open_strings},
     {"unicast and broadcast", test_unicast_broadcast},
     {"virtual time, delay and rate", test_time_rate},
     {"loss, dup, corrupt, reorder statistics", test_lossy_stats},
     {"two threads on one link", test_threads},
+    {"wait descriptor readable while frames wait", test_wait_fd},
     CU_TEST_INFO_NULL,
 };
 

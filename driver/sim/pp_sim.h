@@ -15,7 +15,8 @@
  * arrival (pp_sim_link_set_time); with delay 0 and no rate limit that is at
  * once. Every buffer comes from a pool allocated at create; nothing is
  * allocated per frame. Calls on a link are serialised by one lock, so its
- * ports may be driven from different threads.
+ * ports may be driven from different threads. A port's wait descriptor
+ * (pp_port_wait_fd, an eventfd) is readable while frames wait in its ring.
  */
 #ifndef PP_SIM_H
 #define PP_SIM_H

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "pp_log.h"
 #include "pp_port.h"
@@ -30,6 +32,7 @@ struct sim_port {
 	uint32_t *ring;		  /* received slots waiting for rx_burst */
 	uint32_t head;		  /* next to take */
 	uint32_t tail;		  /* next to fill */
+	int efd;		  /* wait descriptor: readable while ring holds frames (-1: none) */
 	struct pp_port_stats st;  /* counters */
 };
 
@@ -111,6 +114,7 @@ int pp_sim_link_create(struct pp_sim_link **lp, const char *name, unsigned nb_po
 	for (unsigned i = 0; i < nb_ports; i++) {
 		l->ports[i].link = l;
 		l->ports[i].index = i;
+		l->ports[i].efd = -1;
 		l->ports[i].ring = calloc(SIM_RX_DEPTH, sizeof(uint32_t));
 		if (!l->ports[i].ring)
 			goto fail;
@@ -212,6 +216,22 @@ static void slot_free(struct pp_sim_link *l, uint32_t s)
 	l->free[l->nfree++] = s;
 }
 
+/* The ring's wait descriptor counts 1 from when the ring stops being empty
+ * until rx_burst empties it (both under the link's lock). */
+static void efd_set(const struct sim_port *p)
+{
+	uint64_t one = 1;
+	if (p->efd >= 0 && write(p->efd, &one, sizeof(one)) < 0)
+		pp_debug("sim: port %u: cannot signal its wait descriptor", p->index);
+}
+
+static void efd_clear(const struct sim_port *p)
+{
+	uint64_t v;
+	if (p->efd >= 0 && read(p->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		pp_debug("sim: port %u: cannot clear its wait descriptor", p->index);
+}
+
 static void deliver_due(struct pp_sim_link *l)
 {
 	while (l->nheap && l->slots[l->heap[0]].arrive <= l->now) {
@@ -223,6 +243,8 @@ static void deliver_due(struct pp_sim_link *l)
 			slot_free(l, s);
 			continue;
 		}
+		if (p->head == p->tail)
+			efd_set(p);
 		p->ring[p->tail++ & (SIM_RX_DEPTH - 1)] = s;
 		l->st.delivered++;
 	}
@@ -362,6 +384,9 @@ static void sim_close(struct pp_port *port)
 	lock(p->link);
 	while (p->head != p->tail)
 		slot_free(p->link, p->ring[p->head++ & (SIM_RX_DEPTH - 1)]);
+	if (p->efd >= 0)
+		close(p->efd);
+	p->efd = -1;
 	p->open = 0;
 	unlock(p->link);
 	pthread_mutex_unlock(&reg_lock);
@@ -436,6 +461,8 @@ static unsigned sim_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 		p->st.rx_frames++;
 		p->st.rx_bytes += s->b.len;
 	}
+	if (i && p->head == p->tail)
+		efd_clear(p);
 	unlock(l);
 	return i;
 }
@@ -486,6 +513,24 @@ static unsigned sim_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 	return n;
 }
 
+/* An eventfd made on the first call, readable while the port's ring holds
+ * frames. Frames still in flight (delay_ns, a rate limit) wake nobody until
+ * the link's time reaches them. Errors: -errno of eventfd. */
+static int sim_wait_fd(struct pp_port *port)
+{
+	struct sim_port *p = (struct sim_port *)port;
+	int rc;
+	lock(p->link);
+	if (p->efd < 0) {
+		p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (p->efd >= 0 && p->head != p->tail)
+			efd_set(p);
+	}
+	rc = p->efd >= 0 ? p->efd : -errno;
+	unlock(p->link);
+	return rc;
+}
+
 const struct pp_port_ops pp_port_ops_sim = {
     .name = "sim",
     .open = sim_open,
@@ -496,4 +541,5 @@ const struct pp_port_ops pp_port_ops_sim = {
     .free = sim_free,
     .rx_burst = sim_rx_burst,
     .tx_burst = sim_tx_burst,
+    .wait_fd = sim_wait_fd,
 };
