@@ -91,28 +91,36 @@ static unsigned clock_skips(const pp_ctx *ctx)
 	return ctx->cfg.daemon[0] ? 0 : PP_CLOCK_EVERY - 1;
 }
 
+/* Returns the frames the engine took: those it dropped (another job's,
+ * corrupt, stale) are no work, so a flood of them does not keep the event
+ * thread awake (event.c). HELLO and BYE are done with in the pass: none. */
 static unsigned rx(pp_ctx *ctx, uint64_t now)
 {
 	struct pp_buf *bufs[PP_CTX_BURST];
 	unsigned n = pp_port_rx_burst(ctx->port, 0, bufs, PP_CTX_BURST);
 	if (!n)
 		return 0;
+	unsigned took = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 1 < n)
 			__builtin_prefetch(bufs[i + 1]->data);
-		if (pp_unlikely(is_membership(bufs[i])))
+		int rc;
+		if (pp_unlikely(is_membership(bufs[i]))) {
 			pp_membership_input(ctx, bufs[i]->data, bufs[i]->len, now);
-		else if (ctx->cfg.daemon[0] && ppd_port_rx_placed(ctx->port, bufs[i]))
-			pp_proto_input_placed(ctx->eng, bufs[i]->data, bufs[i]->len, now);
-		else if (pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now) &&
+			continue;
+		}
+		if (ctx->cfg.daemon[0] && ppd_port_rx_placed(ctx->port, bufs[i]))
+			rc = pp_proto_input_placed(ctx->eng, bufs[i]->data, bufs[i]->len, now);
+		else if ((rc = pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now)) &&
 			 pp_unlikely(ctx->learn) &&
 			 pp_embed_learn(ctx, bufs[i]->data, bufs[i]->len) == 0)
-			pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now);
+			rc = pp_proto_input(ctx->eng, bufs[i]->data, bufs[i]->len, now);
+		took += rc == 0;
 	}
 	pp_port_free(ctx->port, bufs, n);
 	ctx->frames_rx += n;
 	__atomic_store_n(&ctx->last_rx, now, __ATOMIC_RELAXED); /* read by waits */
-	return n;
+	return took;
 }
 
 /* Fill port buffers with whatever the engine has to send, then send them.
