@@ -220,6 +220,11 @@ static int set_progress(struct pp_config *c, const char *v)
 	return 0;
 }
 
+static int set_event_fifo(struct pp_config *c, const char *v)
+{
+	return set_bool(&c->event_fifo, v);
+}
+
 static int set_predict(struct pp_config *c, const char *v)
 {
 	return set_str(c->predict, v);
@@ -366,6 +371,11 @@ static const struct key {
       "busy-polling threads on pull_cores (which it needs), for machines with cores "
       "to spare"},
      set_progress,
+     false},
+    {{"event_fifo", BOOL, "off",
+      "progress=event's thread at real-time priority (SCHED_FIFO, where permitted): woken "
+      "sooner, it still leaves the computation half its core | SCHED_OTHER"},
+     set_event_fifo,
      false},
     {{"daemon", "path of a ppd socket (empty: none)", "",
       "attach to the node daemon instead of owning a port"},

@@ -56,6 +56,7 @@ struct pp_config {
 	bool btp_set;			/* btp1 or btp2 given explicitly */
 	char pull_cores[PP_CFG_STR];	/* core list for pull handlers ("" none) */
 	enum pp_progress_mode progress; /* inline, event (a sleeping thread), thread (polling) */
+	bool event_fifo;		/* progress=event's thread at SCHED_FIFO (else SCHED_OTHER) */
 	char daemon[PP_CFG_STR];	/* ppd socket path ("" embedded engine) */
 	char predict[PP_CFG_STR];	/* predictor name or "off" */
 	char pcap_dump[PP_CFG_STR];	/* capture file ("" none) */
