@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "pp_log.h"
+#include "ppd/ppd_shm.h"
 
 static const char *const mode_names[] = {"push-pull", "push-all", "push-zero"};
 
@@ -91,15 +92,6 @@ uint32_t pp_config_job_hash(const char *s)
 	return h;
 }
 
-/* The same in 64 bits, for the job token (never 0: 0 means none). */
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h ? h : 1;
-}
-
 /* --- the keys ------------------------------------------------------------ */
 
 int pp_config_bool(const char *v)
@@ -163,7 +155,7 @@ static int set_job(struct pp_config *c, const char *v)
 
 static int set_token(struct pp_config *c, const char *v)
 {
-	c->token = v[0] ? fnv1a64(v) : 0;
+	c->token = v[0] ? ppd_token_hash(v) : 0; /* what launchers claim the job with */
 	return 0;
 }
 

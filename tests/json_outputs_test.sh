@@ -19,7 +19,7 @@ cleanup() {
 }
 trap cleanup EXIT
 sock=$tmp/ppd.sock
-"$ppd" --dev "sim:ppjson$$/0" --socket "$sock" --cores 0 --drain-ms 2000 2>"$tmp/ppd.err" &
+"$ppd" --dev "sim:ppjson$$/0" --socket "$sock" --cores 0 --drain-ms 2000 --bind-first-attacher 2>"$tmp/ppd.err" &
 dpid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
 [ -S "$sock" ] || { cat "$tmp/ppd.err"; fail "ppd did not start"; }

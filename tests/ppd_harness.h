@@ -6,7 +6,9 @@
  * as ppd ports; frames with headers only sent and received; the daemon's
  * counters. The ppd program comes from $PPD. This process lets the daemon
  * read its memory (PR_SET_PTRACER), as a rank launched under a ptrace
- * policy would have to.
+ * policy would have to. A daemon takes ranks only of claimed jobs: td_open
+ * claims its job first, as this process's uid, the way pprun --daemon does,
+ * and the daemon's struct td holds the claims until td_stop.
  */
 #ifndef PP_TEST_PPD_HARNESS_H
 #define PP_TEST_PPD_HARNESS_H
@@ -18,12 +20,16 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "pp_port.h"
+#include "ppd/ppd_shm.h"
 #include "wire.h"
+
+#define TD_CLAIMS 16 /* claims one daemon of a test holds */
 
 /* One daemon of a test. */
 struct td {
@@ -31,6 +37,8 @@ struct td {
 	char dir[64];  /* its temporary folder */
 	char sock[96]; /* its socket, in dir */
 	char link[64]; /* its in-memory link */
+	int claim_fd[TD_CLAIMS];      /* connections holding claims, -1: none */
+	unsigned claim_job[TD_CLAIMS]; /* ... the jobs they claim */
 };
 
 /* 1 when something accepts connections on path. */
@@ -51,6 +59,8 @@ static inline int td_start(struct td *t, const char *tag, const char *const *ext
 {
 	const char *ppd = getenv("PPD");
 	t->pid = -1;
+	for (int i = 0; i < TD_CLAIMS; i++)
+		t->claim_fd[i] = -1;
 	if (!ppd)
 		return -1;
 	snprintf(t->dir, sizeof(t->dir), "/tmp/pp-test-%s.XXXXXX", tag);
@@ -79,6 +89,11 @@ static inline int td_start(struct td *t, const char *tag, const char *const *ext
 static inline int td_stop(struct td *t)
 {
 	int st = -1;
+	for (int i = 0; i < TD_CLAIMS; i++)
+		if (t->claim_fd[i] >= 0) {
+			close(t->claim_fd[i]);
+			t->claim_fd[i] = -1;
+		}
 	if (t->pid > 0) {
 		kill(t->pid, SIGTERM);
 		waitpid(t->pid, &st, 0);
@@ -95,10 +110,72 @@ static inline unsigned inc_of(unsigned job, unsigned rank)
 	return 0x1000 + job * 16 + rank;
 }
 
-/* Attach rank of job (size ranks, job token token) as a ppd port. */
-static inline int td_open_token(const struct td *t, struct pp_port **p, unsigned job, unsigned rank,
+/* Claim job for uid's ranks giving token (as sent: ppd_token_hash of a
+ * PP_TOKEN text), size ranks (0: the first rank's) at the daemon on sock.
+ * The connection holding the claim (>= 0), or the daemon's refusal
+ * (negative errno; its message in why, when not NULL). */
+static inline int td_claim_at(const char *sock, unsigned job, unsigned uid, uint64_t token,
+			      unsigned size, char *why, size_t why_len)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		if (s >= 0)
+			close(s);
+		return -ENODEV;
+	}
+	struct ppd_claim_req req = {.magic = PPD_CLAIM_MAGIC,
+				    .version = PPD_VERSION,
+				    .job = job,
+				    .size = size,
+				    .uid = uid,
+				    .token = token};
+	struct ppd_attach_rep rep;
+	struct timeval tv = {.tv_sec = 3};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	send(s, &req, sizeof(req), MSG_NOSIGNAL);
+	if (recv(s, &rep, sizeof(rep), 0) != (ssize_t)sizeof(rep)) {
+		close(s);
+		return -EPROTO;
+	}
+	rep.message[sizeof(rep.message) - 1] = '\0';
+	if (why)
+		snprintf(why, why_len, "%s", rep.message);
+	if (rep.status) {
+		close(s);
+		return rep.status;
+	}
+	return s;
+}
+
+/* Claim job at daemon t for this uid (token as sent, size ranks); t holds
+ * the claim until td_stop. 0, or the daemon's refusal (-errno). */
+static inline int td_claim(struct td *t, unsigned job, uint64_t token, unsigned size)
+{
+	int i = 0;
+	while (i < TD_CLAIMS && t->claim_fd[i] >= 0)
+		i++;
+	if (i == TD_CLAIMS)
+		return -ENOSPC;
+	int fd = td_claim_at(t->sock, job, (unsigned)getuid(), token, size, NULL, 0);
+	if (fd < 0)
+		return fd;
+	t->claim_fd[i] = fd;
+	t->claim_job[i] = job;
+	return 0;
+}
+
+/* Attach rank of job (size ranks, job token token, in hex as sent) as a
+ * ppd port, claiming the job first unless t holds its claim already. */
+static inline int td_open_token(struct td *t, struct pp_port **p, unsigned job, unsigned rank,
 				unsigned size, const char *token)
 {
+	int held = 0;
+	for (int i = 0; i < TD_CLAIMS; i++)
+		held |= t->claim_fd[i] >= 0 && t->claim_job[i] == job;
+	if (!held)
+		td_claim(t, job, strtoull(token, NULL, 16), size); /* a refusal shows below */
 	char dev[256];
 	snprintf(dev, sizeof(dev),
 		 "ppd:job=%u,rank=%u,size=%u,inc=%u,token=%s,timeout=5000,path=%s", job, rank, size,
@@ -106,7 +183,7 @@ static inline int td_open_token(const struct td *t, struct pp_port **p, unsigned
 	return pp_port_open(p, dev, NULL);
 }
 
-static inline int td_open(const struct td *t, struct pp_port **p, unsigned job, unsigned rank,
+static inline int td_open(struct td *t, struct pp_port **p, unsigned job, unsigned rank,
 			  unsigned size)
 {
 	return td_open_token(t, p, job, rank, size, "0");

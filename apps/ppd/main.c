@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "affinity.h"
+#include "config.h"
 #include "pp_log.h"
 #include "ppd.h"
 #include "sim/pp_sim.h"
@@ -46,6 +48,9 @@ struct opts {
 	int no_pull_serve;  /* --no-pull-serve */
 	int no_place;	    /* --no-place */
 	int doze;	    /* --doze */
+	int bind_first;	    /* --bind-first-attacher */
+	int max_ranks_uid;  /* --max-ranks-per-uid */
+	const char *claim;  /* --claim JOB:UID:TOKEN[:SIZE] */
 	unsigned drain_ms;  /* --drain-ms */
 	char sock_buf[108]; /* default socket path */
 };
@@ -55,6 +60,7 @@ static void usage(FILE *f)
 	fputs("usage: ppd --dev DEVARGS [options]        run the node daemon\n"
 	      "       ppd --topology [--dev DEVARGS] [--cores LIST]\n"
 	      "       ppd --stats [--json] [--socket PATH | --node NAME]\n"
+	      "       ppd --claim JOB:UID:TOKEN[:SIZE] [--socket PATH | --node NAME]\n"
 	      "The librt-pp node daemon: owns the node's port and serves every rank that\n"
 	      "sets daemon=SOCKET (PP_DAEMON) through rings in shared memory.\n\n"
 	      "  --dev DEVARGS   the port, as the dev key: DPDK EAL arguments such as\n"
@@ -71,6 +77,15 @@ static void usage(FILE *f)
 	      "                  (the socket is then mode 0660, that group's; without it\n"
 	      "                  0600: only root and the daemon's own user)\n"
 	      "  --drain-ms N    on SIGTERM, wait up to N ms for ranks to detach (default 5000)\n"
+	      "  --max-ranks-per-uid N\n"
+	      "                  ranks one uid may have attached at once (default 32, half\n"
+	      "                  the table of 64; root and the daemon's own uid: any), so\n"
+	      "                  one user cannot fill the table and lock the others out\n"
+	      "  --bind-first-attacher\n"
+	      "                  a job nobody claimed is bound to the uid, token and size of\n"
+	      "                  its first rank to attach (default: refused until claimed).\n"
+	      "                  Only for nodes with one user: anyone who may attach can then\n"
+	      "                  take another user's job number first and lock its ranks out\n"
 	      "  --tx-copy       copy every frame out of the ranks' slots (default: large\n"
 	      "                  frames to other nodes leave straight from the slot where\n"
 	      "                  the port supports external buffers)\n"
@@ -88,6 +103,13 @@ static void usage(FILE *f)
 	      "  --topology      print cores, caches, NUMA nodes, the NIC's node and the\n"
 	      "                  handler placement, then exit\n"
 	      "  --stats         print the running daemon's per-handler counters, then exit\n"
+	      "  --claim JOB:UID:TOKEN[:SIZE]\n"
+	      "                  (root) bind job JOB (a number or a name, as PP_JOB) at the\n"
+	      "                  running daemon to the ranks of UID (a number or a user name)\n"
+	      "                  that give TOKEN (as PP_TOKEN; empty: none) and, when given,\n"
+	      "                  number SIZE; prints 'claimed' and holds the claim until\n"
+	      "                  killed (SIGTERM, SIGINT), or the job's ranks hold it after.\n"
+	      "                  pprun --daemon claims its jobs itself\n"
 	      "  --json          with --stats: one JSON document (per handler and totals)\n"
 	      "  -h, --help      this text\n"
 	      "SIGTERM or SIGINT: stop taking ranks, wait for attached ones, exit 0.\n",
@@ -109,7 +131,10 @@ static void parse(int argc, char **argv, struct opts *o)
 		O_NOPLACE,
 		O_DOZE,
 		O_GROUP,
-		O_JSON
+		O_JSON,
+		O_BINDFIRST,
+		O_MAXUID,
+		O_CLAIM
 	};
 	static const struct option lo[] = {
 	    {"dev", required_argument, NULL, O_DEV},
@@ -125,11 +150,14 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"no-place", no_argument, NULL, O_NOPLACE},
 	    {"doze", no_argument, NULL, O_DOZE},
 	    {"group", required_argument, NULL, O_GROUP},
+	    {"bind-first-attacher", no_argument, NULL, O_BINDFIRST},
+	    {"max-ranks-per-uid", required_argument, NULL, O_MAXUID},
+	    {"claim", required_argument, NULL, O_CLAIM},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
-	*o = (struct opts){.drain_ms = DRAIN_MS_DEFAULT};
+	*o = (struct opts){.drain_ms = DRAIN_MS_DEFAULT, .max_ranks_uid = PPD_RANKS_UID};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		char *end;
 		switch (c) {
@@ -169,6 +197,24 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_DOZE:
 			o->doze = 1;
 			break;
+		case O_BINDFIRST:
+			o->bind_first = 1;
+			break;
+		case O_CLAIM:
+			o->claim = optarg;
+			break;
+		case O_MAXUID: {
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || v < 1 || v > PPD_MAX_RANKS) {
+				fprintf(stderr,
+					"ppd: --max-ranks-per-uid wants 1..%d (got '%s')\n",
+					PPD_MAX_RANKS, optarg);
+				exit(2);
+			}
+			o->max_ranks_uid = (int)v;
+			break;
+		}
 		case O_DRAIN:
 			errno = 0;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -215,6 +261,107 @@ static void parse(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ppd: socket path too long: %s\n", o->sock);
 		exit(2);
 	}
+}
+
+/* --- ppd --claim ------------------------------------------------------------ */
+
+static volatile sig_atomic_t claim_stop;
+
+static void on_claim_signal(int sig)
+{
+	claim_stop = sig;
+}
+
+/* Parse JOB:UID:TOKEN[:SIZE] into req; 0, or -1 with the reason printed.
+ * JOB and TOKEN become what a rank given them as PP_JOB and PP_TOKEN
+ * sends (runtime/config.c). */
+static int claim_parse(const char *spec, struct ppd_claim_req *req)
+{
+	char buf[256], *f[4] = {NULL};
+	int n = 0;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (char *p = buf, *colon; n < 4; p = colon + 1) {
+		f[n++] = p;
+		if (!(colon = strchr(p, ':')))
+			break;
+		*colon = '\0';
+	}
+	if (n < 3 || !*f[0] || !*f[1] || strlen(spec) >= sizeof(buf)) {
+		fprintf(stderr, "ppd: --claim JOB:UID:TOKEN[:SIZE], not '%s'\n", spec);
+		return -1;
+	}
+	*req = (struct ppd_claim_req){.magic = PPD_CLAIM_MAGIC, .version = PPD_VERSION};
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(f[0], &end, 10);
+	req->job = !errno && !*end && v <= UINT32_MAX ? (uint32_t)v : pp_config_job_hash(f[0]);
+	errno = 0;
+	v = strtoul(f[1], &end, 10);
+	if (errno || *end || v > UINT32_MAX) {
+		struct passwd *pw = getpwnam(f[1]);
+		if (!pw) {
+			fprintf(stderr, "ppd: --claim: no user '%s'\n", f[1]);
+			return -1;
+		}
+		v = pw->pw_uid;
+	}
+	req->uid = (uint32_t)v;
+	req->token = *f[2] ? ppd_token_hash(f[2]) : 0;
+	if (n == 4) {
+		errno = 0;
+		v = strtoul(f[3], &end, 10);
+		if (errno || *end || !*f[3] || v < 1 || v > PPD_MAX_JOB_RANKS) {
+			fprintf(stderr, "ppd: --claim: SIZE wants 1..%u, not '%s'\n",
+				PPD_MAX_JOB_RANKS, f[3]);
+			return -1;
+		}
+		req->size = (uint32_t)v;
+	}
+	return 0;
+}
+
+/* ppd --claim: claim the job, say so, and hold the claim until a signal or
+ * the daemon's end. 0 once released by a signal, 1 otherwise. */
+static int claim_client(const char *path, const char *spec)
+{
+	struct ppd_claim_req req;
+	if (claim_parse(spec, &req))
+		return 2;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strcpy(sa.sun_path, path);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "ppd: no daemon at %s: %s\n", path, strerror(errno));
+		if (s >= 0)
+			close(s);
+		return 1;
+	}
+	struct ppd_attach_rep rep;
+	if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req) ||
+	    recv(s, &rep, sizeof(rep), 0) != (ssize_t)sizeof(rep)) {
+		fprintf(stderr, "ppd: the daemon at %s gave no answer to the claim\n", path);
+		close(s);
+		return 1;
+	}
+	if (rep.status) {
+		rep.message[sizeof(rep.message) - 1] = '\0';
+		fprintf(stderr, "ppd: claim refused: %s\n", rep.message);
+		close(s);
+		return 1;
+	}
+	struct sigaction sa_ = {.sa_handler = on_claim_signal};
+	sigaction(SIGTERM, &sa_, NULL);
+	sigaction(SIGINT, &sa_, NULL);
+	printf("claimed job %u for uid %u at %s\n", req.job, req.uid, path);
+	fflush(stdout);
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	while (!claim_stop && (poll(&p, 1, -1) < 0 ? errno == EINTR : !p.revents))
+		;
+	close(s);
+	if (claim_stop)
+		return 0;
+	fprintf(stderr, "ppd: the daemon at %s closed the claim\n", path);
+	return 1;
 }
 
 /* --- ppd --stats ------------------------------------------------------------ */
@@ -353,6 +500,8 @@ int main(int argc, char **argv)
 	}
 	if (o.stats)
 		return stats_client(o.sock, o.json);
+	if (o.claim)
+		return claim_client(o.sock, o.claim);
 	if (!o.dev) {
 		fprintf(stderr, "ppd: --dev DEVARGS is required (see --help)\n");
 		return 2;
@@ -372,6 +521,10 @@ int main(int argc, char **argv)
 	d.no_pull_serve = o.no_pull_serve;
 	d.no_place = o.no_place;
 	d.doze = o.doze;
+	d.bind_first = o.bind_first;
+	d.max_ranks_uid = o.max_ranks_uid;
+	for (int i = 0; i < PPD_CLAIMS; i++)
+		d.claims[i].fd = -1;
 	int cores[PPD_MAX_HANDLERS], ncores;
 	static struct ppd_server srv;
 	int rc = start(&d, &o, cores, &ncores);
@@ -393,11 +546,11 @@ int main(int argc, char **argv)
 	 * request, and each rank's connection and pidfd (either ending is the
 	 * rank's death). Every fd is non-blocking: one slow client holds
 	 * nothing. */
-	enum { T_SIG, T_LISTEN, T_CONN, T_RANK_CONN, T_RANK_PIDFD };
-	struct pollfd pfd[2 + PPD_PENDING + 2 * PPD_MAX_RANKS];
+	enum { T_SIG, T_LISTEN, T_CONN, T_RANK_CONN, T_RANK_PIDFD, T_CLAIM };
+	struct pollfd pfd[2 + PPD_PENDING + 2 * PPD_MAX_RANKS + PPD_CLAIMS];
 	struct {
-		int kind, i; /* T_*, and the index of its connection or rank */
-	} tag[2 + PPD_PENDING + 2 * PPD_MAX_RANKS];
+		int kind, i; /* T_*, and the index of its connection, rank or claim */
+	} tag[2 + PPD_PENDING + 2 * PPD_MAX_RANKS + PPD_CLAIMS];
 	uint64_t drain_end = 0;
 	int draining = 0;
 	for (;;) {
@@ -421,6 +574,9 @@ int main(int argc, char **argv)
 			ADD(r->conn, T_RANK_CONN, i);
 			ADD(r->pidfd, T_RANK_PIDFD, i);
 		}
+		for (int i = 0; i < PPD_CLAIMS; i++)
+			if (d.claims[i].used && d.claims[i].fd >= 0)
+				ADD(d.claims[i].fd, T_CLAIM, i);
 #undef ADD
 		poll(pfd, (nfds_t)np, 20);
 		uint64_t now = ppd_now_ns();
@@ -457,6 +613,13 @@ int main(int argc, char **argv)
 					ppd_rank_died(r, "connection closed");
 				break;
 			}
+			case T_CLAIM: { /* its end: the job's ranks alone hold it now */
+				char b[64];
+				ssize_t n = recv(d.claims[tag[k].i].fd, b, sizeof(b), MSG_DONTWAIT);
+				if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+					ppd_claim_closed(&d, tag[k].i);
+				break;
+			}
 			}
 		}
 		/* After the events: a signal seen in this round has already
@@ -465,6 +628,7 @@ int main(int argc, char **argv)
 			ppd_server_close(&srv);
 		ppd_server_expire(&srv, now);
 		int used = ppd_ranks_reclaim(&d);
+		ppd_claims_sweep(&d);
 		atomic_store(&d.nattached, used);
 		if (draining) {
 			if (!used)

@@ -72,6 +72,9 @@
 #define PPD_MAX_RANKS	  64
 #define PPD_MAX_JOB_RANKS (1u << 20)	/* ranks in a job at most */
 #define PPD_PENDING	  32		/* connections waiting for their request */
+#define PPD_PENDING_UID	  8		/* ... of one uid (server.c) */
+#define PPD_CLAIMS	  64		/* jobs bound at once (claims.c) */
+#define PPD_RANKS_UID	  32		/* --max-ranks-per-uid default (ranks.c) */
 #define PPD_CONN_NS	  1000000000ull /* ... each for at most 1 s */
 #define PPD_MAX_HANDLERS  16
 #define PPD_BURST	  32
@@ -100,6 +103,16 @@ enum ppd_drop {
 };
 
 struct ppd;
+
+/* A job's binding (claims.c): whose ranks may attach to it. */
+struct ppd_claim {
+	int used;	/* entry taken */
+	int fd;		/* the claiming connection while it is open, else -1 */
+	uint32_t job;	/* job key */
+	uint32_t size;	/* ranks in the job (0: not fixed until a rank attaches) */
+	uint64_t token; /* the token its ranks must give */
+	uid_t uid;	/* the uid its ranks must run as */
+};
 
 /* One attached rank. Fields below state are set before it turns ACTIVE and
  * not changed until it is FREE again, except where said. */
@@ -256,6 +269,9 @@ struct ppd {
 	int no_pull_serve;			/* --no-pull-serve: ranks serve their PULLs */
 	int no_place;				/* --no-place: DATA frames go whole */
 	int doze;				/* --doze: idle handlers may sleep */
+	int bind_first;				/* --bind-first-attacher (claims.c) */
+	int max_ranks_uid;			/* --max-ranks-per-uid (ranks.c) */
+	struct ppd_claim claims[PPD_CLAIMS];	/* job bindings, main thread only */
 	int doze_fd;	       /* the NIC's wait descriptor when they may (else -1) */
 	_Atomic int nattached; /* ranks not FREE (main thread writes) */
 	_Atomic int stop;      /* handlers end their loop */
@@ -304,6 +320,17 @@ void ppd_reply(int c, int status, uint64_t region, const int *fds, int nfds, con
 int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_req *req);
 void ppd_rank_died(struct ppd_rank *r, const char *how);
 int ppd_ranks_reclaim(struct ppd *d);
+
+/* Job bindings (claims.c), main thread only. serve: a claim request from c
+ * (answered on c; on success the claim took c's connection). find: job's
+ * binding, or NULL. bind: bind job to the first rank attaching (with
+ * --bind-first-attacher); 0 or -ENOSPC. closed: claim i's connection
+ * ended. sweep: free the bindings no connection and no rank holds. */
+void ppd_claim_serve(struct ppd *d, struct ppd_conn *c, const struct ppd_claim_req *req);
+struct ppd_claim *ppd_claim_find(struct ppd *d, uint32_t job);
+int ppd_claim_bind(struct ppd *d, uint32_t job, uid_t uid, uint64_t token, uint32_t size);
+void ppd_claim_closed(struct ppd *d, int i);
+void ppd_claims_sweep(struct ppd *d);
 
 /* Start and stop the handler threads (fwd.c). start: -errno. */
 int ppd_handlers_start(struct ppd *d, const int *cores, int n);

@@ -8,10 +8,16 @@
  * What an attach must pass (the README's trust model): the connection was
  * accepted from an allowed uid and its process is pinned by a pidfd
  * (server.c); the request's numbers are within bounds (job size, rank,
- * incarnation not 0); and a job is bound to the uid, token and size of the
- * first rank that attached to it, for as long as any rank of it is in the
- * table: a rank of another launch or of another user can neither join it,
- * take one of its ranks, nor speak for it.
+ * incarnation not 0); the job is claimed here (claims.c: by its launcher or
+ * root, before its ranks start) and the rank runs as the claimed uid and
+ * gives the claimed token and size: a rank of another launch or of another
+ * user can neither join it, take one of its ranks, nor speak for it, nor
+ * bind a job number first. A job nobody claimed is refused, saying how to
+ * claim it; with --bind-first-attacher (single-user nodes) it is bound to
+ * its first rank instead. Last, no uid but root and the daemon's own may
+ * hold more than --max-ranks-per-uid entries of the table (default
+ * PPD_RANKS_UID, half of it), so one user cannot fill it and keep every
+ * other from attaching.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -110,15 +116,13 @@ static int least_loaded(const struct ppd *d)
 	return best;
 }
 
-/* The first entry of job that is not FREE (it holds the binding), or NULL. */
-static const struct ppd_rank *job_entry(const struct ppd *d, uint32_t job)
+/* Entries of the table uid holds (any state but FREE: each takes room). */
+static int uid_entries(const struct ppd *d, uid_t uid)
 {
-	for (int i = 0; i < PPD_MAX_RANKS; i++) {
-		const struct ppd_rank *e = &d->ranks[i];
-		if (atomic_load(&e->state) != PPD_RANK_FREE && e->job == job)
-			return e;
-	}
-	return NULL;
+	int n = 0;
+	for (int i = 0; i < PPD_MAX_RANKS; i++)
+		n += atomic_load(&d->ranks[i].state) != PPD_RANK_FREE && d->ranks[i].uid == uid;
+	return n;
 }
 
 int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_req *req)
@@ -136,14 +140,21 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 			  req->size, PPD_MAX_JOB_RANKS, req->inc);
 		return -EINVAL;
 	}
-	const struct ppd_rank *bound = job_entry(d, req->job);
+	struct ppd_claim *bound = ppd_claim_find(d, req->job);
+	if (!bound && !d->bind_first) {
+		ppd_reply(c->fd, -EACCES, 0, NULL, 0,
+			  "job %u is not claimed here: its launcher claims it (pprun --daemon), "
+			  "or root: ppd --claim JOB:UID:TOKEN[:SIZE]",
+			  req->job);
+		return -EACCES;
+	}
 	if (bound && (bound->uid != cr->uid || bound->token != req->token)) {
 		ppd_reply(c->fd, -EPERM, 0, NULL, 0,
-			  "job %u is attached here by another launch (uid %u, another token)",
-			  req->job, bound->uid);
+			  "job %u is bound here to another launch (uid %u, another token)",
+			  req->job, (unsigned)bound->uid);
 		return -EPERM;
 	}
-	if (bound && bound->size != req->size) {
+	if (bound && bound->size && bound->size != req->size) {
 		ppd_reply(c->fd, -EINVAL, 0, NULL, 0, "job %u has %u ranks here, not %u", req->job,
 			  bound->size, req->size);
 		return -EINVAL;
@@ -160,11 +171,24 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 		if (!r && st == PPD_RANK_FREE)
 			r = e;
 	}
+	if (cr->uid != 0 && cr->uid != geteuid() && uid_entries(d, cr->uid) >= d->max_ranks_uid) {
+		ppd_reply(c->fd, -ENOSPC, 0, NULL, 0,
+			  "uid %u has %d ranks here, its most (ppd --max-ranks-per-uid)", cr->uid,
+			  d->max_ranks_uid);
+		return -ENOSPC;
+	}
 	if (!r) {
 		ppd_reply(c->fd, -ENOSPC, 0, NULL, 0, "%d ranks attached: no room for more",
 			  PPD_MAX_RANKS);
 		return -ENOSPC;
 	}
+	if (!bound && ppd_claim_bind(d, req->job, cr->uid, req->token, req->size)) {
+		ppd_reply(c->fd, -ENOSPC, 0, NULL, 0, "%d jobs are bound here: no room for more",
+			  PPD_CLAIMS);
+		return -ENOSPC;
+	}
+	if (bound && !bound->size)
+		bound->size = req->size; /* claimed without a size: the first rank's */
 	r->job = req->job;
 	r->rank = req->rank;
 	r->size = req->size;

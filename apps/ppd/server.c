@@ -3,9 +3,16 @@
  * ppd's UNIX socket, main thread only (cold path): the listening socket and
  * the connections that have not sent their request yet. Nothing here
  * blocks: every connection is non-blocking and has PPD_CONN_NS to send its
- * one request (an attach or a stats request), after which it is closed, so
- * no client can hold the main thread; at most PPD_PENDING wait at once (one
- * more closes the oldest).
+ * one request (an attach, a claim or a stats request), after which it is
+ * closed (or taken by the rank or the claim it made), so no client can hold
+ * the main thread.
+ *
+ * Fair admission: at most PPD_PENDING connections wait at once, at most
+ * PPD_PENDING_UID of them from one uid. A connection of a uid that has its
+ * share waiting closes that uid's own oldest one; one that finds the table
+ * full closes the oldest of the uid with the most waiting. So a uid that
+ * opens connections without end evicts only its own, and never another
+ * user's attach.
  *
  * Who may connect: the socket is made mode 0600 (0660 and owned by the
  * group with --group), and the credentials the kernel gives for the
@@ -197,6 +204,37 @@ static int peer_pidfd(int fd, pid_t pid)
 	return pfd;
 }
 
+/* The entry a new connection of uid takes (fair admission, at the top):
+ * a free one while uid is below its share, else uid's own oldest when it
+ * has its share, else the oldest of the uid with the most entries. */
+static struct ppd_conn *conn_slot(struct ppd_server *s, uid_t uid)
+{
+	struct ppd_conn *free_ = NULL, *own = NULL, *most = NULL;
+	int mine = 0, most_n = 0;
+	for (int i = 0; i < PPD_PENDING; i++) {
+		struct ppd_conn *e = &s->conn[i];
+		if (e->fd < 0) {
+			free_ = free_ ? free_ : e;
+			continue;
+		}
+		int n = 0;
+		for (int k = 0; k < PPD_PENDING; k++)
+			n += s->conn[k].fd >= 0 && s->conn[k].cr.uid == e->cr.uid;
+		if (n > most_n || (n == most_n && e->deadline < most->deadline)) {
+			most = e;
+			most_n = n;
+		}
+		if (e->cr.uid == uid) {
+			mine++;
+			if (!own || e->deadline < own->deadline)
+				own = e;
+		}
+	}
+	if (mine >= PPD_PENDING_UID)
+		return own;
+	return free_ ? free_ : most;
+}
+
 void ppd_server_accept(struct ppd_server *s, uint64_t now)
 {
 	for (int k = 0; k < PPD_PENDING; k++) {
@@ -221,16 +259,7 @@ void ppd_server_accept(struct ppd_server *s, uint64_t now)
 			client_close(fd);
 			continue;
 		}
-		/* A free slot, else the oldest connection goes. */
-		struct ppd_conn *c = &s->conn[0];
-		for (int i = 0; i < PPD_PENDING; i++) {
-			if (s->conn[i].fd < 0) {
-				c = &s->conn[i];
-				break;
-			}
-			if (s->conn[i].deadline < c->deadline)
-				c = &s->conn[i];
-		}
+		struct ppd_conn *c = conn_slot(s, cr.uid);
 		conn_close(c);
 		*c = (struct ppd_conn){
 		    .fd = fd, .pidfd = pidfd, .cr = cr, .deadline = now + PPD_CONN_NS};
@@ -263,17 +292,22 @@ static void stats_reply(const struct ppd *d, int c, uint32_t format)
 void ppd_server_input(struct ppd *d, struct ppd_server *s, int i)
 {
 	struct ppd_conn *c = &s->conn[i];
-	struct ppd_attach_req req;
-	ssize_t n = recv(c->fd, &req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
+	union {
+		struct ppd_attach_req a; /* attach or stats (magic first in both) */
+		struct ppd_claim_req c;	 /* claim */
+	} u;
+	ssize_t n = recv(c->fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n != (ssize_t)sizeof(req)) {
+	size_t want = n >= 4 && u.a.magic == PPD_CLAIM_MAGIC ? sizeof(u.c) : sizeof(u.a);
+	if (n != (ssize_t)want) {
 		if (n > 0)
 			ppd_reply(c->fd, -EPROTO, 0, NULL, 0, "a request of %zd bytes, not %zu", n,
-				  sizeof(req));
+				  want);
 		conn_close(c);
 		return;
 	}
+	const struct ppd_attach_req req = u.a;
 	struct pollfd pf = {.fd = c->pidfd, .events = POLLIN};
 	if (poll(&pf, 1, 0) != 0)
 		/* The process that connected is gone; another holds its socket. */
@@ -281,11 +315,13 @@ void ppd_server_input(struct ppd *d, struct ppd_server *s, int i)
 			  (int)c->cr.pid);
 	else if (req.magic == PPD_STATS_MAGIC)
 		stats_reply(d, c->fd, req.rank);
+	else if (req.magic == PPD_CLAIM_MAGIC)
+		ppd_claim_serve(d, c, &u.c);
 	else if (req.magic != PPD_MAGIC)
 		ppd_reply(c->fd, -EPROTO, 0, NULL, 0, "not a ppd request");
 	else if (ppd_rank_attach(d, c, &req) == 0)
 		atomic_fetch_add(&d->nattached, 1);
-	conn_close(c); /* a no-op when the rank took the connection */
+	conn_close(c); /* its pidfd alone when a rank or a claim took the connection */
 }
 
 void ppd_server_expire(struct ppd_server *s, uint64_t now)

@@ -16,6 +16,15 @@
  * PPD_STATS_MAGIC instead gets the daemon's counters: as text, or as one
  * JSON document when its rank field is PPD_STATS_JSON.
  *
+ * Claims: a rank may attach only to a job claimed at its daemon. A
+ * struct ppd_claim_req (magic PPD_CLAIM_MAGIC), accepted from root or the
+ * daemon's own uid only, binds job J to (uid, token, size): the job's
+ * launcher (pprun --daemon) or a root prolog (ppd --claim) sends it before
+ * the ranks start. The answer is a struct ppd_attach_rep without
+ * descriptors; on success the connection stays open and the binding lasts
+ * while it is open or any rank of J is attached (ppd's claims.c). Ranks of
+ * J must then run as uid and give token (ppd_token_hash of their PP_TOKEN).
+ *
  * Region: a header page, then two rings (shm/ring.h, one producer and one
  * consumer each), then frame slots.
  *   tx ring   rank -> daemon: PPD_REC_FRAME (send slot s), PPD_REC_RXFREE
@@ -73,7 +82,8 @@
 #define PPD_MAGIC	0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC 0x70707331u /* "pps1": print counters */
 #define PPD_STATS_JSON	1u	    /* ... as JSON (in the request's rank) */
-#define PPD_VERSION	7u
+#define PPD_CLAIM_MAGIC 0x70706331u /* "ppc1": bind a job (root) */
+#define PPD_VERSION	8u
 
 /* Monotonic time in ns: the daemon's clock, and the one both sides of the
  * dozing handshake stamp spin_ns with. */
@@ -115,9 +125,31 @@ struct ppd_attach_req {
 	uint32_t rank;	  /* the rank attaching */
 	uint32_t size;	  /* ranks in the job */
 	uint32_t inc;	  /* its incarnation (proto/wire.h), not 0: its frames carry it */
-	uint64_t token;	  /* job token from the launcher (0: none): every rank of a job
-			   * attached at once must give the first one's, from its uid */
+	uint64_t token;	  /* job token from the launcher (0: none): the one its job
+			   * was claimed with, from the claimed uid */
 };
+
+/* Launcher -> daemon: bind job to uid, token and size (Claims, above). */
+struct ppd_claim_req {
+	uint32_t magic;	  /* PPD_CLAIM_MAGIC */
+	uint32_t version; /* PPD_VERSION */
+	uint32_t job;	  /* job key */
+	uint32_t size;	  /* ranks in the job (0: the first rank to attach says) */
+	uint32_t uid;	  /* the uid its ranks run as */
+	uint32_t pad;	  /* zero */
+	uint64_t token;	  /* the token its ranks give (0: none) */
+};
+
+/* The token a rank sends for the text of its token key (PP_TOKEN, token=):
+ * FNV-1a in 64 bits, never 0 (0 means none). Launchers that claim a job
+ * hash the text they give the ranks with it. */
+static inline uint64_t ppd_token_hash(const char *text)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *text; text++)
+		h = (h ^ (unsigned char)*text) * 1099511628211ull;
+	return h ? h : 1;
+}
 
 /* Daemon -> rank, the answer; the memfd rides along when status is 0. */
 struct ppd_attach_rep {

@@ -231,7 +231,7 @@ run "rank 1 killed mid-transfer, node-mate 0 keeps exchanging with 2" 3 -n 4 --n
 
 # 3. Address ranges a rank does not own.
 sock=/run/pp/ppd-check.sock
-ip netns exec ppn0 "$ppd" --dev "--vdev=net_${kind}0,iface=pp0" --socket "$sock" --cores 0 >"$log" 2>&1 &
+ip netns exec ppn0 "$ppd" --dev "--vdev=net_${kind}0,iface=pp0" --socket "$sock" --cores 0 --bind-first-attacher >"$log" 2>&1 &
 dpid=$!
 for _ in $(seq 200); do "$ppd" --stats --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
 "$ppdc" badrange "$sock" || { cat "$log"; fail "badrange"; }
@@ -251,7 +251,7 @@ fi
 # 4. Restarts. SIGKILL leaves the socket behind...
 kill -9 "$dpid"; wait "$dpid" 2>/dev/null; dpid=
 [ -S "$sock" ] || fail "expected a socket left behind by the killed daemon"
-ip netns exec ppn0 "$ppd" --dev "--vdev=net_${kind}0,iface=pp0" --socket "$sock" --cores 0 >"$log" 2>&1 &
+ip netns exec ppn0 "$ppd" --dev "--vdev=net_${kind}0,iface=pp0" --socket "$sock" --cores 0 --bind-first-attacher >"$log" 2>&1 &
 dpid=$!
 for _ in $(seq 200); do "$ppd" --stats --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
 "$ppd" --stats --socket "$sock" >/dev/null || { cat "$log"; fail "a new daemon did not replace the stale socket"; }

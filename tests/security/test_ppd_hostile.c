@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "cu_main.h"
 #include "pp.h"
 #include "ppd/ppd_shm.h"
@@ -48,6 +49,9 @@ static double now_s(void)
 static int suite_init(void)
 {
 	if (td_start(&dmn, "hostile", NULL))
+		return -1;
+	/* The jobs the raw clients attach to (the victim's claims its own). */
+	if (td_claim(&dmn, EVIL_JOB, 0, 2) || td_claim(&dmn, 303, 0, 1u << 20))
 		return -1;
 	if (td_open(&dmn, &victim[0], VICTIM_JOB, 0, 2) ||
 	    td_open(&dmn, &victim[1], VICTIM_JOB, 1, 2))
@@ -476,6 +480,7 @@ static void test_daemon_killed(void)
 {
 	struct td t;
 	CU_ASSERT_EQUAL_FATAL(td_start(&t, "killd", NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(td_claim(&t, pp_config_job_hash("killd"), 0, 2), 0);
 	struct initer in[2] = {{0, t.sock, NULL, 0}, {1, t.sock, NULL, 0}};
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
