@@ -150,7 +150,7 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	}
 	if (bound && (bound->uid != cr->uid || bound->token != req->token)) {
 		ppd_reply(c->fd, -EPERM, 0, NULL, 0,
-			  "job %u is bound here to another launch (uid %u, another token)",
+			  "job %u is bound here to another launch (uid %u, its own token)",
 			  req->job, (unsigned)bound->uid);
 		return -EPERM;
 	}

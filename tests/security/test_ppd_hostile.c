@@ -12,6 +12,7 @@
  * no test bed, no privilege (a test that needs root says so and skips).
  */
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -109,6 +111,8 @@ static int raw_connect(const struct td *t)
 
 /* Send req on s, read the answer: its status (and the region, mapped into
  * r, when 0), or -EPROTO when none came within 3 s. */
+static char raw_why[192]; /* the message of the last answer raw_request read */
+
 static int raw_request(int s, const struct ppd_attach_req *req, struct raw *r)
 {
 	struct timeval tv = {.tv_sec = 3};
@@ -129,6 +133,8 @@ static int raw_request(int s, const struct ppd_attach_req *req, struct raw *r)
 			    .msg_controllen = sizeof(cm.buf)};
 	if (recvmsg(s, &mh, 0) != (ssize_t)sizeof(rep))
 		return -EPROTO;
+	memcpy(raw_why, rep.message, sizeof(raw_why));
+	raw_why[sizeof(raw_why) - 1] = '\0';
 	if (rep.status)
 		return rep.status;
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
@@ -505,6 +511,240 @@ static void test_daemon_killed(void)
 	td_stop(&t);
 }
 
+/* --- other users: admission and claims ---------------------------------- */
+
+#define NOBODY 65534
+
+/* What a child running as nobody found. */
+struct verdict {
+	int n;		/* attaches that succeeded */
+	int status;	/* the first refusal (0: none) */
+	char why[192];	/* ... its message */
+};
+
+/* Start t, a daemon whose socket nobody's group may use too. */
+static int start_shared(struct td *t, const char *tag, const char *max_ranks)
+{
+	struct group *g = getgrgid(NOBODY);
+	if (!g)
+		return -1;
+	static char name[64];
+	snprintf(name, sizeof(name), "%s", g->gr_name);
+	const char *extra[] = {"--group", name, max_ranks ? "--max-ranks-per-uid" : NULL,
+			       max_ranks, NULL};
+	/* Its folder is mkdtemp's (0700): nobody may reach the socket too. */
+	return td_start(t, tag, extra) || chmod(t->dir, 0711) ? -1 : 0;
+}
+
+/* In a child: become nobody (uid and gid 65534, no other group). */
+static void become_nobody(void)
+{
+	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+		_exit(3);
+}
+
+/* Run fn as nobody in a child; its verdict in v. 0, or -1 when it failed. */
+static int as_nobody(void (*fn)(const struct td *t, struct verdict *v), const struct td *t,
+		     struct verdict *v)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t c = fork();
+	if (c == 0) {
+		close(p[0]);
+		become_nobody();
+		struct verdict mine = {0};
+		fn(t, &mine);
+		_exit(write(p[1], &mine, sizeof(mine)) == (ssize_t)sizeof(mine) ? 0 : 4);
+	}
+	close(p[1]);
+	memset(v, 0, sizeof(*v));
+	ssize_t got = read(p[0], v, sizeof(*v));
+	close(p[0]);
+	int st;
+	waitpid(c, &st, 0);
+	return got == (ssize_t)sizeof(*v) && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Attach rank of job (size ranks, token) to t: 0 (the region in r), or the
+ * daemon's status (its message in raw_why). */
+static int raw_attach_to(const struct td *t, struct raw *r, unsigned job, unsigned rank,
+			 unsigned size, uint64_t token)
+{
+	int s = raw_connect(t);
+	if (s < 0)
+		return -ENODEV;
+	struct ppd_attach_req req = req_of(job, rank, size, inc_of(job, rank), token);
+	int rc = raw_request(s, &req, r);
+	if (rc)
+		close(s);
+	return rc;
+}
+
+#define FAIR_JOB  700 /* the victim's job on the shared daemon */
+#define FLOOD_JOB 701 /* nobody's */
+
+static void flooder_ranks(const struct td *t, struct verdict *v)
+{
+	static struct raw held[40];
+	for (unsigned i = 0; i < 40; i++) {
+		int rc = raw_attach_to(t, &held[i], FLOOD_JOB, i, 64, 0);
+		if (rc == 0) {
+			v->n++;
+		} else if (!v->status) {
+			v->status = rc;
+			snprintf(v->why, sizeof(v->why), "%s", raw_why);
+		}
+	}
+}
+
+/* Finding 6: one uid opening connections without end evicts only its own
+ * pending connections: every attach of another user goes through; and
+ * one uid holds at most its share of the rank table (--max-ranks-per-uid,
+ * 32 by default), the 33rd refused with the reason while others attach. */
+static void test_fair_admission(void)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "(skipped: needs root to become another user) ");
+		return;
+	}
+	struct td t;
+	CU_ASSERT_EQUAL_FATAL(start_shared(&t, "fair", NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(td_claim(&t, FAIR_JOB, 0, 64), 0);
+	CU_ASSERT_EQUAL_FATAL(td_claim_at(t.sock, FLOOD_JOB, NOBODY, 0, 64, NULL, 0) >= 0, 1);
+	int ready[2];
+	CU_ASSERT_FATAL(pipe(ready) == 0);
+	pid_t flood = fork();
+	if (flood == 0) {
+		become_nobody();
+		static int fds[400];
+		for (unsigned long k = 0;; k++) {
+			int i = (int)(k % 400);
+			if (fds[i] > 0)
+				close(fds[i]);
+			fds[i] = raw_connect(&t);
+			if (k == 400 && write(ready[1], "x", 1) != 1)
+				_exit(4);
+		}
+	}
+	char x;
+	CU_ASSERT_FATAL(read(ready[0], &x, 1) == 1);
+	int ok = 0;
+	for (unsigned i = 0; i < 40; i++) {
+		struct raw r;
+		int rc = raw_attach_to(&t, &r, FAIR_JOB, i, 64, 0);
+		if (rc == 0) {
+			ok++;
+			raw_close(&r);
+		} else {
+			fprintf(stderr, "[attach %u: %d %s] ", i, rc, raw_why);
+		}
+	}
+	kill(flood, SIGKILL);
+	waitpid(flood, NULL, 0);
+	close(ready[0]), close(ready[1]);
+	CU_ASSERT_EQUAL(ok, 40);
+
+	/* The rank table: nobody holds 32 entries, no more, while root's
+	 * ranks still attach. */
+	struct verdict v;
+	pid_t holder = 0;
+	int hp[2], gop[2];
+	CU_ASSERT_FATAL(pipe(hp) == 0 && pipe(gop) == 0);
+	if ((holder = fork()) == 0) {
+		become_nobody();
+		struct verdict mine = {0};
+		flooder_ranks(&t, &mine);
+		if (write(hp[1], &mine, sizeof(mine)) != (ssize_t)sizeof(mine) ||
+		    read(gop[0], &x, 1) != 1)
+			_exit(4);
+		_exit(0); /* its ranks leave with it */
+	}
+	CU_ASSERT_FATAL(read(hp[0], &v, sizeof(v)) == (ssize_t)sizeof(v));
+	CU_ASSERT_EQUAL(v.n, 32);
+	CU_ASSERT_EQUAL(v.status, -ENOSPC);
+	CU_ASSERT_STRING_EQUAL(v.why, "uid 65534 has 32 ranks here, its most (ppd --max-ranks-per-uid)");
+	struct raw r;
+	CU_ASSERT_EQUAL(raw_attach_to(&t, &r, FAIR_JOB, 63, 64, 0), 0);
+	raw_close(&r);
+	CU_ASSERT(write(gop[1], "x", 1) == 1);
+	waitpid(holder, NULL, 0);
+	close(hp[0]), close(hp[1]), close(gop[0]), close(gop[1]);
+	CU_ASSERT_EQUAL(td_stop(&t), 0);
+}
+
+/* An unclaimed job's rank is refused, and told how to claim it. */
+static void test_unclaimed(void)
+{
+	struct raw r;
+	CU_ASSERT_EQUAL(raw_attach_to(&dmn, &r, 801, 0, 2, 0), -EACCES);
+	CU_ASSERT_STRING_EQUAL(raw_why, "job 801 is not claimed here: its launcher claims it "
+					"(pprun --daemon), or root: ppd --claim JOB:UID:TOKEN[:SIZE]");
+}
+
+#define SQUAT_JOB   800	    /* root's, claimed with a token */
+#define SQUAT_TOKEN 0xabcull /* ... this one */
+
+static void squatter(const struct td *t, struct verdict *v)
+{
+	struct raw r;
+	/* First to attach, even with the right token: refused. */
+	v->status = raw_attach_to(t, &r, SQUAT_JOB, 0, 2, SQUAT_TOKEN);
+	snprintf(v->why, sizeof(v->why), "%s", raw_why);
+	/* Nor may it claim a job for itself. */
+	char why[192] = "";
+	int fd = td_claim_at(t->sock, 802, NOBODY, 1, 1, why, sizeof(why));
+	v->n = fd;
+	if (fd >= 0)
+		close(fd);
+	snprintf(v->why + strlen(v->why) + 1, sizeof(v->why) - strlen(v->why) - 1, "%s", why);
+}
+
+/* Finding 7: a job is bound by its claim, not by its first attacher: a
+ * squatter of another uid attaching the job first is refused with the
+ * reason, the claimed owner's ranks attach; a non-root claim is refused; a
+ * claim on a job claimed by someone else too; the binding outlives the
+ * claiming connection while ranks are attached, and no longer. */
+static void test_squatting(void)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "(skipped: needs root to become another user) ");
+		return;
+	}
+	struct td t;
+	CU_ASSERT_EQUAL_FATAL(start_shared(&t, "squat", NULL), 0);
+	int claim = td_claim_at(t.sock, SQUAT_JOB, 0, SQUAT_TOKEN, 2, NULL, 0);
+	CU_ASSERT_FATAL(claim >= 0);
+	struct verdict v;
+	CU_ASSERT_EQUAL_FATAL(as_nobody(squatter, &t, &v), 0);
+	CU_ASSERT_EQUAL(v.status, -EPERM);
+	CU_ASSERT_STRING_EQUAL(v.why, "job 800 is bound here to another launch (uid 0, its own token)");
+	CU_ASSERT_EQUAL(v.n, -EPERM);
+	CU_ASSERT_STRING_EQUAL(v.why + strlen(v.why) + 1,
+			       "uid 65534 may not claim jobs here (root or uid 0 only)");
+	char why[192];
+	CU_ASSERT_EQUAL(td_claim_at(t.sock, SQUAT_JOB, NOBODY, 0, 2, why, sizeof(why)), -EADDRINUSE);
+	CU_ASSERT_STRING_EQUAL(why, "job 800 is claimed here already (uid 0)");
+	struct raw a, b;
+	CU_ASSERT_EQUAL_FATAL(raw_attach_to(&t, &a, SQUAT_JOB, 0, 2, SQUAT_TOKEN), 0);
+	CU_ASSERT_EQUAL_FATAL(raw_attach_to(&t, &b, SQUAT_JOB, 1, 2, SQUAT_TOKEN), 0);
+	/* The launcher gone, its ranks hold the binding ... */
+	close(claim);
+	raw_close(&b);
+	struct raw c;
+	CU_ASSERT_EQUAL_FATAL(as_nobody(squatter, &t, &v), 0);
+	CU_ASSERT_EQUAL(v.status, -EPERM);
+	CU_ASSERT_EQUAL(raw_attach_to(&t, &c, SQUAT_JOB, 1, 2, 0x1ull), -EPERM);
+	/* ... and once they are gone too, nothing is left of it. */
+	raw_close(&a);
+	int rc = 0;
+	for (int i = 0; i < 200 && (rc = raw_attach_to(&t, &c, SQUAT_JOB, 1, 2, 1)) == -EPERM; i++)
+		usleep(10000);
+	CU_ASSERT_EQUAL(rc, -EACCES);
+	CU_ASSERT_EQUAL(td_stop(&t), 0);
+}
+
 static CU_TestInfo tests[] = {
     {"malformed ring records", test_ring_garbage},
     {"a flood of useless records", test_record_flood},
@@ -512,6 +752,9 @@ static CU_TestInfo tests[] = {
     {"idle connections", test_idle_connections},
     {"another uid", test_other_uid},
     {"spoofed jobs and ranks", test_spoof},
+    {"an unclaimed job", test_unclaimed},
+    {"another uid floods connections and ranks", test_fair_admission},
+    {"another uid squats a job number", test_squatting},
     {"a process gone before its request", test_pid_gone},
     {"a rank dies mid-operation", test_die_mid_operation},
     {"SIGTERM with connections pending", test_sigterm_pending},
