@@ -48,7 +48,7 @@ static int type_valid(uint8_t t)
 
 static int type_has_payload(uint8_t t)
 {
-	return t == PP_WIRE_PUSH || t == PP_WIRE_DATA || t == PP_WIRE_HELLO;
+	return t == PP_WIRE_PUSH || t == PP_WIRE_DATA || t == PP_WIRE_HELLO || t == PP_WIRE_BYE;
 }
 
 int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8_t src[6],

@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire format (docs/wire.md): an Ethernet II header with EtherType
- * 0x88B5, then a 72-byte protocol header in network byte order (version 3),
+ * 0x88B5, then a 72-byte protocol header in network byte order (version 4),
  * then payload_len bytes of payload. The crc32c field covers the header (with
  * the field itself taken as zero) followed by the payload.
  *
+ * HELLO and BYE (version 4) end their payload with a 16-byte keyed tag over
+ * the sender's MAC, the header and the payload before it (auth.h); a BYE's
+ * payload is that tag alone, a HELLO's is its discovery record and the tag.
+ * A rank of a job without a secret sends the tag as zeros. A HELLO's offset
+ * field holds when its sender's incarnation began (ms since the epoch):
+ * incarnations are random numbers (never 0), so only that signed time says
+ * which of two is the later.
+ *
  * Incarnations: every pp_init (and every attach to a node daemon) gives the
- * rank a new incarnation number, later ones comparing greater (serial
- * arithmetic, pp_wire_inc_after). A frame carries its sender's (src_inc) and
+ * rank a new incarnation number, drawn at random (not guessable from the
+ * clock; pp_wire_inc_after orders only numbers taken in sequence). A frame carries its sender's (src_inc) and
  * the incarnation of the receiver it was meant for (dst_inc), so no frame of
  * an earlier life of a rank is ever taken by a later one, or by a peer that
  * knows the later one: the decoder drops a frame whose dst_inc is not ours
@@ -50,7 +58,7 @@
 #define PP_WIRE_ETH_LEN	  14
 #define PP_WIRE_HDR_LEN	  72
 #define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
-#define PP_WIRE_VERSION	  3
+#define PP_WIRE_VERSION	  4
 #define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO or BYE to every rank */
 
 /* Field offsets from the start of the protocol header (after Ethernet). */
@@ -83,7 +91,7 @@ enum pp_wire_type {
 	PP_WIRE_DATA = 4,  /* pulled bytes, sequenced */
 	PP_WIRE_ACK = 5,   /* standalone cumulative ack and credit update */
 	PP_WIRE_NACK = 6,  /* gap seen: go back to seq */
-	PP_WIRE_BYE = 7,   /* leaving, unsequenced */
+	PP_WIRE_BYE = 7,   /* leaving, unsequenced; payload: the tag (auth.h) */
 	PP_WIRE_PING = 8,  /* liveness probe, sequenced, no payload: just acked */
 };
 

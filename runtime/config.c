@@ -159,6 +159,11 @@ static int set_token(struct pp_config *c, const char *v)
 	return 0;
 }
 
+static int set_job_secret(struct pp_config *c, const char *v)
+{
+	return set_str(c->job_secret, v);
+}
+
 static int set_node(struct pp_config *c, const char *v)
 {
 	return set_str(c->node, v);
@@ -337,6 +342,11 @@ static const struct key {
     {{"token", "any text (empty: none)", "",
       "binds the job at its node daemons (pprun --daemon draws one)"},
      set_token,
+     false},
+    {{"job_secret", "any text (empty: none)", "",
+      "the job's secret: HELLO and BYE prove it (pprun and PMIx jobs draw one; without "
+      "one, frames cannot end or replace a peer)"},
+     set_job_secret,
      false},
     {{"node", "a name", "", "node name: ranks of one node talk through shared memory"},
      set_node,

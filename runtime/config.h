@@ -47,6 +47,7 @@ struct pp_config {
 	uint32_t job;			/* job key on the wire */
 	bool job_set;			/* job given explicitly (a PMIx launcher's is not used) */
 	uint64_t token;			/* job token: binds the job at its node daemon (0: none) */
+	char job_secret[PP_CFG_STR];	/* proof HELLO and BYE carry ("" none: auth.h) */
 	char job_name[PP_CFG_STR];	/* job key as given (names shm segments) */
 	char node[PP_CFG_STR];		/* node name; same node = shared memory */
 	char dev[PP_CFG_STR];		/* port: EAL device args or pcap:IFACE */

@@ -72,6 +72,8 @@ struct pp_peer_info {
 	uint8_t knows_all;	 /* it said it knows every rank */
 	uint8_t bye;		 /* it said goodbye: it sends nothing more */
 	uint8_t has_our_bye;	 /* it said it has our goodbye */
+	uint8_t learnt;		 /* known from a frame, not a launcher: a launcher replaces it */
+	uint64_t born;		 /* when its incarnation began (ms), from its signed HELLO */
 	char node[PP_NODE_NAME]; /* its node name */
 };
 
@@ -84,6 +86,10 @@ struct pp_membership {
 	uint64_t bye_last;	    /* when a peer last asked for our BYE */
 	int leaving;		    /* pp_finalize is saying goodbye */
 	int joined;		    /* discovery is over */
+	int keyed;		    /* the job has a secret: key is its key (auth.h) */
+	uint8_t key[32];	    /* HELLO and BYE are signed and checked with it */
+	uint64_t born;		    /* when our incarnation began (ms since the epoch) */
+	uint64_t unproven;	    /* HELLO and BYE dropped: no proof, and they would act */
 };
 
 /* How the rank learnt its rank, size and peers (bootstrap.h). */
@@ -228,9 +234,9 @@ int pp_ctx_spin(pp_ctx *ctx);
  * posted: its first push goes out before anything else is looked at). */
 void pp_ctx_push(pp_ctx *ctx);
 
-/* A new incarnation number: later than any this process gave before, and
- * than any a process started earlier on this host could have (it follows
- * the real-time clock, in ms), never 0. */
+/* A new incarnation number: 32 random bits from getrandom, never 0 (so a
+ * neighbour on the link cannot guess one from the clock). Which of two is
+ * the later is said by the signed start time of a HELLO (membership.c). */
 uint32_t pp_membership_incarnation(void);
 
 /* Membership (membership.c). init/fini: its per-rank table (-ENOMEM).
@@ -250,10 +256,20 @@ int pp_membership_left(pp_ctx *ctx, uint32_t rank, int crashed);
 
 /* What a bootstrap outside the port (PMIx) says of peer rank: its port's
  * MAC, incarnation and node. Called by join's exchange, before the peers
- * are added. Errors: -EINVAL (own rank, out of range, incarnation 0),
- * -EEXIST (rank already known). */
+ * are added. A peer learnt from a frame (learnt) is replaced by what the
+ * launcher says. Errors: -EINVAL (own rank, out of range, incarnation 0),
+ * -EEXIST (rank already known from a launcher, otherwise). */
 int pp_membership_learn(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc,
 			const char *node);
+
+/* The job's secret (a launcher's, config key job_secret): HELLO and BYE
+ * are signed and checked with its key from now on. Errors: -EINVAL (empty),
+ * -EIO (libsodium). */
+int pp_membership_secret(pp_ctx *ctx, const char *secret);
+
+/* A fresh secret for a job, as text (64 hex digits) at out, from getrandom.
+ * Errors: -ENOSPC (cap under 65), -EIO (no randomness). */
+int pp_membership_secret_draw(char *out, size_t cap);
 
 /* Say goodbye to every peer and wait for theirs (see membership.c).
  * Errors: -ETIMEDOUT (some peer silent past deadline). */

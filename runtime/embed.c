@@ -205,23 +205,37 @@ void pp_embed_addr(const struct pp_embed *m, struct pp_embed_addr *a)
 	a->job = ctx->cfg.job;
 }
 
-/* Rank is at mac, incarnation inc: 0 (also when known so already),
- * -EEXIST when known otherwise, or pp_proto_peer_add's error. */
-static int peer_add(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc)
+/* Rank is at mac, incarnation inc (learnt: from a frame, not the caller's
+ * AV): 0 (also when known so already), -EEXIST when the caller named it
+ * otherwise before, or pp_proto_peer_add's error. What the caller says
+ * replaces what a frame taught: a rank the launcher names is never locked
+ * out by a frame that came first (the engine's peer is pointed at the
+ * address given; what was sent to the other one is sent again by go-back-N,
+ * as after any loss). */
+static int peer_add(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc, int learnt)
 {
 	struct pp_peer_info *pi = &ctx->mem.peers[rank];
 	if (pi->known) {
-		if (memcmp(pi->mac, mac, 6) == 0 && pi->inc == inc)
+		if (memcmp(pi->mac, mac, 6) == 0 && pi->inc == inc) {
+			pi->learnt &= (uint8_t)learnt;
 			return 0;
-		return rank == (uint32_t)ctx->rank ? -EINVAL : -EEXIST;
+		}
+		if (rank == (uint32_t)ctx->rank)
+			return -EINVAL;
+		if (learnt || !pi->learnt)
+			return -EEXIST;
+		pp_info("rank %d: rank %u was learnt at another address; the caller's replaces it",
+			ctx->rank, rank);
 	}
 	int rc = pp_proto_peer_add(ctx->eng, rank, mac, inc);
 	if (rc)
 		return rc;
 	memcpy(pi->mac, mac, 6);
 	pi->inc = inc;
+	pi->learnt = (uint8_t)learnt;
+	if (!pi->known)
+		ctx->mem.nknown++;
 	pi->known = pi->knows_all = 1;
-	ctx->mem.nknown++;
 	return 0;
 }
 
@@ -231,24 +245,34 @@ int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a)
 	if (a->job != ctx->cfg.job || a->size != (uint32_t)ctx->size ||
 	    a->rank >= (uint32_t)ctx->size)
 		return -EINVAL;
-	return peer_add(ctx, a->rank, a->mac, a->inc);
+	return peer_add(ctx, a->rank, a->mac, a->inc, 0);
 }
 
 /* An MPI inserts addresses only of ranks it sends to (Open MPI adds procs
  * on first use), yet receives from any rank of its job: a frame of this
  * job, for this rank and incarnation, from a rank not yet known makes that
- * rank a peer at the frame's source MAC. Cold: only frames the engine
+ * rank a peer at the frame's source MAC. Only a frame that decodes whole
+ * (pp_wire_decode: CRC, job, ranks, lengths) teaches anything, never a
+ * HELLO or BYE (those are membership's, and need proof), and only about a
+ * rank nobody named yet: what it teaches is marked learnt, and the
+ * caller's AV insert of that rank replaces it (peer_add). Forging such a
+ * frame takes our incarnation, 32 random bits that only the AV carries
+ * (no HELLO says it in an embedded job). Cold: only frames the engine
  * dropped come here. */
 int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len)
 {
-	struct pp_wire_peek pk;
-	if (pp_wire_peek(frame, len, &pk) || pk.job != ctx->cfg.job ||
-	    pk.dst_rank != (uint32_t)ctx->rank || pk.dst_inc != ctx->inc ||
-	    pk.src_rank >= (uint32_t)ctx->size || ctx->mem.peers[pk.src_rank].known)
+	struct pp_wire_check chk = {ctx->cfg.job, (uint32_t)ctx->rank, (uint32_t)ctx->size,
+				    ctx->port_info.mtu, ctx->inc};
+	struct pp_wire_hdr h;
+	const uint8_t *payload;
+	enum pp_drop_reason why;
+	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) ||
+	    h.type == PP_WIRE_HELLO || h.type == PP_WIRE_BYE || h.dst_inc != ctx->inc ||
+	    ctx->mem.peers[h.src_rank].known)
 		return -ENOENT;
-	int rc = peer_add(ctx, pk.src_rank, frame + 6, pk.src_inc); /* Ethernet source */
+	int rc = peer_add(ctx, h.src_rank, frame + 6, h.src_inc, 1); /* Ethernet source */
 	if (rc == 0)
-		pp_info("rank %d: rank %u learnt from its first frame", ctx->rank, pk.src_rank);
+		pp_info("rank %d: rank %u learnt from its first frame", ctx->rank, h.src_rank);
 	return rc;
 }
 

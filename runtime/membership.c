@@ -46,6 +46,20 @@
  * it will send nothing more: receives that only it could satisfy fail with
  * -ECONNRESET instead of waiting for ever.
  *
+ * Proof (auth.h): HELLO and BYE end in a tag keyed with the job's secret.
+ * In a job with a secret, membership acts only on frames whose tag holds;
+ * the rest are dropped and counted (mem.unproven), whatever they say. A job
+ * without one (a library under an MPI that passes none, a job started by
+ * hand) sends zero tags, and membership then never lets a frame end,
+ * replace or admit a peer: peers come from the launcher or the AV; the one
+ * exception is HELLO discovery started by hand (rank= and size= set, no
+ * launcher), where the first HELLO of a rank not yet known admits it until
+ * discovery is over, as the job's only source of peers. There a BYE still
+ * counts towards our own goodbye once we are leaving (it changes nothing of
+ * the peer's), and nothing ends a peer but the engine's own loss timer.
+ * Which of two incarnations is the later is said by a HELLO's signed start
+ * time (offset), since incarnations are random.
+ *
  * With the PMIx bootstrap (bootstrap.h) no HELLO is sent: the launcher's
  * fence hands every rank the others' MACs, incarnations and nodes
  * (pmix.c, through pp_membership_learn), and a rank whose fence completed
@@ -58,9 +72,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "bootstrap.h"
 #include "ctx.h"
 #include "pp_log.h"
@@ -80,19 +96,54 @@ struct hello {
 	uint8_t knows_all;	 /* 1: the sender knows every rank */
 };
 
+/* n random bytes from the kernel: 0, or -EIO. */
+static int random_bytes(void *p, size_t n)
+{
+	uint8_t *b = p;
+	while (n) {
+		ssize_t k = getrandom(b, n, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -EIO;
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
 uint32_t pp_membership_incarnation(void)
 {
-	static _Atomic uint32_t last;
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	uint32_t ms = (uint32_t)((uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u);
-	uint32_t prev = atomic_load(&last), next;
-	do {
-		next = pp_wire_inc_after(ms, prev) ? ms : prev + 1;
-		if (next == 0)
-			next = 1; /* 0 means "not known" on the wire */
-	} while (!atomic_compare_exchange_weak(&last, &prev, next));
-	return next;
+	uint32_t v = 0;
+	while (v == 0) /* 0 means "not known" on the wire */
+		if (random_bytes(&v, sizeof(v)) != 0) {
+			/* No kernel randomness (no getrandom): distinct, not secret. */
+			static _Atomic uint32_t n;
+			struct timespec t;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			v = (uint32_t)t.tv_nsec ^ (uint32_t)getpid() << 16 ^ ++n;
+		}
+	return v;
+}
+
+int pp_membership_secret_draw(char *out, size_t cap)
+{
+	uint8_t b[32];
+	if (cap < 2 * sizeof(b) + 1)
+		return -ENOSPC;
+	if (random_bytes(b, sizeof(b)))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(b); i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+int pp_membership_secret(pp_ctx *ctx, const char *secret)
+{
+	int rc = pp_auth_key_derive(secret, ctx->mem.key);
+	if (rc == 0)
+		ctx->mem.keyed = 1;
+	return rc;
 }
 
 static int all_known(const pp_ctx *ctx)
@@ -100,15 +151,18 @@ static int all_known(const pp_ctx *ctx)
 	return ctx->mem.nknown == (uint32_t)ctx->size;
 }
 
-/* HELLO or BYE: unsequenced frames the runtime sends itself. Only HELLO
- * has a payload. id: a BYE's "have", a HELLO's HELLO_REQUEST or 0. dst_inc:
+/* HELLO or BYE: unsequenced frames the runtime sends itself. Both end in
+ * the tag (auth.h), HELLO's after its record; a HELLO's offset is our
+ * incarnation's start time. id: a BYE's "have", a HELLO's HELLO_REQUEST or 0. dst_inc:
  * the receiver's incarnation, 0 when not known yet. */
 static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], uint32_t dst_rank,
 			 uint32_t dst_inc, uint32_t id)
 {
 	struct pp_buf *b;
 	struct hello p = {.knows_all = (uint8_t)all_known(ctx)};
-	uint16_t plen = type == PP_WIRE_HELLO ? sizeof(p) : 0;
+	uint8_t pl[sizeof(p) + PP_AUTH_TAG_LEN] = {0}; /* HELLO's record, then the tag */
+	size_t rec = type == PP_WIRE_HELLO ? sizeof(p) : 0;
+	uint16_t plen = (uint16_t)(rec + PP_AUTH_TAG_LEN);
 	struct pp_wire_hdr h = {
 	    .type = type,
 	    .payload_len = plen,
@@ -118,13 +172,17 @@ static void send_control(pp_ctx *ctx, uint8_t type, const uint8_t dst_mac[6], ui
 	    .msg_len = plen,
 	    .tag = (uint64_t)ctx->size,
 	    .msg_id = id,
+	    .offset = type == PP_WIRE_HELLO ? ctx->mem.born : 0,
 	    .src_inc = ctx->inc,
 	    .dst_inc = dst_inc,
 	};
 	snprintf(p.node, sizeof(p.node), "%s", ctx->mem.peers[ctx->rank].node);
+	memcpy(pl, &p, rec);
 	if (pp_port_alloc(ctx->port, &b, 1) != 1)
 		return; /* no buffer now; the next interval tries again */
-	int len = pp_wire_encode(b->data, b->cap, dst_mac, ctx->port_info.mac, &h, &p);
+	int len = pp_wire_encode(b->data, b->cap, dst_mac, ctx->port_info.mac, &h, pl);
+	if (len > 0 && ctx->mem.keyed) /* else the tag stays zero: no proof */
+		pp_auth_sign(ctx->mem.key, b->data, (size_t)len);
 	if (len > 0) {
 		b->len = (uint32_t)len;
 		if (pp_port_tx_burst(ctx->port, 0, &b, 1) == 1)
@@ -140,15 +198,28 @@ static void forget(pp_ctx *ctx, struct pp_peer_info *pi)
 	ctx->mem.nknown--;
 }
 
-/* A HELLO from rank h->src_rank at src_mac. */
+/* A HELLO or BYE that would make membership act, without proof: dropped
+ * and counted. */
+static void unproven(pp_ctx *ctx, const struct pp_wire_hdr *h)
+{
+	ctx->mem.unproven++;
+	pp_debug("membership: %s of rank %u (incarnation %u) dropped: no proof of the job secret",
+		 pp_wire_type_name(h->type), h->src_rank, h->src_inc);
+}
+
+/* A HELLO from rank h->src_rank at src_mac; proven: its tag holds. */
 static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t *src_mac,
-			const uint8_t *payload)
+			const uint8_t *payload, int proven)
 {
 	struct pp_peer_info *pi = &ctx->mem.peers[h->src_rank];
 	struct hello p;
 
-	if (ctx->mem.leaving || h->payload_len < sizeof(p))
+	if (ctx->mem.leaving || h->payload_len < sizeof(p) + PP_AUTH_TAG_LEN)
 		return;
+	if (ctx->mem.keyed && !proven) {
+		unproven(ctx, h);
+		return;
+	}
 	memcpy(&p, payload, sizeof(p));
 	p.node[sizeof(p.node) - 1] = '\0';
 	if (h->tag != (uint64_t)ctx->size) {
@@ -164,8 +235,12 @@ static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t 
 		return;
 	}
 	if (pi->known && h->src_inc != pi->inc) {
-		if (!pp_wire_inc_after(h->src_inc, pi->inc))
-			return; /* from an earlier life of the rank: stale */
+		if (!proven) { /* without a secret nothing replaces a peer */
+			unproven(ctx, h);
+			return;
+		}
+		if (h->offset <= pi->born)
+			return; /* from an earlier life of the rank (or a replay): stale */
 		if (ctx->mem.joined) {
 			if (!pp_proto_peer_lost(ctx->eng, h->src_rank)) {
 				pp_warn("rank %u started again (incarnation %u, this job knew %u): "
@@ -178,13 +253,23 @@ static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t 
 		forget(ctx, pi);
 	} else if (pi->known && memcmp(pi->mac, src_mac, 6) != 0) {
 		pp_warn("discovery: rank %u claimed by two ports; keeping the first", h->src_rank);
+		if (!proven)
+			ctx->mem.unproven++;
 		return;
 	}
 	if (!pi->known) {
+		/* Admitted by a HELLO: with proof, during discovery or after; without
+		 * a secret only by hand-started discovery. Launchers (PMIx) and
+		 * embedding libraries (the AV) name the peers themselves. */
+		if (ctx->boot == PP_BOOT_PMIX || ctx->learn || (!proven && ctx->mem.joined)) {
+			unproven(ctx, h);
+			return;
+		}
 		memcpy(pi->mac, src_mac, 6);
 		if (!ctx->cfg.cluster[0] || !pi->node[0]) /* a node the file names wins */
 			snprintf(pi->node, sizeof(pi->node), "%s", p.node);
 		pi->inc = h->src_inc;
+		pi->born = h->offset;
 		pi->known = 1;
 		ctx->mem.nknown++;
 	}
@@ -205,8 +290,9 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 		pp_debug("membership: frame dropped (%s)", pp_wire_drop_name(why));
 		return;
 	}
+	int proven = ctx->mem.keyed && pp_auth_verify(ctx->mem.key, frame, len) == 0;
 	if (h.type == PP_WIRE_HELLO) {
-		hello_input(ctx, &h, frame + 6, payload);
+		hello_input(ctx, &h, frame + 6, payload, proven);
 		return;
 	}
 	struct pp_peer_info *pi = &ctx->mem.peers[h.src_rank];
@@ -215,7 +301,15 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 			 h.src_inc);
 		return;
 	}
-	pp_membership_left(ctx, h.src_rank, 0);
+	if (proven) {
+		pp_membership_left(ctx, h.src_rank, 0);
+	} else if (ctx->mem.keyed || !ctx->mem.leaving) {
+		unproven(ctx, &h);
+		return;
+	} else if (!pi->bye) { /* no secret, and we are leaving: our goodbye only */
+		pi->bye = 1;
+		ctx->mem.nbye++;
+	}
 	if (h.msg_id) {
 		pi->has_our_bye = 1;
 	} else if (ctx->mem.leaving) { /* it lacks ours: answer, and keep waiting */
@@ -320,6 +414,14 @@ static void log_missing(const pp_ctx *ctx)
 
 int pp_membership_init(pp_ctx *ctx)
 {
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	ctx->mem.born = (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+	if (ctx->cfg.job_secret[0]) {
+		int rc = pp_membership_secret(ctx, ctx->cfg.job_secret);
+		if (rc)
+			return rc;
+	}
 	ctx->mem.peers = calloc((size_t)ctx->size, sizeof(*ctx->mem.peers));
 	return ctx->mem.peers ? 0 : -ENOMEM;
 }
@@ -359,13 +461,15 @@ int pp_membership_learn(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32
 	if (rank >= (uint32_t)ctx->size || rank == (uint32_t)ctx->rank || inc == 0)
 		return -EINVAL;
 	struct pp_peer_info *pi = &ctx->mem.peers[rank];
-	if (pi->known)
+	if (pi->known && !pi->learnt)
 		return -EEXIST;
+	if (!pi->known)
+		ctx->mem.nknown++;
 	memcpy(pi->mac, mac, 6);
 	pi->inc = inc;
+	pi->learnt = 0;
 	snprintf(pi->node, sizeof(pi->node), "%s", node);
 	pi->known = pi->knows_all = 1;
-	ctx->mem.nknown++;
 	return 0;
 }
 

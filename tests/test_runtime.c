@@ -47,10 +47,14 @@ static void *rank_main(void *arg)
 	struct rank_run *run = arg;
 	char cfg[512];
 	pp_ctx *ctx;
-	/* A node per rank: these ranks talk over the (lossy) link, not shm. */
+	/* A node per rank: these ranks talk over the (lossy) link, not shm.
+	 * The job has a secret, as pprun's do: a BYE then ends its peer. */
 	snprintf(cfg, sizeof(cfg),
-		 "rank=%d,size=%d,job=%s,node=n%d,dev=sim:%s/%d,timeout_ms=5000%s%s", run->rank,
-		 run->size, link_name, run->rank, link_name, run->rank, run->extra ? "," : "",
+		 "rank=%d,size=%d,job=%s,job_secret=rt-%s,node=n%d,dev=sim:%s/%d,"
+		 "timeout_ms=5000%s%s",
+		 run->rank,
+		 run->size, link_name, link_name, run->rank, link_name, run->rank,
+		 run->extra ? "," : "",
 		 run->extra ? run->extra : "");
 	if (run->rank == late_rank)
 		usleep((useconds_t)late_ms * 1000);

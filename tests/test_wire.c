@@ -98,7 +98,7 @@ static void test_roundtrip(void)
 	/* Fixed layout: EtherType and a few fields in network byte order. */
 	CU_ASSERT_EQUAL(f[12], 0x88);
 	CU_ASSERT_EQUAL(f[13], 0xB5);
-	CU_ASSERT_EQUAL(f[14], 0x32); /* ver 3, type PUSH */
+	CU_ASSERT_EQUAL(f[14], 0x42); /* ver 4, type PUSH */
 	CU_ASSERT_EQUAL(f[14 + 12], 0xde);
 	CU_ASSERT_EQUAL(f[14 + 20], 0x80);
 	CU_ASSERT_EQUAL(f[14 + 36], 0xa1); /* tag, high byte first */
@@ -273,11 +273,12 @@ static void test_reject(void)
 {
 	expect(PP_DROP_SHORT, NULL, -1, 0, 0, -101);
 	expect(PP_DROP_SHORT, NULL, 12, 0x08, 0, 0); /* IPv4 EtherType */
-	expect(PP_DROP_VERSION, NULL, 14, 0x42, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x52, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x32, 1, 0); /* version 3 */
 	expect(PP_DROP_VERSION, NULL, 14, 0x22, 1, 0); /* version 2 */
 	expect(PP_DROP_VERSION, NULL, 14, 0x12, 1, 0); /* version 1 */
-	expect(PP_DROP_TYPE, NULL, 14, 0x30, 1, 0);
-	expect(PP_DROP_TYPE, NULL, 14, 0x39, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x40, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x49, 1, 0);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, -1);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, 1);
 	expect(PP_DROP_LENGTH, m_ack_payload, -1, 0, 0, 0);
