@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ppd/ppd_shm.h"
+
 #define MAX_RANKS    256
 #define LINE_MAX_LEN 4096
 
@@ -91,9 +93,9 @@ static void usage(FILE *f)
 	    "      --no-pin          do not pin ranks to cores\n"
 	    "  -h, --help            this text\n\n"
 	    "Each rank gets PP_RANK, PP_SIZE, PP_JOB, PP_NODE, PP_DEV (and PP_MODE, PP_BTP1,\n"
-	    "PP_BTP2, and with --daemon PP_DAEMON and a random PP_TOKEN). Output lines are\n"
-	    "prefixed with [rank]. The exit status is the first non-zero status of a rank;\n"
-	    "the others are then killed.\n",
+	    "PP_BTP2, a random PP_JOB_SECRET unless one is set, and with --daemon PP_DAEMON\n"
+	    "and a random PP_TOKEN). Output lines are prefixed with [rank]. The exit status\n"
+	    "is the first non-zero status of a rank; the others are then killed.\n",
 	    f);
 }
 
@@ -374,8 +376,9 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 	if (o->daemon) {
 		snprintf(buf, sizeof(buf), "/run/pp/ppd-%s.sock", ns);
 		set_env("PP_DAEMON", buf);
-		/* The daemons bind the job to its first rank's token: nobody
-		 * outside this launch can join it or take one of its ranks. */
+		/* The daemons hold the job claimed for this uid and token
+		 * (claim_job): nobody outside this launch can join it, take one
+		 * of its ranks, or bind its number first. */
 		snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)token);
 		set_env("PP_TOKEN", buf);
 	} else if (strcmp(o->dev_kind, "pcap") == 0 || strcmp(o->dev_kind, "packet") == 0) {
@@ -556,6 +559,80 @@ static int daemon_wait(pid_t pid, int node)
 	return -1;
 }
 
+/* Claim job at node's daemon for uid's ranks giving token, size ranks
+ * (driver/ppd/ppd_shm.h, Claims): the connection holding the claim, or the
+ * daemon's refusal (-errno, its message in why). */
+static int claim_at(int node, uint32_t job, uint64_t token, int size, char *why, size_t len)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/run/pp/ppd-ppn%d.sock", node);
+	snprintf(why, len, "no answer");
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		snprintf(why, len, "%s", strerror(errno));
+		if (s >= 0)
+			close(s);
+		return -ENODEV;
+	}
+	struct ppd_claim_req req = {.magic = PPD_CLAIM_MAGIC,
+				    .version = PPD_VERSION,
+				    .job = job,
+				    .size = (uint32_t)size,
+				    .uid = (uint32_t)getuid(),
+				    .token = token};
+	struct ppd_attach_rep rep;
+	if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req) ||
+	    recv(s, &rep, sizeof(rep), 0) != (ssize_t)sizeof(rep)) {
+		close(s);
+		return -EPROTO;
+	}
+	rep.message[sizeof(rep.message) - 1] = '\0';
+	snprintf(why, len, "%s", rep.message);
+	if (rep.status) {
+		close(s);
+		return rep.status < 0 ? rep.status : -EPROTO;
+	}
+	return s;
+}
+
+/* Pick the job key at random and claim it at every node's daemon before a
+ * rank starts, for this uid (the ranks run as it), the token the ranks are
+ * given (as they hash it) and the job's size; another key when a daemon
+ * has that one bound to someone else. The connections in fds hold the
+ * claims for the job's life: they close when pprun exits, however it
+ * ends, and each daemon then keeps the binding only while ranks of the
+ * job are still attached. 0 (the key in *job), or -1 with the reason
+ * printed. */
+static int claim_job(const struct opts *o, const char *token_text, unsigned *job, int *fds)
+{
+	uint64_t token = ppd_token_hash(token_text);
+	for (int tries = 0; tries < 16; tries++) {
+		uint32_t key;
+		if (getrandom(&key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+			perror("pprun: getrandom");
+			return -1;
+		}
+		char why[192];
+		int n, rc = 0;
+		for (n = 0; n < o->nodes; n++)
+			if ((rc = fds[n] = claim_at(n, key, token, o->nranks, why, sizeof(why))) < 0)
+				break;
+		if (n == o->nodes) {
+			*job = key;
+			return 0;
+		}
+		for (int k = 0; k < n; k++)
+			close(fds[k]);
+		if (rc != -EADDRINUSE) {
+			fprintf(stderr, "pprun: the daemon of node ppn%d refused the job's claim: %s\n",
+				n, why);
+			return -1;
+		}
+	}
+	fprintf(stderr, "pprun: every job key tried is bound at some daemon already\n");
+	return -1;
+}
+
 /* SIGTERM (the daemons drain), then SIGKILL after 10 s. */
 static void daemons_stop(pid_t *pids, int n)
 {
@@ -613,7 +690,30 @@ int main(int argc, char **argv)
 	uint64_t token = 0;
 	if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token))
 		token = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	static int claims[MAX_RANKS]; /* held until pprun exits */
+	if (o.daemon) {
+		char text[24]; /* PP_TOKEN as child() writes it */
+		snprintf(text, sizeof(text), "%016llx", (unsigned long long)token);
+		if (claim_job(&o, text, &job, claims) != 0) {
+			daemons_stop(dpids, o.nodes);
+			return 2;
+		}
+	}
 	int nstreams = 2 * o.nranks;
+	/* One secret per launch for every rank (PP_JOB_SECRET): their HELLO and
+	 * BYE prove it, so nobody else on the link can end, replace or join a
+	 * rank of this job. A secret set by the caller is kept. */
+	if (!getenv("PP_JOB_SECRET")) {
+		uint8_t sb[32];
+		char secret[2 * sizeof(sb) + 1];
+		if (getrandom(sb, sizeof(sb), 0) != (ssize_t)sizeof(sb)) {
+			perror("pprun: getrandom");
+			return 2;
+		}
+		for (size_t i = 0; i < sizeof(sb); i++)
+			snprintf(secret + 2 * i, 3, "%02x", sb[i]);
+		setenv("PP_JOB_SECRET", secret, 1);
+	}
 
 	signal(SIGPIPE, SIG_IGN);
 	status_tty = isatty(STDERR_FILENO);
