@@ -13,6 +13,14 @@
  * is an error now rather than a request to the server that may never be
  * answered.
  *
+ * The job's secret (auth.h), unless job_secret gives one: rank 0 draws it
+ * (getrandom) and puts it under PP_SECRET_KEY with its record; after the
+ * fence every rank reads rank 0's. The PMIx server hands a namespace's data
+ * only to processes of that namespace (its clients, authenticated by the
+ * server), so nobody outside the job learns it, while everything else the
+ * server gives (namespace, ranks, hosts) is no secret at all and could not
+ * stand for one.
+ *
  * PMIx calls used are those of the PMIx standard (v4): PMIx_Init,
  * PMIx_Get, PMIx_Put, PMIx_Commit, PMIx_Fence_nb, PMIx_Finalize.
  */
@@ -29,6 +37,8 @@
 
 #include "bootstrap.h"
 #include "pp_log.h"
+
+#define PP_SECRET_KEY "pp.secret" /* rank 0's job secret, 64 hex digits */
 
 enum { PMIX_UNUSED = 0, PMIX_UP, PMIX_DONE };
 
@@ -215,6 +225,13 @@ static int put_record(pp_ctx *ctx)
 	pmix_value_t v = {.type = PMIX_STRING};
 	v.data.string = rec; /* PMIx_Put copies it */
 	pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, PP_BOOT_KEY, &v);
+	char secret[PP_BOOT_RECORD];
+	if (rc == PMIX_SUCCESS && ctx->rank == 0 && !ctx->mem.keyed) {
+		if (pp_membership_secret_draw(secret, sizeof(secret)))
+			return -EIO;
+		v.data.string = secret;
+		rc = PMIx_Put(PMIX_GLOBAL, PP_SECRET_KEY, &v);
+	}
 	if (rc == PMIX_SUCCESS)
 		rc = PMIx_Commit();
 	if (rc != PMIX_SUCCESS) {
@@ -246,8 +263,27 @@ static int get_record(pp_ctx *ctx, uint32_t r, pmix_info_t *opt)
 	return err;
 }
 
+/* Rank 0's secret, from what the fence collected: the job's key. */
+static int get_secret(pp_ctx *ctx, pmix_info_t *opt)
+{
+	pmix_proc_t zero;
+	pmix_value_t *v = NULL;
+	PMIX_LOAD_PROCID(&zero, me.nspace, 0);
+	pmix_status_t rc = PMIx_Get(&zero, PP_SECRET_KEY, opt, 1, &v);
+	int err = -EPROTO;
+	if (rc != PMIX_SUCCESS || !v || v->type != PMIX_STRING || !v->data.string)
+		pp_err("pp_init: PMIx: no job secret '%s' from rank 0 (%s)", PP_SECRET_KEY,
+		       PMIx_Error_string(rc));
+	else
+		err = pp_membership_secret(ctx, v->data.string);
+	if (v)
+		PMIX_VALUE_RELEASE(v);
+	return err;
+}
+
 int pp_pmix_exchange(pp_ctx *ctx)
 {
+	int keyed = ctx->mem.keyed; /* job_secret given: every rank has it */
 	int rc = put_record(ctx);
 	if (rc == 0)
 		rc = fence(ctx->cfg.timeout_ms);
@@ -255,6 +291,8 @@ int pp_pmix_exchange(pp_ctx *ctx)
 		return rc;
 	pmix_info_t opt;
 	optional(&opt);
+	if (!keyed)
+		rc = get_secret(ctx, &opt);
 	for (int r = 0; r < ctx->size && rc == 0; r++)
 		if (r != ctx->rank)
 			rc = get_record(ctx, (uint32_t)r, &opt);
