@@ -9,7 +9,7 @@
 -- (~/.local/lib/wireshark/plugins/). A rank writes such a capture with
 -- pcap_dump=FILE (every frame its port sends and receives).
 --
--- Version 3 (current): a 72-byte header in network byte order, then
+-- Version 4 (current): a 72-byte header in network byte order, then
 -- payload_len bytes of payload:
 --   off len  field
 --    0  1    version (high 4 bits) | type (low 4 bits)
@@ -21,7 +21,13 @@
 --   44  8    msg_len        52  8  offset    60  4  src_inc   64  4  dst_inc
 --   68  4    crc32c (CRC-32C over the header with this field as zero, then
 --            the payload)
--- Older releases, decoded as such (current ones drop them): version 2, the
+-- HELLO and BYE end their payload with a 16-byte keyed tag (pp.auth_tag,
+-- BLAKE2b-128 with the job's key over the source MAC, the header with the
+-- CRC as zero and the payload before it: proof of the job secret, all zero
+-- from a job without one); a HELLO's offset is when its sender's
+-- incarnation began (ms since the epoch).
+-- Older releases, decoded as such (current ones drop them): version 3, the
+-- same header with no tag on HELLO and BYE; version 2, the
 -- same with a 32-bit tag at 36 (msg_len 40, offset 48, src_inc 56, dst_inc
 -- 60, crc 64: a 68-byte header); version 1, as version 2 up to offset, then
 -- the CRC at 56 and a 60-byte header, no incarnations.
@@ -63,6 +69,8 @@ local layout = {
 	[1] = { hdr = 60, tag_len = 4, msg_len = 40, offset = 48, crc = 56 },
 	[2] = { hdr = 68, tag_len = 4, msg_len = 40, offset = 48, src_inc = 56, dst_inc = 60, crc = 64 },
 	[3] = { hdr = 72, tag_len = 8, msg_len = 44, offset = 52, src_inc = 60, dst_inc = 64, crc = 68 },
+	[4] = { hdr = 72, tag_len = 8, msg_len = 44, offset = 52, src_inc = 60, dst_inc = 64, crc = 68,
+		auth = 16 },
 }
 
 local bit = bit32 or bit -- Lua 5.2's library, else LuaBitOp
@@ -107,6 +115,7 @@ f.offset = ProtoField.uint64("pp.offset", "Offset", base.DEC)
 f.src_inc = ProtoField.uint32("pp.src_inc", "Source incarnation", base.DEC)
 f.dst_inc = ProtoField.uint32("pp.dst_inc", "Destination incarnation", base.DEC)
 f.crc = ProtoField.uint32("pp.crc", "CRC-32C", base.HEX)
+f.auth_tag = ProtoField.bytes("pp.auth_tag", "Job-secret tag (HELLO, BYE)")
 f.crc_calc = ProtoField.uint32("pp.crc.calculated", "Calculated CRC-32C", base.HEX)
 f.crc_status = ProtoField.uint8("pp.crc.status", "CRC-32C status", base.DEC, crc_status_names)
 f.crc_bad = ProtoField.bool("pp.crc.bad", "Bad CRC-32C")
@@ -124,6 +133,9 @@ e.version1 = ProtoExpert.new("pp.expert.version1",
 	expert.group.PROTOCOL, expert.severity.NOTE)
 e.version2 = ProtoExpert.new("pp.expert.version2",
 	"Wire format version 2 (68-byte header, 32-bit tags): current releases drop it",
+	expert.group.PROTOCOL, expert.severity.NOTE)
+e.version3 = ProtoExpert.new("pp.expert.version3",
+	"Wire format version 3 (HELLO and BYE without a job-secret tag): current releases drop it",
 	expert.group.PROTOCOL, expert.severity.NOTE)
 e.bad_version = ProtoExpert.new("pp.expert.bad_version", "Unknown wire format version",
 	expert.group.MALFORMED, expert.severity.ERROR)
@@ -279,7 +291,7 @@ function pp.dissector(tvb, pinfo, tree)
 	pinfo.cols.protocol = "PP"
 	local ver = bit.rshift(tvb(0, 1):uint(), 4)
 	local t = bit.band(tvb(0, 1):uint(), 0x0F)
-	local L = layout[ver] or layout[3]
+	local L = layout[ver] or layout[4]
 	local hdr, crc_off = L.hdr, L.crc
 	local root = tree:add(pp, tvb(0, math.min(len, hdr)),
 		string.format("librt-pp Push-Pull Messaging, version %u, %s", ver, type_name(t)))
@@ -291,8 +303,8 @@ function pp.dissector(tvb, pinfo, tree)
 		data_dissector:call(tvb(1):tvb(), pinfo, tree)
 		return len
 	end
-	if ver < 3 then
-		root:add_proto_expert_info(ver == 1 and e.version1 or e.version2)
+	if ver < 4 then
+		root:add_proto_expert_info(ver == 1 and e.version1 or ver == 2 and e.version2 or e.version3)
 	end
 	if not type_names[t] then
 		ti:add_proto_expert_info(e.bad_type)
@@ -368,14 +380,19 @@ function pp.dissector(tvb, pinfo, tree)
 	local crc = tvb(crc_off, 4):uint()
 	local ci = root:add(f.crc, tvb(crc_off, 4))
 
-	-- Length: payload_len bytes follow the header; only PUSH, DATA and HELLO
-	-- carry any. Bytes past them are the link's padding or trailer.
+	-- Length: payload_len bytes follow the header; only PUSH, DATA, HELLO
+	-- and (version 4) BYE carry any. Bytes past them are the link's padding
+	-- or trailer.
 	local rest = tvb:reported_length_remaining(hdr)
 	local plen = h.plen
-	if plen > rest or (plen > 0 and t ~= 2 and t ~= 4 and t ~= 1) then
+	local bye_ok = L.auth and t == 7
+	if plen > rest or (plen > 0 and t ~= 2 and t ~= 4 and t ~= 1 and not bye_ok) then
 		pli:add_proto_expert_info(e.bad_length)
 	end
 	local have = math.min(plen, tvb:len() - hdr)
+	if L.auth and (t == 1 or t == 7) and have == plen and plen >= L.auth then
+		root:add(f.auth_tag, tvb(hdr + plen - L.auth, L.auth))
+	end
 
 	-- The CRC, when the whole frame was captured.
 	if pp.prefs.check_crc and have == plen then
