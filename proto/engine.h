@@ -62,12 +62,13 @@ struct pp_proto_hooks {
 	int (*handoff_claim)(void *arg, uint32_t dst, uint32_t msg_id);
 	void (*handoff_cancel)(void *arg, uint32_t dst, uint32_t msg_id);
 	/* Placement below (rule 7). place_post: a PULL for message msg_id
-	 * from src goes out; bytes of it from from_off on may be written
-	 * straight into [buf, buf + len); 0 when the layer below took the
-	 * description. place_cancel: take it back; returns only once the layer
-	 * below writes no more into buf. */
-	int (*place_post)(void *arg, uint32_t src, uint32_t msg_id, void *buf, uint64_t len,
-			  uint64_t from_off);
+	 * from src (in incarnation src_inc) goes out; bytes of it from
+	 * from_off on may be written straight into [buf, buf + len), in order,
+	 * from frames of that incarnation only; 0 when the layer below took
+	 * the description. place_cancel: take it back; returns only once the
+	 * layer below writes no more into buf. */
+	int (*place_post)(void *arg, uint32_t src, uint32_t src_inc, uint32_t msg_id, void *buf,
+			  uint64_t len, uint64_t from_off);
 	void (*place_cancel)(void *arg, uint32_t src, uint32_t msg_id);
 	/* Receive queue of the intranode peers (rule 6, sender writes).
 	 * rq_post: publish a receive of cap bytes at buf for a message from

@@ -182,7 +182,7 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 			if (e->c.hooks.place_post && !p->local && !r->placed &&
 			    r->state == RX_ACTIVE && r->cap)
 				r->placed =
-				    HOOK(e, place_post, r->peer, r->msg_id, r->buf,
+				    HOOK(e, place_post, r->peer, p->inc, r->msg_id, r->buf,
 					 r->cap < r->msg_len ? r->cap : r->msg_len, r->got) == 0;
 		} else {
 			struct send *s = container_of(p->txq.next, struct send, q);

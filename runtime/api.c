@@ -152,6 +152,7 @@ int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot
 	}
 	if ((rc = pp_port_info(ctx->port, &ctx->port_info)))
 		goto fail;
+	pp_membership_key_to_daemon(ctx);
 
 	struct pp_proto_conf pc;
 	proto_conf(ctx, &pc);

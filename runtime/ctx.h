@@ -266,6 +266,10 @@ int pp_membership_learn(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32
  * are signed and checked with its key from now on. Errors: -EINVAL (empty),
  * -EIO (libsodium). */
 int pp_membership_secret(pp_ctx *ctx, const char *secret);
+/* Hand the job's key to the node daemon when the port is one (it checks
+ * BYEs for the job and signs the one it sends for a dead rank); called once
+ * the port is open, and whenever the secret comes later. */
+void pp_membership_key_to_daemon(pp_ctx *ctx);
 
 /* A fresh secret for a job, as text (64 hex digits) at out, from getrandom.
  * Errors: -ENOSPC (cap under 65), -EIO (no randomness). */

@@ -81,6 +81,7 @@
 #include "ctx.h"
 #include "pp_log.h"
 #include "pp_mac.h"
+#include "ppd/ppd_pull.h"
 #include "wire.h"
 
 #define PP_HELLO_INTERVAL_NS 10000000u	/* 10 ms */
@@ -141,9 +142,18 @@ int pp_membership_secret_draw(char *out, size_t cap)
 int pp_membership_secret(pp_ctx *ctx, const char *secret)
 {
 	int rc = pp_auth_key_derive(secret, ctx->mem.key);
-	if (rc == 0)
+	if (rc == 0) {
 		ctx->mem.keyed = 1;
+		pp_membership_key_to_daemon(ctx);
+	}
 	return rc;
+}
+
+void pp_membership_key_to_daemon(pp_ctx *ctx)
+{
+	/* Not a daemon's port (or none open yet): nothing to hand. */
+	if (ctx->mem.keyed && ctx->port)
+		(void)ppd_port_set_key(ctx->port, ctx->mem.key);
 }
 
 static int all_known(const pp_ctx *ctx)

@@ -213,10 +213,10 @@ static int handoff_done(void *arg, uint32_t dst, uint32_t msg_id, int error)
 
 /* Placement by the node daemon: the engine's place hooks are the port's
  * placement descriptors. */
-static int place_post(void *arg, uint32_t src, uint32_t msg_id, void *buf, uint64_t len,
-		      uint64_t from_off)
+static int place_post(void *arg, uint32_t src, uint32_t src_inc, uint32_t msg_id, void *buf,
+		      uint64_t len, uint64_t from_off)
 {
-	return ppd_port_place_post(((pp_ctx *)arg)->port, src, msg_id, buf, len, from_off);
+	return ppd_port_place_post(((pp_ctx *)arg)->port, src, src_inc, msg_id, buf, len, from_off);
 }
 
 static void place_cancel(void *arg, uint32_t src, uint32_t msg_id)

@@ -14,6 +14,7 @@
 #define PP_TEST_PPD_HARNESS_H
 
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,17 @@ static inline int td_stop(struct td *t)
 	unlink(t->sock);
 	rmdir(t->dir);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Become uid (and gid uid, no other groups) for good, dumpable as a user's
+ * process started as that user is (a set*id call makes it not, and the
+ * daemon reaches a rank's memory only as the kernel lets that user). For a
+ * root test's child; exits with status 3 when it cannot. */
+static inline void td_become(unsigned uid)
+{
+	if (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid))
+		_exit(3);
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 }
 
 /* The incarnation these tests give rank of job. */

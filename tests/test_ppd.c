@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "cu_main.h"
 #include "config.h"
 #include "pp.h"
@@ -164,7 +165,7 @@ static void test_dead_rank(void)
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	uint8_t f[256];
 	int len = td_recv(a, f, sizeof(f));
-	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME);
+	CU_ASSERT_EQUAL(len, PP_WIRE_MIN_FRAME + PP_AUTH_TAG_LEN); /* headers and the tag */
 	struct pp_wire_peek pk;
 	CU_ASSERT_FATAL(len > 0 && pp_wire_peek(f, (size_t)len, &pk) == 0);
 	CU_ASSERT_EQUAL(pk.type, PP_WIRE_BYE);

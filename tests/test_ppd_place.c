@@ -28,7 +28,7 @@ static void test_post_take(void)
 {
 	struct ppd_region_hdr *h = hdr_new();
 	uint8_t buf[64];
-	CU_ASSERT(ppd_place_post(h, 3, 17, (uint64_t)(uintptr_t)buf, 64, 8) >= 0);
+	CU_ASSERT(ppd_place_post(h, 3, 7, 17, (uint64_t)(uintptr_t)buf, 64, 8) >= 0);
 	CU_ASSERT_EQUAL(ppd_place_posted(h, 3, 17), 1);
 	CU_ASSERT_EQUAL(ppd_place_posted(h, 3, 18), 0);
 	CU_ASSERT_EQUAL(ppd_place_posted(h, 2, 17), 0);
@@ -39,11 +39,15 @@ static void test_post_take(void)
 	CU_ASSERT_EQUAL(e.addr, (uint64_t)(uintptr_t)buf);
 	CU_ASSERT_EQUAL(e.len, 64);
 	CU_ASSERT_EQUAL(e.from, 8);
+	CU_ASSERT_EQUAL(e.src_inc, 7);
 	CU_ASSERT_EQUAL(x->state, PPD_PLACE_BUSY);
 	/* Held by one handler: another cannot take it. */
 	CU_ASSERT_PTR_NULL(ppd_place_take(h, 3, 17, &e));
-	ppd_place_give(x);
+	ppd_place_give(x, 40); /* the daemon placed up to 40: the next frame starts there */
 	CU_ASSERT_EQUAL(x->state, PPD_PLACE_POSTED);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ppd_place_take(h, 3, 17, &e));
+	CU_ASSERT_EQUAL(e.from, 40);
+	ppd_place_give(x, e.from);
 	CU_ASSERT_EQUAL(ppd_place_cancel(h, 3, 17, NULL, NULL), 1);
 	CU_ASSERT_EQUAL(x->state, PPD_PLACE_FREE);
 	CU_ASSERT_PTR_NULL(ppd_place_take(h, 3, 17, &e)); /* gone: frames go whole */
@@ -55,16 +59,16 @@ static void test_full_and_reuse(void)
 {
 	struct ppd_region_hdr *h = hdr_new();
 	for (uint32_t i = 0; i < PPD_PLACES; i++)
-		CU_ASSERT_EQUAL(ppd_place_post(h, 1, i, 0x1000, 100, 0), (int)i);
-	CU_ASSERT_EQUAL(ppd_place_post(h, 1, 999, 0x1000, 100, 0), -ENOSPC);
+		CU_ASSERT_EQUAL(ppd_place_post(h, 1, 7, i, 0x1000, 100, 0), (int)i);
+	CU_ASSERT_EQUAL(ppd_place_post(h, 1, 7, 999, 0x1000, 100, 0), -ENOSPC);
 	CU_ASSERT_EQUAL(ppd_place_cancel(h, 1, 5, NULL, NULL), 1);
-	CU_ASSERT_EQUAL(ppd_place_post(h, 2, 5, 0x2000, 50, 0), 5); /* entry reused */
+	CU_ASSERT_EQUAL(ppd_place_post(h, 2, 7, 5, 0x2000, 50, 0), 5); /* entry reused */
 	struct ppd_place e;
 	CU_ASSERT_PTR_NULL(ppd_place_take(h, 1, 5, &e)); /* the old message: none */
 	struct ppd_place *x = ppd_place_take(h, 2, 5, &e);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	CU_ASSERT_EQUAL(e.addr, 0x2000);
-	ppd_place_give(x);
+	ppd_place_give(x, e.from);
 	free(h);
 }
 
@@ -88,7 +92,7 @@ static void *cancel_main(void *arg)
 static void test_cancel_waits(void)
 {
 	struct canceller c = {.h = hdr_new()};
-	CU_ASSERT(ppd_place_post(c.h, 4, 9, 0x1000, 100, 0) >= 0);
+	CU_ASSERT(ppd_place_post(c.h, 4, 7, 9, 0x1000, 100, 0) >= 0);
 	struct ppd_place e;
 	struct ppd_place *x = ppd_place_take(c.h, 4, 9, &e);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
@@ -101,7 +105,7 @@ static void test_cancel_waits(void)
 	CU_ASSERT_EQUAL(__atomic_load_n(&x->state, __ATOMIC_ACQUIRE),
 			PPD_PLACE_BUSY); /* the rank did not take it */
 	atomic_store(&c.written, 1);
-	ppd_place_give(x);
+	ppd_place_give(x, e.from);
 	pthread_join(t, NULL);
 	CU_ASSERT_EQUAL(c.seen, 1);
 	CU_ASSERT_EQUAL(x->state, PPD_PLACE_FREE);
@@ -112,7 +116,7 @@ static void test_cancel_waits(void)
 static void test_daemon_gone(void)
 {
 	struct canceller c = {.h = hdr_new()};
-	CU_ASSERT(ppd_place_post(c.h, 4, 9, 0x1000, 100, 0) >= 0);
+	CU_ASSERT(ppd_place_post(c.h, 4, 7, 9, 0x1000, 100, 0) >= 0);
 	struct ppd_place e;
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ppd_place_take(c.h, 4, 9, &e));
 	pthread_t t;
@@ -147,7 +151,7 @@ static void *race_handler(void *arg)
 		if (x) {
 			memset((void *)(uintptr_t)e.addr, 0xab, (size_t)e.len);
 			atomic_fetch_add(&g->writes, 1);
-			ppd_place_give(x);
+			ppd_place_give(x, e.from);
 		}
 		atomic_fetch_add(&g->passes, 1);
 	}
@@ -165,7 +169,7 @@ static void test_race(void)
 	for (uint32_t m = 0; m < RACE_ROUNDS; m++) {
 		atomic_store(&g->msg, m);
 		CU_ASSERT_FATAL(
-		    ppd_place_post(g->h, 1, m, (uint64_t)(uintptr_t)g->buf, RACE_LEN, 0) >= 0);
+		    ppd_place_post(g->h, 1, 7, m, (uint64_t)(uintptr_t)g->buf, RACE_LEN, 0) >= 0);
 		unsigned long w0 = atomic_load(&g->writes);
 		for (int i = 0; i < 100000 && atomic_load(&g->writes) == w0; i++)
 			sched_yield();
@@ -195,7 +199,7 @@ static int gone_after(void *arg)
 static void test_daemon_killed(void)
 {
 	struct ppd_region_hdr *h = hdr_new();
-	CU_ASSERT(ppd_place_post(h, 4, 9, 0x1000, 100, 0) >= 0);
+	CU_ASSERT(ppd_place_post(h, 4, 7, 9, 0x1000, 100, 0) >= 0);
 	struct ppd_place e;
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ppd_place_take(h, 4, 9, &e)); /* BUSY for ever */
 	int asks = 3;

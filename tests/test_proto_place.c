@@ -24,6 +24,7 @@ static uint8_t sbuf[LEN], rbuf[LEN];
 static struct {
 	unsigned posts, cancels; /* calls */
 	uint32_t src, msg_id;	 /* last post */
+	uint32_t src_inc;	 /* ... its sender's incarnation */
 	void *buf;		 /* ... its buffer */
 	uint64_t len, from;	 /* ... length and first offset */
 	int held;		 /* a description is held now */
@@ -31,12 +32,13 @@ static struct {
 } hk;
 static unsigned polled;
 
-static int h_post(void *arg, uint32_t src, uint32_t msg_id, void *buf, uint64_t len,
-		  uint64_t from_off)
+static int h_post(void *arg, uint32_t src, uint32_t src_inc, uint32_t msg_id, void *buf,
+		  uint64_t len, uint64_t from_off)
 {
 	(void)arg;
 	hk.posts++;
 	hk.src = src;
+	hk.src_inc = src_inc;
 	hk.msg_id = msg_id;
 	hk.buf = buf;
 	hk.len = len;
@@ -147,6 +149,7 @@ static void start(struct rig *g)
 	CU_ASSERT_EQUAL(g->pulls, 1);
 	CU_ASSERT_EQUAL(hk.posts, 1);
 	CU_ASSERT_EQUAL(hk.src, 0);
+	CU_ASSERT_EQUAL(hk.src_inc, net_inc(0)); /* only the sender's frames of now are placed */
 	CU_ASSERT_EQUAL(hk.msg_id, 0);
 	CU_ASSERT_PTR_EQUAL(hk.buf, rbuf);
 	CU_ASSERT_EQUAL(hk.len, LEN);

@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "affinity.h"
+#include "auth.h"
 #include "pp_log.h"
 #include "ppd.h"
 #include "ppd_place.h"
@@ -44,6 +44,13 @@ static void drop(struct ppd_handler *h, enum ppd_drop why)
 static int for_inc(const struct ppd_rank *r, const struct pp_wire_peek *pk)
 {
 	return pk->dst_inc == r->inc || (pk->dst_inc == 0 && pp_wire_inc_any_ok(pk->type));
+}
+
+/* A read or write of rank r's memory failed (rc): the frame is dropped. */
+static void mem_failed(struct ppd_handler *h, struct ppd_rank *r, int rc)
+{
+	drop(h, PPD_DROP_BAD_RANGE);
+	ppd_mem_failed(r, rc);
 }
 
 static struct ppd_rank *lookup(struct ppd *d, uint32_t job, uint32_t rank)
@@ -86,47 +93,64 @@ static void deliver(struct ppd_handler *h, struct ppd_rank *r, const uint8_t *f,
 	deliver_rec(h, r, f, len, PPD_REC_FRAME);
 }
 
-/* Placed frames of one burst for one rank, written with one
- * process_vm_writev call (a call costs more than copying one frame). Frames
- * are delivered in the order they came: any other frame is delivered only
- * after the batch is flushed. */
+/* Placed frames of one burst for one rank. Frames are delivered in the
+ * order they came: any other frame is delivered only after the batch is
+ * flushed. */
 struct pbatch;
 static void place_flush_empty(struct pbatch *b);
 
 struct pbatch {
-	struct ppd_rank *r;					      /* whose (NULL: empty) */
-	unsigned n;						      /* frames */
-	struct iovec loc[PPD_BURST];				      /* their payloads here */
-	struct iovec rem[PPD_BURST];				      /* ... where they go in r */
-	const uint8_t *f[PPD_BURST];				      /* the frames */
-	uint32_t len[PPD_BURST];				      /* their lengths */
-	unsigned nheld;						      /* entries taken */
-	struct ppd_place *held[PPD_BURST];			      /* ... BUSY until the flush */
-	uint32_t hsrc[PPD_BURST], hmsg[PPD_BURST];		      /* ... their (src, msg_id) */
-	uint64_t haddr[PPD_BURST], hlen[PPD_BURST], hfrom[PPD_BURST]; /* ... and buffer */
+	struct ppd_rank *r;		   /* whose (NULL: empty) */
+	unsigned n;			   /* frames */
+	const uint8_t *pl[PPD_BURST];	   /* their payloads here */
+	uint32_t plen[PPD_BURST];	   /* ... bytes */
+	uint64_t off[PPD_BURST];	   /* ... offset in the message */
+	unsigned ent[PPD_BURST];	   /* ... entry (index into held) */
+	const uint8_t *f[PPD_BURST];	   /* the frames */
+	uint32_t len[PPD_BURST];	   /* their lengths */
+	unsigned nheld;			   /* entries taken */
+	struct ppd_place *held[PPD_BURST]; /* ... BUSY until the flush */
+	struct ppd_place e[PPD_BURST];	   /* ... their fields, read at the take */
+	uint64_t next[PPD_BURST];	   /* ... offset the next frame added must start at */
+	uint64_t placed[PPD_BURST];	   /* ... and, at the flush, that the write reached */
 };
 
-/* Write the batch, give its entries back (BUSY -> POSTED), then deliver
- * each frame in order: its headers alone when its payload was written,
- * else whole (the write failed: EFAULT). */
+/* Write the batch frame by frame into the rank (a frame whose write fails,
+ * and every later one of its message, go whole), give its entries back
+ * (BUSY -> POSTED, with the offset placed so far), then deliver each frame
+ * in order: its headers alone when its payload was written, else whole. */
 static void place_flush(struct ppd_handler *h, struct pbatch *b)
 {
 	if (!b->n) {
 		place_flush_empty(b);
 		return;
 	}
-	ssize_t got = process_vm_writev(b->r->pid, b->loc, b->n, b->rem, b->n, 0);
-	for (unsigned i = 0; i < b->nheld; i++)
-		ppd_place_give(b->held[i]);
+	int ok[PPD_BURST], gone = 0;
+	for (unsigned k = 0; k < b->nheld; k++)
+		b->placed[k] = b->e[k].from;
+	for (unsigned i = 0; i < b->n; i++) {
+		unsigned k = b->ent[i];
+		ok[i] = 0;
+		if (gone || b->off[i] != b->placed[k])
+			continue; /* an earlier frame of it failed */
+		int rc = ppd_mem_write(b->r->memfd, b->pl[i], b->e[k].addr + b->off[i], b->plen[i]);
+		if (rc) {
+			gone = rc == -ESRCH;
+			mem_failed(h, b->r, rc);
+			continue;
+		}
+		ok[i] = 1;
+		b->placed[k] += b->plen[i];
+	}
 	/* Written before the rank can see any headers: a receive cannot
 	 * complete (and take its entry back) before its bytes are there. */
-	uint64_t done = got > 0 ? (uint64_t)got : 0, end = 0;
+	for (unsigned k = 0; k < b->nheld; k++)
+		ppd_place_give(b->held[k], b->placed[k]);
 	for (unsigned i = 0; i < b->n; i++) {
-		end += b->loc[i].iov_len;
-		if (end <= done) {
+		if (ok[i]) {
 			deliver_rec(h, b->r, b->f[i], PP_WIRE_MIN_FRAME, PPD_REC_PLACED);
 			COUNT(h, placed_frames, 1);
-			COUNT(h, placed_bytes, b->loc[i].iov_len);
+			COUNT(h, placed_bytes, b->plen[i]);
 		} else {
 			COUNT(h, place_failed, 1);
 			deliver(h, b->r, b->f[i], b->len[i]);
@@ -136,11 +160,11 @@ static void place_flush(struct ppd_handler *h, struct pbatch *b)
 	b->r = NULL;
 }
 
-/* A batch with entries taken and no frame: give them back. */
+/* A batch with entries taken and no frame: give them back unchanged. */
 static void place_flush_empty(struct pbatch *b)
 {
-	for (unsigned i = 0; i < b->nheld; i++)
-		ppd_place_give(b->held[i]);
+	for (unsigned k = 0; k < b->nheld; k++)
+		ppd_place_give(b->held[k], b->e[k].from);
 	b->nheld = 0;
 	b->r = NULL;
 }
@@ -148,8 +172,9 @@ static void place_flush_empty(struct pbatch *b)
 /* A DATA frame from the NIC for rank r: when r described the receive buffer
  * of its message, add it to the batch (flushed first if it is another
  * rank's). Returns 1 when added, 0 when the frame is to be delivered whole
- * (not such a frame, no description, bad CRC or fields: the engine judges
- * it). */
+ * for the rank's engine to judge: not such a frame, no description, bad
+ * CRC or fields, or not the frame the engine takes next (ppd_place_fits:
+ * nothing is written that the engine would refuse). */
 static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r, const uint8_t *f,
 		     uint32_t len, const struct pp_wire_peek *pk)
 {
@@ -160,7 +185,7 @@ static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r
 	uint32_t src = pk->src_rank, msg_id = pk->msg_id;
 	/* An entry this batch holds already, else a POSTED one to take. */
 	unsigned k = 0;
-	while (k < b->nheld && (b->hsrc[k] != src || b->hmsg[k] != msg_id))
+	while (k < b->nheld && (b->e[k].src != src || b->e[k].msg_id != msg_id))
 		k++;
 	if (k == b->nheld && !ppd_place_posted(r->hdr, src, msg_id))
 		return 0;
@@ -175,30 +200,27 @@ static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r
 		/* BUSY: the rank changes nothing in the entry until it is POSTED
 		 * again, so the fields read now hold for the write. A rank that
 		 * breaks that only writes into its own memory. */
-		struct ppd_place e;
-		struct ppd_place *x = ppd_place_take(r->hdr, src, msg_id, &e);
+		struct ppd_place *x = ppd_place_take(r->hdr, src, msg_id, &b->e[k]);
 		if (!x)
 			return 0; /* taken back (or another handler holds it): whole */
 		b->held[k] = x;
-		b->hsrc[k] = e.src;
-		b->hmsg[k] = e.msg_id;
-		b->haddr[k] = e.addr;
-		b->hlen[k] = e.len;
-		b->hfrom[k] = e.from;
+		b->next[k] = b->e[k].from;
 		b->nheld++;
 		b->r = r;
 	}
-	if (b->hsrc[k] != src || b->hmsg[k] != msg_id || wh.offset < b->hfrom[k] ||
-	    wh.offset > b->hlen[k] || b->hlen[k] - wh.offset < wh.payload_len) {
+	if (!ppd_place_fits(&b->e[k], b->next[k], wh.src_inc, wh.offset, wh.payload_len)) {
 		if (!b->n) /* nothing else waits: give the entry back now */
 			place_flush_empty(b);
 		return 0;
 	}
-	b->loc[b->n] = (struct iovec){(void *)(uintptr_t)pl, wh.payload_len};
-	b->rem[b->n] = (struct iovec){(void *)(uintptr_t)(b->haddr[k] + wh.offset), wh.payload_len};
+	b->pl[b->n] = pl;
+	b->plen[b->n] = wh.payload_len;
+	b->off[b->n] = wh.offset;
+	b->ent[b->n] = k;
 	b->f[b->n] = f;
 	b->len[b->n] = len;
 	b->n++;
+	b->next[k] += wh.payload_len;
 	return 1;
 }
 
@@ -384,14 +406,12 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 	}
 	memcpy(b->data + PP_WIRE_MIN_FRAME, slot + PP_WIRE_MIN_FRAME, rec->len - PP_WIRE_MIN_FRAME);
 	if (rec->ext_len) {
-		/* The rank's own memory, read as that process: a range it does
-		 * not own fails (EFAULT) and nothing of it is used. */
-		struct iovec local = {b->data + rec->len, rec->ext_len};
-		struct iovec remote = {(void *)(uintptr_t)rec->ext_addr, rec->ext_len};
-		ssize_t got = process_vm_readv(r->pid, &local, 1, &remote, 1, 0);
-		if (got != (ssize_t)rec->ext_len) {
+		/* The rank's own memory, with its rights (mem.c): a range it
+		 * does not own fails (EFAULT) and nothing of it is used. */
+		int rc = ppd_mem_read(r->memfd, b->data + rec->len, rec->ext_addr, rec->ext_len);
+		if (rc) {
 			pp_port_free(d->port, &b, 1);
-			drop(h, PPD_DROP_BAD_RANGE);
+			mem_failed(h, r, rc);
 			return NULL;
 		}
 		COUNT(h, ext_bytes, rec->ext_len);
@@ -524,8 +544,14 @@ static void say_bye(struct ppd_handler *h, struct ppd_rank *r)
 	struct pp_buf *b;
 	if (h->ntxq == PPD_BURST || pp_port_alloc(d->port, &b, 1) != 1)
 		return; /* cannot now: its peers fall back on their timeout */
-	int flen = pp_wire_encode(b->data, b->cap, bcast, d->info.mac, &hdr, NULL);
-	if (flen <= 0) {
+	/* It ends in the tag proving the job's secret (auth.h), signed with
+	 * the key the rank gave; without one it proves nothing, and its peers
+	 * find it lost by their timeout. */
+	static const uint8_t no_tag[PP_AUTH_TAG_LEN];
+	uint8_t key[PP_AUTH_KEY_LEN];
+	hdr.payload_len = PP_AUTH_TAG_LEN;
+	int flen = pp_wire_encode(b->data, b->cap, bcast, d->info.mac, &hdr, no_tag);
+	if (flen <= 0 || (ppd_rank_key(r, key) && pp_auth_sign(key, b->data, (size_t)flen))) {
 		pp_port_free(d->port, &b, 1);
 		return;
 	}
@@ -668,11 +694,24 @@ int ppd_handlers_start(struct ppd *d, const int *cores, int n)
 	return 0;
 }
 
+/* How long stopping waits for a handler to end its pass. One held up in
+ * the kernel (a rank's memory behind a file system that does not answer)
+ * is left to the process's exit, which ends it. */
+#define STOP_WAIT_S 2
+
 void ppd_handlers_stop(struct ppd *d)
 {
 	atomic_store_explicit(&d->stop, 1, memory_order_release);
+	struct timespec end;
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += STOP_WAIT_S;
 	for (int i = 0; i < d->nh; i++) {
-		pthread_join(d->h[i].thread, NULL);
+		int rc = pthread_timedjoin_np(d->h[i].thread, NULL, &end);
+		if (rc) {
+			pp_warn("ppd: handler %d did not stop (%s): left to the exit", i,
+				strerror(rc));
+			continue; /* it may still use its eventfd */
+		}
 		close(d->h[i].wake_fd); /* the ranks hold their own copies */
 	}
 	d->nh = 0;

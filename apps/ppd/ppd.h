@@ -123,6 +123,8 @@ struct ppd_rank {
 	uint64_t token;			/* its job token: binds the job (ranks.c) */
 	pid_t pid;			/* from SO_PEERCRED: whose memory process_vm_readv reads */
 	uid_t uid;			/* from SO_PEERCRED */
+	gid_t gid;			/* ... likewise */
+	int memfd;			/* its memory, opened with its rights (mem.c), -1: none */
 	int conn;			/* its connection (EOF: it died) */
 	int pidfd;			/* readable when it exits, -1 if pidfd_open failed */
 	int home;			/* handler consuming its tx ring */
@@ -319,6 +321,10 @@ void ppd_reply(int c, int status, uint64_t region, const int *fds, int nfds, con
  * entries still in use. */
 int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_req *req);
 void ppd_rank_died(struct ppd_rank *r, const char *how);
+/* Rank r's job key (proto/auth.h), as the rank handed it in its region:
+ * 1 with key filled, 0 when it gave none (a job without a secret). A rank
+ * can only give a wrong key for its own job. Any thread. */
+int ppd_rank_key(const struct ppd_rank *r, uint8_t key[32]);
 int ppd_ranks_reclaim(struct ppd *d);
 
 /* Job bindings (claims.c), main thread only. serve: a claim request from c
@@ -331,6 +337,20 @@ struct ppd_claim *ppd_claim_find(struct ppd *d, uint32_t job);
 int ppd_claim_bind(struct ppd *d, uint32_t job, uid_t uid, uint64_t token, uint32_t size);
 void ppd_claim_closed(struct ppd *d, int i);
 void ppd_claims_sweep(struct ppd *d);
+
+/* A rank's memory (mem.c). open: a descriptor of the address space of
+ * process pid (pinned by pidfd) as uid and gid may reach it, or -errno
+ * (-EPERM: they may not; -ESRCH: it is gone). read, write: n bytes at addr
+ * of it; 0, -EFAULT (not mapped there, or not readable or writable), or
+ * -ESRCH (that address space is gone: the process exec'd or exited). Never
+ * wait on another process. */
+int ppd_mem_open(pid_t pid, int pidfd, uid_t uid, gid_t gid);
+int ppd_mem_read(int fd, void *dst, uint64_t addr, size_t n);
+int ppd_mem_write(int fd, const void *src, uint64_t addr, size_t n);
+/* An access to r's memory failed with rc: when its address space is gone,
+ * what runs under its pid is not the rank that attached: it is detached
+ * (DYING, its job told by its BYE). Any thread. */
+void ppd_mem_failed(struct ppd_rank *r, int rc);
 
 /* Start and stop the handler threads (fwd.c). start: -errno. */
 int ppd_handlers_start(struct ppd *d, const int *cores, int n);

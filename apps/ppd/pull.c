@@ -4,9 +4,9 @@
  * allocation; the one syscall is the CMA read of each frame's payload. */
 #include <errno.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 
+#include "auth.h"
 #include "engine.h"
 #include "gbn.h"
 #include "pp_log.h"
@@ -140,6 +140,16 @@ static void bye_post(struct ppd *d, uint32_t job, uint32_t dst, uint32_t dst_inc
 			post(&d->h[i], &m); /* full: the job times out instead */
 }
 
+/* 1 when a BYE (whole frame f, decoded) proves the job's secret with the
+ * key rank r of its job gave (auth.h). A job without a secret has no BYE
+ * the daemon acts on: its pulls for a peer that left end by their timeout,
+ * as its ranks' peers do (membership.c). */
+static int bye_proven(const struct ppd_rank *r, const uint8_t *f, uint32_t len)
+{
+	uint8_t key[PP_AUTH_KEY_LEN];
+	return ppd_rank_key(r, key) && pp_auth_verify(key, f, len) == 0;
+}
+
 void ppd_pull_bye(struct ppd_handler *h, const uint8_t *f, uint32_t len,
 		  const struct pp_wire_peek *pk)
 {
@@ -156,7 +166,7 @@ void ppd_pull_bye(struct ppd_handler *h, const uint8_t *f, uint32_t len,
 		struct pp_wire_hdr w;
 		const uint8_t *pl;
 		enum pp_drop_reason why;
-		if (pp_wire_decode(f, len, &chk, &w, &pl, &why) == 0)
+		if (pp_wire_decode(f, len, &chk, &w, &pl, &why) == 0 && bye_proven(r, f, len))
 			bye_post(d, w.job, w.src_rank, w.src_inc, w.msg_id != 0);
 		return;
 	}
@@ -189,8 +199,9 @@ int ppd_pull_intercept(struct ppd_handler *h, struct ppd_rank *r, const uint8_t 
 	if (pp_wire_decode(f, len, &chk, &w, &pl, &why))
 		return 0; /* the rank's engine counts it */
 	if (type == PP_WIRE_BYE) {
-		bye_post(d, r->job, w.src_rank, w.src_inc, w.msg_id != 0);
-		return 0; /* the rank needs it too */
+		if (bye_proven(r, f, len))
+			bye_post(d, r->job, w.src_rank, w.src_inc, w.msg_id != 0);
+		return 0; /* the rank needs it too (and judges it itself) */
 	}
 	if (type == PP_WIRE_PULL) {
 		take_pull(h, r, &w, f);
@@ -319,11 +330,13 @@ static int frame_read(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, str
 	struct pp_buf *b;
 	if (pp_port_alloc(d->port, &b, 1) != 1)
 		return 0;
-	struct iovec local = {b->data + PP_WIRE_MIN_FRAME, n};
-	struct iovec remote = {(void *)(uintptr_t)(j->addr + off), n};
-	if (process_vm_readv(j->pid, &local, 1, &remote, 1, 0) != (ssize_t)n) {
+	/* With the rank's rights (mem.c); the job runs only while its rank
+	 * is ACTIVE with the pid it had, so the descriptor is that rank's. */
+	int rc = ppd_mem_read(j->r->memfd, b->data + PP_WIRE_MIN_FRAME, j->addr + off, n);
+	if (rc) {
 		pp_port_free(d->port, &b, 1);
 		COUNT(h, drops[PPD_DROP_BAD_RANGE], 1);
+		ppd_mem_failed(j->r, rc);
 		return -1;
 	}
 	COUNT(h, ext_bytes, n);

@@ -196,8 +196,21 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	r->token = req->token;
 	r->pid = cr->pid;
 	r->uid = cr->uid;
+	r->gid = cr->gid;
+	/* Its memory as the rank itself may reach it (mem.c), or no attach:
+	 * a process that is not plainly its own (a setuid image, or not
+	 * dumpable) is refused here rather than at its first message. */
+	r->memfd = ppd_mem_open(cr->pid, c->pidfd, cr->uid, cr->gid);
+	if (r->memfd < 0) {
+		int e = r->memfd;
+		ppd_reply(c->fd, e, 0, NULL, 0,
+			  "cannot reach the memory of pid %d with its own rights (uid %u): %s",
+			  (int)cr->pid, (unsigned)cr->uid, strerror(-e));
+		return e;
+	}
 	int memfd = -1, rc = make_region(d, r, &memfd);
 	if (rc) {
+		close(r->memfd);
 		ppd_reply(c->fd, rc, 0, NULL, 0, "cannot create the shared region: %s",
 			  strerror(-rc));
 		return rc;
@@ -222,6 +235,14 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	return 0;
 }
 
+int ppd_rank_key(const struct ppd_rank *r, uint8_t key[32])
+{
+	if (!__atomic_load_n(&r->hdr->keyed, __ATOMIC_ACQUIRE))
+		return 0;
+	memcpy(key, r->hdr->auth_key, 32);
+	return 1;
+}
+
 void ppd_rank_died(struct ppd_rank *r, const char *how)
 {
 	int expect = PPD_RANK_ACTIVE;
@@ -229,15 +250,22 @@ void ppd_rank_died(struct ppd_rank *r, const char *how)
 		pp_info("ppd: rank %u of job %u left (%s)", r->rank, r->job, how);
 }
 
-/* Wait until every running handler has begun a new pass. */
-static void grace(struct ppd *d)
+/* Wait until every running handler has begun a new pass: 0, or -ETIMEDOUT
+ * after PPD_GRACE_NS (a handler held up: nothing is freed this time, and
+ * the main thread goes on serving its socket and signals). */
+#define PPD_GRACE_NS 100000000ull
+static int grace(struct ppd *d)
 {
-	uint64_t seen[PPD_MAX_HANDLERS];
+	uint64_t seen[PPD_MAX_HANDLERS], end = ppd_now_ns() + PPD_GRACE_NS;
 	for (int i = 0; i < d->nh; i++)
 		seen[i] = atomic_load(&d->h[i].epoch);
 	for (int i = 0; i < d->nh; i++)
-		while (atomic_load(&d->h[i].epoch) == seen[i] && !atomic_load(&d->stop))
+		while (atomic_load(&d->h[i].epoch) == seen[i] && !atomic_load(&d->stop)) {
+			if (ppd_now_ns() > end)
+				return -ETIMEDOUT;
 			usleep(50);
+		}
+	return 0;
 }
 
 /* Free the entries whose goodbye is said. Returns entries still in use. */
@@ -251,9 +279,9 @@ int ppd_ranks_reclaim(struct ppd *d)
 			used += st != PPD_RANK_FREE;
 			continue;
 		}
-		grace(d);
-		if (atomic_load(&r->zc_out)) {
-			/* The port still reads some of its slots: not yet. */
+		if (grace(d) || atomic_load(&r->zc_out)) {
+			/* A handler may still hold it, or the port still reads
+			 * some of its slots: not yet. */
 			used++;
 			continue;
 		}
@@ -262,6 +290,7 @@ int ppd_ranks_reclaim(struct ppd *d)
 					       (size_t)d->slot_bytes * PPD_TX_SLOTS);
 		r->hdr->daemon_gone = 1;
 		munmap(r->mem, r->mem_len);
+		close(r->memfd);
 		close(r->conn);
 		if (r->pidfd >= 0)
 			close(r->pidfd);

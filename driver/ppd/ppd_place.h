@@ -26,15 +26,17 @@ static inline int ppd_place_cas(struct ppd_place *x, uint32_t from, uint32_t to)
 }
 
 /* Rank: describe [from, len) of the buffer at addr for message msg_id from
- * src. Returns the entry's index, or -ENOSPC (no free entry). */
-static inline int ppd_place_post(struct ppd_region_hdr *hdr, uint32_t src, uint32_t msg_id,
-				 uint64_t addr, uint64_t len, uint64_t from)
+ * src in incarnation src_inc. Returns the entry's index, or -ENOSPC (no
+ * free entry). */
+static inline int ppd_place_post(struct ppd_region_hdr *hdr, uint32_t src, uint32_t src_inc,
+				 uint32_t msg_id, uint64_t addr, uint64_t len, uint64_t from)
 {
 	for (uint32_t i = 0; i < PPD_PLACES; i++) {
 		struct ppd_place *x = &hdr->places[i];
 		if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != PPD_PLACE_FREE)
 			continue;
 		x->src = src;
+		x->src_inc = src_inc;
 		x->msg_id = msg_id;
 		x->addr = addr;
 		x->len = len;
@@ -101,6 +103,7 @@ static inline struct ppd_place *ppd_place_take(struct ppd_region_hdr *hdr, uint3
 		/* Field by field: state is the rank's to CAS meanwhile. */
 		out->src = x->src;
 		out->msg_id = x->msg_id;
+		out->src_inc = x->src_inc;
 		out->addr = x->addr;
 		out->len = x->len;
 		out->from = x->from;
@@ -113,9 +116,24 @@ static inline struct ppd_place *ppd_place_take(struct ppd_region_hdr *hdr, uint3
 	return NULL;
 }
 
-/* Daemon: the write into the entry's buffer is over (BUSY -> POSTED). */
-static inline void ppd_place_give(struct ppd_place *x)
+/* Daemon: 1 when a DATA frame of the entry's message (e: its fields, read
+ * at the take) may be written into the buffer: it carries the incarnation
+ * the rank described (an earlier life of the sender is stale), starts
+ * exactly where the bytes placed so far end (next: a duplicate, or a frame
+ * past a gap, is one go-back-N refuses), and ends within the buffer. Any
+ * other frame goes to the rank whole, for its engine to judge. */
+static inline int ppd_place_fits(const struct ppd_place *e, uint64_t next, uint32_t src_inc,
+				 uint64_t offset, uint32_t len)
 {
+	return src_inc == e->src_inc && offset == next && offset <= e->len &&
+	       e->len - offset >= len;
+}
+
+/* Daemon: the write into the entry's buffer is over (BUSY -> POSTED); the
+ * next frame placed must start at from. */
+static inline void ppd_place_give(struct ppd_place *x, uint64_t from)
+{
+	x->from = from;
 	__atomic_store_n(&x->state, PPD_PLACE_POSTED, __ATOMIC_RELEASE);
 }
 

@@ -685,19 +685,30 @@ unsigned ppd_port_pull_poll(struct pp_port *port,
 	return calls;
 }
 
-/* ---- placement descriptors (ppd_pull.h) ---- */
-
-int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, void *buf,
-			uint64_t len, uint64_t from_off)
+int ppd_port_set_key(struct pp_port *port, const uint8_t key[32])
 {
 	struct ppd_port *p = pull_port(port);
 	if (!p)
 		return -ENOTSUP;
-	if (from_off >= len)
+	memcpy(p->hdr->auth_key, key, sizeof(p->hdr->auth_key));
+	__atomic_store_n(&p->hdr->keyed, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- placement descriptors (ppd_pull.h) ---- */
+
+int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t src_inc, uint32_t msg_id,
+			void *buf, uint64_t len, uint64_t from_off)
+{
+	struct ppd_port *p = pull_port(port);
+	if (!p)
+		return -ENOTSUP;
+	if (from_off >= len || !src_inc)
 		return -EINVAL;
 	if (p->places_used == PPD_PLACES || daemon_gone(p, 0))
 		return -ENOSPC;
-	int rc = ppd_place_post(p->hdr, src, msg_id, (uint64_t)(uintptr_t)buf, len, from_off);
+	int rc =
+	    ppd_place_post(p->hdr, src, src_inc, msg_id, (uint64_t)(uintptr_t)buf, len, from_off);
 	if (rc < 0)
 		return rc;
 	p->places_used++;

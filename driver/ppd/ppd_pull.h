@@ -37,11 +37,17 @@ unsigned ppd_port_pull_poll(struct pp_port *port,
 			    void *arg);
 
 /* Placement (ppd_shm.h, "Placement descriptors"): describe the buffer of
- * the receive of message msg_id from src: the daemon may write DATA payload
- * at offsets [from_off, len) of buf. Errors: -ENOTSUP (not a ppd port),
- * -ENOSPC (table full), -EINVAL (from_off >= len). */
-int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t msg_id, void *buf,
-			uint64_t len, uint64_t from_off);
+ * the receive of message msg_id from src (incarnation src_inc): the daemon
+ * may write DATA payload at offsets [from_off, len) of buf, in order, from
+ * frames of that incarnation. Errors: -ENOTSUP (not a ppd port), -ENOSPC
+ * (table full), -EINVAL (from_off >= len, or src_inc 0). */
+int ppd_port_place_post(struct pp_port *port, uint32_t src, uint32_t src_inc, uint32_t msg_id,
+			void *buf, uint64_t len, uint64_t from_off);
+
+/* Hand the daemon the job's key (proto/auth.h) so that it may check BYEs
+ * for the job and sign the one it sends when this rank dies. Errors:
+ * -ENOTSUP (not a ppd port). */
+int ppd_port_set_key(struct pp_port *port, const uint8_t key[32]);
 
 /* Take that description back; returns once the daemon writes no more into
  * the buffer (waits while a write is under way). */

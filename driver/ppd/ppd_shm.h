@@ -193,10 +193,12 @@ struct ppd_place {
 	uint32_t state;	 /* enum ppd_place_state, changed by compare-and-swap */
 	uint32_t src;	 /* rank the message comes from */
 	uint32_t msg_id; /* its number (per pair of ranks) */
-	uint32_t pad;	 /* zero */
+	uint32_t src_inc; /* the incarnation its frames must carry */
 	uint64_t addr;	 /* the receive buffer, in the rank's address space */
 	uint64_t len;	 /* bytes of it: a payload must end within */
-	uint64_t from;	 /* ... and start at or after this offset */
+	uint64_t from;	 /* the offset the next frame placed must start at: the
+			  * rank's bytes so far when posted, then the daemon's (in
+			  * order, as go-back-N takes them: no frame twice) */
 };
 
 /* The header page of a region. Offsets are from the region's start. */
@@ -223,6 +225,9 @@ struct ppd_region_hdr {
 	uint32_t dozing;      /* 1 while the home handler sleeps (the daemon writes) */
 	int32_t home_core;    /* the core the rank's home handler runs on (-1: unknown) */
 	uint64_t spin_ns;     /* the rank's last empty poll in a wait loop (CLOCK_MONOTONIC) */
+	uint32_t keyed;	      /* 1 once auth_key holds its job's key (the rank writes, last) */
+	uint8_t auth_key[32]; /* its job's key (proto/auth.h): the daemon checks BYEs for the
+			       * job and signs the BYE it sends for the rank with it */
 	struct ppd_pull pulls[PPD_PULLS];    /* pull descriptors */
 	struct ppd_place places[PPD_PLACES]; /* placement descriptors */
 };

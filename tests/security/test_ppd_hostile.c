@@ -539,8 +539,7 @@ static int start_shared(struct td *t, const char *tag, const char *max_ranks)
 /* In a child: become nobody (uid and gid 65534, no other group). */
 static void become_nobody(void)
 {
-	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
-		_exit(3);
+	td_become(NOBODY);
 }
 
 /* Run fn as nobody in a child; its verdict in v. 0, or -1 when it failed. */
