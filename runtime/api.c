@@ -15,7 +15,6 @@
 #include "ctx.h"
 #include "pp_log.h"
 
-#define PP_MAX_MSGS   1024 /* sends, and receives, outstanding at most */
 #define PP_RTO_MAX_NS 50000000u
 /* Bytes per direct copy call: big enough that the syscall is noise, small
  * enough that other work goes on between the calls of a huge message. */

@@ -13,7 +13,6 @@
 
 #include "embed.h"
 
-#define PP_SELF_MSGS	256	    /* the twin's sends outstanding at most */
 #define PP_SELF_PUSHBUF (64u << 10) /* it receives no pushes: the least that works */
 #define PP_SELF_ROUNDS	256	    /* frames moved per pump at most */
 
@@ -31,7 +30,12 @@ int pp_embed_self_open(struct pp_embed *m)
 	pc.btp1 = ctx->cfg.btp1;
 	pc.btp2 = ctx->cfg.btp2;
 	pc.mtu = ctx->port_info.mtu;
-	pc.max_msgs = PP_SELF_MSGS;
+	/* As many sends as the rank's engine takes: a send to oneself waits
+	 * there until its receive is posted (a long one), and the caller is
+	 * promised that many (the provider's tx size). With fewer, an MPI
+	 * that posts its sends to itself before the receives, and retries a
+	 * full queue without end, never gets to post them. */
+	pc.max_msgs = PP_MAX_MSGS;
 	pc.pushbuf_bytes = PP_SELF_PUSHBUF;
 	pc.local_whole = 64u << 10;
 	int rc = pp_proto_create(&m->twin, &pc);

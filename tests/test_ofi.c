@@ -671,6 +671,60 @@ static void test_msg_and_self(void)
 	close_side(&a);
 }
 
+/* More long sends to oneself than 256 before any receive (an MPI's
+ * MPI_Isend to itself in a loop, then the receives): each is taken at once
+ * or after a little progress, up to the queue the provider offers, though
+ * none can finish before its receive is posted. The twin once took 256 and
+ * answered -FI_EAGAIN for ever, which Open MPI retries without end. */
+static void test_self_queue(void)
+{
+	enum { N = 300, LEN = 70000 }; /* longer than a node-mate's whole push */
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	uint8_t *out = malloc((size_t)N * LEN), *in = calloc(N, LEN);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	int taken = 0;
+	for (int i = 0; i < N; i++) {
+		fill(out + (size_t)i * LEN, LEN, (unsigned)i);
+		ssize_t rc = -FI_EAGAIN;
+		for (int try = 0; try < 1000 && rc == -FI_EAGAIN; try++) {
+			rc = fi_tsend(a.ep, out + (size_t)i * LEN, LEN, NULL, a.addr[0],
+				      (uint64_t)i, NULL);
+			if (rc == -FI_EAGAIN)
+				fi_cq_read(a.cq, NULL, 0); /* progress only */
+		}
+		if (rc)
+			break;
+		taken++;
+	}
+	CU_ASSERT_EQUAL(taken, N);
+	for (int i = taken - 1; i >= 0; i--) /* in the other order */
+		CU_ASSERT_EQUAL(fi_trecv(a.ep, in + (size_t)i * LEN, LEN, NULL, a.addr[0],
+					 (uint64_t)i, 0, NULL),
+				0);
+	int recvs = 0, sends = 0;
+	while (recvs + sends < 2 * taken) {
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = 0;
+		int rc = wait_one(&a, NULL, &e, &src);
+		CU_ASSERT_EQUAL_FATAL(rc, 1);
+		if (e.flags & FI_RECV) {
+			CU_ASSERT_EQUAL(e.len, LEN);
+			CU_ASSERT_EQUAL(src, a.addr[0]);
+			recvs++;
+		} else {
+			sends++;
+		}
+	}
+	CU_ASSERT_EQUAL(recvs, taken);
+	CU_ASSERT_EQUAL(memcmp(in, out, (size_t)taken * LEN), 0);
+	free(in);
+	free(out);
+	close_side(&b);
+	close_side(&a);
+}
+
 /* ---- a lost peer ---- */
 
 static void test_peer_lost(void)
@@ -775,6 +829,7 @@ static CU_TestInfo tests[] = {
     {"fi_cancel of a waiting receive", test_cancel},
     {"a sender not in the AV", test_unknown_sender},
     {"untagged apart from tagged; sends to oneself", test_msg_and_self},
+    {"300 long sends to oneself before their receives", test_self_queue},
     {"a lost peer: FI_EIO for its send and receive", test_peer_lost},
     {"two endpoints in two threads", test_threads},
     CU_TEST_INFO_NULL,
