@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "pp_fi.h"
+#include "wire.h"
 
 #define NODATA(...)                                                                                \
 	do {                                                                                       \
@@ -24,7 +25,6 @@
 #define PP_FI_ORDER    FI_ORDER_SAS /* matching follows each sender's order */
 #define PP_FI_OP_FLAGS (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE)
 #define PP_FI_BUFFERED (1u << 20) /* the pushed buffer */
-#define PP_FI_WIRE_VER 3	  /* docs/wire.md */
 
 static int configured(void)
 {
@@ -161,7 +161,7 @@ static struct fi_info *make_info(const struct fi_info *h)
 
 	fi->ep_attr->type = FI_EP_RDM;
 	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
-	fi->ep_attr->protocol_version = PP_FI_WIRE_VER;
+	fi->ep_attr->protocol_version = PP_WIRE_VERSION;
 	fi->ep_attr->max_msg_size = PP_FI_MAX_MSG;
 	/* With untagged messages the top tag bit tells them apart. */
 	fi->ep_attr->mem_tag_format = caps & FI_MSG ? ~PP_FI_MSG_TAG : UINT64_MAX;
@@ -204,8 +204,22 @@ int pp_fi_getinfo(uint32_t version, const char *node, const char *service, uint6
 {
 	(void)version;
 	*info = NULL;
-	if (node || service || (flags & FI_SOURCE))
-		NODATA("no node or service to resolve: addresses come from fi_getname\n");
+	/* A local address chosen by node and service (FI_SOURCE, or a service
+	 * alone: every fabtests server, and its client under -E) chooses
+	 * nothing here: the endpoint's address is the configured port's and
+	 * rank's, so they are noted and the answer is the same. A destination
+	 * named by node cannot be resolved (a pp name is no host name): its
+	 * name comes from its fi_getname, exchanged out of band, or as
+	 * hints->dest_addr. */
+	if (node && !(flags & FI_SOURCE))
+		NODATA("destination node %s cannot be resolved: exchange names from fi_getname "
+		       "out of band (fabtests' -E) and fi_av_insert them\n",
+		       node);
+	if (node || service)
+		PP_FI_INFO(FI_LOG_CORE,
+			   "source node %s, service %s: not used (the address is PP_DEV's port and "
+			   "the rank's)\n",
+			   node ? node : "-", service ? service : "-");
 	int rc = configured();
 	if (rc == 0)
 		rc = check_hints(hints);
