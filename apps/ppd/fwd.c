@@ -111,8 +111,8 @@ struct pbatch {
 	unsigned nheld;			   /* entries taken */
 	struct ppd_place *held[PPD_BURST]; /* ... BUSY until the flush */
 	struct ppd_place e[PPD_BURST];	   /* ... their fields, read at the take */
-	uint64_t next[PPD_BURST];	   /* ... offset the next frame added must start at */
-	uint64_t placed[PPD_BURST];	   /* ... and, at the flush, that the write reached */
+	uint64_t next[PPD_BURST];	   /* ... from for the next frame added (ppd_place.h) */
+	uint64_t placed[PPD_BURST];	   /* ... and, at the flush, as the writes went */
 };
 
 /* Write the batch frame by frame into the rank (a frame whose write fails,
@@ -131,7 +131,8 @@ static void place_flush(struct ppd_handler *h, struct pbatch *b)
 	for (unsigned i = 0; i < b->n; i++) {
 		unsigned k = b->ent[i];
 		ok[i] = 0;
-		if (gone || b->off[i] != b->placed[k])
+		if (gone ||
+		    !ppd_place_fits(&b->e[k], b->placed[k], b->e[k].src_inc, b->off[i], b->plen[i]))
 			continue; /* an earlier frame of it failed */
 		int rc = ppd_mem_write(b->r->memfd, b->pl[i], b->e[k].addr + b->off[i], b->plen[i]);
 		if (rc) {
@@ -140,7 +141,7 @@ static void place_flush(struct ppd_handler *h, struct pbatch *b)
 			continue;
 		}
 		ok[i] = 1;
-		b->placed[k] += b->plen[i];
+		b->placed[k] = ppd_place_after(b->off[i], b->plen[i]);
 	}
 	/* Written before the rank can see any headers: a receive cannot
 	 * complete (and take its entry back) before its bytes are there. */
@@ -220,7 +221,7 @@ static int place_add(struct ppd_handler *h, struct pbatch *b, struct ppd_rank *r
 	b->f[b->n] = f;
 	b->len[b->n] = len;
 	b->n++;
-	b->next[k] += wh.payload_len;
+	b->next[k] = ppd_place_after(wh.offset, wh.payload_len);
 	return 1;
 }
 

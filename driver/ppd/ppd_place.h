@@ -116,17 +116,31 @@ static inline struct ppd_place *ppd_place_take(struct ppd_region_hdr *hdr, uint3
 	return NULL;
 }
 
+/* An entry's from once a frame was placed: the next frame must start
+ * exactly there. Before, it is the rank's bytes when it posted, and the
+ * first DATA frame starts at or after it: the sender's pushes go on while
+ * the PULL is on its way (BTP(2)), so where its DATA begins is the
+ * sender's to know. */
+#define PPD_PLACE_STARTED (1ull << 63)
+
 /* Daemon: 1 when a DATA frame of the entry's message (e: its fields, read
- * at the take) may be written into the buffer: it carries the incarnation
- * the rank described (an earlier life of the sender is stale), starts
- * exactly where the bytes placed so far end (next: a duplicate, or a frame
- * past a gap, is one go-back-N refuses), and ends within the buffer. Any
- * other frame goes to the rank whole, for its engine to judge. */
+ * at the take; next: from as placing goes on) may be written into the
+ * buffer: it carries the incarnation the rank described (an earlier life
+ * of the sender is stale), starts where the bytes placed so far end (a
+ * duplicate, or a frame past a gap, is one go-back-N refuses), and ends
+ * within the buffer. Any other frame goes to the rank whole, for its
+ * engine to judge. */
 static inline int ppd_place_fits(const struct ppd_place *e, uint64_t next, uint32_t src_inc,
 				 uint64_t offset, uint32_t len)
 {
-	return src_inc == e->src_inc && offset == next && offset <= e->len &&
-	       e->len - offset >= len;
+	int at = next & PPD_PLACE_STARTED ? offset == (next & ~PPD_PLACE_STARTED) : offset >= next;
+	return src_inc == e->src_inc && at && offset <= e->len && e->len - offset >= len;
+}
+
+/* Daemon: from after a frame at offset of len bytes is placed. */
+static inline uint64_t ppd_place_after(uint64_t offset, uint32_t len)
+{
+	return (offset + len) | PPD_PLACE_STARTED;
 }
 
 /* Daemon: the write into the entry's buffer is over (BUSY -> POSTED); the

@@ -196,9 +196,9 @@ struct ppd_place {
 	uint32_t src_inc; /* the incarnation its frames must carry */
 	uint64_t addr;	 /* the receive buffer, in the rank's address space */
 	uint64_t len;	 /* bytes of it: a payload must end within */
-	uint64_t from;	 /* the offset the next frame placed must start at: the
-			  * rank's bytes so far when posted, then the daemon's (in
-			  * order, as go-back-N takes them: no frame twice) */
+	uint64_t from;	 /* where the next frame placed starts: at or after the
+			  * rank's bytes when posted, then exactly after the last
+			  * one placed (PPD_PLACE_STARTED set: ppd_place.h) */
 };
 
 /* The header page of a region. Offsets are from the region's start. */

@@ -237,13 +237,22 @@ static void test_uffd_no_stall(void)
 static void test_place_rule(void)
 {
 	struct ppd_place e = {.src = 3, .src_inc = 0x77, .msg_id = 9, .len = 30000, .from = 8000};
-	CU_ASSERT(ppd_place_fits(&e, 8000, 0x77, 8000, 8000));	  /* the next frame */
-	CU_ASSERT(!ppd_place_fits(&e, 8000, 0x76, 8000, 8000));	  /* an earlier life */
-	CU_ASSERT(!ppd_place_fits(&e, 8000, 0, 8000, 8000));	  /* names none */
-	CU_ASSERT(!ppd_place_fits(&e, 16000, 0x77, 8000, 8000));  /* a duplicate */
-	CU_ASSERT(!ppd_place_fits(&e, 8000, 0x77, 16000, 8000));  /* past a gap */
-	CU_ASSERT(!ppd_place_fits(&e, 24000, 0x77, 24000, 8000)); /* beyond the buffer */
-	CU_ASSERT(ppd_place_fits(&e, 24000, 0x77, 24000, 6000));  /* the last bytes */
+	/* Nothing placed yet: DATA starts at or after the rank's bytes (pushes
+	 * went on while the PULL was on its way). */
+	CU_ASSERT(ppd_place_fits(&e, 8000, 0x77, 8000, 8000));
+	CU_ASSERT(ppd_place_fits(&e, 8000, 0x77, 16000, 8000));
+	CU_ASSERT(!ppd_place_fits(&e, 8000, 0x77, 4000, 8000)); /* before: the rank has it */
+	CU_ASSERT(!ppd_place_fits(&e, 8000, 0x76, 8000, 8000)); /* an earlier life */
+	CU_ASSERT(!ppd_place_fits(&e, 8000, 0, 8000, 8000));	/* names none */
+	/* Once placing started: exactly after the last frame placed. */
+	uint64_t next = ppd_place_after(8000, 8000);
+	CU_ASSERT(ppd_place_fits(&e, next, 0x77, 16000, 8000));	 /* the next frame */
+	CU_ASSERT(!ppd_place_fits(&e, next, 0x77, 8000, 8000));	 /* a duplicate */
+	CU_ASSERT(!ppd_place_fits(&e, next, 0x77, 24000, 6000)); /* past a gap */
+	CU_ASSERT(!ppd_place_fits(&e, next, 0x76, 16000, 8000)); /* an earlier life */
+	next = ppd_place_after(16000, 8000);
+	CU_ASSERT(!ppd_place_fits(&e, next, 0x77, 24000, 8000)); /* beyond the buffer */
+	CU_ASSERT(ppd_place_fits(&e, next, 0x77, 24000, 6000));	 /* the last bytes */
 }
 
 /* The BYE the daemon sends for a rank that left proves its job's secret
