@@ -229,113 +229,6 @@ static int no_pep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pe
 	return -FI_ENOSYS;
 }
 
-/* ---- event queue ----
- * One that never holds an event: the provider has FI_EP_RDM only (no
- * connection events) and completes AV inserts at once (no FI_AV_ASYNC events).
- * It exists because applications open one anyway (fi_pingpong does for every
- * endpoint type) and give up when they cannot. */
-
-static int eq_close(struct fid *fid)
-{
-	free(fid);
-	return 0;
-}
-
-static struct fi_ops eq_fi_ops = {
-    .size = sizeof(struct fi_ops),
-    .close = eq_close,
-    .bind = pp_fi_no_bind,
-    .control = pp_fi_no_control,
-    .ops_open = pp_fi_no_ops_open,
-};
-
-static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, uint64_t flags)
-{
-	(void)eq;
-	(void)event;
-	(void)buf;
-	(void)len;
-	(void)flags;
-	return -FI_EAGAIN;
-}
-
-static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags)
-{
-	(void)eq;
-	(void)buf;
-	(void)flags;
-	return -FI_EAGAIN;
-}
-
-static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len,
-			uint64_t flags)
-{
-	(void)eq;
-	(void)event;
-	(void)buf;
-	(void)len;
-	(void)flags;
-	return -FI_ENOSYS;
-}
-
-/* Nothing can arrive: a bounded wait is slept through, an unbounded one
- * would never return and is refused. */
-static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
-			uint64_t flags)
-{
-	(void)eq;
-	(void)event;
-	(void)buf;
-	(void)len;
-	(void)flags;
-	if (timeout < 0)
-		return -FI_EINVAL;
-	struct timespec ts = {.tv_sec = timeout / 1000,
-			      .tv_nsec = (long)(timeout % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-	return -FI_EAGAIN;
-}
-
-static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data, char *buf,
-			       size_t len)
-{
-	(void)eq;
-	(void)err_data;
-	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
-	if (buf && len) {
-		snprintf(buf, len, "%s", s);
-		return buf;
-	}
-	return s;
-}
-
-static struct fi_ops_eq eq_ops = {
-    .size = sizeof(struct fi_ops_eq),
-    .read = eq_read,
-    .readerr = eq_readerr,
-    .write = eq_write,
-    .sread = eq_sread,
-    .strerror = eq_strerror,
-};
-
-static int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
-		   void *context)
-{
-	(void)fabric;
-	if (!attr || attr->wait_set || (attr->flags & FI_WRITE))
-		return -FI_EINVAL;
-	struct fid_eq *q = calloc(1, sizeof(*q));
-	if (!q)
-		return -FI_ENOMEM;
-	q->fid.fclass = FI_CLASS_EQ;
-	q->fid.context = context;
-	q->fid.ops = &eq_fi_ops;
-	q->ops = &eq_ops;
-	*eq = q;
-	return 0;
-}
-
 static int no_wait(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **w)
 {
 	(void)fabric;
@@ -344,21 +237,28 @@ static int no_wait(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct 
 	return -FI_ENOSYS;
 }
 
-static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+/* 0 when every queue in fids is empty (a wait on it may sleep); only event
+ * queues have wait objects here. */
+static int trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
 	(void)fabric;
-	(void)fids;
-	(void)count;
-	return -FI_ENOSYS;
+	for (int i = 0; i < count; i++) {
+		if (fids[i]->fclass != FI_CLASS_EQ)
+			return -FI_ENOSYS;
+		int rc = pp_fi_eq_trywait(fids[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static struct fi_ops_fabric fabric_ops = {
     .size = sizeof(struct fi_ops_fabric),
     .domain = domain_open,
     .passive_ep = no_pep,
-    .eq_open = eq_open,
+    .eq_open = pp_fi_eq_open,
     .wait_open = no_wait,
-    .trywait = no_trywait,
+    .trywait = trywait,
     .domain2 = domain2_open,
 };
 

@@ -26,16 +26,25 @@
 #define PP_FI_OP_FLAGS (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE)
 #define PP_FI_BUFFERED (1u << 20) /* the pushed buffer */
 
-static int configured(void)
+/* A port and a rank configured: 0 with *rank and *size (PP_RANK and
+ * PP_SIZE first, as the endpoint takes them), else -FI_ENODATA. */
+static int configured(int *rank, int *size)
 {
 	const char *dev = getenv("PP_DEV"), *daemon = getenv("PP_DAEMON");
 	if (!(dev && dev[0]) && !(daemon && daemon[0]))
 		NODATA("no librt-pp port: set PP_DEV (or PP_DAEMON)\n");
 	struct pp_launcher l;
 	pp_launcher_env(&l);
-	if (l.rank < 0 && !(getenv("PP_RANK") && getenv("PP_SIZE")))
+	const char *r = getenv("PP_RANK"), *s = getenv("PP_SIZE");
+	if (r && s) {
+		l.rank = atoi(r);
+		l.size = atoi(s);
+	}
+	if (l.rank < 0 || l.size <= l.rank)
 		NODATA("no rank: run under a launcher (mpirun, srun, mpiexec) or set PP_RANK and "
 		       "PP_SIZE\n");
+	*rank = l.rank;
+	*size = l.size;
 	return 0;
 }
 
@@ -102,11 +111,15 @@ static int check_hints(const struct fi_info *h)
 		       (unsigned long long)(h->caps & ~PP_FI_CAPS));
 	if (h->addr_format != FI_FORMAT_UNSPEC)
 		NODATA("address format %u not offered (ours is opaque, fi_pp.h)\n", h->addr_format);
-	if (h->src_addr || h->handle)
-		NODATA("no source address to choose, no connection handle\n");
+	/* A source address chooses nothing (the port and rank are configured),
+	 * but one must be a pp name: fabtests hand back what fi_getinfo gave. */
+	struct pp_embed_addr a;
+	if (h->src_addr && (h->src_addrlen != FI_PP_NAME_LEN || pp_fi_name_decode(h->src_addr, &a)))
+		NODATA("source address is not a pp name (fi_pp.h)\n");
+	if (h->handle)
+		NODATA("no connection handle\n");
 	/* A peer's name as fi_getname gave it: fi_pingpong's client asks with
 	 * the server's. */
-	struct pp_embed_addr a;
 	if (h->dest_addr &&
 	    (h->dest_addrlen != FI_PP_NAME_LEN || pp_fi_name_decode(h->dest_addr, &a)))
 		NODATA("destination address is not a pp name (fi_pp.h)\n");
@@ -130,7 +143,7 @@ static int check_hints(const struct fi_info *h)
 	return 0;
 }
 
-static struct fi_info *make_info(const struct fi_info *h)
+static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
 {
 	struct fi_info *fi = fi_allocinfo();
 	if (!fi)
@@ -188,11 +201,20 @@ static struct fi_info *make_info(const struct fi_info *h)
 	d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
 
 	fi->fabric_attr->name = strdup(PP_FI_NAME); /* prov_name: the core sets it */
+	/* The source address: what is known of the endpoint's name before it
+	 * opens, its rank and job size (the port's MAC, the incarnation and the
+	 * job key come with fi_getname once it is enabled). */
+	struct pp_embed_addr me = {.rank = (uint32_t)rank, .size = (uint32_t)size};
+	if ((fi->src_addr = malloc(FI_PP_NAME_LEN))) {
+		pp_fi_name_encode(fi->src_addr, &me);
+		fi->src_addrlen = FI_PP_NAME_LEN;
+	}
 	if (h && h->dest_addr && (fi->dest_addr = malloc(FI_PP_NAME_LEN))) {
 		memcpy(fi->dest_addr, h->dest_addr, FI_PP_NAME_LEN);
 		fi->dest_addrlen = FI_PP_NAME_LEN;
 	}
-	if (!d->name || !fi->fabric_attr->name || (h && h->dest_addr && !fi->dest_addr)) {
+	if (!d->name || !fi->fabric_attr->name || !fi->src_addr ||
+	    (h && h->dest_addr && !fi->dest_addr)) {
 		fi_freeinfo(fi);
 		return NULL;
 	}
@@ -220,11 +242,11 @@ int pp_fi_getinfo(uint32_t version, const char *node, const char *service, uint6
 			   "source node %s, service %s: not used (the address is PP_DEV's port and "
 			   "the rank's)\n",
 			   node ? node : "-", service ? service : "-");
-	int rc = configured();
+	int rank, size, rc = configured(&rank, &size);
 	if (rc == 0)
 		rc = check_hints(hints);
 	if (rc)
 		return rc;
-	*info = make_info(hints);
+	*info = make_info(hints, rank, size);
 	return *info ? 0 : -FI_ENOMEM;
 }

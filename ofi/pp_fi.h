@@ -230,6 +230,11 @@ int pp_fi_name_decode(const uint8_t *in, struct pp_embed_addr *a);
 int pp_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 		  void *context);
 
+/* eq.c: open an event queue; trywait: 0 when it is empty, else -FI_EAGAIN. */
+int pp_fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		  void *context);
+int pp_fi_eq_trywait(struct fid *fid);
+
 /* fabric.c */
 int pp_fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
 

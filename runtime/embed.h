@@ -53,6 +53,7 @@ struct pp_embed {
 	uint32_t self_cap;	   /* its size */
 	int self_busy;		   /* frames may be owed between the two engines */
 	uint32_t sends;		   /* sends posted and not completed */
+	uint32_t idle;		   /* progress passes in a row that did nothing */
 	struct pp_embed_conf conf; /* as given */
 };
 

@@ -9,6 +9,7 @@
  * and wildcard, every size class; untagged messages apart from tagged ones;
  * truncation; peek, claim and discard; sends to oneself; a lost peer.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,20 +294,52 @@ static void test_eq(void)
 	struct fid_fabric *fabric = NULL;
 	struct fid_eq *eq = NULL;
 	CU_ASSERT_EQUAL_FATAL(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	/* The provider queues nothing of its own. */
 	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
 	CU_ASSERT_EQUAL_FATAL(fi_eq_open(fabric, &attr, &eq, &attr), 0);
 	CU_ASSERT_PTR_EQUAL(eq->fid.context, &attr);
 	uint32_t ev;
-	char buf[64];
+	char buf[64] = "event";
 	struct fi_eq_err_entry err;
 	CU_ASSERT_EQUAL(fi_eq_read(eq, &ev, buf, sizeof(buf), 0), -FI_EAGAIN);
 	CU_ASSERT_EQUAL(fi_eq_readerr(eq, &err, 0), -FI_EAGAIN);
 	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, buf, sizeof(buf), 1, 0), -FI_EAGAIN);
-	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, buf, sizeof(buf), -1, 0), -FI_EINVAL); /* forever */
-	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, buf, sizeof(buf), 0), -FI_ENOSYS);
+	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, buf, sizeof(buf), 0), -FI_EINVAL); /* no FI_WRITE */
 	CU_ASSERT_EQUAL(fi_close(&eq->fid), 0);
-	struct fi_eq_attr wr = {.flags = FI_WRITE}; /* user events: not kept */
-	CU_ASSERT_EQUAL(fi_eq_open(fabric, &wr, &eq, NULL), -FI_EINVAL);
+
+	/* The application's own events: in order, peeked, waited for on the fd. */
+	struct fi_eq_attr wr = {.size = 4, .flags = FI_WRITE, .wait_obj = FI_WAIT_FD};
+	CU_ASSERT_EQUAL_FATAL(fi_eq_open(fabric, &wr, &eq, NULL), 0);
+	int fd = -1;
+	CU_ASSERT_EQUAL_FATAL(fi_control(&eq->fid, FI_GETWAIT, &fd), 0);
+	struct fid *fids[1] = {&eq->fid};
+	CU_ASSERT_EQUAL(fi_trywait(fabric, fids, 1), 0);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	CU_ASSERT_EQUAL(poll(&p, 1, 0), 0);
+	for (int i = 0; i < 4; i++) {
+		struct fi_eq_entry e = {.fid = &eq->fid, .context = (void *)(uintptr_t)(i + 1)};
+		CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0), (ssize_t)sizeof(e));
+	}
+	struct fi_eq_entry e = {0};
+	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0), -FI_EAGAIN); /* full */
+	CU_ASSERT_EQUAL(poll(&p, 1, 0), 1);
+	CU_ASSERT_EQUAL(fi_trywait(fabric, fids, 1), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_eq_read(eq, &ev, &e, 1, 0), -FI_ETOOSMALL);
+	for (int i = 0; i < 4; i++) {
+		ev = 0;
+		memset(&e, 0, sizeof(e));
+		CU_ASSERT_EQUAL(fi_eq_read(eq, &ev, &e, sizeof(e), FI_PEEK), (ssize_t)sizeof(e));
+		CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, &e, sizeof(e), 1000, 0), (ssize_t)sizeof(e));
+		CU_ASSERT_EQUAL(ev, FI_NOTIFY);
+		CU_ASSERT_PTR_EQUAL(e.context, (void *)(uintptr_t)(i + 1));
+	}
+	CU_ASSERT_EQUAL(poll(&p, 1, 0), 0); /* empty again: not readable */
+	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, &e, sizeof(e), 1, 0), -FI_EAGAIN);
+	char big[512] = {0};
+	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, big, sizeof(big), 0), -FI_EINVAL);
+	CU_ASSERT_EQUAL(fi_close(&eq->fid), 0);
+	struct fi_eq_attr set = {.wait_obj = FI_WAIT_SET};
+	CU_ASSERT_EQUAL(fi_eq_open(fabric, &set, &eq, NULL), -FI_ENOSYS);
 	CU_ASSERT_EQUAL(fi_close(&fabric->fid), 0);
 	fi_freeinfo(info);
 	fi_freeinfo(h);
@@ -839,7 +872,7 @@ static void test_threads(void)
 
 static CU_TestInfo tests[] = {
     {"fi_getinfo: Open MPI's hints, refusals", test_getinfo},
-    {"an event queue that stays empty", test_eq},
+    {"an event queue: the application's events, its fd", test_eq},
     {"addresses: insert, lookup, straddr, refusals", test_av},
     {"tagged: sizes, inject, ignore masks, order", test_tagged_masks},
     {"truncation: FI_ETRUNC with olen", test_truncation},
