@@ -14,7 +14,8 @@
 #    both ways. Over any other path (TCP, shared memory) this fails.
 #    Then 4 ranks on 2 nodes, 2 nodes at 5 % loss, and hpcc (below).
 # 2. Through the node daemons: one ppd per node on its port pp1, every rank
-#    attached to its node's daemon (PP_DAEMON, the job's PP_TOKEN) instead
+#    attached to its node's daemon (PP_DAEMON; the job PP_JOB claimed on
+#    each daemon with ppd --claim for PP_TOKEN, as a prolog would) instead
 #    of owning a port: mpi_check on 2 nodes (the daemons' NIC counters carry
 #    the messages, their handlers place payload and serve PULLs), on one
 #    node (the two ranks talk through the daemon's loopback), 4 ranks on 2
@@ -37,10 +38,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 # (not compare.sh's, so neither refuses the other's leftovers).
 ip0=10.77.9.1 ip1=10.77.9.2 plen=24
 tmp=$(mktemp -d /tmp/pp-ofi-mpi.XXXXXX)
-spid= dpids=()
+spid= dpids=() cpids=()
 cleanup() {
   [ -z "$spid" ] || { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }
-  for p in "${dpids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${dpids[@]}" "${cpids[@]}"; do kill -9 "$p" 2>/dev/null; done
   ip -n ppn0 addr del "$ip0/$plen" dev pp0 2>/dev/null
   ip -n ppn1 addr del "$ip1/$plen" dev pp0 2>/dev/null
   rm -rf "$tmp"
@@ -59,7 +60,7 @@ ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1 pp0"
 cat >"$tmp/rank.sh" <<EOF
 #!/bin/sh
 if [ -n "\$OFI_MPI_DAEMON" ]; then
-  export PP_DAEMON=\$OFI_MPI_DAEMON-\$(ip netns identify \$\$).sock
+  export PP_DAEMON=\$OFI_MPI_DAEMON-\$(ip netns identify \$\$).sock PP_JOB=\$OFI_MPI_JOB
 else
   export PP_DEV=\${OFI_MPI_FAULT:+fault:\$OFI_MPI_FAULT;}packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
   export PP_PCAP_DUMP=\$OFI_MPI_CAPTURE.\$OMPI_COMM_WORLD_RANK.pcap
@@ -95,10 +96,10 @@ mpi_job() {
   shift 4
   (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RANK_PROGRAM="$prog" \
-    OFI_MPI_FAULT=${fault:-} OFI_MPI_DAEMON=${daemon:-} PP_TOKEN=${token:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
+    OFI_MPI_FAULT=${fault:-} OFI_MPI_DAEMON=${daemon:-} PP_TOKEN=${token:-} OFI_MPI_JOB=${pp_job:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
     --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" \
-    -x RANK_PROGRAM -x OFI_MPI_FAULT -x OFI_MPI_DAEMON -x PP_TOKEN "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
+    -x RANK_PROGRAM -x OFI_MPI_FAULT -x OFI_MPI_DAEMON -x OFI_MPI_JOB -x PP_TOKEN "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
   [ $rc -eq 0 ] || { cat "$out"; fail "$name: mpirun exited $rc"; }
   grep -Eq 'provider: pp$' "$out" || { cat "$out"; fail "$name: Open MPI's mtl did not name provider pp"; }
   # The provider's engine takes its peers from the MPI, never from PMIx.
@@ -144,7 +145,8 @@ ppd_run() {
   local name=$1 hosts=$2 nodes=$3 i p
   shift 3
   daemon=/run/pp/ppd-ofi token=$(printf '%016x' $((RANDOM << 32 | RANDOM << 16 | RANDOM)))
-  dpids=()
+  job=$((RANDOM << 15 | RANDOM))
+  dpids=() cpids=()
   for ((i = 0; i < nodes; i++)); do
     ip netns exec "ppn$i" "$ppd" --dev "${fault:+fault:$fault;}packet:pp1" --socket "$daemon-ppn$i.sock" --cores "$((i % $(nproc)))" \
       >"$tmp/$name.ppd$i.log" 2>&1 &
@@ -156,8 +158,20 @@ ppd_run() {
       kill -0 "${dpids[i]}" 2>/dev/null || { cat "$tmp/$name.ppd$i.log"; fail "$name: ppd of ppn$i exited"; }
       sleep 0.05
     done
+    # The job is claimed for the ranks (root's, as a site's prolog would)
+    # before they start; the claim is held until the job is over.
+    ip netns exec "ppn$i" "$ppd" --claim "$job:0:$token:${np:-2}" --socket "$daemon-ppn$i.sock" \
+      >"$tmp/$name.claim$i.log" 2>&1 &
+    cpids+=($!)
+    for _ in $(seq 200); do
+      grep -q '^claimed' "$tmp/$name.claim$i.log" && break
+      kill -0 "${cpids[i]}" 2>/dev/null || { cat "$tmp/$name.claim$i.log"; fail "$name: the claim on ppn$i failed"; }
+      sleep 0.05
+    done
   done
-  fault= min_bytes=0 mpi_run "$name" "$hosts" "$@"
+  fault= min_bytes=0 pp_job=$job mpi_run "$name" "$hosts" "$@"
+  for p in "${cpids[@]}"; do kill -TERM "$p"; wait "$p" 2>/dev/null; done
+  cpids=()
   local tx=0 lo=0 placed=0
   for ((i = 0; i < nodes; i++)); do
     tx=$((tx + $(ppd_sum "$i" nic_tx))) lo=$((lo + $(ppd_sum "$i" loopback)))
