@@ -4,10 +4,17 @@
  * of each endpoint bound to the queue first. Entries wait in growing rings,
  * so the engine never has a completion it cannot report (FI_RM_ENABLED);
  * errors wait in their own, and a read returns -FI_EAVAIL while one does.
+ * With a wait object a blocking read sleeps on the ports between passes.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pp_fi.h"
 
@@ -147,8 +154,37 @@ static uint64_t ms_now(void)
 	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
-/* No wait object: a blocking read spins on progress (timeout in ms, < 0:
- * for ever) until an entry, an error or fi_cq_signal. */
+/* What a sleeping read waits on: the wake-up eventfd and each bound,
+ * enabled endpoint's port, until the earliest engine timer (*until,
+ * CLOCK_MONOTONIC ns). Returns the descriptors in p, or -1 when one
+ * endpoint's port has none (it must be polled: no sleep). */
+static int wait_set(struct pp_fi_cq *cq, struct pollfd *p, uint64_t *until)
+{
+	int n = 0;
+	p[n++] = (struct pollfd){.fd = cq->wake_fd, .events = POLLIN};
+	pp_fi_lock(cq->dom);
+	for (int i = 0; i < PP_FI_BINDS && n >= 0; i++) {
+		int fd;
+		uint64_t exp;
+		if (!cq->eps[i] || pp_fi_ep_wait(cq->eps[i], &fd, &exp))
+			continue;
+		if (fd < 0) {
+			n = -1;
+			break;
+		}
+		if (exp < *until)
+			*until = exp;
+		p[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+	}
+	pp_fi_unlock(cq->dom);
+	return n;
+}
+
+/* A blocking read (timeout in ms, < 0: for ever) until an entry, an error
+ * or fi_cq_signal. With a wait object (FI_WAIT_FD, FI_WAIT_UNSPEC) it sleeps
+ * between progress passes until a frame arrives at a bound endpoint's port,
+ * an engine timer is due or the queue is signalled; without one, or on a
+ * port with no descriptor (DPDK), it polls. */
 static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src,
 			    const void *cond, int timeout)
 {
@@ -161,8 +197,22 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 			return n;
 		if (__atomic_exchange_n(&cq->signaled, 0, __ATOMIC_ACQ_REL))
 			return -FI_EAGAIN;
-		if (ms_now() >= end)
+		uint64_t now = ms_now(), timer = UINT64_MAX;
+		if (now >= end)
 			return -FI_EAGAIN;
+		struct pollfd p[PP_FI_BINDS + 1];
+		int np = cq->wait ? wait_set(cq, p, &timer) : -1;
+		if (np < 0)
+			continue;
+		uint64_t until = timer == UINT64_MAX ? end : (timer + 999999u) / 1000000u;
+		if (until > end)
+			until = end;
+		int ms = until == UINT64_MAX ? -1 : until > now ? (int)(until - now) : 0;
+		if (poll(p, (nfds_t)np, ms) > 0 && p[0].revents) {
+			uint64_t v;
+			if (read(cq->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				return -errno;
+		}
 	}
 }
 
@@ -175,6 +225,9 @@ static int cq_signal(struct fid_cq *fcq)
 {
 	struct pp_fi_cq *cq = (struct pp_fi_cq *)fcq;
 	__atomic_store_n(&cq->signaled, 1, __ATOMIC_RELEASE);
+	uint64_t v = 1;
+	if (cq->wake_fd >= 0 && write(cq->wake_fd, &v, sizeof(v)) != sizeof(v))
+		return -errno;
 	return 0;
 }
 
@@ -226,9 +279,97 @@ static int cq_close(struct fid *fid)
 	pp_fi_lock(cq->dom);
 	cq->dom->refs--;
 	pp_fi_unlock(cq->dom);
+	if (cq->wake_fd >= 0)
+		close(cq->wake_fd);
+	if (cq->ep_fd >= 0)
+		close(cq->ep_fd);
+	if (cq->timer_fd >= 0)
+		close(cq->timer_fd);
 	free(cq->ok.mem);
 	free(cq->err.mem);
 	free(cq);
+	return 0;
+}
+
+/* FI_GETWAIT: one descriptor for the application's own poll, readable when a
+ * frame arrives at a bound endpoint's port or the queue is signalled (an
+ * epoll of those, brought up to date at each call: endpoints have ports
+ * once enabled). A wake-up may bring no completion (an ack): the
+ * application reads, and waits again. It must not wait past the engine's
+ * timers either: fi_trywait says when it may. */
+/* Bring the epoll set up to date with the np descriptors of p. */
+static int watch(struct pp_fi_cq *cq, const struct pollfd *p, int np)
+{
+	for (int i = 0; i < np; i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = p[i].fd};
+		if (epoll_ctl(cq->ep_fd, EPOLL_CTL_ADD, p[i].fd, &ev) && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+static int cq_getwait(struct pp_fi_cq *cq, int *out)
+{
+	struct pollfd p[PP_FI_BINDS + 1];
+	uint64_t until = UINT64_MAX;
+	int np = wait_set(cq, p, &until);
+	if (np < 0)
+		return -FI_ENODATA; /* a port without a descriptor: poll it */
+	int rc = watch(cq, p, np);
+	if (rc)
+		return rc;
+	*out = cq->ep_fd;
+	return 0;
+}
+
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct pp_fi_cq *cq = (struct pp_fi_cq *)fid;
+	if (!cq->wait)
+		return -FI_ENOSYS;
+	switch (command) {
+	case FI_GETWAIT:
+		return cq_getwait(cq, arg);
+	case FI_GETWAITOBJ:
+		*(enum fi_wait_obj *)arg = FI_WAIT_FD;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+/* Before the application sleeps on FI_GETWAIT's descriptor: nothing to
+ * read, no engine timer due, and the timerfd in that descriptor's set armed
+ * for the next one, so that a resend or an owed ack is not slept through. */
+int pp_fi_cq_trywait(struct fid *fid)
+{
+	struct pp_fi_cq *cq = (struct pp_fi_cq *)fid;
+	struct pollfd p[PP_FI_BINDS + 1];
+	uint64_t until = UINT64_MAX, v;
+	pp_fi_lock(cq->dom);
+	int ready = pp_fi_ring_len(&cq->ok) || pp_fi_ring_len(&cq->err);
+	pp_fi_unlock(cq->dom);
+	if (ready)
+		return -FI_EAGAIN;
+	int np = cq->wait ? wait_set(cq, p, &until) : -1;
+	if (np < 0)
+		return -FI_ENOSYS;
+	/* Endpoints enabled since FI_GETWAIT (fabtests ask before): theirs too. */
+	int rc = watch(cq, p, np);
+	if (rc)
+		return rc;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (until <= (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec)
+		return -FI_EAGAIN; /* a timer is due: progress first */
+	if (read(cq->timer_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	struct itimerspec t = {0};
+	if (until != UINT64_MAX)
+		t.it_value = (struct timespec){.tv_sec = (time_t)(until / 1000000000u),
+					       .tv_nsec = (long)(until % 1000000000u)};
+	if (timerfd_settime(cq->timer_fd, TFD_TIMER_ABSTIME, &t, NULL))
+		return -errno;
 	return 0;
 }
 
@@ -236,7 +377,7 @@ static struct fi_ops cq_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = cq_close,
     .bind = pp_fi_no_bind,
-    .control = pp_fi_no_control,
+    .control = cq_control,
     .ops_open = pp_fi_no_ops_open,
 };
 
@@ -263,8 +404,9 @@ int pp_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid
 	struct pp_fi_domain *dom = (struct pp_fi_domain *)domain;
 	if (!attr || !entry_size(attr->format))
 		return -FI_EINVAL;
-	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
-		return -FI_ENOSYS; /* no file descriptor to wait on: the engine polls */
+	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
+	    attr->wait_obj != FI_WAIT_FD)
+		return -FI_ENOSYS; /* wait sets, mutex and condition, yield */
 	if (attr->flags & FI_AFFINITY || attr->wait_cond != FI_CQ_COND_NONE)
 		return -FI_ENOSYS;
 	struct pp_fi_cq *cq = calloc(1, sizeof(*cq));
@@ -279,6 +421,28 @@ int pp_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid
 	cq->esize = entry_size(cq->format);
 	cq->ok.esize = sizeof(struct pp_fi_cqe);
 	cq->err.esize = sizeof(struct pp_fi_cqerr);
+	cq->wait = attr->wait_obj != FI_WAIT_NONE;
+	cq->wake_fd = cq->ep_fd = cq->timer_fd = -1;
+	if (cq->wait) {
+		cq->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		cq->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+		cq->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = cq->wake_fd};
+		struct epoll_event tv = {.events = EPOLLIN, .data.fd = cq->timer_fd};
+		if (cq->wake_fd < 0 || cq->ep_fd < 0 || cq->timer_fd < 0 ||
+		    epoll_ctl(cq->ep_fd, EPOLL_CTL_ADD, cq->wake_fd, &ev) ||
+		    epoll_ctl(cq->ep_fd, EPOLL_CTL_ADD, cq->timer_fd, &tv)) {
+			int e = errno;
+			if (cq->wake_fd >= 0)
+				close(cq->wake_fd);
+			if (cq->ep_fd >= 0)
+				close(cq->ep_fd);
+			if (cq->timer_fd >= 0)
+				close(cq->timer_fd);
+			free(cq);
+			return -e;
+		}
+	}
 	pp_fi_lock(dom);
 	dom->refs++;
 	pp_fi_unlock(dom);

@@ -108,6 +108,14 @@ void pp_fi_ep_progress(struct pp_fi_ep *ep)
 		pp_embed_progress(ep->rt);
 }
 
+int pp_fi_ep_wait(struct pp_fi_ep *ep, int *fd, uint64_t *expiry)
+{
+	if (!ep->rt)
+		return -1;
+	pp_embed_wait(ep->rt, fd, expiry);
+	return 0;
+}
+
 int pp_fi_ep_peer(struct pp_fi_ep *ep, const struct pp_embed_addr *a)
 {
 	if (!ep->rt)

@@ -20,8 +20,8 @@
 
 #include "pp_fi.h"
 
-#define EQ_DATA	   256	/* bytes an event carries at most */
-#define EQ_DEFAULT 64	/* entries when the attributes name none */
+#define EQ_DATA	   256	 /* bytes an event carries at most */
+#define EQ_DEFAULT 64	 /* entries when the attributes name none */
 #define EQ_MAX	   65536 /* entries at most (calloc: pages only as written) */
 
 struct eq_ent {

@@ -237,15 +237,15 @@ static int no_wait(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct 
 	return -FI_ENOSYS;
 }
 
-/* 0 when every queue in fids is empty (a wait on it may sleep); only event
- * queues have wait objects here. */
+/* 0 when every queue in fids is empty (a wait on it may sleep); event and
+ * completion queues have wait objects here. */
 static int trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
 	(void)fabric;
 	for (int i = 0; i < count; i++) {
-		if (fids[i]->fclass != FI_CLASS_EQ)
-			return -FI_ENOSYS;
-		int rc = pp_fi_eq_trywait(fids[i]);
+		int rc = fids[i]->fclass == FI_CLASS_EQ	  ? pp_fi_eq_trywait(fids[i])
+			 : fids[i]->fclass == FI_CLASS_CQ ? pp_fi_cq_trywait(fids[i])
+							  : -FI_ENOSYS;
 		if (rc)
 			return rc;
 	}

@@ -133,12 +133,20 @@ struct pp_fi_cq {
 	struct pp_fi_ring ok, err;	   /* of pp_fi_cqe, pp_fi_cqerr */
 	struct pp_fi_ep *eps[PP_FI_BINDS]; /* bound endpoints: reads make them progress */
 	volatile int signaled;		   /* fi_cq_signal: a waiting sread returns */
+	int wait;			   /* FI_WAIT_FD or FI_WAIT_UNSPEC asked: sread sleeps */
+	int wake_fd;			   /* eventfd: fi_cq_signal wakes a sleeping sread */
+	int ep_fd;			   /* epoll of the bound endpoints' ports (FI_GETWAIT) */
+	int timer_fd;			   /* ... and of this timerfd: the engines' next timer */
 };
 
 void pp_fi_cq_bind(struct pp_fi_cq *cq, struct pp_fi_ep *ep);
 void pp_fi_cq_unbind(struct pp_fi_cq *cq, struct pp_fi_ep *ep);
 void pp_fi_cq_write(struct pp_fi_cq *cq, const struct pp_fi_cqe *e);
 void pp_fi_cq_write_err(struct pp_fi_cq *cq, const struct pp_fi_cqerr *e);
+/* fi_trywait of a CQ: 0 when it is empty and nothing needs progress before
+ * a sleep, -FI_EAGAIN when it must be read first, -FI_ENOSYS without a wait
+ * object. */
+int pp_fi_cq_trywait(struct fid *fid);
 
 /* One operation handed to the engine; its address is the engine's cookie. */
 enum pp_fi_op_kind {
@@ -202,6 +210,9 @@ struct pp_fi_op *pp_fi_op_get(struct pp_fi_ep *ep);
 void pp_fi_op_put(struct pp_fi_ep *ep, struct pp_fi_op *op);
 /* Progress of one endpoint (the domain lock held). */
 void pp_fi_ep_progress(struct pp_fi_ep *ep);
+/* Its port's wait descriptor and engine's next timer (pp_embed_wait); 0, or
+ * -1 when it is not enabled yet. */
+int pp_fi_ep_wait(struct pp_fi_ep *ep, int *fd, uint64_t *expiry);
 /* An AV insert made rank reachable: 0 or a negative FI_E* code. */
 int pp_fi_ep_peer(struct pp_fi_ep *ep, const struct pp_embed_addr *a);
 /* A completion of the application's operation (success or error). */

@@ -331,6 +331,15 @@ int pp_embed_probe(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore,
  * it returns at once (a system call every 32 idle passes, a few us apart). */
 #define EMBED_IDLE_YIELD 32
 
+void pp_embed_wait(struct pp_embed *m, int *fd, uint64_t *expiry)
+{
+	*fd = pp_port_wait_fd(m->ctx->port);
+	pp_ctx_enter(m->ctx);
+	/* Frames owed between the engine and its twin: progress now. */
+	*expiry = m->self_busy ? 0 : pp_proto_expiry(m->ctx->eng);
+	pp_ctx_leave(m->ctx);
+}
+
 int pp_embed_progress(struct pp_embed *m)
 {
 	/* The twin first: what it hands the engine completes in this pass. */

@@ -115,6 +115,13 @@ int pp_embed_probe(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore,
  * handled. */
 int pp_embed_progress(struct pp_embed *m);
 
+/* What a caller that wants to sleep between progress calls waits for: the
+ * port's descriptor (*fd, -1 when the port has none: then it must not
+ * sleep), readable when a frame arrives, and the engine's next timer
+ * (*expiry, CLOCK_MONOTONIC ns, UINT64_MAX: none), after which progress
+ * must run again whatever arrived (a resend, an owed ack). */
+void pp_embed_wait(struct pp_embed *m, int *fd, uint64_t *expiry);
+
 /* The twin (embed_self.c). open: make it and pair it with the rank's engine
  * (-ENOMEM, -EINVAL). send: pp_embed_send to the own rank. pump: move frames
  * between the engines, run the twin's timers, deliver its completions;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -93,7 +94,8 @@ static int open_side(struct side *s, int rank, int link, const char *extra, uint
 	if (rc)
 		return rc;
 	struct fi_av_attr aa = {.type = avt};
-	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED};
+	/* With a wait object: reads do not change, sread sleeps on the port. */
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC};
 	char cfg[256];
 	snprintf(cfg, sizeof(cfg), "rank=%d,size=2,job=77,dev=sim:ofi%d/%d,timeout_ms=3000%s%s",
 		 rank, link, rank, extra ? "," : "", extra ? extra : "");
@@ -776,6 +778,82 @@ static void test_self_queue(void)
 	close_side(&a);
 }
 
+/* ---- a blocking read that sleeps ---- */
+
+struct sleeper {
+	struct side *s;		     /* whose queue */
+	int timeout;		     /* ms */
+	ssize_t n;		     /* what fi_cq_sread returned */
+	struct fi_cq_tagged_entry e; /* ... and read */
+	double cpu, wall;	     /* seconds this thread ran, and waited */
+};
+
+static double secs(clockid_t c)
+{
+	struct timespec t;
+	clock_gettime(c, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void *sread_main(void *arg)
+{
+	struct sleeper *z = arg;
+	double c0 = secs(CLOCK_THREAD_CPUTIME_ID), w0 = secs(CLOCK_MONOTONIC);
+	z->n = fi_cq_sread(z->s->cq, &z->e, 1, NULL, z->timeout);
+	z->cpu = secs(CLOCK_THREAD_CPUTIME_ID) - c0;
+	z->wall = secs(CLOCK_MONOTONIC) - w0;
+	return NULL;
+}
+
+/* fi_cq_sread with a wait object sleeps until a frame comes (its thread
+ * spends a fraction of the wait on the CPU: polling would spend all of
+ * it), returns the message that woke it, returns on fi_cq_signal, and the
+ * descriptor FI_GETWAIT gives is readable when a frame arrives. */
+static void test_cq_wait(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	char in[16] = {0}, out[16] = "wake up";
+	CU_ASSERT_EQUAL_FATAL(fi_trecv(b.ep, in, sizeof(in), NULL, b.addr[0], 5, 0, NULL), 0);
+	struct fid *fids[1] = {&b.cq->fid};
+	CU_ASSERT_EQUAL(fi_trywait(b.fabric, fids, 1), 0); /* empty, nothing due */
+	struct sleeper z = {.s = &b, .timeout = 5000};
+	pthread_t t;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, sread_main, &z), 0);
+	usleep(300000); /* it waits meanwhile */
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, out, sizeof(out), NULL, a.addr[1], 5, NULL), 0);
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL(wait_one(&a, NULL, &e, NULL), 1); /* the send's completion */
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(z.n, 1);
+	CU_ASSERT_EQUAL(z.e.tag, 5);
+	CU_ASSERT_EQUAL(memcmp(in, out, sizeof(out)), 0);
+	CU_ASSERT(z.wall >= 0.25);
+	CU_ASSERT(z.cpu < z.wall / 2); /* slept, not polled */
+
+	/* fi_cq_signal ends a sleeping read at once. */
+	z = (struct sleeper){.s = &b, .timeout = 5000};
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, sread_main, &z), 0);
+	usleep(100000);
+	CU_ASSERT_EQUAL(fi_cq_signal(b.cq), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(z.n, -FI_EAGAIN);
+	CU_ASSERT(z.wall < 4.0); /* the signal, not the 5 s timeout */
+
+	/* The application's own wait: the descriptor wakes for a frame. */
+	int fd = -1;
+	CU_ASSERT_EQUAL_FATAL(fi_control(&b.cq->fid, FI_GETWAIT, &fd), 0);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, in, sizeof(in), NULL, b.addr[0], 6, 0, NULL), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, out, sizeof(out), NULL, a.addr[1], 6, NULL), 0);
+	CU_ASSERT_EQUAL(poll(&p, 1, 5000), 1);
+	CU_ASSERT_EQUAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_EQUAL(e.tag, 6);
+	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);
+	close_side(&b);
+	close_side(&a);
+}
+
 /* ---- a lost peer ---- */
 
 static void test_peer_lost(void)
@@ -873,6 +951,7 @@ static void test_threads(void)
 static CU_TestInfo tests[] = {
     {"fi_getinfo: Open MPI's hints, refusals", test_getinfo},
     {"an event queue: the application's events, its fd", test_eq},
+    {"fi_cq_sread sleeps on the port, wakes for a frame or a signal", test_cq_wait},
     {"addresses: insert, lookup, straddr, refusals", test_av},
     {"tagged: sizes, inject, ignore masks, order", test_tagged_masks},
     {"truncation: FI_ETRUNC with olen", test_truncation},
