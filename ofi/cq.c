@@ -270,6 +270,17 @@ static struct fi_ops_cq cq_ops = {
     .strerror = cq_strerror,
 };
 
+/* The wait object's descriptors (-1: not open). */
+static void close_waits(struct pp_fi_cq *cq)
+{
+	if (cq->wake_fd >= 0)
+		close(cq->wake_fd);
+	if (cq->ep_fd >= 0)
+		close(cq->ep_fd);
+	if (cq->timer_fd >= 0)
+		close(cq->timer_fd);
+}
+
 static int cq_close(struct fid *fid)
 {
 	struct pp_fi_cq *cq = (struct pp_fi_cq *)fid;
@@ -279,12 +290,7 @@ static int cq_close(struct fid *fid)
 	pp_fi_lock(cq->dom);
 	cq->dom->refs--;
 	pp_fi_unlock(cq->dom);
-	if (cq->wake_fd >= 0)
-		close(cq->wake_fd);
-	if (cq->ep_fd >= 0)
-		close(cq->ep_fd);
-	if (cq->timer_fd >= 0)
-		close(cq->timer_fd);
+	close_waits(cq);
 	free(cq->ok.mem);
 	free(cq->err.mem);
 	free(cq);
@@ -433,12 +439,7 @@ int pp_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid
 		    epoll_ctl(cq->ep_fd, EPOLL_CTL_ADD, cq->wake_fd, &ev) ||
 		    epoll_ctl(cq->ep_fd, EPOLL_CTL_ADD, cq->timer_fd, &tv)) {
 			int e = errno;
-			if (cq->wake_fd >= 0)
-				close(cq->wake_fd);
-			if (cq->ep_fd >= 0)
-				close(cq->ep_fd);
-			if (cq->timer_fd >= 0)
-				close(cq->timer_fd);
+			close_waits(cq);
 			free(cq);
 			return -e;
 		}

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -136,6 +137,15 @@ static int attach(const char *path, const struct ppd_attach_req *req, unsigned t
 		return e == EACCES ? -EPERM : -ENODEV;
 	}
 	sock_timeout(s, timeout_ms);
+	/* The daemon reaches this process's memory as this user would (its
+	 * ptrace rule, apps/ppd/mem.c). Where Yama asks more than the same
+	 * user (ptrace_scope 1), this process names the daemon it connected
+	 * to as the one that may; without Yama the call fails and nothing is
+	 * needed. */
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) == 0 && cr.pid > 0)
+		(void)prctl(PR_SET_PTRACER, (unsigned long)cr.pid, 0, 0, 0);
 	if (send(s, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
 		int e = errno;
 		close(s);
