@@ -320,6 +320,25 @@ static int claim_parse(const char *spec, struct ppd_claim_req *req)
 	return 0;
 }
 
+/* A connection to the daemon's socket at path, or -1 (said on stderr). */
+static int connect_daemon(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "ppd: socket path too long: %s\n", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "ppd: no daemon at %s: %s\n", path, strerror(errno));
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
 /* ppd --claim: claim the job, say so, and hold the claim until a signal or
  * the daemon's end. 0 once released by a signal, 1 otherwise. */
 static int claim_client(const char *path, const char *spec)
@@ -327,15 +346,9 @@ static int claim_client(const char *path, const char *spec)
 	struct ppd_claim_req req;
 	if (claim_parse(spec, &req))
 		return 2;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strcpy(sa.sun_path, path);
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		fprintf(stderr, "ppd: no daemon at %s: %s\n", path, strerror(errno));
-		if (s >= 0)
-			close(s);
+	int s = connect_daemon(path);
+	if (s < 0)
 		return 1;
-	}
 	struct ppd_attach_rep rep;
 	if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req) ||
 	    recv(s, &rep, sizeof(rep), 0) != (ssize_t)sizeof(rep)) {
@@ -368,15 +381,9 @@ static int claim_client(const char *path, const char *spec)
 
 static int stats_client(const char *path, int json)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strcpy(sa.sun_path, path);
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		fprintf(stderr, "ppd: no daemon at %s: %s\n", path, strerror(errno));
-		if (s >= 0)
-			close(s);
+	int s = connect_daemon(path);
+	if (s < 0)
 		return 1;
-	}
 	struct ppd_attach_req req = {
 	    .magic = PPD_STATS_MAGIC, .version = PPD_VERSION, .rank = json ? PPD_STATS_JSON : 0};
 	if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
