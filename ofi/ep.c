@@ -86,6 +86,10 @@ void pp_fi_ep_complete(struct pp_fi_ep *ep, struct pp_fi_op *op, const struct pp
 static void engine_cpl(void *arg, const struct pp_proto_cpl *c)
 {
 	struct pp_fi_ep *ep = arg;
+	if (c->cookie & 1) {
+		pp_fi_rma_cpl(ep, c);
+		return;
+	}
 	struct pp_fi_op *op = (struct pp_fi_op *)(uintptr_t)c->cookie;
 	switch (op->kind) {
 	case PP_FI_SEND:
@@ -104,8 +108,10 @@ static void engine_cpl(void *arg, const struct pp_proto_cpl *c)
 
 void pp_fi_ep_progress(struct pp_fi_ep *ep)
 {
-	if (ep->rt)
+	if (ep->rt) {
 		pp_embed_progress(ep->rt);
+		pp_fi_rma_progress(ep);
+	}
 }
 
 int pp_fi_ep_wait(struct pp_fi_ep *ep, int *fd, uint64_t *expiry)
@@ -147,7 +153,7 @@ static int enable(struct pp_fi_ep *ep)
 	for (size_t i = 0; i < ep->av->n; i++)
 		if (ep->av->ent[i].valid && (rc = pp_fi_ep_peer(ep, &ep->av->ent[i].a)))
 			return rc;
-	return 0;
+	return ep->caps & (FI_RMA | FI_ATOMIC) ? pp_fi_rma_enable(ep) : 0;
 }
 
 /* ---- fi_ops ---- */
@@ -160,6 +166,7 @@ static int ep_close(struct fid *fid)
 	/* Drains the sends; their completions may still reach the CQs. */
 	pp_embed_close(ep->rt);
 	ep->rt = NULL;
+	pp_fi_rma_close(ep);
 	while (ep->claims) {
 		struct pp_fi_claim *cl = ep->claims;
 		ep->claims = cl->next;
@@ -499,9 +506,11 @@ int pp_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep
 	ep->fid.cm = &cm_ops;
 	ep->fid.msg = &pp_fi_msg_ops;
 	ep->fid.tagged = &pp_fi_tagged_ops;
+	ep->fid.rma = &pp_fi_rma_ops;
+	ep->fid.atomic = &pp_fi_atomic_ops;
 	ep->dom = dom;
 	ep->caps = info->caps ? info->caps : PP_FI_CAPS;
-	ep->tag_mask = ep->caps & FI_MSG ? ~PP_FI_MSG_TAG : UINT64_MAX;
+	ep->tag_mask = pp_fi_tag_mask(ep->caps);
 	ep->tx_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	pp_fi_lock(dom);

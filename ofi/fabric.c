@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pp_fi.h"
+#include "rma.h"
 
 /* ---- domain ---- */
 
@@ -20,6 +20,7 @@ static int domain_close(struct fid *fid)
 	struct pp_fi_domain *d = (struct pp_fi_domain *)fid;
 	if (d->refs)
 		return -FI_EBUSY;
+	pp_fi_mr_fini(d);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return 0;
@@ -81,17 +82,6 @@ static int no_srx(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid
 	return -FI_ENOSYS;
 }
 
-static int no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
-			   struct fi_atomic_attr *attr, uint64_t flags)
-{
-	(void)domain;
-	(void)datatype;
-	(void)op;
-	(void)attr;
-	(void)flags;
-	return -FI_ENOSYS;
-}
-
 static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 			       struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -120,58 +110,9 @@ static struct fi_ops_domain domain_ops = {
     .poll_open = no_poll,
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,
-    .query_atomic = no_query_atomic,
+    .query_atomic = pp_fi_query_atomic,
     .query_collective = no_query_collective,
     .endpoint2 = endpoint2,
-};
-
-/* mr_mode 0: nothing needs registering, and there is no RMA to register for. */
-static int no_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
-		     uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
-{
-	(void)fid;
-	(void)buf;
-	(void)len;
-	(void)access;
-	(void)offset;
-	(void)requested_key;
-	(void)flags;
-	(void)mr;
-	(void)context;
-	return -FI_ENOSYS;
-}
-
-static int no_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
-		      uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
-		      void *context)
-{
-	(void)fid;
-	(void)iov;
-	(void)count;
-	(void)access;
-	(void)offset;
-	(void)requested_key;
-	(void)flags;
-	(void)mr;
-	(void)context;
-	return -FI_ENOSYS;
-}
-
-static int no_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-			 struct fid_mr **mr)
-{
-	(void)fid;
-	(void)attr;
-	(void)flags;
-	(void)mr;
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_mr mr_ops = {
-    .size = sizeof(struct fi_ops_mr),
-    .reg = no_mr_reg,
-    .regv = no_mr_regv,
-    .regattr = no_mr_regattr,
 };
 
 static int domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
@@ -187,7 +128,8 @@ static int domain_open(struct fid_fabric *fabric, struct fi_info *info, struct f
 	d->fid.fid.context = context;
 	d->fid.fid.ops = &domain_fi_ops;
 	d->fid.ops = &domain_ops;
-	d->fid.mr = &mr_ops;
+	d->fid.mr = &pp_fi_mr_ops;
+	d->mr_mode = info->domain_attr->mr_mode;
 	d->fabric = (struct pp_fi_fabric *)fabric;
 	d->locking = info->domain_attr->threading != FI_THREAD_DOMAIN;
 	pthread_mutex_init(&d->lock, NULL);

@@ -9,6 +9,14 @@
  * remote CQ data. Open MPI's mtl ofi asks for 4 bytes and, given 0, falls
  * back to carrying the source rank in the tag (its tag mode ofi_tag_1), so
  * a hint's cq_data_size is answered with 0 rather than refused.
+ *
+ * RMA and atomics (rma.h) answer every mr_mode: the bits FI_MR_VIRT_ADDR,
+ * FI_MR_ALLOCATED and FI_MR_PROV_KEY the hints allow are kept (the others
+ * are not needed), so Open MPI's btl ofi gets what it asks and an
+ * application that allows none gets offsets and its own keys. Every RMA
+ * operation and atomic completes once the target has applied it, so
+ * FI_DELIVERY_COMPLETE (btl ofi asks it) is offered to an endpoint without
+ * messages, whose sends complete earlier.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,21 +56,25 @@ static int configured(int *rank, int *size)
 	return 0;
 }
 
-static int check_tx(const struct fi_tx_attr *t)
+static int check_tx(const struct fi_tx_attr *t, uint64_t caps)
 {
+	uint64_t ops = PP_FI_OP_FLAGS;
+	if (caps && !(caps & (FI_MSG | FI_TAGGED)))
+		ops |= FI_DELIVERY_COMPLETE; /* RMA and atomics alone */
 	if (t->caps & ~PP_FI_CAPS)
 		NODATA("tx caps 0x%llx not offered\n", (unsigned long long)(t->caps & ~PP_FI_CAPS));
-	if (t->op_flags & ~PP_FI_OP_FLAGS)
-		NODATA("tx op_flags 0x%llx (delivery-complete, ...) not offered\n",
-		       (unsigned long long)(t->op_flags & ~PP_FI_OP_FLAGS));
+	if (t->op_flags & ~ops)
+		NODATA("tx op_flags 0x%llx (delivery-complete with messages, ...) not offered\n",
+		       (unsigned long long)(t->op_flags & ~ops));
 	if (t->msg_order & ~(uint64_t)PP_FI_ORDER)
 		NODATA("tx msg_order 0x%llx not offered (send after send only)\n",
 		       (unsigned long long)t->msg_order);
 	if (t->comp_order & ~(uint64_t)FI_ORDER_NONE)
 		NODATA("tx comp_order not offered\n");
 	if (t->inject_size > PP_FI_INJECT || t->size > PP_FI_QUEUE || t->iov_limit > 1 ||
-	    t->rma_iov_limit)
-		NODATA("tx sizes beyond inject %u, size %u, iov 1\n", PP_FI_INJECT, PP_FI_QUEUE);
+	    t->rma_iov_limit > 1)
+		NODATA("tx sizes beyond inject %u, size %u, iov 1, rma iov 1\n", PP_FI_INJECT,
+		       PP_FI_QUEUE);
 	return 0;
 }
 
@@ -93,9 +105,8 @@ static int check_domain(const struct fi_domain_attr *d)
 	if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
 		NODATA("av_type %d not offered\n", d->av_type);
 	if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1 || d->max_ep_stx_ctx ||
-	    d->max_ep_srx_ctx || d->cntr_cnt || d->mr_cnt)
-		NODATA("scalable or shared contexts, counters and memory registration not "
-		       "offered\n");
+	    d->max_ep_srx_ctx || d->cntr_cnt)
+		NODATA("scalable or shared contexts and counters not offered\n");
 	if (d->cq_data_size)
 		PP_FI_INFO(FI_LOG_CORE, "no remote CQ data: cq_data_size %zu asked, 0 given\n",
 			   d->cq_data_size);
@@ -107,7 +118,7 @@ static int check_hints(const struct fi_info *h)
 	if (!h)
 		return 0;
 	if (h->caps & ~PP_FI_CAPS)
-		NODATA("caps 0x%llx not offered (no RMA, atomics, multi-receive, HMEM)\n",
+		NODATA("caps 0x%llx not offered (no multi-receive, HMEM, RMA events, triggers)\n",
 		       (unsigned long long)(h->caps & ~PP_FI_CAPS));
 	if (h->addr_format != FI_FORMAT_UNSPEC)
 		NODATA("address format %u not offered (ours is opaque, fi_pp.h)\n", h->addr_format);
@@ -132,7 +143,7 @@ static int check_hints(const struct fi_info *h)
 		    e->auth_key_size)
 			NODATA("endpoint attributes not offered\n");
 	}
-	if (h->tx_attr && check_tx(h->tx_attr))
+	if (h->tx_attr && check_tx(h->tx_attr, h->caps))
 		return -FI_ENODATA;
 	if (h->rx_attr && check_rx(h->rx_attr))
 		return -FI_ENODATA;
@@ -141,6 +152,17 @@ static int check_hints(const struct fi_info *h)
 	if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, PP_FI_NAME))
 		NODATA("fabric %s is not %s\n", h->fabric_attr->name, PP_FI_NAME);
 	return 0;
+}
+
+/* The registration mode: what of FI_MR_VIRT_ADDR, FI_MR_ALLOCATED and
+ * FI_MR_PROV_KEY the application allows (before API 1.5, FI_MR_BASIC is all
+ * three and FI_MR_SCALABLE none). */
+static int mr_mode(const struct fi_info *h)
+{
+	int m = h && h->domain_attr ? h->domain_attr->mr_mode : 0;
+	if (m == FI_MR_BASIC || m == FI_MR_SCALABLE)
+		return m;
+	return m & (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 }
 
 static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
@@ -152,19 +174,26 @@ static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
 	if (!(caps & (FI_SEND | FI_RECV)))
 		caps |= FI_SEND | FI_RECV;
 	caps |= FI_LOCAL_COMM | FI_REMOTE_COMM; /* both are true of every endpoint */
+	/* RMA or atomics naming no direction mean all four. */
+	if ((caps & (FI_RMA | FI_ATOMIC)) &&
+	    !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	fi->caps = caps;
 	fi->mode = 0; /* nothing asked of the application */
 	fi->addr_format = FI_FORMAT_UNSPEC;
 
-	fi->tx_attr->caps = caps & (FI_TAGGED | FI_MSG | FI_SEND);
+	fi->tx_attr->caps =
+	    caps & (FI_TAGGED | FI_MSG | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE);
 	fi->tx_attr->op_flags = h && h->tx_attr ? h->tx_attr->op_flags : 0;
 	fi->tx_attr->msg_order = PP_FI_ORDER;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = PP_FI_INJECT;
 	fi->tx_attr->size = PP_FI_QUEUE;
 	fi->tx_attr->iov_limit = 1;
+	fi->tx_attr->rma_iov_limit = caps & (FI_RMA | FI_ATOMIC) ? 1 : 0;
 
-	fi->rx_attr->caps = caps & (FI_TAGGED | FI_MSG | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
+	fi->rx_attr->caps = caps & (FI_TAGGED | FI_MSG | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
+				    FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE);
 	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags : 0;
 	fi->rx_attr->msg_order = PP_FI_ORDER;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
@@ -176,8 +205,8 @@ static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
 	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
 	fi->ep_attr->protocol_version = PP_WIRE_VERSION;
 	fi->ep_attr->max_msg_size = PP_FI_MAX_MSG;
-	/* With untagged messages the top tag bit tells them apart. */
-	fi->ep_attr->mem_tag_format = caps & FI_MSG ? ~PP_FI_MSG_TAG : UINT64_MAX;
+	/* Untagged messages and RMA keep top tag bits for themselves. */
+	fi->ep_attr->mem_tag_format = pp_fi_tag_mask(caps);
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
 
@@ -189,7 +218,9 @@ static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
 	d->data_progress = FI_PROGRESS_MANUAL;
 	d->resource_mgmt = FI_RM_ENABLED;
 	d->av_type = hd ? hd->av_type : FI_AV_UNSPEC;
-	d->mr_mode = 0;
+	d->mr_mode = mr_mode(h);
+	d->mr_key_size = sizeof(uint64_t);
+	d->mr_cnt = 1u << 20;
 	d->cq_data_size = 0;
 	d->cq_cnt = 64;
 	d->ep_cnt = 1;

@@ -8,7 +8,8 @@
  * Files: prov.c (the entry point and logging), info.c (fi_getinfo),
  * fabric.c (fabric, domain, event queue), av.c (addresses), cq.c
  * (completion queues), ep.c (endpoints, names, completions of the engine),
- * tagged.c (the data path: sends, receives, probe and claim).
+ * tagged.c (the data path: sends, receives, probe and claim), rma.c,
+ * atomic.c and mr.c (RMA and atomics in software; rma.h).
  */
 #ifndef PP_FI_H
 #define PP_FI_H
@@ -37,14 +38,25 @@
 #define PP_FI_MAX_MSG  (1ull << 40) /* ep_attr->max_msg_size */
 #define PP_FI_MSG_TAG  (1ull << 63) /* untagged messages' tag, with FI_MSG */
 #define PP_FI_BINDS    8	    /* endpoints one AV or CQ serves */
+#define PP_FI_RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define PP_FI_CAPS                                                                                 \
 	(FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |   \
-	 FI_REMOTE_COMM)
+	 FI_REMOTE_COMM | PP_FI_RMA_CAPS)
 
 extern struct fi_provider pp_fi_prov;
 
 #define PP_FI_WARN(sub, ...) FI_WARN(&pp_fi_prov, sub, __VA_ARGS__)
 #define PP_FI_INFO(sub, ...) FI_INFO(&pp_fi_prov, sub, __VA_ARGS__)
+
+/* The tag bits the application may use with caps: RMA and atomics keep
+ * the top two (rma.h), untagged messages the top one; the bits kept are the
+ * leading ones, as Open MPI's mtl ofi reads mem_tag_format. */
+static inline uint64_t pp_fi_tag_mask(uint64_t caps)
+{
+	if (caps & (FI_RMA | FI_ATOMIC))
+		return UINT64_MAX >> 2;
+	return caps & FI_MSG ? ~PP_FI_MSG_TAG : UINT64_MAX;
+}
 
 /* librt-pp's negative errno as libfabric's (the same numbers but for a few
  * the caller must retry). */
@@ -66,9 +78,13 @@ struct pp_fi_fabric {
 struct pp_fi_domain {
 	struct fid_domain fid;
 	struct pp_fi_fabric *fabric;
-	int locking;	      /* FI_THREAD_SAFE and the like: one lock for everything */
-	pthread_mutex_t lock; /* taken by every call on the domain's objects */
-	int refs;	      /* AVs, CQs and endpoints open on it */
+	int locking;	       /* FI_THREAD_SAFE and the like: one lock for everything */
+	pthread_mutex_t lock;  /* taken by every call on the domain's objects */
+	int refs;	       /* AVs, CQs, endpoints and registrations open on it */
+	uint64_t mr_mode;      /* as opened: FI_MR_VIRT_ADDR, FI_MR_PROV_KEY (mr.c) */
+	struct pp_fi_mr **mrs; /* registrations by slot (mr.c) */
+	uint32_t mr_cap;       /* slots */
+	uint32_t mr_gen;       /* provider keys' generation */
 };
 
 static inline void pp_fi_lock(struct pp_fi_domain *d)
@@ -201,6 +217,7 @@ struct pp_fi_ep {
 	struct pp_fi_op *free;	       /* free operation records */
 	struct pp_fi_op_chunk *chunks; /* every record, in chunks (ep.c) */
 	struct pp_fi_claim *claims;    /* claimed messages not yet taken */
+	struct pp_fi_rma_ep *rma;      /* RMA and atomics (rma.c), with FI_RMA or FI_ATOMIC */
 };
 
 /* ep.c */
@@ -223,6 +240,20 @@ extern struct fi_ops_tagged pp_fi_tagged_ops;
 extern struct fi_ops_msg pp_fi_msg_ops;
 /* A claimed message's bounce receive completed. */
 void pp_fi_claim_done(struct pp_fi_ep *ep, struct pp_fi_op *op, const struct pp_proto_cpl *c);
+
+/* rma.c, atomic.c, mr.c. Engine cookies with bit 0 set are rma.c's. */
+struct pp_fi_rma_ep;
+extern struct fi_ops_rma pp_fi_rma_ops;
+extern struct fi_ops_atomic pp_fi_atomic_ops;
+extern struct fi_ops_mr pp_fi_mr_ops;
+/* At fi_enable: the pools and the posted request receives (-FI_ENOMEM). */
+int pp_fi_rma_enable(struct pp_fi_ep *ep);
+void pp_fi_rma_close(struct pp_fi_ep *ep);
+/* After each progress pass of the engine: serve what arrived. */
+void pp_fi_rma_progress(struct pp_fi_ep *ep);
+void pp_fi_rma_cpl(struct pp_fi_ep *ep, const struct pp_proto_cpl *c);
+int pp_fi_query_atomic(struct fid_domain *domain, enum fi_datatype dt, enum fi_op op,
+		       struct fi_atomic_attr *attr, uint64_t flags);
 
 /* av.c */
 int pp_fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
