@@ -22,6 +22,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "cu_main.h"
@@ -31,7 +33,8 @@
 #define VER	FI_VERSION(1, 5)
 #define WAIT_MS 5000
 
-static int link_no; /* a fresh in-memory link per pair */
+static int link_no;  /* a fresh in-memory link per pair */
+static int mr_mode_; /* the hints' mr_mode of the sides opened next */
 
 static uint64_t ms_now(void)
 {
@@ -89,6 +92,7 @@ static int open_side(struct side *s, int rank, int link, const char *extra, uint
 	struct fi_info *h = ompi_hints();
 	h->caps |= caps;
 	h->domain_attr->av_type = avt;
+	h->domain_attr->mr_mode = mr_mode_;
 	int rc = fi_getinfo(VER, NULL, NULL, 0, h, &s->info);
 	fi_freeinfo(h);
 	if (rc)
@@ -239,15 +243,15 @@ static void test_getinfo(void)
 		const char *what;
 		void (*set)(struct fi_info *);
 	} no[] = {
-	    {"RMA", NULL},	     {"MSG endpoint", NULL},
+	    {"multi-receive", NULL}, {"MSG endpoint", NULL},
 	    {"auto progress", NULL}, {"delivery complete", NULL},
-	    {"iov 4", NULL},	     {"atomic", NULL},
+	    {"iov 4", NULL},	     {"delivery complete with tags", NULL},
 	};
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
 		struct fi_info *x = fi_dupinfo(h0);
 		switch (i) {
 		case 0:
-			x->caps = FI_TAGGED | FI_RMA;
+			x->caps = FI_TAGGED | FI_MULTI_RECV;
 			break;
 		case 1:
 			x->ep_attr->type = FI_EP_MSG;
@@ -262,7 +266,8 @@ static void test_getinfo(void)
 			x->rx_attr->iov_limit = 4;
 			break;
 		case 5:
-			x->caps = FI_ATOMIC;
+			x->caps = FI_TAGGED | FI_RMA;
+			x->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 			break;
 		}
 		info = NULL;
@@ -306,7 +311,8 @@ static void test_eq(void)
 	CU_ASSERT_EQUAL(fi_eq_read(eq, &ev, buf, sizeof(buf), 0), -FI_EAGAIN);
 	CU_ASSERT_EQUAL(fi_eq_readerr(eq, &err, 0), -FI_EAGAIN);
 	CU_ASSERT_EQUAL(fi_eq_sread(eq, &ev, buf, sizeof(buf), 1, 0), -FI_EAGAIN);
-	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, buf, sizeof(buf), 0), -FI_EINVAL); /* no FI_WRITE */
+	CU_ASSERT_EQUAL(fi_eq_write(eq, FI_NOTIFY, buf, sizeof(buf), 0),
+			-FI_EINVAL); /* no FI_WRITE */
 	CU_ASSERT_EQUAL(fi_close(&eq->fid), 0);
 
 	/* The application's own events: in order, peeked, waited for on the fd. */
@@ -539,7 +545,7 @@ static void test_cancel(void)
 	CU_ASSERT_PTR_EQUAL(e.op_context, &c2);
 	CU_ASSERT_EQUAL(memcmp(in2, out, sizeof(out)), 0);
 	CU_ASSERT_EQUAL(fi_cancel(&b.ep->fid, &c2), -FI_ENOENT); /* completed */
-	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1); /* the send */
+	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);		 /* the send */
 	close_side(&b);
 	close_side(&a);
 }
@@ -948,6 +954,422 @@ static void test_threads(void)
 	close_side(&a);
 }
 
+/* ---- RMA and atomics ---- */
+
+/* What Open MPI 4.1's btl ofi asks (opal/mca/btl/ofi/btl_ofi_component.c). */
+static void test_rma_getinfo(void)
+{
+	struct fi_info *h = fi_allocinfo(), *info = NULL;
+	h->caps = FI_RMA | FI_ATOMIC;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->ep_attr->type = FI_EP_RDM;
+	h->domain_attr->mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+	h->tx_attr->iov_limit = 1;
+	h->rx_attr->iov_limit = 1;
+	h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	h->fabric_attr->prov_name = strdup("pp"); /* btl_ofi_provider_include */
+	CU_ASSERT_EQUAL_FATAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	CU_ASSERT_STRING_EQUAL(info->fabric_attr->prov_name, "pp");
+	CU_ASSERT_EQUAL(info->caps & (FI_RMA | FI_ATOMIC), FI_RMA | FI_ATOMIC);
+	CU_ASSERT_EQUAL(info->caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE),
+			FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+	CU_ASSERT_EQUAL(info->domain_attr->mr_mode,
+			FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+	CU_ASSERT(!!(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE));
+	CU_ASSERT_EQUAL(info->tx_attr->rma_iov_limit, 1);
+	/* The top two tag bits are the provider's: Open MPI's mtl ofi still
+	 * finds 10 of its 12 communicator bits. */
+	CU_ASSERT_EQUAL(info->ep_attr->mem_tag_format, UINT64_MAX >> 2);
+	fi_freeinfo(info);
+	/* A registration mode the application allows none of: offsets, its keys. */
+	h->domain_attr->mr_mode = FI_MR_LOCAL;
+	CU_ASSERT_EQUAL_FATAL(fi_getinfo(VER, NULL, NULL, 0, h, &info), 0);
+	CU_ASSERT_EQUAL(info->domain_attr->mr_mode, 0);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* A registration of n bytes at b on s, remote read and write unless
+ * access says; its key and the remote address of b + off. */
+struct reg {
+	struct fid_mr *mr;
+	uint64_t key, base;
+};
+
+static int reg(struct side *s, void *b, size_t n, uint64_t access, uint64_t want_key, struct reg *r)
+{
+	int rc = fi_mr_reg(s->domain, b, n, access, 0, want_key, 0, &r->mr, NULL);
+	if (rc)
+		return rc;
+	r->key = fi_mr_key(r->mr);
+	r->base = s->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)b : 0;
+	return 0;
+}
+
+/* Wait for a's next completion (progressing b): 0 with *e, else -err. */
+static int rma_wait(struct side *a, struct side *b, struct fi_cq_tagged_entry *e)
+{
+	int rc = wait_one(a, b, e, NULL);
+	if (rc == 1)
+		return 0;
+	if (rc != -FI_EAVAIL)
+		return rc;
+	struct fi_cq_err_entry err = {0};
+	CU_ASSERT_EQUAL_FATAL(fi_cq_readerr(a->cq, &err, 0), 1);
+	return -err.err;
+}
+
+static ssize_t write_(struct side *a, struct side *b, int dst, const void *buf, size_t n,
+		      uint64_t addr, uint64_t key, void *ctx)
+{
+	ssize_t rc;
+	uint64_t end = ms_now() + WAIT_MS;
+	while ((rc = fi_write(a->ep, buf, n, NULL, a->addr[dst], addr, key, ctx)) == -FI_EAGAIN &&
+	       ms_now() < end)
+		fi_cq_read(b->cq, NULL, 0);
+	return rc;
+}
+
+static ssize_t read_(struct side *a, struct side *b, int src, void *buf, size_t n, uint64_t addr,
+		     uint64_t key, void *ctx)
+{
+	ssize_t rc;
+	uint64_t end = ms_now() + WAIT_MS;
+	while ((rc = fi_read(a->ep, buf, n, NULL, a->addr[src], addr, key, ctx)) == -FI_EAGAIN &&
+	       ms_now() < end)
+		fi_cq_read(b->cq, NULL, 0);
+	return rc;
+}
+
+/* Writes and reads of every size class at an odd offset, bytes checked,
+ * the bytes around untouched; to the peer and to oneself. */
+static void rma_sizes(uint64_t mode)
+{
+	struct side a, b;
+	mr_mode_ = (int)mode;
+	int rc = open_pair(&a, &b, NULL, FI_RMA | FI_ATOMIC);
+	mr_mode_ = 0;
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	const size_t big = 1u << 20, off = 3, cap = big + 64;
+	uint8_t *tb = calloc(1, cap), *src = malloc(big), *back = malloc(big);
+	struct reg r, ra;
+	CU_ASSERT_EQUAL_FATAL(reg(&b, tb, cap, FI_REMOTE_READ | FI_REMOTE_WRITE, 7, &r), 0);
+	CU_ASSERT_EQUAL_FATAL(reg(&a, back, big, FI_REMOTE_READ | FI_REMOTE_WRITE, 8, &ra), 0);
+	size_t sizes[] = {0, 1, 4096, big};
+	struct fi_cq_tagged_entry e;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		memset(tb, 0xee, cap);
+		fill(src, n, (unsigned)i + 1);
+		CU_ASSERT_EQUAL_FATAL(write_(&a, &b, 1, src, n, r.base + off, r.key, &r), 0);
+		CU_ASSERT_EQUAL_FATAL(rma_wait(&a, &b, &e), 0);
+		CU_ASSERT_PTR_EQUAL(e.op_context, &r);
+		CU_ASSERT_EQUAL(e.flags, FI_RMA | FI_WRITE);
+		/* Complete means written (delivery complete). */
+		CU_ASSERT(memcmp(tb + off, src, n) == 0);
+		for (size_t k = 0; k < off; k++)
+			CU_ASSERT_EQUAL(tb[k], 0xee);
+		CU_ASSERT_EQUAL(tb[off + n], 0xee);
+		memset(back, 0, big);
+		CU_ASSERT_EQUAL_FATAL(read_(&a, &b, 1, back, n, r.base + off, r.key, &ra), 0);
+		CU_ASSERT_EQUAL_FATAL(rma_wait(&a, &b, &e), 0);
+		CU_ASSERT_PTR_EQUAL(e.op_context, &ra);
+		CU_ASSERT_EQUAL(e.flags, FI_RMA | FI_READ);
+		CU_ASSERT(memcmp(back, src, n) == 0);
+	}
+	/* To oneself: a writes into its own registration and reads it back. */
+	fill(src, 4096, 9);
+	CU_ASSERT_EQUAL_FATAL(write_(&a, &b, 0, src, 4096, ra.base, ra.key, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(rma_wait(&a, &b, &e), 0);
+	CU_ASSERT(memcmp(back, src, 4096) == 0);
+	uint8_t small[64];
+	CU_ASSERT_EQUAL_FATAL(read_(&a, &b, 0, small, sizeof(small), ra.base + 100, ra.key, NULL),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rma_wait(&a, &b, &e), 0);
+	CU_ASSERT(memcmp(small, src + 100, sizeof(small)) == 0);
+	/* An injected write: no completion, but its bytes arrive. */
+	fill(src, 2000, 5);
+	CU_ASSERT_EQUAL_FATAL(fi_inject_write(a.ep, src, 2000, a.addr[1], r.base, r.key), 0);
+	memset(src, 0, 2000); /* the caller may reuse the buffer at once */
+	fill(back, 2000, 5);
+	uint64_t end = ms_now() + WAIT_MS;
+	while (memcmp(tb, back, 2000) && ms_now() < end) {
+		fi_cq_read(a.cq, NULL, 0);
+		fi_cq_read(b.cq, NULL, 0);
+	}
+	CU_ASSERT(memcmp(tb, back, 2000) == 0);
+	CU_ASSERT_EQUAL(fi_close(&r.mr->fid), 0);
+	CU_ASSERT_EQUAL(fi_close(&ra.mr->fid), 0);
+	free(tb);
+	free(src);
+	free(back);
+	close_side(&b);
+	close_side(&a);
+}
+
+static void test_rma_sizes(void)
+{
+	rma_sizes(0); /* offsets and the application's keys */
+	rma_sizes(FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY); /* Open MPI's */
+}
+
+/* Requests the target must refuse: an error completion at the initiator,
+ * and not a byte of the target's memory changed. */
+static void test_rma_refused(void)
+{
+	struct side a, b;
+	mr_mode_ = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	int rc = open_pair(&a, &b, NULL, FI_RMA | FI_ATOMIC);
+	mr_mode_ = 0;
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	const size_t n = 1u << 16, big = 1u << 20;
+	uint8_t *rw = malloc(n), *ro = malloc(n), *wo = malloc(n), *src = malloc(big);
+	uint8_t *in = malloc(big);
+	memset(rw, 0x11, n);
+	memset(ro, 0x22, n);
+	memset(wo, 0x33, n);
+	fill(src, big, 3);
+	struct reg r_rw, r_ro, r_wo, gone;
+	CU_ASSERT_EQUAL_FATAL(reg(&b, rw, n, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, &r_rw), 0);
+	CU_ASSERT_EQUAL_FATAL(reg(&b, ro, n, FI_REMOTE_READ, 0, &r_ro), 0);
+	CU_ASSERT_EQUAL_FATAL(reg(&b, wo, n, FI_REMOTE_WRITE, 0, &r_wo), 0);
+	CU_ASSERT_EQUAL_FATAL(reg(&b, rw, 16, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, &gone), 0);
+	CU_ASSERT_EQUAL(fi_close(&gone.mr->fid), 0); /* its key names nothing now */
+	CU_ASSERT_NOT_EQUAL(gone.key, r_rw.key);
+	struct {
+		int write;
+		size_t len;
+		uint64_t addr, key;
+		int err;
+	} bad[] = {
+	    {1, 8, r_rw.base, r_rw.key ^ 0x5a5a0000ull, FI_EKEYREJECTED},
+	    {1, 8, r_rw.base, gone.key, FI_EKEYREJECTED},
+	    {0, 8, r_rw.base, gone.key, FI_EKEYREJECTED},
+	    {1, 8, r_rw.base + n - 7, r_rw.key, FI_EACCES},  /* one byte past */
+	    {1, 64, r_rw.base - 1, r_rw.key, FI_EACCES},     /* one byte before */
+	    {1, 8, UINT64_MAX - 3, r_rw.key, FI_EACCES},     /* addr + len wraps */
+	    {0, 16, r_rw.base + n - 8, r_rw.key, FI_EACCES}, /* a read past */
+	    {1, big, r_rw.base, r_rw.key, FI_EACCES},	     /* a large write past */
+	    {1, 100, r_ro.base, r_ro.key, FI_EACCES},	     /* read-only */
+	    {1, 4096, r_ro.base, r_ro.key, FI_EACCES},	     /* large, read-only */
+	    {0, 100, r_wo.base, r_wo.key, FI_EACCES},	     /* write-only */
+	    {0, big, r_wo.base, r_wo.key, FI_EACCES},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fi_cq_tagged_entry e;
+		memset(in, 0x77, big);
+		rc = bad[i].write
+			 ? (int)write_(&a, &b, 1, src, bad[i].len, bad[i].addr, bad[i].key, &bad[i])
+			 : (int)read_(&a, &b, 1, in, bad[i].len, bad[i].addr, bad[i].key, &bad[i]);
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		rc = rma_wait(&a, &b, &e);
+		if (rc != -bad[i].err)
+			printf("\nrefusal %zu: %d, not %d\n", i, rc, -bad[i].err);
+		CU_ASSERT_EQUAL(rc, -bad[i].err);
+		if (!bad[i].write)
+			CU_ASSERT_EQUAL(in[0], 0x77); /* nothing read */
+	}
+	/* Atomics: read-only memory, a misaligned element, an operation the
+	 * type does not take. */
+	uint64_t one = 1, old = 0;
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL(
+	    fi_atomic(a.ep, &one, 1, NULL, a.addr[1], r_ro.base, r_ro.key, FI_UINT64, FI_SUM, NULL),
+	    0);
+	CU_ASSERT_EQUAL(rma_wait(&a, &b, &e), -FI_EACCES);
+	CU_ASSERT_EQUAL(fi_fetch_atomic(a.ep, &one, 1, NULL, &old, NULL, a.addr[1], r_wo.base,
+					r_wo.key, FI_UINT64, FI_SUM, NULL),
+			0);
+	CU_ASSERT_EQUAL(rma_wait(&a, &b, &e), -FI_EACCES); /* fetching reads */
+	CU_ASSERT_EQUAL(fi_atomic(a.ep, &one, 1, NULL, a.addr[1], r_rw.base + 4, r_rw.key,
+				  FI_UINT64, FI_SUM, NULL),
+			0);
+	CU_ASSERT_EQUAL(rma_wait(&a, &b, &e), -FI_EINVAL);
+	CU_ASSERT_EQUAL(
+	    fi_atomic(a.ep, &one, 1, NULL, a.addr[1], r_rw.base, r_rw.key, FI_FLOAT, FI_BOR, NULL),
+	    -FI_EOPNOTSUPP); /* refused at the initiator already */
+	for (size_t k = 0; k < n; k++)
+		if (rw[k] != 0x11 || ro[k] != 0x22 || wo[k] != 0x33) {
+			CU_FAIL("refused requests changed the target's memory");
+			break;
+		}
+	/* The endpoint still works. */
+	CU_ASSERT_EQUAL_FATAL(write_(&a, &b, 1, src, 100, r_rw.base, r_rw.key, NULL), 0);
+	CU_ASSERT_EQUAL(rma_wait(&a, &b, &e), 0);
+	CU_ASSERT(memcmp(rw, src, 100) == 0);
+	CU_ASSERT_EQUAL(fi_close(&r_rw.mr->fid), 0);
+	CU_ASSERT_EQUAL(fi_close(&r_ro.mr->fid), 0);
+	CU_ASSERT_EQUAL(fi_close(&r_wo.mr->fid), 0);
+	free(rw);
+	free(ro);
+	free(wo);
+	free(src);
+	free(in);
+	close_side(&b);
+	close_side(&a);
+}
+
+/* One atomic on an element of dt at the target, holding old: the call's
+ * class by its arguments (compare: a compare-atomic, fetch: a fetching
+ * one); *now the element after, *got what was fetched. */
+static int atomic1(struct side *a, struct side *b, struct reg *r, void *elem, enum fi_datatype dt,
+		   enum fi_op op, int fetch, const void *old, const void *operand,
+		   const void *compare, void *now, void *got)
+{
+	size_t sz = dt == FI_INT8 || dt == FI_UINT8			  ? 1
+		    : dt == FI_INT16 || dt == FI_UINT16			  ? 2
+		    : dt == FI_INT32 || dt == FI_UINT32 || dt == FI_FLOAT ? 4
+									  : 8;
+	memcpy(elem, old, sz);
+	uint64_t addr = r->base;
+	ssize_t rc;
+	if (compare)
+		rc = fi_compare_atomic(a->ep, operand, 1, NULL, compare, NULL, got, NULL,
+				       a->addr[1], addr, r->key, dt, op, NULL);
+	else if (fetch)
+		rc = fi_fetch_atomic(a->ep, operand, 1, NULL, got, NULL, a->addr[1], addr, r->key,
+				     dt, op, NULL);
+	else
+		rc = fi_atomic(a->ep, operand, 1, NULL, a->addr[1], addr, r->key, dt, op, NULL);
+	if (rc)
+		return (int)rc;
+	struct fi_cq_tagged_entry e;
+	if ((rc = rma_wait(a, b, &e)))
+		return (int)rc;
+	if (e.flags != (FI_ATOMIC | (fetch || compare ? FI_READ : FI_WRITE)))
+		return -FI_EOTHER;
+	memcpy(now, elem, sz);
+	return 0;
+}
+
+/* Every operation on every integer width, signed and not, with old 10,
+ * operand 3 (compare as said), and the arithmetic on float and double. */
+static void test_atomics(void)
+{
+	struct side a, b;
+	mr_mode_ = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	int rc = open_pair(&a, &b, NULL, FI_RMA | FI_ATOMIC);
+	mr_mode_ = 0;
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	uint64_t *mem = calloc(1, 4096);
+	struct reg r;
+	CU_ASSERT_EQUAL_FATAL(reg(&b, mem, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, &r), 0);
+	struct {
+		enum fi_op op;
+		int64_t cmp; /* compare operand, -1: none */
+		int64_t want;
+	} t[] = {
+	    {FI_MIN, -1, 3},	   {FI_MAX, -1, 10},	     {FI_SUM, -1, 13},
+	    {FI_PROD, -1, 30},	   {FI_LOR, -1, 1},	     {FI_LAND, -1, 1},
+	    {FI_LXOR, -1, 0},	   {FI_BOR, -1, 11},	     {FI_BAND, -1, 2},
+	    {FI_BXOR, -1, 9},	   {FI_ATOMIC_WRITE, -1, 3}, {FI_ATOMIC_READ, -1, 10},
+	    {FI_CSWAP, 10, 3},	   {FI_CSWAP, 7, 10},	     {FI_CSWAP_NE, 7, 3},
+	    {FI_CSWAP_NE, 10, 10}, {FI_CSWAP_LE, 7, 3},	     {FI_CSWAP_LE, 11, 10},
+	    {FI_CSWAP_LT, 10, 10}, {FI_CSWAP_LT, 9, 3},	     {FI_CSWAP_GE, 12, 3},
+	    {FI_CSWAP_GE, 9, 10},  {FI_CSWAP_GT, 10, 10},    {FI_CSWAP_GT, 11, 3},
+	    {FI_MSWAP, 5, 11},
+	};
+	enum fi_datatype dts[] = {FI_INT8,  FI_UINT8,  FI_INT16, FI_UINT16,
+				  FI_INT32, FI_UINT32, FI_INT64, FI_UINT64};
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+			for (int fetch = 0; fetch < 2; fetch++) {
+				int is_cmp = t[i].cmp >= 0;
+				if ((t[i].op == FI_ATOMIC_READ && !fetch) || (is_cmp && !fetch))
+					continue;
+				/* Little endian: the low bytes of an int64 are the
+				 * narrower types' values. */
+				int64_t old = 10, opnd = 3, cmp = t[i].cmp, now = 0, got = -1;
+				rc = atomic1(&a, &b, &r, mem, dts[d], t[i].op, fetch, &old, &opnd,
+					     is_cmp ? &cmp : NULL, &now, &got);
+				size_t sz = (size_t)1 << (d / 2);
+				int64_t mask = sz == 8 ? -1 : (int64_t)((1ull << (8 * sz)) - 1);
+				if (rc || (now & mask) != t[i].want ||
+				    (fetch && (got & mask) != 10))
+					printf("\ntype %d op %d fetch %d: rc %d, now %lld, got "
+					       "%lld\n",
+					       dts[d], t[i].op, fetch, rc, (long long)(now & mask),
+					       (long long)(got & mask));
+				CU_ASSERT_EQUAL(rc, 0);
+				CU_ASSERT_EQUAL(now & mask, t[i].want);
+				if (fetch)
+					CU_ASSERT_EQUAL(got & mask, 10);
+			}
+	/* Signed and unsigned differ: MIN of -5 and 3. */
+	int32_t i_old = -5, i_op = 3, i_now = 0, i_got = 0;
+	CU_ASSERT_EQUAL(
+	    atomic1(&a, &b, &r, mem, FI_INT32, FI_MIN, 1, &i_old, &i_op, NULL, &i_now, &i_got), 0);
+	CU_ASSERT_EQUAL(i_now, -5);
+	CU_ASSERT_EQUAL(i_got, -5);
+	CU_ASSERT_EQUAL(
+	    atomic1(&a, &b, &r, mem, FI_UINT32, FI_MIN, 0, &i_old, &i_op, NULL, &i_now, NULL), 0);
+	CU_ASSERT_EQUAL(i_now, 3);
+	CU_ASSERT_EQUAL(
+	    atomic1(&a, &b, &r, mem, FI_INT32, FI_SUM, 0, &i_old, &i_op, NULL, &i_now, NULL), 0);
+	CU_ASSERT_EQUAL(i_now, -2);
+	/* Floating point. */
+	float f_old = 1.5f, f_op = 2.25f, f_now = 0, f_got = 0;
+	CU_ASSERT_EQUAL(
+	    atomic1(&a, &b, &r, mem, FI_FLOAT, FI_SUM, 1, &f_old, &f_op, NULL, &f_now, &f_got), 0);
+	CU_ASSERT(f_now == 3.75f && f_got == 1.5f);
+	double d_old = -1.0, d_op = 0.5, d_now = 0, d_got = 0, d_cmp = -1.0;
+	CU_ASSERT_EQUAL(
+	    atomic1(&a, &b, &r, mem, FI_DOUBLE, FI_MAX, 0, &d_old, &d_op, NULL, &d_now, NULL), 0);
+	CU_ASSERT(d_now == 0.5);
+	CU_ASSERT_EQUAL(
+	    atomic1(&a, &b, &r, mem, FI_DOUBLE, FI_CSWAP, 1, &d_old, &d_op, &d_cmp, &d_now, &d_got),
+	    0);
+	CU_ASSERT(d_now == 0.5 && d_got == -1.0);
+	/* Several elements in one call. */
+	uint64_t v[16], res[16];
+	for (int k = 0; k < 16; k++) {
+		mem[k] = 100u * (unsigned)k;
+		v[k] = (uint64_t)k;
+	}
+	CU_ASSERT_EQUAL_FATAL(fi_fetch_atomic(a.ep, v, 16, NULL, res, NULL, a.addr[1], r.base,
+					      r.key, FI_UINT64, FI_SUM, NULL),
+			      0);
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL(rma_wait(&a, &b, &e), 0);
+	for (int k = 0; k < 16; k++) {
+		CU_ASSERT_EQUAL(mem[k], 101u * (unsigned)k);
+		CU_ASSERT_EQUAL(res[k], 100u * (unsigned)k);
+	}
+	/* CSWAP as a lock: only the first of two takers wins. */
+	mem[0] = 0;
+	uint64_t zero = 0, me = 1, other = 2, seen = 99;
+	CU_ASSERT_EQUAL(fi_compare_atomic(a.ep, &me, 1, NULL, &zero, NULL, &seen, NULL, a.addr[1],
+					  r.base, r.key, FI_UINT64, FI_CSWAP, NULL),
+			0);
+	CU_ASSERT_EQUAL(rma_wait(&a, &b, &e), 0);
+	CU_ASSERT_EQUAL(seen, 0);
+	CU_ASSERT_EQUAL(fi_compare_atomic(a.ep, &other, 1, NULL, &zero, NULL, &seen, NULL,
+					  a.addr[1], r.base, r.key, FI_UINT64, FI_CSWAP, NULL),
+			0);
+	CU_ASSERT_EQUAL(rma_wait(&a, &b, &e), 0);
+	CU_ASSERT_EQUAL(seen, 1);
+	CU_ASSERT_EQUAL(mem[0], 1);
+	/* What fi_query_atomic answers. */
+	struct fi_atomic_attr at;
+	CU_ASSERT_EQUAL(fi_query_atomic(a.domain, FI_UINT32, FI_SUM, &at, 0), 0);
+	CU_ASSERT_EQUAL(at.size, 4);
+	CU_ASSERT(at.count >= 1);
+	CU_ASSERT_EQUAL(fi_query_atomic(a.domain, FI_DOUBLE, FI_SUM, &at, FI_FETCH_ATOMIC), 0);
+	CU_ASSERT_EQUAL(fi_query_atomic(a.domain, FI_UINT64, FI_CSWAP, &at, FI_COMPARE_ATOMIC), 0);
+	CU_ASSERT_EQUAL(fi_query_atomic(a.domain, FI_UINT64, FI_CSWAP, &at, 0), -FI_EOPNOTSUPP);
+	CU_ASSERT_EQUAL(fi_query_atomic(a.domain, FI_UINT64, FI_ATOMIC_READ, &at, 0),
+			-FI_EOPNOTSUPP);
+	CU_ASSERT_EQUAL(fi_query_atomic(a.domain, FI_FLOAT, FI_BXOR, &at, 0), -FI_EOPNOTSUPP);
+	CU_ASSERT_EQUAL(fi_query_atomic(a.domain, FI_LONG_DOUBLE, FI_SUM, &at, 0), -FI_EOPNOTSUPP);
+	size_t cnt = 0;
+	CU_ASSERT_EQUAL(fi_atomicvalid(a.ep, FI_UINT64, FI_SUM, &cnt), 0);
+	CU_ASSERT_EQUAL(cnt, 16); /* 128 bytes of operands */
+	CU_ASSERT_EQUAL(fi_close(&r.mr->fid), 0);
+	free(mem);
+	close_side(&b);
+	close_side(&a);
+}
+
 static CU_TestInfo tests[] = {
     {"fi_getinfo: Open MPI's hints, refusals", test_getinfo},
     {"an event queue: the application's events, its fd", test_eq},
@@ -962,6 +1384,10 @@ static CU_TestInfo tests[] = {
     {"300 long sends to oneself before their receives", test_self_queue},
     {"a lost peer: FI_EIO for its send and receive", test_peer_lost},
     {"two endpoints in two threads", test_threads},
+    {"RMA: fi_getinfo with Open MPI's btl ofi hints", test_rma_getinfo},
+    {"RMA: write and read 0 B to 1 MiB, to a peer and to oneself", test_rma_sizes},
+    {"RMA: bad keys, ranges and access refused, memory untouched", test_rma_refused},
+    {"atomics: every operation and type, fetch, compare, query", test_atomics},
     CU_TEST_INFO_NULL,
 };
 
