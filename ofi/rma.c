@@ -162,10 +162,13 @@ static void ini_send_data(struct pp_fi_ep *ep, struct ini *o)
 		o->next = ep->rma->ini_owed;
 		ep->rma->ini_owed = o;
 	} else {
-		/* The target waits for the DATA in vain: the answer will not
-		 * come, so the RESP receive is taken back. */
+		/* The target waits for the DATA in vain (the peer is gone): the
+		 * answer will not come either, so its receive is taken back. */
 		o->err = fi_errno(rc);
-		pp_embed_cancel(ep->rt, cookie(o, P_RESP));
+		if (o->pending == 0)
+			ini_finish(ep, o);
+		else
+			pp_embed_cancel(ep->rt, cookie(o, P_RESP));
 	}
 }
 
