@@ -134,7 +134,7 @@ static void place_flush(struct ppd_handler *h, struct pbatch *b)
 		if (gone ||
 		    !ppd_place_fits(&b->e[k], b->placed[k], b->e[k].src_inc, b->off[i], b->plen[i]))
 			continue; /* an earlier frame of it failed */
-		int rc = ppd_mem_write(b->r->memfd, b->pl[i], b->e[k].addr + b->off[i], b->plen[i]);
+		int rc = ppd_mem_write(b->r, b->pl[i], b->e[k].addr + b->off[i], b->plen[i]);
 		if (rc) {
 			gone = rc == -ESRCH;
 			mem_failed(h, b->r, rc);
@@ -409,7 +409,7 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 	if (rec->ext_len) {
 		/* The rank's own memory, with its rights (mem.c): a range it
 		 * does not own fails (EFAULT) and nothing of it is used. */
-		int rc = ppd_mem_read(r->memfd, b->data + rec->len, rec->ext_addr, rec->ext_len);
+		int rc = ppd_mem_read(r, b->data + rec->len, rec->ext_addr, rec->ext_len);
 		if (rc) {
 			pp_port_free(d->port, &b, 1);
 			mem_failed(h, r, rc);
@@ -614,7 +614,10 @@ static void *handler_main(void *arg)
 	if (rc)
 		pp_warn("ppd: handler %d: cannot pin to core %d (%s); running unpinned", h->id,
 			h->core, strerror(-rc));
-	uint64_t start = ppd_now_ns(), busy = 0;
+	if ((rc = ppd_mem_thread(h)))
+		pp_warn("ppd: handler %d: its copies are not watched (%s)", h->id, strerror(-rc));
+	/* A thread started for an abandoned one (mem.c) goes on counting. */
+	uint64_t busy = h->c.busy_ns, start = ppd_now_ns() - h->c.run_ns;
 	unsigned idle = 0;
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
 		atomic_fetch_add_explicit(&h->epoch, 1, memory_order_acq_rel);
@@ -692,6 +695,20 @@ int ppd_handlers_start(struct ppd *d, const int *cores, int n)
 		}
 		d->nh = i + 1;
 	}
+	return 0;
+}
+
+int ppd_handler_restart(struct ppd_handler *h)
+{
+	/* The old thread is never joined: it ends on its own, or with the
+	 * process. */
+	pthread_t old = h->thread;
+	int rc = pthread_create(&h->thread, NULL, handler_main, h);
+	if (rc) {
+		h->thread = old;
+		return -rc;
+	}
+	pthread_detach(old);
 	return 0;
 }
 

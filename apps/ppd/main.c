@@ -207,8 +207,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			errno = 0;
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (errno || *end || !*optarg || v < 1 || v > PPD_MAX_RANKS) {
-				fprintf(stderr,
-					"ppd: --max-ranks-per-uid wants 1..%d (got '%s')\n",
+				fprintf(stderr, "ppd: --max-ranks-per-uid wants 1..%d (got '%s')\n",
 					PPD_MAX_RANKS, optarg);
 				exit(2);
 			}
@@ -634,6 +633,7 @@ int main(int argc, char **argv)
 		if (draining)
 			ppd_server_close(&srv);
 		ppd_server_expire(&srv, now);
+		ppd_mem_watch(&d, now);
 		int used = ppd_ranks_reclaim(&d);
 		ppd_claims_sweep(&d);
 		atomic_store(&d.nattached, used);

@@ -21,12 +21,30 @@
  * it never waits on another process: a page behind a userfaultfd that
  * nobody serves fails at once (EIO) instead of blocking the handler, as
  * process_vm_readv would.
+ *
+ * One wait remains that nothing can end: a page of a file whose file system
+ * does not answer (a FUSE server that never replies to the read; the wait
+ * is uninterruptible, even SIGKILL waits for it). A rank can map such a file
+ * and name it as its buffer. So each copy is watched: the handler thread
+ * marks its copier before and after (two stores, no system call), and the
+ * main thread gives up a copy that has run PPD_COPY_STALL_NS: it claims it
+ * with a compare-and-swap (a copy that ended meanwhile wins, and nothing is
+ * given up), detaches the rank, and starts a new thread for the handler.
+ * The old thread is left in the kernel with what it held at that moment
+ * (the buffer it copies into or out of, the frames of its burst), none of
+ * which anyone else knows of; when its copy ends it sees the mark and exits
+ * at once, touching nothing. Until then the rank's uid may attach no rank
+ * (ranks.c), so one uid holds at most one such thread, and PPD_STUCK of
+ * them in all (past that a stuck handler stays stuck, as before).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -108,23 +126,70 @@ int ppd_mem_open(pid_t pid, int pidfd, uid_t uid, gid_t gid)
 	return fd;
 }
 
-/* n bytes at addr of the rank's memory <-> buf, through its descriptor. */
-static int mem_rw(int fd, void *buf, uint64_t addr, size_t n, int write)
+/* The calling handler thread's copier (NULL in any other thread). */
+static _Thread_local struct ppd_copier *self;
+
+int ppd_mem_thread(struct ppd_handler *h)
 {
+	struct ppd_copier *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->d = h->d;
+	c->stuck = -1;
+	self = c;
+	atomic_store_explicit(&h->cp, c, memory_order_release);
+	return 0;
+}
+
+/* The copy that began at value v was given up by the main thread: its
+ * thread is no longer the handler's, and anything it held may be another's
+ * view by now. Say the copy ended and leave. */
+static _Noreturn void abandoned(struct ppd_copier *c)
+{
+	struct ppd_stuck *st = &c->d->stuck[c->stuck];
+	if (st->fd >= 0)
+		close(st->fd);
+	atomic_store_explicit(&st->used, 0, memory_order_release);
+	free(c);
+	self = NULL;
+	pthread_exit(NULL);
+}
+
+/* n bytes at addr of the rank's memory <-> buf, through its descriptor. */
+static int mem_rw(struct ppd_rank *r, void *buf, uint64_t addr, size_t n, int write)
+{
+	/* Once a copy of its memory was given up, any other would wait as
+	 * long (its BYE still goes out: what it queued is dropped). */
+	if (atomic_load_explicit(&r->mem_held, memory_order_relaxed))
+		return -EFAULT;
+	struct ppd_copier *c = self;
+	uint64_t v = 0;
+	if (c) {
+		v = atomic_load_explicit(&c->copy, memory_order_relaxed);
+		c->rank = r;
+		atomic_store_explicit(&c->copy, v + 1, memory_order_release);
+	}
 	size_t done = 0;
+	int rc = 0;
 	while (done < n) {
 		ssize_t got =
-		    write ? pwrite(fd, (const char *)buf + done, n - done, (off_t)(addr + done))
-			  : pread(fd, (char *)buf + done, n - done, (off_t)(addr + done));
+		    write
+			? pwrite(r->memfd, (const char *)buf + done, n - done, (off_t)(addr + done))
+			: pread(r->memfd, (char *)buf + done, n - done, (off_t)(addr + done));
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got < 0)
-			return errno == EIO ? -EFAULT : -errno;
-		if (got == 0)
-			return -ESRCH; /* the address space is gone: exec or exit */
+		if (got <= 0) {
+			/* 0: the address space is gone (exec or exit) */
+			rc = got == 0 ? -ESRCH : errno == EIO ? -EFAULT : -errno;
+			break;
+		}
 		done += (size_t)got;
 	}
-	return 0;
+	uint64_t running = v + 1;
+	if (c && !atomic_compare_exchange_strong_explicit(
+		     &c->copy, &running, v + 2, memory_order_acq_rel, memory_order_acquire))
+		abandoned(c);
+	return rc;
 }
 
 void ppd_mem_failed(struct ppd_rank *r, int rc)
@@ -135,16 +200,89 @@ void ppd_mem_failed(struct ppd_rank *r, int rc)
 			r->rank, r->job);
 }
 
-int ppd_mem_read(int fd, void *dst, uint64_t addr, size_t n)
+int ppd_mem_read(struct ppd_rank *r, void *dst, uint64_t addr, size_t n)
 {
 	if (addr > INT64_MAX || n > INT64_MAX - addr)
 		return -EFAULT;
-	return mem_rw(fd, dst, addr, n, 0);
+	return mem_rw(r, dst, addr, n, 0);
 }
 
-int ppd_mem_write(int fd, const void *src, uint64_t addr, size_t n)
+int ppd_mem_write(struct ppd_rank *r, const void *src, uint64_t addr, size_t n)
 {
 	if (addr > INT64_MAX || n > INT64_MAX - addr)
 		return -EFAULT;
-	return mem_rw(fd, (void *)(uintptr_t)src, addr, n, 1);
+	return mem_rw(r, (void *)(uintptr_t)src, addr, n, 1);
+}
+
+int ppd_mem_uid_stuck(struct ppd *d, uid_t uid)
+{
+	int n = 0;
+	for (int i = 0; i < PPD_STUCK; i++)
+		n += atomic_load_explicit(&d->stuck[i].used, memory_order_acquire) &&
+		     d->stuck[i].uid == uid;
+	return n;
+}
+
+/* Give up c's copy that began at value v (main thread): 1 when given up,
+ * 0 when it ended meanwhile or no entry is free. */
+static int give_up(struct ppd *d, struct ppd_handler *h, struct ppd_copier *c, uint64_t v)
+{
+	int k = 0;
+	while (k < PPD_STUCK && atomic_load_explicit(&d->stuck[k].used, memory_order_acquire))
+		k++;
+	if (k == PPD_STUCK) {
+		if (c->since != UINT64_MAX)
+			pp_warn("ppd: handler %d is held by a copy and %d others are already "
+				"given up: it stays held",
+				h->id, PPD_STUCK);
+		c->since = UINT64_MAX; /* said once */
+		return 0;
+	}
+	struct ppd_rank *r = c->rank; /* set before v was published */
+	d->stuck[k].uid = r->uid;
+	/* The descriptor the copy reads through is the thread's to close,
+	 * not the rank entry's (the first such copy's, if two held it). */
+	d->stuck[k].fd = atomic_load_explicit(&r->mem_held, memory_order_relaxed) ? -1 : r->memfd;
+	c->stuck = k;
+	atomic_store_explicit(&d->stuck[k].used, 1, memory_order_release);
+	if (!atomic_compare_exchange_strong_explicit(&c->copy, &v, PPD_COPY_ABANDONED,
+						     memory_order_acq_rel, memory_order_acquire)) {
+		atomic_store_explicit(&d->stuck[k].used, 0, memory_order_release);
+		return 0; /* it ended just now */
+	}
+	/* No entry is freed while the thread held its pass (its epoch stood
+	 * still): r is still the rank whose memory holds it. */
+	pp_warn("ppd: rank %u of job %u (uid %u): a copy of its memory has waited %llu ms in "
+		"the kernel: rank detached, handler %d's thread given up",
+		r->rank, r->job, (unsigned)r->uid,
+		(unsigned long long)(PPD_COPY_STALL_NS / 1000000u), h->id);
+	atomic_store_explicit(&r->mem_held, 1, memory_order_relaxed);
+	ppd_rank_died(r, "its memory does not answer");
+	atomic_fetch_add_explicit(&d->abandoned, 1, memory_order_relaxed);
+	/* c is the old thread's from now on: it frees it when it leaves. */
+	atomic_store_explicit(&h->cp, NULL, memory_order_release);
+	int rc = ppd_handler_restart(h);
+	if (rc)
+		pp_err("ppd: cannot start a new thread for handler %d: %s", h->id, strerror(-rc));
+	return 1;
+}
+
+int ppd_mem_watch(struct ppd *d, uint64_t now)
+{
+	int n = 0;
+	for (int i = 0; i < d->nh; i++) {
+		struct ppd_handler *h = &d->h[i];
+		struct ppd_copier *c = atomic_load_explicit(&h->cp, memory_order_acquire);
+		if (!c)
+			continue;
+		uint64_t v = atomic_load_explicit(&c->copy, memory_order_acquire);
+		if (!(v & 1) || v == PPD_COPY_ABANDONED || v != c->seen) {
+			c->seen = v;
+			c->since = now;
+			continue;
+		}
+		if (c->since != UINT64_MAX && now - c->since >= PPD_COPY_STALL_NS)
+			n += give_up(d, h, c, v);
+	}
+	return n;
 }

@@ -82,6 +82,7 @@
 #define PPD_FLOWS	  1024 /* (job, rank, peer) sequences a handler keeps */
 #define PPD_INBOX	  256  /* messages waiting for a handler */
 #define PPD_SERVERS	  7    /* handlers that serve pulls (streams 1..7) */
+#define PPD_STUCK	  8    /* abandoned copies held at once (mem.c) */
 
 enum ppd_rank_state {
 	PPD_RANK_FREE = 0, /* unused entry */
@@ -125,6 +126,7 @@ struct ppd_rank {
 	uid_t uid;			/* from SO_PEERCRED */
 	gid_t gid;			/* ... likewise */
 	int memfd;			/* its memory, opened with its rights (mem.c), -1: none */
+	_Atomic int mem_held;		/* a copy of its memory was given up (mem.c): no more */
 	int conn;			/* its connection (EOF: it died) */
 	int pidfd;			/* readable when it exits, -1 if pidfd_open failed */
 	int home;			/* handler consuming its tx ring */
@@ -239,12 +241,27 @@ struct ppd_msg {
 	uint32_t ack;		 /* ACK/NACK: cumulative ack (NACK: go back to it) */
 };
 
+/* One handler thread's copies of ranks' memory (mem.c), watched by the main
+ * thread: a copy held up in the kernel too long gets the thread abandoned
+ * and a new one started for its handler. Each thread has its own (never
+ * reused by another), so the abandoning compare-and-swap cannot be fooled
+ * by a later copy. */
+struct ppd_copier {
+	_Atomic uint64_t copy; /* 2 x copies done, +1 while one runs, or PPD_COPY_ABANDONED */
+	struct ppd_rank *rank; /* whose memory the running copy is in (set before) */
+	struct ppd *d;	       /* the daemon */
+	int stuck;	       /* its entry in d->stuck once abandoned */
+	uint64_t seen, since;  /* main thread: the copy value last seen, and when */
+};
+#define PPD_COPY_ABANDONED UINT64_MAX
+
 struct ppd_handler {
 	struct ppd *d;			   /* the daemon */
 	int id;				   /* index */
 	int core;			   /* where it is pinned */
 	uint16_t queue;			   /* its NIC queue pair */
-	pthread_t thread;		   /* the thread */
+	pthread_t thread;		   /* the thread (the latest, when one was abandoned) */
+	struct ppd_copier *_Atomic cp;	   /* ... its copies (NULL until it started) */
 	_Atomic uint64_t epoch;		   /* passes started; see the top of this file */
 	int nhome;			   /* ranks it is home to (main thread's count) */
 	struct pp_buf *txq[2 * PPD_BURST]; /* frames the NIC did not take yet */
@@ -274,9 +291,15 @@ struct ppd {
 	int bind_first;				/* --bind-first-attacher (claims.c) */
 	int max_ranks_uid;			/* --max-ranks-per-uid (ranks.c) */
 	struct ppd_claim claims[PPD_CLAIMS];	/* job bindings, main thread only */
-	int doze_fd;	       /* the NIC's wait descriptor when they may (else -1) */
-	_Atomic int nattached; /* ranks not FREE (main thread writes) */
-	_Atomic int stop;      /* handlers end their loop */
+	struct ppd_stuck {
+		_Atomic int used;   /* a copy abandoned and still held in the kernel */
+		uid_t uid;	    /* ... in the memory of a rank of this uid */
+		int fd;		    /* ... through this descriptor, which its thread closes */
+	} stuck[PPD_STUCK];	    /* (mem.c) */
+	_Atomic uint64_t abandoned; /* copies abandoned since the start */
+	int doze_fd;		    /* the NIC's wait descriptor when they may (else -1) */
+	_Atomic int nattached;	    /* ranks not FREE (main thread writes) */
+	_Atomic int stop;	    /* handlers end their loop */
 };
 
 /* A connection that has not sent its request yet (server.c). */
@@ -345,16 +368,31 @@ void ppd_claims_sweep(struct ppd *d);
  * -ESRCH (that address space is gone: the process exec'd or exited). Never
  * wait on another process. */
 int ppd_mem_open(pid_t pid, int pidfd, uid_t uid, gid_t gid);
-int ppd_mem_read(int fd, void *dst, uint64_t addr, size_t n);
-int ppd_mem_write(int fd, const void *src, uint64_t addr, size_t n);
+int ppd_mem_read(struct ppd_rank *r, void *dst, uint64_t addr, size_t n);
+int ppd_mem_write(struct ppd_rank *r, const void *src, uint64_t addr, size_t n);
 /* An access to r's memory failed with rc: when its address space is gone,
  * what runs under its pid is not the rank that attached: it is detached
  * (DYING, its job told by its BYE). Any thread. */
 void ppd_mem_failed(struct ppd_rank *r, int rc);
+/* Copies that never end (mem.c). A copy can wait in the kernel for ever
+ * (a page of a FUSE file whose server does not answer: a wait no signal
+ * ends). thread: the calling handler thread's copies are watched from now
+ * on; 0 or -ENOMEM. watch (main thread, now in ns): a handler whose copy
+ * has run PPD_COPY_STALL_NS is given up (its rank detached, the thread
+ * left to the kernel, a new one started, see ppd_handler_restart); the
+ * number given up this time. uid_stuck: copies of uid's ranks that are
+ * still held. */
+#define PPD_COPY_STALL_NS 1000000000ull
+int ppd_mem_thread(struct ppd_handler *h);
+int ppd_mem_watch(struct ppd *d, uint64_t now);
+int ppd_mem_uid_stuck(struct ppd *d, uid_t uid);
 
 /* Start and stop the handler threads (fwd.c). start: -errno. */
 int ppd_handlers_start(struct ppd *d, const int *cores, int n);
 void ppd_handlers_stop(struct ppd *d);
+/* A new thread for handler h, whose thread was abandoned (mem.c): 0 or
+ * -errno. */
+int ppd_handler_restart(struct ppd_handler *h);
 
 /* Pull serving (pull.c). intercept: a frame from the NIC for rank r; returns
  * 1 when it was a handler's ACK or NACK (taken: not for the rank), else 0

@@ -332,7 +332,7 @@ static int frame_read(struct ppd_handler *h, struct ppd_pjob *j, uint32_t k, str
 		return 0;
 	/* With the rank's rights (mem.c); the job runs only while its rank
 	 * is ACTIVE with the pid it had, so the descriptor is that rank's. */
-	int rc = ppd_mem_read(j->r->memfd, b->data + PP_WIRE_MIN_FRAME, j->addr + off, n);
+	int rc = ppd_mem_read(j->r, b->data + PP_WIRE_MIN_FRAME, j->addr + off, n);
 	if (rc) {
 		pp_port_free(d->port, &b, 1);
 		COUNT(h, drops[PPD_DROP_BAD_RANGE], 1);

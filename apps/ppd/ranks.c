@@ -182,6 +182,15 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 			  PPD_MAX_RANKS);
 		return -ENOSPC;
 	}
+	if (ppd_mem_uid_stuck(d, cr->uid)) {
+		/* One thread of ours waits in the kernel on memory of an earlier
+		 * rank of this uid (mem.c): no more until it is let go. */
+		ppd_reply(c->fd, -EBUSY, 0, NULL, 0,
+			  "a copy of the memory of an earlier rank of uid %u still waits in the "
+			  "kernel (a file system that does not answer?)",
+			  (unsigned)cr->uid);
+		return -EBUSY;
+	}
 	if (!bound && ppd_claim_bind(d, req->job, cr->uid, req->token, req->size)) {
 		ppd_reply(c->fd, -ENOSPC, 0, NULL, 0, "%d jobs are bound here: no room for more",
 			  PPD_CLAIMS);
@@ -200,6 +209,7 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 	/* Its memory as the rank itself may reach it (mem.c), or no attach:
 	 * a process that is not plainly its own (a setuid image, or not
 	 * dumpable) is refused here rather than at its first message. */
+	atomic_store(&r->mem_held, 0);
 	r->memfd = ppd_mem_open(cr->pid, c->pidfd, cr->uid, cr->gid);
 	if (r->memfd < 0) {
 		int e = r->memfd;
@@ -290,7 +300,8 @@ int ppd_ranks_reclaim(struct ppd *d)
 					       (size_t)d->slot_bytes * PPD_TX_SLOTS);
 		r->hdr->daemon_gone = 1;
 		munmap(r->mem, r->mem_len);
-		close(r->memfd);
+		if (!atomic_load(&r->mem_held))
+			close(r->memfd); /* else a given-up copy's thread closes it (mem.c) */
 		close(r->conn);
 		if (r->pidfd >= 0)
 			close(r->pidfd);

@@ -22,7 +22,12 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 	int nranks = 0;
 	for (int i = 0; i < PPD_MAX_RANKS; i++)
 		nranks += atomic_load(&d->ranks[i].state) == PPD_RANK_ACTIVE;
-	OUT("ppd: %d handler(s), %d rank(s) attached, port %s\n", d->nh, nranks, d->info.driver);
+	int stuck = 0;
+	for (int i = 0; i < PPD_STUCK; i++)
+		stuck += atomic_load(&d->stuck[i].used);
+	OUT("ppd: %d handler(s), %d rank(s) attached, port %s, copies_abandoned=%llu "
+	    "copies_held=%d\n",
+	    d->nh, nranks, d->info.driver, (unsigned long long)atomic_load(&d->abandoned), stuck);
 	OUT("%-7s %5s %5s %10s %10s %10s %10s %9s %9s %10s %6s %5s  %s\n", "handler", "core",
 	    "ranks", "nic_rx", "nic_tx", "from_rank", "to_rank", "loopback", "zerocopy", "pulls",
 	    "busy%", "queue", "drops");
@@ -106,6 +111,11 @@ int ppd_stats_json(const struct ppd *d, FILE *f)
 	pp_json_i64(&j, "ranks", nranks);
 	pp_json_str(&j, "port", d->info.driver);
 	pp_json_u64(&j, "mtu", d->info.mtu);
+	int stuck = 0;
+	for (int i = 0; i < PPD_STUCK; i++)
+		stuck += atomic_load(&d->stuck[i].used);
+	pp_json_u64(&j, "copies_abandoned", atomic_load(&d->abandoned));
+	pp_json_i64(&j, "copies_held", stuck);
 	pp_json_array(&j, "handler");
 	for (int i = 0; i < d->nh; i++) {
 		const struct ppd_counters *c = &d->h[i].c;

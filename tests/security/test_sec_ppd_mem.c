@@ -7,6 +7,11 @@
  *    detached (its job gets the daemon's BYE);
  *  - a rank whose range lies behind a userfaultfd nobody serves: the daemon's
  *    only handler goes on serving another job, and SIGTERM still stops it;
+ *  - a rank whose range is a FUSE file whose server never answers (a wait
+ *    in the kernel nothing ends): the copy is given up after a second, the
+ *    rank detached, another job served by a new thread, no rank of that uid
+ *    attached while the copy is held, and the old thread gone once the file
+ *    system's server is;
  *  - placement's rule: a DATA payload is written only when it is the frame
  *    the rank's engine takes next, from the sender's incarnation it named.
  * Root only where it must be (setuid, userfaultfd for kernel faults): each
@@ -30,6 +35,7 @@
 
 #include "auth.h"
 #include "cu_main.h"
+#include "fuse_stall.h"
 #include "ppd/ppd_pull.h"
 #include "ppd/ppd_place.h"
 #include "ppd_harness.h"
@@ -39,6 +45,7 @@
 #define UFFD_JOB   320
 #define VICTIM_JOB 330
 #define BYE_JOB	   340
+#define FUSE_JOB   350
 
 static const char control[] = "pp-control-bytes-of-the-rank";
 
@@ -234,6 +241,91 @@ static void test_uffd_no_stall(void)
 	close(ufd);
 }
 
+/* Frames on p until a BYE from rank src comes (1) or none for about 2 s. */
+static int bye_from(struct pp_port *p, unsigned src)
+{
+	uint8_t f[2048];
+	while (td_recv(p, f, sizeof(f)) > 0)
+		if ((f[PP_WIRE_ETH_LEN] & 0xf) == PP_WIRE_BYE && td_field32(f, 24) == src)
+			return 1;
+	return 0;
+}
+
+/* Rank 0 of FUSE_JOB, in a process of its own (while the daemon's copy
+ * waits, it holds this process's memory map: a fork or mmap here would
+ * wait too): names len bytes of the file as a frame's range, says so on
+ * ready, and waits to be killed. */
+static void fuse_rank(struct td *d, struct fuse_stall *fs, size_t len, int ready)
+{
+	struct pp_port *e0;
+	close(fs->dev); /* the server's end alone keeps the file system up */
+	void *stall = fuse_stall_map(fs, len);
+	char ok = stall && td_open(d, &e0, FUSE_JOB, 0, 2) == 0 &&
+		  td_send(e0, PP_WIRE_PUSH, FUSE_JOB, 0, 1, 1, stall, 1024, ext_done, NULL) == 0;
+	if (write(ready, &ok, 1) != 1 || !ok)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static void test_fuse_given_up(void)
+{
+	struct fuse_stall fs;
+	char dir[] = "/tmp/pp-fuse-XXXXXX";
+	if (!mkdtemp(dir) || fuse_stall_start(&fs, dir)) {
+		printf("\n  no FUSE mount here (needs root and /dev/fuse): not run ");
+		rmdir(dir);
+		return;
+	}
+	struct td d;
+	int pfd[2];
+	CU_ASSERT_FATAL(td_start(&d, "fuse", NULL) == 0 && pipe(pfd) == 0);
+	struct pp_port *e1, *v0, *v1, *x;
+	CU_ASSERT_FATAL(td_open(&d, &e1, FUSE_JOB, 1, 2) == 0);
+	CU_ASSERT_FATAL(td_open(&d, &v0, VICTIM_JOB, 0, 2) == 0);
+	CU_ASSERT_FATAL(td_open(&d, &v1, VICTIM_JOB, 1, 2) == 0);
+	/* The daemon's one handler is sent into the file ... */
+	pid_t rank0 = fork();
+	if (rank0 == 0)
+		fuse_rank(&d, &fs, 1 << 20, pfd[1]);
+	char ok = 0;
+	CU_ASSERT_FATAL(read(pfd[0], &ok, 1) == 1 && ok);
+	/* ... and the other job is served again (by a new thread). */
+	uint8_t f[2048];
+	for (unsigned id = 1; id <= 3; id++) {
+		CU_ASSERT_EQUAL(td_send(v0, PP_WIRE_ACK, VICTIM_JOB, 0, 1, id, NULL, 0, NULL, NULL),
+				0);
+		CU_ASSERT(td_recv(v1, f, sizeof(f)) >= PP_WIRE_MIN_FRAME);
+	}
+	/* The rank whose memory held it is detached: its job hears so. */
+	CU_ASSERT(bye_from(e1, 0));
+	char st[8192];
+	CU_ASSERT_EQUAL(td_stats(&d, st, sizeof(st)), 0);
+	CU_ASSERT_EQUAL(td_counter(st, "copies_abandoned"), 1);
+	CU_ASSERT_EQUAL(td_counter(st, "copies_held"), 1);
+	/* While the copy is held, its uid attaches nothing more. */
+	CU_ASSERT_NOT_EQUAL(td_open(&d, &x, FUSE_JOB + 1, 0, 2), 0);
+	/* The file system's server ends: the old thread's copy fails, and
+	 * the thread leaves; the uid may attach again. */
+	fuse_stall_stop(&fs);
+	long long held = -1;
+	for (int i = 0; i < 50 && held != 0; i++) {
+		usleep(100000);
+		held = td_stats(&d, st, sizeof(st)) ? -1 : td_counter(st, "copies_held");
+	}
+	CU_ASSERT_EQUAL(held, 0);
+	CU_ASSERT_EQUAL_FATAL(td_open(&d, &x, FUSE_JOB + 1, 0, 2), 0);
+	pp_port_close(x);
+	kill(rank0, SIGKILL);
+	waitpid(rank0, NULL, 0);
+	close(pfd[0]);
+	close(pfd[1]);
+	pp_port_close(e1);
+	pp_port_close(v0);
+	pp_port_close(v1);
+	CU_ASSERT_EQUAL(td_stop(&d), 0);
+}
+
 static void test_place_rule(void)
 {
 	struct ppd_place e = {.src = 3, .src_inc = 0x77, .msg_id = 9, .len = 30000, .from = 8000};
@@ -287,6 +379,7 @@ static void test_bye_signed(void)
 static CU_TestInfo tests[] = {
     {"a setuid image under a rank's pid gives nothing away", test_setuid_exec},
     {"a range behind an unserved userfaultfd stalls nobody", test_uffd_no_stall},
+    {"a copy held by a FUSE file that never answers is given up", test_fuse_given_up},
     {"placement writes only the frame the engine takes next", test_place_rule},
     {"the daemon's BYE for a rank proves its job's secret", test_bye_signed},
     CU_TEST_INFO_NULL,
