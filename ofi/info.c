@@ -156,16 +156,19 @@ static int check_hints(const struct fi_info *h)
 
 /* The registration mode: what of FI_MR_VIRT_ADDR, FI_MR_ALLOCATED and
  * FI_MR_PROV_KEY the application allows (before API 1.5, FI_MR_BASIC is all
- * three and FI_MR_SCALABLE none). */
-static int mr_mode(const struct fi_info *h)
+ * three and FI_MR_SCALABLE none, and an application that names neither,
+ * FI_MR_UNSPEC, must be told which: ours without any is FI_MR_SCALABLE). */
+static int mr_mode(uint32_t version, const struct fi_info *h)
 {
 	int m = h && h->domain_attr ? h->domain_attr->mr_mode : 0;
 	if (m == FI_MR_BASIC || m == FI_MR_SCALABLE)
 		return m;
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+		return FI_MR_SCALABLE;
 	return m & (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 }
 
-static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
+static struct fi_info *make_info(uint32_t version, const struct fi_info *h, int rank, int size)
 {
 	struct fi_info *fi = fi_allocinfo();
 	if (!fi)
@@ -218,7 +221,7 @@ static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
 	d->data_progress = FI_PROGRESS_MANUAL;
 	d->resource_mgmt = FI_RM_ENABLED;
 	d->av_type = hd ? hd->av_type : FI_AV_UNSPEC;
-	d->mr_mode = mr_mode(h);
+	d->mr_mode = mr_mode(version, h);
 	d->mr_key_size = sizeof(uint64_t);
 	d->mr_cnt = 1u << 20;
 	d->cq_data_size = 0;
@@ -255,7 +258,6 @@ static struct fi_info *make_info(const struct fi_info *h, int rank, int size)
 int pp_fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		  const struct fi_info *hints, struct fi_info **info)
 {
-	(void)version;
 	*info = NULL;
 	/* A local address chosen by node and service (FI_SOURCE, or a service
 	 * alone: every fabtests server, and its client under -E) chooses
@@ -278,6 +280,6 @@ int pp_fi_getinfo(uint32_t version, const char *node, const char *service, uint6
 		rc = check_hints(hints);
 	if (rc)
 		return rc;
-	*info = make_info(hints, rank, size);
+	*info = make_info(version, hints, rank, size);
 	return *info ? 0 : -FI_ENOMEM;
 }

@@ -19,7 +19,7 @@
 
 static int prov_keys(const struct pp_fi_domain *d)
 {
-	return !!(d->mr_mode & FI_MR_PROV_KEY);
+	return d->mr_mode == FI_MR_BASIC || (d->mr_mode & FI_MR_PROV_KEY);
 }
 
 static int virt_addr(const struct pp_fi_domain *d)
