@@ -8,11 +8,11 @@
  * draw one and publish it through the fence). From it each rank derives the
  * same 32-byte key (pp_auth_key_derive: BLAKE2b-256 of a fixed label and the
  * secret). HELLO and BYE, the frames that admit, replace or end a peer,
- * end their payload with a 16-byte tag (wire.h, version 4):
+ * end their payload with a 16-byte tag (wire.h, since version 4):
  *
  *   tag = BLAKE2b-128, keyed with the job key, over
  *         the Ethernet source MAC (6 bytes, the port membership learns)
- *         || the 72-byte protocol header with its crc32c field as zero
+ *         || the protocol header (76 bytes) with its crc32c field as zero
  *         || the payload before the tag
  *
  * The crc32c then covers the header and the whole payload, tag included, as

@@ -87,7 +87,7 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	put32(p + PP_WIRE_OFF_SEQ, h->seq);
 	put32(p + PP_WIRE_OFF_ACK, h->ack);
 	put16(p + PP_WIRE_OFF_CREDIT, h->credit);
-	put16(p + PP_WIRE_OFF_RESERVED, 0);
+	put16(p + PP_WIRE_OFF_XFLAGS, h->xflags);
 	put32(p + PP_WIRE_OFF_SRC_RANK, h->src_rank);
 	put32(p + PP_WIRE_OFF_DST_RANK, h->dst_rank);
 	put32(p + PP_WIRE_OFF_MSG_ID, h->msg_id);
@@ -96,6 +96,7 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	put64(p + PP_WIRE_OFF_OFFSET, h->offset);
 	put32(p + PP_WIRE_OFF_SRC_INC, h->src_inc);
 	put32(p + PP_WIRE_OFF_DST_INC, h->dst_inc);
+	put32(p + PP_WIRE_OFF_DATA, h->data);
 	put32(p + PP_WIRE_OFF_CRC, 0);
 	if (payload) {
 		uint32_t crc = pp_crc32c(0, p, PP_WIRE_HDR_LEN);
@@ -138,6 +139,7 @@ static enum pp_drop_reason get_fields(const uint8_t *p, struct pp_wire_hdr *x,
 	x->seq = get32(p + PP_WIRE_OFF_SEQ);
 	x->ack = get32(p + PP_WIRE_OFF_ACK);
 	x->credit = get16(p + PP_WIRE_OFF_CREDIT);
+	x->xflags = get16(p + PP_WIRE_OFF_XFLAGS);
 	x->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
 	x->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
 	x->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
@@ -146,6 +148,7 @@ static enum pp_drop_reason get_fields(const uint8_t *p, struct pp_wire_hdr *x,
 	x->offset = get64(p + PP_WIRE_OFF_OFFSET);
 	x->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);
 	x->dst_inc = get32(p + PP_WIRE_OFF_DST_INC);
+	x->data = get32(p + PP_WIRE_OFF_DATA);
 	return check_fields(x, chk);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire format (docs/wire.md): an Ethernet II header with EtherType
- * 0x88B5, then a 72-byte protocol header in network byte order (version 4),
+ * 0x88B5, then a 76-byte protocol header in network byte order (version 5),
  * then payload_len bytes of payload. The crc32c field covers the header (with
  * the field itself taken as zero) followed by the payload.
  *
@@ -15,18 +15,17 @@
  *
  * Incarnations: every pp_init (and every attach to a node daemon) gives the
  * rank a new incarnation number, drawn at random (not guessable from the
- * clock; pp_wire_inc_after orders only numbers taken in sequence). A frame carries its sender's (src_inc) and
- * the incarnation of the receiver it was meant for (dst_inc), so no frame of
- * an earlier life of a rank is ever taken by a later one, or by a peer that
- * knows the later one: the decoder drops a frame whose dst_inc is not ours
- * (STALE); whoever keeps per-peer state drops one whose src_inc is not the
- * peer's it knows. dst_inc may be 0 ("whichever") only on a HELLO (its
+ * clock; pp_wire_inc_after orders only numbers taken in sequence). A frame carries its sender's
+ * (src_inc) and the incarnation of the receiver it was meant for (dst_inc), so no frame of an
+ * earlier life of a rank is ever taken by a later one, or by a peer that knows the later one: the
+ * decoder drops a frame whose dst_inc is not ours (STALE); whoever keeps per-peer state drops one
+ * whose src_inc is not the peer's it knows. dst_inc may be 0 ("whichever") only on a HELLO (its
  * sender may not know the receiver yet) and on a BYE (a node daemon says it
  * for a dead rank without knowing its peers); those two are then judged by
  * src_inc alone.
  *
  * Decoding validates in a fixed order and names the first rule broken, as an
- * enum pp_drop_reason: SHORT (fewer than 86 bytes, or not our EtherType),
+ * enum pp_drop_reason: SHORT (fewer than 90 bytes, or not our EtherType),
  * VERSION, TYPE, LENGTH (payload_len disagrees with the frame, exceeds the
  * MTU, or is non-zero on a type that carries none), CRC, JOB, RANK (source
  * out of range or destination not us; HELLO and BYE may be sent to
@@ -45,6 +44,13 @@
  * the whole message straight into the receive buffer the receiver described
  * in its receive-queue area: the matched receive completes with every byte,
  * and no PULL follows.
+ *
+ * Extra flags (xflags, version 5): DATA on a FIRST PUSH says the message
+ * carries 32 bits of immediate data (libfabric's remote CQ data) in the
+ * data field, which the receive's completion reports. The FIRST frame is
+ * matched before any other frame of its message is taken, so the data is
+ * known whatever order the rest arrives in. Other frames carry xflags and
+ * data as zero; receivers read them on a FIRST PUSH only.
  */
 #ifndef PP_WIRE_H
 #define PP_WIRE_H
@@ -56,9 +62,9 @@
 
 #define PP_WIRE_ETHERTYPE 0x88B5
 #define PP_WIRE_ETH_LEN	  14
-#define PP_WIRE_HDR_LEN	  72
+#define PP_WIRE_HDR_LEN	  76
 #define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
-#define PP_WIRE_VERSION	  4
+#define PP_WIRE_VERSION	  5
 #define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO or BYE to every rank */
 
 /* Field offsets from the start of the protocol header (after Ethernet). */
@@ -72,7 +78,7 @@ enum pp_wire_off {
 	PP_WIRE_OFF_SEQ = 12,
 	PP_WIRE_OFF_ACK = 16,
 	PP_WIRE_OFF_CREDIT = 20,
-	PP_WIRE_OFF_RESERVED = 22, /* zero */
+	PP_WIRE_OFF_XFLAGS = 22, /* enum pp_wire_xflag bits */
 	PP_WIRE_OFF_SRC_RANK = 24,
 	PP_WIRE_OFF_DST_RANK = 28,
 	PP_WIRE_OFF_MSG_ID = 32,
@@ -81,7 +87,8 @@ enum pp_wire_off {
 	PP_WIRE_OFF_OFFSET = 52,
 	PP_WIRE_OFF_SRC_INC = 60,
 	PP_WIRE_OFF_DST_INC = 64,
-	PP_WIRE_OFF_CRC = 68,
+	PP_WIRE_OFF_DATA = 68, /* immediate data (xflags DATA) */
+	PP_WIRE_OFF_CRC = 72,
 };
 
 enum pp_wire_type {
@@ -106,6 +113,10 @@ enum pp_wire_flag {
 	PP_WIRE_F_WRITTEN = 0x80, /* on FIRST (intranode): the sender wrote it all */
 };
 
+enum pp_wire_xflag {
+	PP_WIRE_XF_DATA = 0x0001, /* on FIRST PUSH: the data field is the message's */
+};
+
 /* The protocol header in host byte order. */
 struct pp_wire_hdr {
 	uint8_t type;	      /* enum pp_wire_type */
@@ -117,6 +128,7 @@ struct pp_wire_hdr {
 	uint32_t seq;	      /* go-back-N sequence (sequenced types) */
 	uint32_t ack;	      /* next seq expected on ack_stream */
 	uint16_t credit;      /* pushed-buffer credit limit, 256-byte units */
+	uint16_t xflags;      /* enum pp_wire_xflag bits */
 	uint32_t src_rank;    /* sending rank */
 	uint32_t dst_rank;    /* receiving rank */
 	uint32_t msg_id;      /* per (src, dst) message counter */
@@ -125,6 +137,7 @@ struct pp_wire_hdr {
 	uint64_t offset;      /* position of the payload in the message */
 	uint32_t src_inc;     /* the sender's incarnation */
 	uint32_t dst_inc;     /* the receiver's, as the sender knows it (0: see above) */
+	uint32_t data;	      /* immediate data of the message (xflags DATA) */
 };
 
 /* What a received frame is checked against. */

@@ -29,6 +29,8 @@ static struct pp_wire_hdr sample(void)
 	    .offset = 0,
 	    .src_inc = 0x7002,
 	    .dst_inc = 0x7001,
+	    .xflags = PP_WIRE_XF_DATA,
+	    .data = 0xc0ffee42, /* immediate data: all 32 bits travel */
 	};
 	return h;
 }
@@ -40,7 +42,8 @@ static int hdr_eq(const struct pp_wire_hdr *a, const struct pp_wire_hdr *b)
 	       a->seq == b->seq && a->ack == b->ack && a->credit == b->credit &&
 	       a->src_rank == b->src_rank && a->dst_rank == b->dst_rank && a->msg_id == b->msg_id &&
 	       a->tag == b->tag && a->msg_len == b->msg_len && a->offset == b->offset &&
-	       a->src_inc == b->src_inc && a->dst_inc == b->dst_inc;
+	       a->src_inc == b->src_inc && a->dst_inc == b->dst_inc && a->xflags == b->xflags &&
+	       a->data == b->data;
 }
 
 static void test_crc_known(void)
@@ -94,11 +97,11 @@ static void test_roundtrip(void)
 	pat_fill(pl, sizeof(pl), 1);
 	struct pp_wire_hdr h = sample();
 	size_t n = build_frame(f, sizeof(f), &h, pl);
-	CU_ASSERT_EQUAL(n, 86 + 100);
+	CU_ASSERT_EQUAL(n, 90 + 100);
 	/* Fixed layout: EtherType and a few fields in network byte order. */
 	CU_ASSERT_EQUAL(f[12], 0x88);
 	CU_ASSERT_EQUAL(f[13], 0xB5);
-	CU_ASSERT_EQUAL(f[14], 0x42); /* ver 4, type PUSH */
+	CU_ASSERT_EQUAL(f[14], 0x52); /* ver 5, type PUSH */
 	CU_ASSERT_EQUAL(f[14 + 12], 0xde);
 	CU_ASSERT_EQUAL(f[14 + 20], 0x80);
 	CU_ASSERT_EQUAL(f[14 + 36], 0xa1); /* tag, high byte first */
@@ -107,6 +110,10 @@ static void test_roundtrip(void)
 	CU_ASSERT_EQUAL(f[14 + 62], 0x70); /* src_inc 0x7002 */
 	CU_ASSERT_EQUAL(f[14 + 63], 0x02);
 	CU_ASSERT_EQUAL(f[14 + 67], 0x01); /* dst_inc 0x7001 */
+	CU_ASSERT_EQUAL(f[14 + 22], 0x00); /* xflags DATA */
+	CU_ASSERT_EQUAL(f[14 + 23], 0x01);
+	CU_ASSERT_EQUAL(f[14 + 68], 0xc0); /* data 0xc0ffee42 */
+	CU_ASSERT_EQUAL(f[14 + 71], 0x42);
 	struct pp_wire_hdr g;
 	const uint8_t *p;
 	enum pp_drop_reason why = PP_DROP_MAX;
@@ -258,7 +265,7 @@ static void m_ack_payload(struct pp_wire_hdr *h)
 }
 static void m_big(struct pp_wire_hdr *h)
 {
-	h->payload_len = 1429; /* 72 + 1429 > MTU 1500 */
+	h->payload_len = 1425; /* 76 + 1425 > MTU 1500 */
 }
 static void m_dst_inc(struct pp_wire_hdr *h)
 {
@@ -273,18 +280,21 @@ static void test_reject(void)
 {
 	expect(PP_DROP_SHORT, NULL, -1, 0, 0, -101);
 	expect(PP_DROP_SHORT, NULL, 12, 0x08, 0, 0); /* IPv4 EtherType */
-	expect(PP_DROP_VERSION, NULL, 14, 0x52, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x62, 0, 0);
+	expect(PP_DROP_VERSION, NULL, 14, 0x42, 1, 0); /* version 4 */
 	expect(PP_DROP_VERSION, NULL, 14, 0x32, 1, 0); /* version 3 */
 	expect(PP_DROP_VERSION, NULL, 14, 0x22, 1, 0); /* version 2 */
 	expect(PP_DROP_VERSION, NULL, 14, 0x12, 1, 0); /* version 1 */
-	expect(PP_DROP_TYPE, NULL, 14, 0x40, 1, 0);
-	expect(PP_DROP_TYPE, NULL, 14, 0x49, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x50, 1, 0);
+	expect(PP_DROP_TYPE, NULL, 14, 0x59, 1, 0);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, -1);
 	expect(PP_DROP_LENGTH, NULL, -1, 0, 0, 1);
 	expect(PP_DROP_LENGTH, m_ack_payload, -1, 0, 0, 0);
 	expect(PP_DROP_LENGTH, m_big, -1, 0, 0, 0);
-	expect(PP_DROP_CRC, NULL, 14 + 72 + 5, 0x55, 0, 0);
-	expect(PP_DROP_CRC, NULL, 14 + 68, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 76 + 5, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 72, 0x55, 0, 0);
+	expect(PP_DROP_CRC, NULL, 14 + 69, 0x55, 0, 0); /* the immediate data is covered */
+	expect(PP_DROP_CRC, NULL, 14 + 23, 0x55, 0, 0); /* and xflags */
 	expect(PP_DROP_CRC, NULL, 14 + 61, 0x55, 0, 0); /* the incarnations are covered */
 	expect(PP_DROP_CRC, NULL, 14 + 37, 0x55, 0, 0); /* and the tag's high bits */
 	expect(PP_DROP_CRC, NULL, 14 + 30, 0x55, 0, 0);

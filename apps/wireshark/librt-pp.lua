@@ -9,25 +9,27 @@
 -- (~/.local/lib/wireshark/plugins/). A rank writes such a capture with
 -- pcap_dump=FILE (every frame its port sends and receives).
 --
--- Version 4 (current): a 72-byte header in network byte order, then
+-- Version 5 (current): a 76-byte header in network byte order, then
 -- payload_len bytes of payload:
 --   off len  field
 --    0  1    version (high 4 bits) | type (low 4 bits)
 --    1  1    flags: FIRST 0x01 LAST 0x02 RETX 0x04 PULL 0x08 DONE 0x10
 --                   COPIED 0x20 AGAIN 0x40 WRITTEN 0x80
 --    2  2    payload_len     4  4  job        8  2  stream    10  2  ack_stream
---   12  4    seq            16  4  ack       20  2  credit    22  2  reserved
+--   12  4    seq            16  4  ack       20  2  credit    22  2  xflags
 --   24  4    src_rank       28  4  dst_rank  32  4  msg_id    36  8  tag
 --   44  8    msg_len        52  8  offset    60  4  src_inc   64  4  dst_inc
---   68  4    crc32c (CRC-32C over the header with this field as zero, then
+--   68  4    data (immediate data, on a FIRST PUSH with xflags DATA 0x0001)
+--   72  4    crc32c (CRC-32C over the header with this field as zero, then
 --            the payload)
 -- HELLO and BYE end their payload with a 16-byte keyed tag (pp.auth_tag,
 -- BLAKE2b-128 with the job's key over the source MAC, the header with the
 -- CRC as zero and the payload before it: proof of the job secret, all zero
 -- from a job without one); a HELLO's offset is when its sender's
 -- incarnation began (ms since the epoch).
--- Older releases, decoded as such (current ones drop them): version 3, the
--- same header with no tag on HELLO and BYE; version 2, the
+-- Older releases, decoded as such (current ones drop them): version 4, a
+-- 72-byte header with no data field (22 reserved, the CRC at 68); version
+-- 3, as version 4 with no tag on HELLO and BYE; version 2, the
 -- same with a 32-bit tag at 36 (msg_len 40, offset 48, src_inc 56, dst_inc
 -- 60, crc 64: a 68-byte header); version 1, as version 2 up to offset, then
 -- the CRC at 56 and a 60-byte header, no incarnations.
@@ -42,8 +44,9 @@
 -- Every header field is a filter: pp.version, pp.type (pp.type == 3 and
 -- pp.type == PULL alike), pp.flags and one per bit (pp.flags.first, ...),
 -- pp.payload_len, pp.job, pp.stream, pp.ack_stream, pp.seq, pp.ack,
--- pp.credit, pp.reserved, pp.src_rank, pp.dst_rank, pp.msg_id, pp.tag,
--- pp.msg_len, pp.offset, pp.src_inc, pp.dst_inc, pp.crc. The payload is
+-- pp.credit, pp.xflags (pp.xflags.data; pp.reserved before version 5),
+-- pp.src_rank, pp.dst_rank, pp.msg_id, pp.tag, pp.msg_len, pp.offset,
+-- pp.src_inc, pp.dst_inc, pp.data, pp.crc. The payload is
 -- handed on as data.
 --
 -- The CRC-32C is computed (table-driven, below) and compared:
@@ -71,7 +74,10 @@ local layout = {
 	[3] = { hdr = 72, tag_len = 8, msg_len = 44, offset = 52, src_inc = 60, dst_inc = 64, crc = 68 },
 	[4] = { hdr = 72, tag_len = 8, msg_len = 44, offset = 52, src_inc = 60, dst_inc = 64, crc = 68,
 		auth = 16 },
+	[5] = { hdr = 76, tag_len = 8, msg_len = 44, offset = 52, src_inc = 60, dst_inc = 64, data = 68,
+		crc = 72, auth = 16 },
 }
+local CURRENT = 5
 
 local bit = bit32 or bit -- Lua 5.2's library, else LuaBitOp
 
@@ -106,6 +112,10 @@ f.seq = ProtoField.uint32("pp.seq", "Sequence number", base.DEC)
 f.ack = ProtoField.uint32("pp.ack", "Ack (next expected)", base.DEC)
 f.credit = ProtoField.uint16("pp.credit", "Credit (256-byte cells, cumulative)", base.DEC)
 f.reserved = ProtoField.uint16("pp.reserved", "Reserved", base.HEX)
+f.xflags = ProtoField.uint16("pp.xflags", "Extra flags", base.HEX)
+f.xflag_data = ProtoField.bool("pp.xflags.data", "DATA", 16, nil, 0x0001,
+	"on FIRST PUSH: the data field is the message's immediate data")
+f.data = ProtoField.uint32("pp.data", "Immediate data (remote CQ data)", base.HEX_DEC)
 f.src_rank = ProtoField.uint32("pp.src_rank", "Source rank", base.DEC)
 f.dst_rank = ProtoField.uint32("pp.dst_rank", "Destination rank", base.DEC)
 f.msg_id = ProtoField.uint32("pp.msg_id", "Message id", base.DEC)
@@ -136,6 +146,9 @@ e.version2 = ProtoExpert.new("pp.expert.version2",
 	expert.group.PROTOCOL, expert.severity.NOTE)
 e.version3 = ProtoExpert.new("pp.expert.version3",
 	"Wire format version 3 (HELLO and BYE without a job-secret tag): current releases drop it",
+	expert.group.PROTOCOL, expert.severity.NOTE)
+e.version4 = ProtoExpert.new("pp.expert.version4",
+	"Wire format version 4 (72-byte header, no immediate data): current releases drop it",
 	expert.group.PROTOCOL, expert.severity.NOTE)
 e.bad_version = ProtoExpert.new("pp.expert.bad_version", "Unknown wire format version",
 	expert.group.MALFORMED, expert.severity.ERROR)
@@ -291,7 +304,7 @@ function pp.dissector(tvb, pinfo, tree)
 	pinfo.cols.protocol = "PP"
 	local ver = bit.rshift(tvb(0, 1):uint(), 4)
 	local t = bit.band(tvb(0, 1):uint(), 0x0F)
-	local L = layout[ver] or layout[4]
+	local L = layout[ver] or layout[CURRENT]
 	local hdr, crc_off = L.hdr, L.crc
 	local root = tree:add(pp, tvb(0, math.min(len, hdr)),
 		string.format("librt-pp Push-Pull Messaging, version %u, %s", ver, type_name(t)))
@@ -303,8 +316,9 @@ function pp.dissector(tvb, pinfo, tree)
 		data_dissector:call(tvb(1):tvb(), pinfo, tree)
 		return len
 	end
-	if ver < 4 then
-		root:add_proto_expert_info(ver == 1 and e.version1 or ver == 2 and e.version2 or e.version3)
+	if ver < CURRENT then
+		root:add_proto_expert_info(ver == 1 and e.version1 or ver == 2 and e.version2 or
+			ver == 3 and e.version3 or e.version4)
 	end
 	if not type_names[t] then
 		ti:add_proto_expert_info(e.bad_type)
@@ -357,7 +371,12 @@ function pp.dissector(tvb, pinfo, tree)
 	root:add(f.seq, tvb(12, 4))
 	root:add(f.ack, tvb(16, 4))
 	root:add(f.credit, tvb(20, 2))
-	root:add(f.reserved, tvb(22, 2))
+	if L.data then
+		local xi = root:add(f.xflags, tvb(22, 2))
+		xi:add(f.xflag_data, tvb(22, 2))
+	else
+		root:add(f.reserved, tvb(22, 2))
+	end
 	root:add(f.src_rank, tvb(24, 4))
 	local di = root:add(f.dst_rank, tvb(28, 4))
 	if h.dst == 0xFFFFFFFF then
@@ -376,6 +395,9 @@ function pp.dissector(tvb, pinfo, tree)
 		h.dst_inc = tvb(L.dst_inc, 4):uint()
 		root:add(f.src_inc, tvb(L.src_inc, 4))
 		root:add(f.dst_inc, tvb(L.dst_inc, 4))
+	end
+	if L.data then
+		root:add(f.data, tvb(L.data, 4))
 	end
 	local crc = tvb(crc_off, 4):uint()
 	local ci = root:add(f.crc, tvb(crc_off, 4))

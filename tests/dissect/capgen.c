@@ -154,7 +154,9 @@ static const struct pp_wire_hdr crafted[] = {
      .msg_len = 20000,
      .offset = 0,
      .src_inc = INC0,
-     .dst_inc = INC1},
+     .dst_inc = INC1,
+     .xflags = PP_WIRE_XF_DATA, /* with immediate data */
+     .data = 0xc0de},
     /* 3 its second push, sent again, the sender holding a copy */
     {.type = PP_WIRE_PUSH,
      .flags = PP_WIRE_F_RETX | PP_WIRE_F_COPIED,

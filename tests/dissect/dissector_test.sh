@@ -28,7 +28,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 cols=(frame.number pp.version pp.type pp.flags pp.flags.first pp.flags.last pp.flags.retx
       pp.flags.pull pp.flags.done pp.flags.copied pp.flags.again pp.flags.written pp.payload_len
-      pp.job pp.stream pp.ack_stream pp.seq pp.ack pp.credit pp.reserved pp.src_rank pp.dst_rank
+      pp.job pp.stream pp.ack_stream pp.seq pp.ack pp.credit pp.xflags pp.xflags.data pp.data
+      pp.src_rank pp.dst_rank
       pp.msg_id pp.tag pp.msg_len pp.offset pp.src_inc pp.dst_inc pp.crc pp.crc.status
       pp.crc.calculated pp.crc.bad pp.msg pp.acked pp.msg.first pp.msg.prev pp.msg.index data.len
       _ws.malformed _ws.expert.severity _ws.expert.message)
@@ -95,7 +96,7 @@ for c in cols:
 
 # --- traffic of every mode ---------------------------------------------------
 for mode, push, pull, start, carrier in (("push-pull", 80, "1", 760, "4"),
-                                         ("push-all", 1428, "0", 0, "2"),
+                                         ("push-all", 1424, "0", 0, "2"),
                                          ("push-zero", 0, "1", 0, "4")):
     rows = load(mode)
     m = lambda what: f"{mode}: {what}"
@@ -103,8 +104,8 @@ for mode, push, pull, start, carrier in (("push-pull", 80, "1", 760, "4"),
         bad.append(m(f"only {len(rows)} frames"))
     for r in rows:
         f = f"frame {r['frame.number']}"
-        if r["pp.version"] != "4":
-            bad.append(m(f"{f} not dissected as version 4"))
+        if r["pp.version"] != "5":
+            bad.append(m(f"{f} not dissected as version 5"))
         if r["_ws.malformed"] or any(s >= ERROR for s in severities(r)):
             bad.append(m(f"{f} malformed or in error: {r['_ws.expert.message']}"))
         if r["pp.crc.status"] != "0":
@@ -164,26 +165,26 @@ for mode, push, pull, start, carrier in (("push-pull", 80, "1", 760, "4"),
 # --- crafted frames -----------------------------------------------------------------
 rows = load("crafted")
 want = """\
-1,4,1,0x00,12,0xabcd1234,0,65535,0,0,0,0x0000,0,4294967295,1,0,0,0,1111,0,12
-2,4,2,0x09,80,0xabcd1234,0,0,100,55,300,0x0000,0,1,7,4242,20000,0,1111,2222,80
-3,4,2,0x24,680,0xabcd1234,0,0,101,55,300,0x0000,0,1,7,4242,20000,80,1111,2222,680
-4,4,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,7,4242,20000,760,2222,1111,
-5,4,4,0x02,100,0xabcd1234,0,0,102,56,0,0x0000,0,1,7,4242,20000,19900,1111,2222,100
-6,4,5,0x00,0,0xabcd1234,0,0,0,103,320,0x0000,1,0,0,0,0,0,2222,1111,
-7,4,3,0x40,0,0xabcd1234,0,0,56,103,0,0x0000,1,0,8,5,4096,0,2222,1111,
-8,4,3,0x10,0,0xabcd1234,0,0,57,103,0,0x0000,1,0,9,6,65536,65536,2222,1111,
-9,4,2,0x83,0,0xabcd1234,3,65535,7,0,0,0x0000,0,1,10,9223372036854775815,1000000,0,1111,2222,
-10,4,6,0x00,0,0xabcd1234,0,0,40,40,0,0x0000,1,0,0,0,0,0,2222,1111,
-11,4,8,0x00,0,0xabcd1234,0,0,103,58,0,0x0000,0,1,0,0,0,0,1111,2222,
-12,4,7,0x00,0,0xabcd1234,0,65535,0,0,0,0x0000,1,4294967295,3,0,0,0,2222,0,
-13,1,2,0x09,10,0xabcd1234,0,0,100,55,300,0x0000,0,1,7,4242,300,0,,,10
-14,1,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,7,4242,300,10,,,
-15,2,2,0x09,10,0xabcd1234,0,0,100,55,300,0x0000,0,1,17,4242,300,0,1111,2222,10
-16,2,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,17,4242,300,10,2222,1111,""".splitlines()
+1,5,1,0x00,12,0xabcd1234,0,65535,0,0,0,0x0000,0,4294967295,1,0,0,0,1111,0,12,0x00000000
+2,5,2,0x09,80,0xabcd1234,0,0,100,55,300,0x0001,0,1,7,4242,20000,0,1111,2222,80,0x0000c0de
+3,5,2,0x24,680,0xabcd1234,0,0,101,55,300,0x0000,0,1,7,4242,20000,80,1111,2222,680,0x00000000
+4,5,3,0x00,0,0xabcd1234,0,0,55,102,310,0x0000,1,0,7,4242,20000,760,2222,1111,,0x00000000
+5,5,4,0x02,100,0xabcd1234,0,0,102,56,0,0x0000,0,1,7,4242,20000,19900,1111,2222,100,0x00000000
+6,5,5,0x00,0,0xabcd1234,0,0,0,103,320,0x0000,1,0,0,0,0,0,2222,1111,,0x00000000
+7,5,3,0x40,0,0xabcd1234,0,0,56,103,0,0x0000,1,0,8,5,4096,0,2222,1111,,0x00000000
+8,5,3,0x10,0,0xabcd1234,0,0,57,103,0,0x0000,1,0,9,6,65536,65536,2222,1111,,0x00000000
+9,5,2,0x83,0,0xabcd1234,3,65535,7,0,0,0x0000,0,1,10,9223372036854775815,1000000,0,1111,2222,,0x00000000
+10,5,6,0x00,0,0xabcd1234,0,0,40,40,0,0x0000,1,0,0,0,0,0,2222,1111,,0x00000000
+11,5,8,0x00,0,0xabcd1234,0,0,103,58,0,0x0000,0,1,0,0,0,0,1111,2222,,0x00000000
+12,5,7,0x00,0,0xabcd1234,0,65535,0,0,0,0x0000,1,4294967295,3,0,0,0,2222,0,,0x00000000
+13,1,2,0x09,10,0xabcd1234,0,0,100,55,300,,0,1,7,4242,300,0,,,10,
+14,1,3,0x00,0,0xabcd1234,0,0,55,102,310,,1,0,7,4242,300,10,,,,
+15,2,2,0x09,10,0xabcd1234,0,0,100,55,300,,0,1,17,4242,300,0,1111,2222,10,
+16,2,3,0x00,0,0xabcd1234,0,0,55,102,310,,1,0,17,4242,300,10,2222,1111,,""".splitlines()
 keys = ["frame.number", "pp.version", "pp.type", "pp.flags", "pp.payload_len", "pp.job",
-        "pp.stream", "pp.ack_stream", "pp.seq", "pp.ack", "pp.credit", "pp.reserved",
+        "pp.stream", "pp.ack_stream", "pp.seq", "pp.ack", "pp.credit", "pp.xflags",
         "pp.src_rank", "pp.dst_rank", "pp.msg_id", "pp.tag", "pp.msg_len", "pp.offset",
-        "pp.src_inc", "pp.dst_inc", "data.len"]
+        "pp.src_inc", "pp.dst_inc", "data.len", "pp.data"]
 check("crafted: frames", len(rows), len(want))
 for r, w in zip(rows, want):
     check(f"crafted: frame {r['frame.number']}", ",".join(r[k] for k in keys), w)

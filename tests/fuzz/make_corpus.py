@@ -22,8 +22,10 @@ assert crc32c(b"123456789") == 0xE3069283
 
 
 def frame(typ, flags, payload, seq=0, ack=0, src=2, dst=1, msg_id=0, tag=5,
-          msg_len=None, offset=0, credit=64, job=0x5EED, src_inc=None, dst_inc=None):
-    """A wire frame of version 3 (proto/wire.h): 72-byte header, CRC last.
+          msg_len=None, offset=0, credit=64, job=0x5EED, src_inc=None, dst_inc=None,
+          data=None):
+    """A wire frame of version 5 (proto/wire.h): 76-byte header, CRC last;
+    data given: xflags DATA and the immediate data.
     Incarnations follow the fuzz targets' rigs: rank r is 0x100 + r."""
     if msg_len is None:
         msg_len = offset + len(payload)
@@ -31,10 +33,10 @@ def frame(typ, flags, payload, seq=0, ack=0, src=2, dst=1, msg_id=0, tag=5,
         src_inc = 0x100 + src
     if dst_inc is None:
         dst_inc = 0 if dst == 0xFFFFFFFF else 0x100 + dst
-    h = struct.pack(">BBHIHHIIHHIIIQQQIII", 0x30 | typ, flags, len(payload), job, 0, 0,
-                    seq, ack, credit, 0, src, dst, msg_id, tag, msg_len, offset,
-                    src_inc, dst_inc, 0)
-    h = h[:68] + struct.pack(">I", crc32c(h + payload))
+    h = struct.pack(">BBHIHHIIHHIIIQQQIIII", 0x50 | typ, flags, len(payload), job, 0, 0,
+                    seq, ack, credit, 0 if data is None else 1, src, dst, msg_id, tag, msg_len,
+                    offset, src_inc, dst_inc, data or 0, 0)
+    h = h[:72] + struct.pack(">I", crc32c(h + payload))
     eth = bytes([2, 0, 0, 0, 0, dst & 0xFF, 2, 0, 0, 0, 0, src & 0xFF]) + b"\x88\xb5"
     return eth + h + payload
 
@@ -52,10 +54,11 @@ def ef(*a, **k):
 pl = bytes(range(80))
 wire = {
     "push_first": frame(2, 0x09, pl, msg_len=1000),
+    "push_data": frame(2, 0x09, pl, msg_len=1000, data=0xC0FFEE),
     "push_whole": frame(2, 0x03, pl),
     "push_zero": frame(2, 0x09, b"", msg_len=5000),
     "pull": frame(3, 0, b"", msg_len=5000, offset=760),
-    "data_last": frame(4, 0x02, bytes(1428), offset=3572, msg_len=5000),
+    "data_last": frame(4, 0x02, bytes(1424), offset=3576, msg_len=5000),
     "ack": frame(5, 0, b"", ack=3),
     "nack": frame(6, 0, b"", seq=1, ack=1),
     "hello": frame(1, 0, b"", dst=0xFFFFFFFF),
@@ -63,6 +66,7 @@ wire = {
 }
 engine = {
     "early_whole": rec(ef(2, 0x03, pl, seq=0, tag=3), 5),
+    "early_data": rec(ef(2, 0x03, pl, seq=0, tag=3, data=7), 5),
     "push_pull": rec(ef(2, 0x09, pl, seq=0, msg_len=2000), 5)
     + rec(ef(2, 0, bytes(680), seq=1, offset=80, msg_len=2000), 5)
     + rec(ef(4, 0x02, bytes(1240), seq=2, offset=760, msg_len=2000), 5),
