@@ -190,8 +190,8 @@ int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32
 
 /* ---- completions ---- */
 
-void pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer,
-		       uint64_t tag, uint64_t len, int error)
+struct pp_proto_cpl *pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send,
+				       uint32_t peer, uint64_t tag, uint64_t len, int error)
 {
 	struct pp_proto_cpl *x = &e->cpl[e->cpl_tail++ & e->cpl_mask];
 	x->cookie = cookie;
@@ -200,6 +200,9 @@ void pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_
 	x->tag = tag;
 	x->len = len;
 	x->error = error;
+	x->data = 0;
+	x->has_data = 0;
+	return x;
 }
 
 int pp_proto_poll(struct pp_proto *e, struct pp_proto_cpl *cpl)

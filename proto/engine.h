@@ -136,6 +136,8 @@ struct pp_proto_cpl {
 	uint64_t tag;	 /* message tag */
 	uint64_t len;	 /* full message length */
 	int error;	 /* 0, -EMSGSIZE (truncated), -ECONNRESET (peer lost) */
+	uint32_t data;	 /* receives and probes: the sender's immediate data ... */
+	int has_data;	 /* ... when 1 (pp_proto_send_data); 0 for sends */
 };
 
 struct pp_proto;
@@ -189,6 +191,12 @@ int pp_proto_peer_busy(const struct pp_proto *eng, uint32_t rank);
 int pp_proto_send(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
+/* As pp_proto_send, with 32 bits of immediate data that the receiver's
+ * completion (and a probe) reports with has_data set (libfabric's remote CQ
+ * data). It travels in the message's FIRST frame (docs/wire.md). */
+int pp_proto_send_data(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, uint32_t data, uint64_t cookie);
+
 /* As pp_proto_send, but the copy that makes a small send to a node-mate
  * complete at once (eager) is made by the next pp_proto_settle, not now:
  * its frames can leave first, copied into the ring from buf, and the copy
@@ -221,7 +229,8 @@ int pp_proto_cancel(struct pp_proto *eng, uint64_t cookie);
 
 /* Look for an arrived, unmatched message from src (or PP_PROTO_ANY) that
  * tag and ignore match, the first in matching order. Returns 1 and fills
- * cpl->source, tag and len (cookie 0, error 0) when there is one, else 0. */
+ * cpl->source, tag, len, data and has_data (cookie 0, error 0) when there is
+ * one, else 0. */
 int pp_proto_probe(const struct pp_proto *eng, int src, uint64_t tag, uint64_t ignore,
 		   struct pp_proto_cpl *cpl);
 

@@ -94,6 +94,8 @@ struct send {
 	uint64_t cookie;       /* caller's value */
 	uint32_t peer;	       /* destination rank */
 	uint64_t tag;	       /* message tag */
+	uint32_t data;	       /* immediate data, when has_data */
+	uint8_t has_data;      /* the FIRST frame carries data (xflags DATA) */
 	uint32_t msg_id;       /* per-pair message number */
 	uint32_t unacked;      /* frames sent and not acknowledged */
 	uint8_t first_sent;    /* the FIRST frame is produced */
@@ -121,6 +123,8 @@ struct rx {
 	uint64_t cookie;	       /* caller's value */
 	uint32_t peer;		       /* source rank of the message */
 	uint64_t tag;		       /* tag of the message */
+	uint32_t data;		       /* its immediate data, when has_data */
+	uint8_t has_data;	       /* its FIRST frame carried data */
 	uint32_t msg_id;	       /* message number */
 	uint64_t msg_len;	       /* message length */
 	uint64_t got;		       /* bytes received so far */
@@ -243,9 +247,10 @@ enum evict_result {
 
 /* ---- engine.c ---- */
 
-/* Queue a completion. */
-void pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send, uint32_t peer,
-		       uint64_t tag, uint64_t len, int error);
+/* Queue a completion (no immediate data: the caller may add it to the
+ * record returned). */
+struct pp_proto_cpl *pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send,
+				       uint32_t peer, uint64_t tag, uint64_t len, int error);
 
 /* Declare a peer lost: its operations fail with -ECONNRESET. */
 void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank);

@@ -107,6 +107,8 @@ int pp_proto_probe(const struct pp_proto *e, int src, uint64_t tag, uint64_t ign
 		cpl->source = (int)r->peer;
 		cpl->tag = r->tag;
 		cpl->len = r->msg_len;
+		cpl->data = r->data;
+		cpl->has_data = r->has_data;
 		return 1;
 	}
 	return 0;

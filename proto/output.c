@@ -68,6 +68,10 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 		h.tag = s->tag;
 		h.msg_len = s->len;
 		h.payload_len = d->len;
+		if ((h.flags & PP_WIRE_F_FIRST) && s->has_data) {
+			h.xflags = PP_WIRE_XF_DATA;
+			h.data = s->data;
+		}
 		pl = s->buf + d->offset;
 		e->st.bytes_tx += d->len;
 		/* By reference: never the FIRST frame, so whatever the caller

@@ -56,6 +56,8 @@ enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
 		}
 		r->peer = src;
 		r->tag = h->tag;
+		r->has_data = (h->xflags & PP_WIRE_XF_DATA) != 0;
+		r->data = r->has_data ? h->data : 0;
 		r->msg_id = h->msg_id;
 		r->msg_len = h->msg_len;
 		r->got = 0;
@@ -186,7 +188,10 @@ void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error)
 	if (!error && r->msg_len > r->cap)
 		error = -EMSGSIZE;
 	pp_proto_place_take(e, r); /* before the user may reuse the buffer */
-	pp_proto_complete(e, r->cookie, 0, r->peer, r->tag, r->msg_len, error);
+	struct pp_proto_cpl *c =
+	    pp_proto_complete(e, r->cookie, 0, r->peer, r->tag, r->msg_len, error);
+	c->data = r->data;
+	c->has_data = r->has_data;
 	if (!error || error == -EMSGSIZE)
 		e->st.msgs_rx++;
 	pp_proto_rx_free(e, r);

@@ -49,8 +49,11 @@ static void copy_in(struct pp_proto *e, struct send *s)
 	s->buf = copy;
 }
 
+/* Immediate data of a send: none, or the value in the low 32 bits. */
+#define NO_DATA UINT64_MAX
+
 static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		     uint64_t cookie, int late)
+		     uint64_t data, uint64_t cookie, int late)
 {
 	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || (!buf && len))
 		return -EINVAL;
@@ -77,6 +80,8 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 	s->cookie = cookie;
 	s->peer = dst;
 	s->tag = tag;
+	s->has_data = data != NO_DATA;
+	s->data = (uint32_t)data;
 	s->msg_id = p->next_msg_id++;
 	s->unacked = 0;
 	s->first_sent = 0;
@@ -119,13 +124,19 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, cookie, 0);
+	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, 0);
+}
+
+int pp_proto_send_data(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, uint32_t data, uint64_t cookie)
+{
+	return send_post(e, dst, tag, buf, len, data, cookie, 0);
 }
 
 int pp_proto_send_late(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, cookie, 1);
+	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, 1);
 }
 
 void pp_proto_settle(struct pp_proto *e)

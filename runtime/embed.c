@@ -267,9 +267,8 @@ int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len)
 	struct pp_wire_hdr h;
 	const uint8_t *payload;
 	enum pp_drop_reason why;
-	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) ||
-	    h.type == PP_WIRE_HELLO || h.type == PP_WIRE_BYE || h.dst_inc != ctx->inc ||
-	    ctx->mem.peers[h.src_rank].known)
+	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) || h.type == PP_WIRE_HELLO ||
+	    h.type == PP_WIRE_BYE || h.dst_inc != ctx->inc || ctx->mem.peers[h.src_rank].known)
 		return -ENOENT;
 	int rc = peer_add(ctx, h.src_rank, frame + 6, h.src_inc, 1); /* Ethernet source */
 	if (rc == 0)
@@ -277,21 +276,34 @@ int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len)
 	return rc;
 }
 
-int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		  uint64_t cookie)
+static int send_post(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		     int has_data, uint32_t data, uint64_t cookie)
 {
 	pp_ctx *ctx = m->ctx;
 	int rc;
 	if (dst == (uint32_t)ctx->rank) {
-		rc = pp_embed_self_send(m, tag, buf, len, cookie);
+		rc = pp_embed_self_send(m, tag, buf, len, has_data, data, cookie);
 	} else {
-		rc = pp_proto_send(ctx->eng, dst, tag, buf, len, cookie);
+		rc = has_data ? pp_proto_send_data(ctx->eng, dst, tag, buf, len, data, cookie)
+			      : pp_proto_send(ctx->eng, dst, tag, buf, len, cookie);
 		if (rc == 0) {
 			m->sends++;
 			pp_ctx_push(ctx); /* the first push goes out now */
 		}
 	}
 	return rc;
+}
+
+int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		  uint64_t cookie)
+{
+	return send_post(m, dst, tag, buf, len, 0, 0, cookie);
+}
+
+int pp_embed_send_data(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, uint32_t data, uint64_t cookie)
+{
+	return send_post(m, dst, tag, buf, len, 1, data, cookie);
 }
 
 int pp_embed_recv(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore, void *buf,

@@ -98,6 +98,11 @@ int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a);
 int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
+/* As pp_embed_send, with 32 bits of immediate data that the receiver's
+ * completion and probes report (pp_proto_send_data; remote CQ data). */
+int pp_embed_send_data(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, uint32_t data, uint64_t cookie);
+
 /* Take back a receive not matched yet (pp_proto_cancel): 0, -ENOENT, -EBUSY. */
 int pp_embed_cancel(struct pp_embed *m, uint64_t cookie);
 
@@ -123,12 +128,12 @@ int pp_embed_progress(struct pp_embed *m);
 void pp_embed_wait(struct pp_embed *m, int *fd, uint64_t *expiry);
 
 /* The twin (embed_self.c). open: make it and pair it with the rank's engine
- * (-ENOMEM, -EINVAL). send: pp_embed_send to the own rank. pump: move frames
+ * (-ENOMEM, -EINVAL). send: pp_embed_send(_data) to the own rank. pump: move frames
  * between the engines, run the twin's timers, deliver its completions;
  * returns events. idle: nothing of the twin's in flight. close: free it. */
 int pp_embed_self_open(struct pp_embed *m);
 int pp_embed_self_send(struct pp_embed *m, uint64_t tag, const void *buf, uint64_t len,
-		       uint64_t cookie);
+		       int has_data, uint32_t data, uint64_t cookie);
 unsigned pp_embed_self_pump(struct pp_embed *m);
 int pp_embed_self_idle(const struct pp_embed *m);
 void pp_embed_self_close(struct pp_embed *m);

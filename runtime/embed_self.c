@@ -56,9 +56,11 @@ int pp_embed_self_open(struct pp_embed *m)
 }
 
 int pp_embed_self_send(struct pp_embed *m, uint64_t tag, const void *buf, uint64_t len,
-		       uint64_t cookie)
+		       int has_data, uint32_t data, uint64_t cookie)
 {
-	int rc = pp_proto_send(m->twin, (uint32_t)m->ctx->rank, tag, buf, len, cookie);
+	uint32_t me = (uint32_t)m->ctx->rank;
+	int rc = has_data ? pp_proto_send_data(m->twin, me, tag, buf, len, data, cookie)
+			  : pp_proto_send(m->twin, me, tag, buf, len, cookie);
 	if (rc == 0) {
 		m->self_busy = 1;
 		pp_embed_self_pump(m);

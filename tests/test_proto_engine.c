@@ -109,7 +109,7 @@ static void one_message(enum pp_proto_mode mode, int late, uint64_t len)
 static void test_modes_sizes(void)
 {
 	static const uint64_t sizes[] = {
-	    0, 1, 79, 80, 81, 759, 760, 761, 1428, 1429, 1440, 1441, 65536, 16u << 20,
+	    0, 1, 79, 80, 81, 759, 760, 761, 1424, 1425, 1440, 1441, 65536, 16u << 20,
 	};
 	for (int mode = PP_PROTO_PUSH_PULL; mode <= PP_PROTO_PUSH_ZERO; mode++)
 		for (int late = 0; late < 2; late++)
@@ -495,6 +495,100 @@ static void test_cancel(void)
 	net_fini(&net);
 }
 
+/* Receive one completion of e and check its immediate data. */
+static void expect_data(struct pp_proto *e, uint64_t cookie, int has_data, uint32_t data)
+{
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(e, &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, cookie);
+	CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_EQUAL(c.has_data, has_data);
+	CU_ASSERT_EQUAL(c.data, data);
+}
+
+/* Immediate data (pp_proto_send_data) reaches the receive's completion and
+ * a probe, in every mode, early and late, pushed whole and pulled; a plain
+ * send after reports none, nor does any send's own completion. Then the
+ * same between node-mates (frames in the local form, the rest pulled). */
+static void test_send_data(void)
+{
+	static const uint64_t sizes[] = {0, 100, 3000, 100000};
+	for (int mode = PP_PROTO_PUSH_PULL; mode <= PP_PROTO_PUSH_ZERO; mode++)
+		for (int late = 0; late < 2; late++)
+			for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+				uint64_t len = sizes[i];
+				uint32_t data =
+				    i ? 0xDA7A0000u | (uint32_t)(mode << 8 | late << 4 | i)
+				      : 0; /* 0 is data too */
+				struct pp_proto_conf conf;
+				pp_proto_conf_default(&conf);
+				conf.mode = mode;
+				struct net net;
+				CU_ASSERT_EQUAL_FATAL(net_init(&net, 2, &conf), 0);
+				struct buf s = buf_new(len), r = buf_new(len);
+				pat_fill(buf_at(&s), len, (uint32_t)len);
+				if (!late)
+					CU_ASSERT_EQUAL(
+					    pp_proto_recv(net.e[1], 0, 5, 0, buf_at(&r), len, 11),
+					    0);
+				CU_ASSERT_EQUAL(
+				    pp_proto_send_data(net.e[0], 1, 5, buf_at(&s), len, data, 22),
+				    0);
+				net_run(&net, 1000000000);
+				if (late) {
+					struct pp_proto_cpl c;
+					CU_ASSERT_EQUAL_FATAL(
+					    pp_proto_probe(net.e[1], PP_PROTO_ANY, 5, 0, &c), 1);
+					CU_ASSERT_EQUAL(c.has_data, 1);
+					CU_ASSERT_EQUAL(c.data, data);
+					CU_ASSERT_EQUAL(c.len, len);
+					CU_ASSERT_EQUAL(
+					    pp_proto_recv(net.e[1], 0, 5, 0, buf_at(&r), len, 11),
+					    0);
+					net_run(&net, 1000000000);
+				}
+				expect_data(net.e[0], 22, 0, 0);
+				expect_data(net.e[1], 11, 1, data);
+				CU_ASSERT_TRUE(pat_check(buf_at(&r), len, (uint32_t)len));
+				/* A plain send after carries none. */
+				CU_ASSERT_EQUAL(
+				    pp_proto_recv(net.e[1], 0, 6, 0, buf_at(&r), len, 12), 0);
+				CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 6, buf_at(&s), len, 23),
+						0);
+				net_run(&net, 1000000000);
+				expect_data(net.e[0], 23, 0, 0);
+				expect_data(net.e[1], 12, 0, 0);
+				free(s.p);
+				free(r.p);
+				net_fini(&net);
+			}
+	/* Node-mates: pushed (16 B), and 64 KiB whose rest is pulled. */
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct pp_proto *e[2];
+	CU_ASSERT_EQUAL_FATAL(local_pair(e, &conf, 16, 744), 0);
+	static uint8_t sb[65536], rb[65536], f[2048];
+	pat_fill(sb, sizeof(sb), 3);
+	uint64_t now = 1;
+	for (int late = 0; late < 2; late++) {
+		memset(rb, 0, sizeof(rb));
+		if (!late)
+			CU_ASSERT_EQUAL(pp_proto_recv(e[1], 0, 9, 0, rb, sizeof(rb), 31), 0);
+		CU_ASSERT_EQUAL(pp_proto_send_data(e[0], 1, 9, sb, sizeof(sb), 0xBEEF + late, 41),
+				0);
+		CU_ASSERT(local_pump(e, f, sizeof(f), &now, 1) >= 0);
+		if (late) {
+			CU_ASSERT_EQUAL(pp_proto_recv(e[1], 0, 9, 0, rb, sizeof(rb), 31), 0);
+			CU_ASSERT(local_pump(e, f, sizeof(f), &now, 1) >= 0);
+		}
+		expect_data(e[0], 41, 0, 0);
+		expect_data(e[1], 31, 1, 0xBEEF + (uint32_t)late);
+		CU_ASSERT(pat_check(rb, sizeof(rb), 3));
+	}
+	pp_proto_destroy(e[0]);
+	pp_proto_destroy(e[1]);
+}
+
 static CU_TestInfo tests[] = {
     {"modes x early/late x sizes", test_modes_sizes},
     {"wildcards and order", test_wildcards_order},
@@ -504,6 +598,7 @@ static CU_TestInfo tests[] = {
     {"argument errors", test_errors},
     {"incarnations", test_incarnations},
     {"cancel a posted receive", test_cancel},
+    {"immediate data: modes, early/late, probe, node-mates", test_send_data},
     CU_TEST_INFO_NULL,
 };
 
