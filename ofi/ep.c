@@ -63,6 +63,10 @@ void pp_fi_ep_complete(struct pp_fi_ep *ep, struct pp_fi_op *op, const struct pp
 		e.e.len = got;
 		e.e.buf = is_send ? NULL : op->buf;
 		e.e.tag = tag;
+		if (!is_send && c->has_data) {
+			e.e.flags |= FI_REMOTE_CQ_DATA;
+			e.e.data = c->data;
+		}
 		e.e.prov_errno = -c->error;
 		if (c->error == -EMSGSIZE) {
 			e.e.err = FI_ETRUNC;
@@ -78,6 +82,10 @@ void pp_fi_ep_complete(struct pp_fi_ep *ep, struct pp_fi_op *op, const struct pp
 		e.e.len = got;
 		e.e.buf = is_send || !got ? NULL : op->buf;
 		e.e.tag = tag;
+		if (!is_send && c->has_data) {
+			e.e.flags |= FI_REMOTE_CQ_DATA;
+			e.e.data = c->data;
+		}
 		pp_fi_cq_write(cq, &e);
 	}
 }

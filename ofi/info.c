@@ -5,10 +5,10 @@
  * a machine with the library installed but no librt-pp port never has MPI
  * picking it. Hints are minimums: what asks for more than an endpoint can
  * do is refused with -FI_ENODATA, one FI_INFO line saying why, as
- * libfabric's own providers do (prov/util/src/util_attr.c). One exception:
- * remote CQ data. Open MPI's mtl ofi asks for 4 bytes and, given 0, falls
- * back to carrying the source rank in the tag (its tag mode ofi_tag_1), so
- * a hint's cq_data_size is answered with 0 rather than refused.
+ * libfabric's own providers do (prov/util/src/util_attr.c). Remote CQ data
+ * is 4 bytes (PP_FI_CQ_DATA: it travels in the message's first frame,
+ * docs/wire.md), what Open MPI's mtl ofi asks to carry the source rank
+ * outside the tag; a hint asking more is refused.
  *
  * RMA and atomics (rma.h) answer every mr_mode: the bits FI_MR_VIRT_ADDR,
  * FI_MR_ALLOCATED and FI_MR_PROV_KEY the hints allow are kept (the others
@@ -107,9 +107,8 @@ static int check_domain(const struct fi_domain_attr *d)
 	if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1 || d->max_ep_stx_ctx ||
 	    d->max_ep_srx_ctx || d->cntr_cnt)
 		NODATA("scalable or shared contexts and counters not offered\n");
-	if (d->cq_data_size)
-		PP_FI_INFO(FI_LOG_CORE, "no remote CQ data: cq_data_size %zu asked, 0 given\n",
-			   d->cq_data_size);
+	if (d->cq_data_size > PP_FI_CQ_DATA)
+		NODATA("cq_data_size %zu not offered (%u bytes)\n", d->cq_data_size, PP_FI_CQ_DATA);
 	return 0;
 }
 
@@ -224,7 +223,7 @@ static struct fi_info *make_info(uint32_t version, const struct fi_info *h, int 
 	d->mr_mode = mr_mode(version, h);
 	d->mr_key_size = sizeof(uint64_t);
 	d->mr_cnt = 1u << 20;
-	d->cq_data_size = 0;
+	d->cq_data_size = PP_FI_CQ_DATA;
 	d->cq_cnt = 64;
 	d->ep_cnt = 1;
 	d->tx_ctx_cnt = 1;

@@ -38,10 +38,11 @@
 #define PP_FI_MAX_MSG  (1ull << 40) /* ep_attr->max_msg_size */
 #define PP_FI_MSG_TAG  (1ull << 63) /* untagged messages' tag, with FI_MSG */
 #define PP_FI_BINDS    8	    /* endpoints one AV or CQ serves */
+#define PP_FI_CQ_DATA  4u	    /* domain_attr->cq_data_size: the wire's data field */
 #define PP_FI_RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define PP_FI_CAPS                                                                                 \
 	(FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |   \
-	 FI_REMOTE_COMM | PP_FI_RMA_CAPS)
+	 FI_REMOTE_COMM | FI_REMOTE_CQ_DATA | PP_FI_RMA_CAPS)
 
 extern struct fi_provider pp_fi_prov;
 

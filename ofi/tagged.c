@@ -27,15 +27,15 @@ static int wants(int selective, uint64_t flags)
 	return !selective || (flags & FI_COMPLETION);
 }
 
+/* With FI_REMOTE_CQ_DATA, data's low PP_FI_CQ_DATA bytes travel with the
+ * message (libfabric transfers the least significant cq_data_size bytes). */
 static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
-			   uint64_t tag, void *context, uint64_t flags)
+			   uint64_t tag, uint64_t data, void *context, uint64_t flags)
 {
 	if ((flags & FI_INJECT) && len > PP_FI_INJECT)
 		return -FI_EMSGSIZE;
 	if (len > PP_FI_MAX_MSG)
 		return -FI_EMSGSIZE;
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EINVAL; /* cq_data_size is 0 */
 	if ((flags & FI_TAGGED) && (tag & ~ep->tag_mask))
 		return -FI_EINVAL;
 	if (!(flags & FI_TAGGED) && !(ep->caps & FI_MSG))
@@ -55,17 +55,21 @@ static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len, fi_
 		op->context = context;
 		op->flags = FI_SEND | (flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
 		op->report = !(flags & FI_INJECT) && wants(ep->tx_selective, flags);
-		const void *data = buf;
+		const void *bytes = buf;
 		if ((flags & FI_INJECT) && len) { /* the caller may reuse buf at once */
 			op->bounce = malloc(len);
 			if (op->bounce)
-				data = memcpy(op->bounce, buf, len);
+				bytes = memcpy(op->bounce, buf, len);
 		}
-		rc = (flags & FI_INJECT) && len && !op->bounce
-			 ? -ENOMEM
-			 : pp_embed_send(ep->rt, (uint32_t)rank,
-					 flags & FI_TAGGED ? tag : PP_FI_MSG_TAG, data, len,
-					 (uint64_t)(uintptr_t)op);
+		uint64_t t = flags & FI_TAGGED ? tag : PP_FI_MSG_TAG;
+		uint64_t cookie = (uint64_t)(uintptr_t)op;
+		if ((flags & FI_INJECT) && len && !op->bounce)
+			rc = -ENOMEM;
+		else if (flags & FI_REMOTE_CQ_DATA)
+			rc = pp_embed_send_data(ep->rt, (uint32_t)rank, t, bytes, len,
+						(uint32_t)data, cookie);
+		else
+			rc = pp_embed_send(ep->rt, (uint32_t)rank, t, bytes, len, cookie);
 		if (rc) {
 			pp_fi_op_put(ep, op);
 			rc = pp_fi_err((int)rc);
@@ -228,6 +232,10 @@ static ssize_t peek(struct pp_fi_ep *ep, const struct fi_msg_tagged *msg, uint64
 		e.e.flags = FI_RECV | FI_TAGGED;
 		e.e.len = c.len;
 		e.e.tag = c.tag;
+		if (c.has_data) {
+			e.e.flags |= FI_REMOTE_CQ_DATA;
+			e.e.data = c.data;
+		}
 		pp_fi_cq_write(ep->rx_cq, &e);
 	}
 	return 0;
@@ -318,7 +326,7 @@ static ssize_t t_send(struct fid_ep *fep, const void *buf, size_t len, void *des
 		      uint64_t tag, void *context)
 {
 	(void)desc;
-	return send_common(EP(fep), buf, len, dest, tag, context, EP(fep)->tx_flags | FI_TAGGED);
+	return send_common(EP(fep), buf, len, dest, tag, 0, context, EP(fep)->tx_flags | FI_TAGGED);
 }
 
 static ssize_t t_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -337,41 +345,29 @@ static ssize_t t_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, ui
 	size_t len;
 	int rc = iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
 	return rc ? rc
-		  : send_common(EP(fep), buf, len, msg->addr, msg->tag, msg->context,
+		  : send_common(EP(fep), buf, len, msg->addr, msg->tag, msg->data, msg->context,
 				flags | FI_TAGGED);
 }
 
 static ssize_t t_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
 			uint64_t tag)
 {
-	return send_common(EP(fep), buf, len, dest, tag, NULL, FI_INJECT | FI_TAGGED);
+	return send_common(EP(fep), buf, len, dest, tag, 0, NULL, FI_INJECT | FI_TAGGED);
 }
 
-/* No remote CQ data (cq_data_size 0). */
 static ssize_t t_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			  uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
 {
-	(void)fep;
-	(void)buf;
-	(void)len;
 	(void)desc;
-	(void)data;
-	(void)dest;
-	(void)tag;
-	(void)context;
-	return -FI_ENOSYS;
+	return send_common(EP(fep), buf, len, dest, tag, data, context,
+			   EP(fep)->tx_flags | FI_TAGGED | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t t_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			    fi_addr_t dest, uint64_t tag)
 {
-	(void)fep;
-	(void)buf;
-	(void)len;
-	(void)data;
-	(void)dest;
-	(void)tag;
-	return -FI_ENOSYS;
+	return send_common(EP(fep), buf, len, dest, tag, data, NULL,
+			   FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA);
 }
 
 struct fi_ops_tagged pp_fi_tagged_ops = {
@@ -422,7 +418,7 @@ static ssize_t m_send(struct fid_ep *fep, const void *buf, size_t len, void *des
 		      void *context)
 {
 	(void)desc;
-	return send_common(EP(fep), buf, len, dest, 0, context, EP(fep)->tx_flags & ~FI_TAGGED);
+	return send_common(EP(fep), buf, len, dest, 0, 0, context, EP(fep)->tx_flags & ~FI_TAGGED);
 }
 
 static ssize_t m_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -441,36 +437,27 @@ static ssize_t m_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t 
 	size_t len;
 	int rc = iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
 	return rc ? rc
-		  : send_common(EP(fep), buf, len, msg->addr, 0, msg->context, flags & ~FI_TAGGED);
+		  : send_common(EP(fep), buf, len, msg->addr, 0, msg->data, msg->context,
+				flags & ~FI_TAGGED);
 }
 
 static ssize_t m_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
-	return send_common(EP(fep), buf, len, dest, 0, NULL, FI_INJECT);
+	return send_common(EP(fep), buf, len, dest, 0, 0, NULL, FI_INJECT);
 }
 
 static ssize_t m_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			  uint64_t data, fi_addr_t dest, void *context)
 {
-	(void)fep;
-	(void)buf;
-	(void)len;
 	(void)desc;
-	(void)data;
-	(void)dest;
-	(void)context;
-	return -FI_ENOSYS;
+	return send_common(EP(fep), buf, len, dest, 0, data, context,
+			   (EP(fep)->tx_flags & ~FI_TAGGED) | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t m_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			    fi_addr_t dest)
 {
-	(void)fep;
-	(void)buf;
-	(void)len;
-	(void)data;
-	(void)dest;
-	return -FI_ENOSYS;
+	return send_common(EP(fep), buf, len, dest, 0, data, NULL, FI_INJECT | FI_REMOTE_CQ_DATA);
 }
 
 struct fi_ops_msg pp_fi_msg_ops = {

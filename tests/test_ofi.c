@@ -200,7 +200,8 @@ static void test_getinfo(void)
 	CU_ASSERT(!!(info->caps & FI_DIRECTED_RECV));
 	CU_ASSERT_FALSE(info->caps & FI_MSG); /* not asked: every tag bit is the caller's */
 	CU_ASSERT_EQUAL(info->ep_attr->mem_tag_format, UINT64_MAX);
-	CU_ASSERT_EQUAL(info->domain_attr->cq_data_size, 0); /* Open MPI then uses ofi_tag_1 */
+	/* Open MPI's mtl ofi then carries the source rank in the data. */
+	CU_ASSERT_EQUAL(info->domain_attr->cq_data_size, 4);
 	CU_ASSERT_EQUAL(info->domain_attr->threading, FI_THREAD_DOMAIN);
 	CU_ASSERT_EQUAL(info->domain_attr->av_type, FI_AV_MAP);
 	CU_ASSERT_EQUAL(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
@@ -243,9 +244,10 @@ static void test_getinfo(void)
 		const char *what;
 		void (*set)(struct fi_info *);
 	} no[] = {
-	    {"multi-receive", NULL}, {"MSG endpoint", NULL},
-	    {"auto progress", NULL}, {"delivery complete", NULL},
-	    {"iov 4", NULL},	     {"delivery complete with tags", NULL},
+	    {"multi-receive", NULL},  {"MSG endpoint", NULL},
+	    {"auto progress", NULL},  {"delivery complete", NULL},
+	    {"iov 4", NULL},	      {"delivery complete with tags", NULL},
+	    {"cq_data_size 8", NULL},
 	};
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
 		struct fi_info *x = fi_dupinfo(h0);
@@ -268,6 +270,9 @@ static void test_getinfo(void)
 		case 5:
 			x->caps = FI_TAGGED | FI_RMA;
 			x->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+			break;
+		case 6:
+			x->domain_attr->cq_data_size = 8;
 			break;
 		}
 		info = NULL;
@@ -1370,6 +1375,231 @@ static void test_atomics(void)
 	close_side(&a);
 }
 
+/* ---- remote CQ data ---- */
+
+enum dx_call { DX_TSENDDATA, DX_TINJECTDATA, DX_TSENDMSG, DX_SENDDATA, DX_INJECTDATA, DX_SENDMSG };
+
+/* One message with immediate data from s to address to (on r, which is s
+ * for oneself), received from sender (s's address on r) or, with any, from
+ * any source, the receive posted before the
+ * message (early) or once it has had time to arrive (late): the receive's
+ * entry carries FI_REMOTE_CQ_DATA and the data's low 4 bytes, the bytes
+ * arrive, the send's entry carries no data. */
+static void data_xfer(struct side *s, struct side *r, fi_addr_t to, fi_addr_t sender, int any,
+		      size_t len, enum dx_call how, int late, uint64_t data)
+{
+	fi_addr_t from = any ? FI_ADDR_UNSPEC : sender;
+	uint8_t *out = malloc(len + 1), *in = calloc(1, len + 1);
+	fill(out, len, (unsigned)data);
+	int tagged = how <= DX_TSENDMSG, inject = how == DX_TINJECTDATA || how == DX_INJECTDATA;
+	uint64_t tag = 0x5150000ull + len;
+	char rctx, sctx;
+	struct iovec iov = {out, len};
+	struct fi_msg_tagged tm = {.msg_iov = &iov,
+				   .iov_count = 1,
+				   .addr = to,
+				   .tag = tag,
+				   .context = &sctx,
+				   .data = data};
+	struct fi_msg mm = {
+	    .msg_iov = &iov, .iov_count = 1, .addr = to, .context = &sctx, .data = data};
+	for (int step = 0; step < 2; step++) {
+		if (step == !late) {
+			ssize_t rc = -1;
+			switch (how) {
+			case DX_TSENDDATA:
+				rc = fi_tsenddata(s->ep, out, len, NULL, data, to, tag, &sctx);
+				break;
+			case DX_TINJECTDATA:
+				rc = fi_tinjectdata(s->ep, out, len, data, to, tag);
+				break;
+			case DX_TSENDMSG:
+				rc = fi_tsendmsg(s->ep, &tm, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+				break;
+			case DX_SENDDATA:
+				rc = fi_senddata(s->ep, out, len, NULL, data, to, &sctx);
+				break;
+			case DX_INJECTDATA:
+				rc = fi_injectdata(s->ep, out, len, data, to);
+				break;
+			case DX_SENDMSG:
+				rc = fi_sendmsg(s->ep, &mm, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+				break;
+			}
+			CU_ASSERT_EQUAL_FATAL(rc, 0);
+			for (int i = 0; late && i < 200; i++) { /* let it arrive */
+				fi_cq_read(r->cq, NULL, 0);
+				fi_cq_read(s->cq, NULL, 0);
+			}
+		} else {
+			ssize_t rc = tagged ? fi_trecv(r->ep, in, len, NULL, from, tag, 0, &rctx)
+					    : fi_recv(r->ep, in, len, NULL, from, &rctx);
+			CU_ASSERT_EQUAL_FATAL(rc, 0);
+		}
+	}
+	int recvd = 0, sent = inject;
+	while (!recvd || !sent) {
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = 12345;
+		struct side *q = recvd ? s : r, *other = s == r ? NULL : recvd ? r : s;
+		CU_ASSERT_EQUAL_FATAL(wait_one(q, other, &e, &src), 1);
+		if (e.flags & FI_SEND) {
+			CU_ASSERT_PTR_EQUAL(e.op_context, &sctx);
+			CU_ASSERT_FALSE(e.flags & FI_REMOTE_CQ_DATA);
+			CU_ASSERT_FALSE_FATAL(sent); /* one send entry */
+			sent = 1;
+			continue;
+		}
+		CU_ASSERT_PTR_EQUAL(e.op_context, &rctx);
+		CU_ASSERT_EQUAL(e.flags,
+				FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | FI_REMOTE_CQ_DATA);
+		CU_ASSERT_EQUAL(e.data, data & 0xFFFFFFFFull);
+		CU_ASSERT_EQUAL(e.len, len);
+		CU_ASSERT_EQUAL(e.tag, tagged ? tag : 0);
+		CU_ASSERT_EQUAL(src, sender);
+		CU_ASSERT_EQUAL(memcmp(in, out, len), 0);
+		recvd = 1;
+	}
+	free(out);
+	free(in);
+}
+
+/* Eager, pulled (1 MiB) and to oneself, tagged and untagged, early and late
+ * receivers, every call that sends data; a plain send after carries none. */
+static void test_cq_data(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, FI_MSG), 0);
+	static const size_t sizes[] = {0, 8, 3000, 70000, 1 << 20};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (int how = DX_TSENDDATA; how <= DX_SENDMSG; how++) {
+			if ((how == DX_TINJECTDATA || how == DX_INJECTDATA) && sizes[i] > 4096)
+				continue;
+			/* Rank 0's data is 0: the flag still says it is there. */
+			uint64_t data =
+			    i == 0 ? 0 : 0xFEED0000C0DE0000ull | (i << 8) | (unsigned)how;
+			int late = (int)((i + (size_t)how) & 1);
+			data_xfer(&a, &b, a.addr[1], b.addr[0], 0, sizes[i], how, late, data);
+			data_xfer(&b, &a, b.addr[0], a.addr[1], 1, sizes[i], how, !late, data);
+			data_xfer(&a, &a, a.addr[0], a.addr[0], late, sizes[i], how, late,
+				  data + 1);
+		}
+	/* A plain send after: no flag, no data. */
+	uint32_t x = 7, y = 0;
+	char rctx;
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, &y, 4, NULL, FI_ADDR_UNSPEC, 3, 0, &rctx), 0);
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, &x, 4, NULL, a.addr[1], 3, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_EQUAL(e.flags, FI_RECV | FI_TAGGED);
+	CU_ASSERT_EQUAL(e.data, 0);
+	CU_ASSERT_EQUAL(y, 7);
+	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);
+	close_side(&b);
+	close_side(&a);
+}
+
+/* peek(), counting in *sends the send entries read on the way (a send to
+ * oneself completes on the same CQ). */
+static int peek_sends(struct side *s, struct side *other, uint64_t tag, uint64_t flags, void *ctx,
+		      struct fi_cq_tagged_entry *e, int *sends)
+{
+	struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = tag, .context = ctx};
+	if (fi_trecvmsg(s->ep, &m, flags | FI_PEEK | FI_COMPLETION))
+		return -FI_EOTHER;
+	for (;;) {
+		int rc = wait_one(s, other, e, NULL);
+		if (rc == 1 && (e->flags & FI_SEND)) {
+			(*sends)++;
+			continue;
+		}
+		if (rc == -FI_EAVAIL) {
+			struct fi_cq_err_entry err;
+			fi_cq_readerr(s->cq, &err, 0);
+			return err.err == FI_ENOMSG && err.op_context == ctx ? 0 : -FI_EOTHER;
+		}
+		return rc == 1 && e->op_context == ctx ? 1 : -FI_EOTHER;
+	}
+}
+
+/* Peek and claim report the data (MPI_Probe, MPI_Mprobe), eager and pulled,
+ * from a peer and from oneself; a truncated receive's error entry too. */
+static void test_cq_data_peek(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	static uint8_t m[2][1 << 20], r[1 << 20];
+	fill(m[0], sizeof(m[0]), 4);
+	fill(m[1], sizeof(m[1]), 5);
+	static const size_t sizes[] = {100, 1 << 20};
+	for (int self = 0; self < 2; self++)
+		for (int i = 0; i < 2; i++) {
+			struct side *s = self ? &b : &a, *other = self ? NULL : &a;
+			fi_addr_t to = self ? b.addr[1] : a.addr[1];
+			uint32_t data = 0xD0D00000u | (uint32_t)(self << 4 | i);
+			uint64_t tag = 0x700 + (uint64_t)i;
+			char sctx, pctx, mctx;
+			CU_ASSERT_EQUAL(
+			    fi_tsenddata(s->ep, m[i], sizes[i], NULL, data, to, tag, &sctx), 0);
+			struct fi_cq_tagged_entry e;
+			int got = 0, sends = 0;
+			for (uint64_t end = ms_now() + WAIT_MS; got != 1 && ms_now() < end;)
+				got = peek_sends(&b, other, tag, 0, &pctx, &e, &sends);
+			CU_ASSERT_EQUAL_FATAL(got, 1);
+			CU_ASSERT_EQUAL(e.flags, FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA);
+			CU_ASSERT_EQUAL(e.data, data);
+			CU_ASSERT_EQUAL(e.len, sizes[i]);
+			CU_ASSERT_EQUAL_FATAL(
+			    peek_sends(&b, other, tag, FI_CLAIM, &mctx, &e, &sends), 1);
+			CU_ASSERT_EQUAL(e.data, data);
+			memset(r, 0, sizes[i]);
+			struct iovec iov = {r, sizes[i]};
+			struct fi_msg_tagged msg = {
+			    .msg_iov = &iov, .iov_count = 1, .context = &mctx};
+			CU_ASSERT_EQUAL(fi_trecvmsg(b.ep, &msg, FI_CLAIM | FI_COMPLETION), 0);
+			int recvd = 0, sent = sends > 0;
+			while (!recvd || !sent) {
+				struct side *q = self || !recvd ? &b : &a;
+				CU_ASSERT_EQUAL_FATAL(wait_one(q,
+							       self	 ? NULL
+							       : q == &b ? &a
+									 : &b,
+							       &e, NULL),
+						      1);
+				if (e.flags & FI_SEND) {
+					CU_ASSERT_PTR_EQUAL(e.op_context, &sctx);
+					sent = 1;
+					continue;
+				}
+				CU_ASSERT_PTR_EQUAL(e.op_context, &mctx);
+				CU_ASSERT_EQUAL(e.flags, FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA);
+				CU_ASSERT_EQUAL(e.data, data);
+				CU_ASSERT_EQUAL(e.len, sizes[i]);
+				CU_ASSERT_EQUAL(memcmp(r, m[i], sizes[i]), 0);
+				recvd = 1;
+			}
+		}
+	/* Truncated: the error entry carries the data too. */
+	for (int i = 0; i < 2; i++) {
+		uint8_t in[16];
+		char rctx;
+		CU_ASSERT_EQUAL(fi_trecv(b.ep, in, 10, NULL, FI_ADDR_UNSPEC, 9, 0, &rctx), 0);
+		CU_ASSERT_EQUAL(
+		    fi_tsenddata(a.ep, m[i], sizes[i], NULL, 0xABCD, a.addr[1], 9, NULL), 0);
+		struct fi_cq_err_entry err;
+		CU_ASSERT_EQUAL_FATAL(wait_err(&b, &a, &err), 0);
+		CU_ASSERT_EQUAL(err.err, FI_ETRUNC);
+		CU_ASSERT_EQUAL(err.olen, sizes[i] - 10);
+		CU_ASSERT_EQUAL(err.flags & FI_REMOTE_CQ_DATA, FI_REMOTE_CQ_DATA);
+		CU_ASSERT_EQUAL(err.data, 0xABCD);
+		CU_ASSERT_EQUAL(memcmp(in, m[i], 10), 0);
+		struct fi_cq_tagged_entry e;
+		CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);
+	}
+	close_side(&b);
+	close_side(&a);
+}
+
 static CU_TestInfo tests[] = {
     {"fi_getinfo: Open MPI's hints, refusals", test_getinfo},
     {"an event queue: the application's events, its fd", test_eq},
@@ -1378,6 +1608,8 @@ static CU_TestInfo tests[] = {
     {"tagged: sizes, inject, ignore masks, order", test_tagged_masks},
     {"truncation: FI_ETRUNC with olen", test_truncation},
     {"peek, claim, discard", test_peek_claim},
+    {"remote CQ data: eager, 1 MiB, to oneself, every call", test_cq_data},
+    {"remote CQ data through peek, claim and truncation", test_cq_data_peek},
     {"fi_cancel of a waiting receive", test_cancel},
     {"a sender not in the AV", test_unknown_sender},
     {"untagged apart from tagged; sends to oneself", test_msg_and_self},
