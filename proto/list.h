@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* An intrusive doubly linked list (the engine's queues, tagq.h). */
+#ifndef PP_PROTO_LIST_H
+#define PP_PROTO_LIST_H
+
+#include <stddef.h>
+
+struct link {
+	struct link *next; /* following element, or the head */
+	struct link *prev; /* preceding element, or the head */
+};
+
+#define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
+
+static inline void list_init(struct link *h)
+{
+	h->next = h->prev = h;
+}
+
+static inline int list_empty(const struct link *h)
+{
+	return h->next == h;
+}
+
+static inline void list_add_tail(struct link *h, struct link *n)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+
+static inline void list_add_head(struct link *h, struct link *n)
+{
+	list_add_tail(h->next, n);
+}
+
+static inline void list_del(struct link *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+
+#endif

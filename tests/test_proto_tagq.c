@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* proto/tagq: hashed matching gives what an ordered list would, for every
+ * mix of exact receives, ignored protocol bits, any-tag and any-source
+ * receives, in both directions; the mask narrows once per bit. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu_main.h"
+#include "tagq.h"
+
+#define N 2048
+
+/* The reference: the same entries in one ordered array, matched by a
+ * walk. */
+struct ref {
+	struct pp_tagq_entry *e[N];
+	int n;
+};
+
+static void ref_add(struct ref *r, struct pp_tagq_entry *e)
+{
+	r->e[r->n++] = e;
+}
+
+static void ref_del(struct ref *r, struct pp_tagq_entry *e)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->e[i] == e) {
+			memmove(&r->e[i], &r->e[i + 1], sizeof(r->e[0]) * (size_t)(r->n - i - 1));
+			r->n--;
+			return;
+		}
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A receive as MPI libraries post them: tag bits 0-31 the tag, bit 62 a
+ * protocol bit every receive ignores (as Open MPI's synchronous-send bit),
+ * some with any tag or any source. */
+#define PROTO_BIT (1ull << 62)
+#define TAG_BITS  0xffffffffull
+
+static void random_recv(struct pp_tagq_entry *e, int nsrc, int ntag)
+{
+	memset(e, 0, sizeof(*e));
+	uint64_t k = next() % 100;
+	e->src = k < 10 ? PP_TAGQ_ANY : (int32_t)(next() % (uint64_t)nsrc);
+	e->tag = next() % (uint64_t)ntag | (next() % 4 == 0 ? 7ull << 40 : 0);
+	e->ignore = PROTO_BIT | (k >= 10 && k < 20 ? TAG_BITS : 0);
+}
+
+static void random_msg(struct pp_tagq_entry *e, int nsrc, int ntag)
+{
+	memset(e, 0, sizeof(*e));
+	e->src = (int32_t)(next() % (uint64_t)nsrc);
+	e->tag = next() % (uint64_t)ntag | (next() % 4 == 0 ? 7ull << 40 : 0) |
+		 (next() % 2 ? PROTO_BIT : 0);
+}
+
+/* Messages meet posted receives, receives meet unexpected messages, in a
+ * random interleaving; every match must be the reference's. */
+static void run(int nsrc, int ntag, int steps)
+{
+	static struct pp_tagq_entry pool[2 * N];
+	static struct ref posted_ref, unexp_ref;
+	struct pp_tagq posted, unexp;
+	CU_ASSERT_FATAL(pp_tagq_init(&posted, N) == 0);
+	CU_ASSERT_FATAL(pp_tagq_init(&unexp, N) == 0);
+	posted_ref.n = unexp_ref.n = 0;
+	int used = 0, bad = 0;
+	struct pp_tagq_entry *freel[2 * N];
+	int nfree = 0;
+	for (int s = 0; s < steps; s++) {
+		struct pp_tagq_entry *e = nfree		 ? freel[--nfree]
+					  : used < 2 * N ? &pool[used++]
+							 : NULL;
+		if (!e)
+			break;
+		if (next() % 2) { /* a receive is posted */
+			random_recv(e, nsrc, ntag);
+			struct pp_tagq_entry *got =
+			    pp_tagq_find_msg(&unexp, e->src, e->tag, e->ignore);
+			struct pp_tagq_entry *want = NULL;
+			for (int i = 0; i < unexp_ref.n && !want; i++)
+				if (pp_tagq_match(e->src, e->tag, e->ignore,
+						  (uint32_t)unexp_ref.e[i]->src,
+						  unexp_ref.e[i]->tag))
+					want = unexp_ref.e[i];
+			bad += got != want;
+			if (got) {
+				pp_tagq_del(&unexp, got);
+				ref_del(&unexp_ref, got);
+				freel[nfree++] = got;
+				freel[nfree++] = e;
+			} else if (posted_ref.n < N) {
+				pp_tagq_add(&posted, e);
+				ref_add(&posted_ref, e);
+			} else {
+				freel[nfree++] = e;
+			}
+		} else { /* a message comes */
+			random_msg(e, nsrc, ntag);
+			struct pp_tagq_entry *got =
+			    pp_tagq_find_recv(&posted, (uint32_t)e->src, e->tag);
+			struct pp_tagq_entry *want = NULL;
+			for (int i = 0; i < posted_ref.n && !want; i++)
+				if (pp_tagq_match(posted_ref.e[i]->src, posted_ref.e[i]->tag,
+						  posted_ref.e[i]->ignore, (uint32_t)e->src,
+						  e->tag))
+					want = posted_ref.e[i];
+			bad += got != want;
+			if (got) {
+				pp_tagq_del(&posted, got);
+				ref_del(&posted_ref, got);
+				freel[nfree++] = got;
+				freel[nfree++] = e;
+			} else if (unexp_ref.n < N) {
+				pp_tagq_add(&unexp, e);
+				ref_add(&unexp_ref, e);
+			} else {
+				freel[nfree++] = e;
+			}
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(posted.n, (uint32_t)posted_ref.n);
+	CU_ASSERT_EQUAL(unexp.n, (uint32_t)unexp_ref.n);
+	/* The protocol bit left both masks, once each; any-tag left them whole. */
+	CU_ASSERT_EQUAL(posted.mask, ~PROTO_BIT);
+	CU_ASSERT_EQUAL(unexp.mask, ~PROTO_BIT);
+	CU_ASSERT_EQUAL(posted.refiles, 1);
+	CU_ASSERT_EQUAL(unexp.refiles, 1);
+	pp_tagq_fini(&posted);
+	pp_tagq_fini(&unexp);
+}
+
+static void test_few_keys(void)
+{
+	run(2, 3, 200000); /* many equal keys: order within a bucket decides */
+}
+
+static void test_many_keys(void)
+{
+	run(64, 1 << 20, 200000); /* deep queues of distinct keys */
+}
+
+static void test_mid(void)
+{
+	run(8, 64, 200000);
+}
+
+/* Earliest wins across the two places a receive can be filed. */
+static void test_wildcard_order(void)
+{
+	struct pp_tagq q;
+	CU_ASSERT_FATAL(pp_tagq_init(&q, 64) == 0);
+	struct pp_tagq_entry a = {.src = 3, .tag = 9}, w = {.src = PP_TAGQ_ANY, .tag = 9},
+			     b = {.src = 3, .tag = 9};
+	pp_tagq_add(&q, &a);
+	pp_tagq_add(&q, &w);
+	pp_tagq_add(&q, &b);
+	CU_ASSERT(a.hashed && !w.hashed && b.hashed);
+	CU_ASSERT_PTR_EQUAL(pp_tagq_find_recv(&q, 3, 9), &a);
+	pp_tagq_del(&q, &a);
+	CU_ASSERT_PTR_EQUAL(pp_tagq_find_recv(&q, 3, 9), &w); /* posted before b */
+	CU_ASSERT_PTR_EQUAL(pp_tagq_find_recv(&q, 4, 9), &w);
+	pp_tagq_del(&q, &w);
+	CU_ASSERT_PTR_EQUAL(pp_tagq_find_recv(&q, 3, 9), &b);
+	CU_ASSERT_PTR_NULL(pp_tagq_find_recv(&q, 4, 9));
+	CU_ASSERT_PTR_NULL(pp_tagq_find_recv(&q, 3, 8));
+	pp_tagq_del(&q, &b);
+	CU_ASSERT_EQUAL(q.n, 0);
+	/* Many ignored bits (any tag) leave the mask whole: a wildcard. */
+	struct pp_tagq_entry t = {.src = 1, .tag = 0, .ignore = 0xffffffff};
+	pp_tagq_add(&q, &t);
+	CU_ASSERT(!t.hashed);
+	CU_ASSERT_EQUAL(q.mask, ~0ull);
+	CU_ASSERT_PTR_EQUAL(pp_tagq_find_recv(&q, 1, 12345), &t);
+	pp_tagq_fini(&q);
+}
+
+static CU_TestInfo tests[] = {
+    {"a message takes the earlier of bucket and wildcard", test_wildcard_order},
+    {"as a list would: few keys", test_few_keys},
+    {"as a list would: some keys", test_mid},
+    {"as a list would: many keys, deep queues", test_many_keys},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"proto tagq", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+PP_CU_MAIN(suites)
