@@ -42,6 +42,7 @@ void pp_fi_op_put(struct pp_fi_ep *ep, struct pp_fi_op *op)
 {
 	free(op->bounce);
 	op->bounce = NULL;
+	pp_fi_iov_give(ep, op);
 	op->next = ep->free;
 	ep->free = op;
 }
@@ -102,6 +103,10 @@ static void engine_cpl(void *arg, const struct pp_proto_cpl *c)
 	switch (op->kind) {
 	case PP_FI_SEND:
 	case PP_FI_RECV:
+		/* A receive of several entries landed in a buffer of ours. */
+		if (op->niov && (c->error == 0 || c->error == -EMSGSIZE))
+			pp_fi_iov_scatter(op->iov, op->niov, op->slot ? op->slot : op->bounce,
+					  c->len < op->len ? c->len : op->len);
 		pp_fi_ep_complete(ep, op, c);
 		pp_fi_op_put(ep, op);
 		break;
@@ -161,6 +166,8 @@ static int enable(struct pp_fi_ep *ep)
 	for (size_t i = 0; i < ep->av->n; i++)
 		if (ep->av->ent[i].valid && (rc = pp_fi_ep_peer(ep, &ep->av->ent[i].a)))
 			return rc;
+	if ((rc = pp_fi_iov_enable(ep)))
+		return rc;
 	return ep->caps & (FI_RMA | FI_ATOMIC) ? pp_fi_rma_enable(ep) : 0;
 }
 
@@ -197,6 +204,7 @@ static int ep_close(struct fid *fid)
 			free(c->ops[i].bounce);
 		free(c);
 	}
+	pp_fi_iov_close(ep); /* the slots records held went with them */
 	fi_freeinfo(ep->info);
 	free(ep->config);
 	free(ep);

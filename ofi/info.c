@@ -71,8 +71,8 @@ static int check_tx(const struct fi_tx_attr *t, uint64_t caps)
 		       (unsigned long long)t->msg_order);
 	if (t->comp_order & ~(uint64_t)FI_ORDER_NONE)
 		NODATA("tx comp_order not offered\n");
-	if (t->inject_size > PP_FI_INJECT || t->size > PP_FI_QUEUE || t->iov_limit > 1 ||
-	    t->rma_iov_limit > 1)
+	if (t->inject_size > PP_FI_INJECT || t->size > PP_FI_QUEUE ||
+	    t->iov_limit > PP_FI_IOV_LIMIT || t->rma_iov_limit > 1)
 		NODATA("tx sizes beyond inject %u, size %u, iov 1, rma iov 1\n", PP_FI_INJECT,
 		       PP_FI_QUEUE);
 	return 0;
@@ -89,7 +89,8 @@ static int check_rx(const struct fi_rx_attr *r)
 		       (unsigned long long)r->msg_order);
 	if (r->comp_order & ~(uint64_t)FI_ORDER_NONE)
 		NODATA("rx comp_order not offered\n");
-	if (r->size > PP_FI_QUEUE || r->iov_limit > 1 || r->total_buffered_recv > PP_FI_BUFFERED)
+	if (r->size > PP_FI_QUEUE || r->iov_limit > PP_FI_IOV_LIMIT ||
+	    r->total_buffered_recv > PP_FI_BUFFERED)
 		NODATA("rx sizes beyond size %u, iov 1\n", PP_FI_QUEUE);
 	return 0;
 }
@@ -191,7 +192,7 @@ static struct fi_info *make_info(uint32_t version, const struct fi_info *h, int 
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = PP_FI_INJECT;
 	fi->tx_attr->size = PP_FI_QUEUE;
-	fi->tx_attr->iov_limit = 1;
+	fi->tx_attr->iov_limit = PP_FI_IOV_LIMIT;
 	fi->tx_attr->rma_iov_limit = caps & (FI_RMA | FI_ATOMIC) ? 1 : 0;
 
 	fi->rx_attr->caps = caps & (FI_TAGGED | FI_MSG | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
@@ -201,7 +202,7 @@ static struct fi_info *make_info(uint32_t version, const struct fi_info *h, int 
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->total_buffered_recv = PP_FI_BUFFERED;
 	fi->rx_attr->size = PP_FI_QUEUE;
-	fi->rx_attr->iov_limit = 1;
+	fi->rx_attr->iov_limit = PP_FI_IOV_LIMIT;
 
 	fi->ep_attr->type = FI_EP_RDM;
 	fi->ep_attr->protocol = FI_PROTO_UNSPEC;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -30,16 +31,19 @@
 #include "embed.h"
 #include "fi_pp.h"
 
-#define PP_FI_NAME     "pp"
-#define PP_FI_PROV_VER FI_VERSION(0, 1)
-#define PP_FI_API_VER  FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-#define PP_FI_INJECT   4096u	    /* tx_attr->inject_size */
-#define PP_FI_QUEUE    1024u	    /* tx and rx sizes: the engine's max_msgs */
-#define PP_FI_MAX_MSG  (1ull << 40) /* ep_attr->max_msg_size */
-#define PP_FI_MSG_TAG  (1ull << 63) /* untagged messages' tag, with FI_MSG */
-#define PP_FI_BINDS    8	    /* endpoints one AV or CQ serves */
-#define PP_FI_CQ_DATA  4u	    /* domain_attr->cq_data_size: the wire's data field */
-#define PP_FI_RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define PP_FI_NAME	"pp"
+#define PP_FI_PROV_VER	FI_VERSION(0, 1)
+#define PP_FI_API_VER	FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+#define PP_FI_INJECT	4096u	     /* tx_attr->inject_size */
+#define PP_FI_QUEUE	1024u	     /* tx and rx sizes: the engine's max_msgs */
+#define PP_FI_MAX_MSG	(1ull << 40) /* ep_attr->max_msg_size */
+#define PP_FI_MSG_TAG	(1ull << 63) /* untagged messages' tag, with FI_MSG */
+#define PP_FI_BINDS	8	     /* endpoints one AV or CQ serves */
+#define PP_FI_CQ_DATA	4u	     /* domain_attr->cq_data_size: the wire's data field */
+#define PP_FI_IOV_LIMIT 8u	     /* tx and rx iov_limit (iov.c) */
+#define PP_FI_IOV_SLOTS 16u	     /* an endpoint's gather and scatter buffers ... */
+#define PP_FI_IOV_SLOT	(64u << 10)  /* ... of this size; longer ones are allocated */
+#define PP_FI_RMA_CAPS	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define PP_FI_CAPS                                                                                 \
 	(FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |   \
 	 FI_REMOTE_COMM | FI_REMOTE_CQ_DATA | PP_FI_RMA_CAPS)
@@ -176,16 +180,26 @@ enum pp_fi_op_kind {
 struct pp_fi_claim;
 struct pp_fi_op_chunk;
 
+/* Buffers of PP_FI_IOV_SLOT bytes for iovs of several entries (iov.c). */
+struct pp_fi_iov_pool {
+	uint8_t *mem;		     /* PP_FI_IOV_SLOTS of them, made at fi_enable */
+	void *free[PP_FI_IOV_SLOTS]; /* those not in use */
+	unsigned nfree;		     /* how many */
+};
+
 struct pp_fi_op {
 	enum pp_fi_op_kind kind;
-	void *context;		   /* the application's */
-	uint64_t flags;		   /* CQ entry flags: FI_SEND or FI_RECV, FI_TAGGED or FI_MSG */
-	int report;		   /* write a completion on success */
-	void *buf;		   /* receives: the buffer */
-	uint64_t len;		   /* its length */
-	void *bounce;		   /* an inject's copy, a claim's buffer: freed with the op */
-	struct pp_fi_claim *claim; /* PP_FI_CLAIMED */
-	struct pp_fi_op *next;	   /* free list */
+	void *context;	/* the application's */
+	uint64_t flags; /* CQ entry flags: FI_SEND or FI_RECV, FI_TAGGED or FI_MSG */
+	int report;	/* write a completion on success */
+	void *buf;	/* receives: the buffer */
+	uint64_t len;	/* its length */
+	void *bounce;	/* an inject's copy, a claim's buffer: freed with the op */
+	void *slot;	/* a buffer of the iov pool: given back with the op */
+	struct iovec iov[PP_FI_IOV_LIMIT]; /* receives of several entries: scattered into */
+	size_t niov;			   /* their count (0: buf and len alone) */
+	struct pp_fi_claim *claim;	   /* PP_FI_CLAIMED */
+	struct pp_fi_op *next;		   /* free list */
 };
 
 /* A message claimed by a peek (FI_CLAIM): received into a bounce buffer
@@ -219,6 +233,7 @@ struct pp_fi_ep {
 	struct pp_fi_op_chunk *chunks; /* every record, in chunks (ep.c) */
 	struct pp_fi_claim *claims;    /* claimed messages not yet taken */
 	struct pp_fi_rma_ep *rma;      /* RMA and atomics (rma.c), with FI_RMA or FI_ATOMIC */
+	struct pp_fi_iov_pool iovp;    /* gather and scatter buffers (iov.c) */
 };
 
 /* ep.c */
@@ -241,6 +256,19 @@ extern struct fi_ops_tagged pp_fi_tagged_ops;
 extern struct fi_ops_msg pp_fi_msg_ops;
 /* A claimed message's bounce receive completed. */
 void pp_fi_claim_done(struct pp_fi_ep *ep, struct pp_fi_op *op, const struct pp_proto_cpl *c);
+
+/* iov.c. enable: make the pool (-FI_ENOMEM). total: the bytes of count
+ * entries (-FI_EINVAL above PP_FI_IOV_LIMIT). take: a buffer of len bytes
+ * for op (a pool slot, or allocated past PP_FI_IOV_SLOT), NULL when none is
+ * left; give: return op's slot. gather, scatter: copy between the entries
+ * and a buffer, scatter at most len bytes. */
+int pp_fi_iov_enable(struct pp_fi_ep *ep);
+void pp_fi_iov_close(struct pp_fi_ep *ep);
+int pp_fi_iov_total(const struct iovec *iov, size_t count, size_t *total);
+void *pp_fi_iov_take(struct pp_fi_ep *ep, struct pp_fi_op *op, size_t len);
+void pp_fi_iov_give(struct pp_fi_ep *ep, struct pp_fi_op *op);
+void pp_fi_iov_gather(void *dst, const struct iovec *iov, size_t count);
+void pp_fi_iov_scatter(const struct iovec *iov, size_t count, const void *src, size_t len);
 
 /* rma.c, atomic.c, mr.c. Engine cookies with bit 0 set are rma.c's. */
 struct pp_fi_rma_ep;

@@ -14,6 +14,10 @@
  * message (the first from that source with that tag, so no other), and no
  * later receive can. The FI_CLAIM receive then copies it out. One copy, only
  * for claimed messages.
+ *
+ * iovs of up to PP_FI_IOV_LIMIT entries: one entry is the buffer itself;
+ * more are gathered into, or scattered from, a buffer of the endpoint's
+ * (iov.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +32,12 @@ static int wants(int selective, uint64_t flags)
 }
 
 /* With FI_REMOTE_CQ_DATA, data's low PP_FI_CQ_DATA bytes travel with the
- * message (libfabric transfers the least significant cq_data_size bytes). */
-static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
-			   uint64_t tag, uint64_t data, void *context, uint64_t flags)
+ * message (libfabric transfers the least significant cq_data_size bytes).
+ * With iov (count entries, len bytes in all), the message is those entries
+ * gathered (iov.c); else len bytes at buf. */
+static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len,
+			   const struct iovec *iov, size_t count, fi_addr_t dest, uint64_t tag,
+			   uint64_t data, void *context, uint64_t flags)
 {
 	if ((flags & FI_INJECT) && len > PP_FI_INJECT)
 		return -FI_EMSGSIZE;
@@ -56,15 +63,23 @@ static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len, fi_
 		op->flags = FI_SEND | (flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
 		op->report = !(flags & FI_INJECT) && wants(ep->tx_selective, flags);
 		const void *bytes = buf;
-		if ((flags & FI_INJECT) && len) { /* the caller may reuse buf at once */
+		int nobuf = 0;
+		if (iov && len) { /* gathered: a copy, so an inject's too */
+			void *g = pp_fi_iov_take(ep, op, len);
+			if (g)
+				pp_fi_iov_gather(g, iov, count);
+			bytes = g;
+			nobuf = !g;
+		} else if ((flags & FI_INJECT) && len) { /* the caller may reuse buf at once */
 			op->bounce = malloc(len);
 			if (op->bounce)
 				bytes = memcpy(op->bounce, buf, len);
+			nobuf = !op->bounce;
 		}
 		uint64_t t = flags & FI_TAGGED ? tag : PP_FI_MSG_TAG;
 		uint64_t cookie = (uint64_t)(uintptr_t)op;
-		if ((flags & FI_INJECT) && len && !op->bounce)
-			rc = -ENOMEM;
+		if (nobuf)
+			rc = -ENOMEM; /* -FI_EAGAIN: sends in flight give theirs back */
 		else if (flags & FI_REMOTE_CQ_DATA)
 			rc = pp_embed_send_data(ep->rt, (uint32_t)rank, t, bytes, len,
 						(uint32_t)data, cookie);
@@ -97,8 +112,11 @@ static int recv_source(const struct pp_fi_ep *ep, fi_addr_t src)
 	return rank < 0 ? NO_SOURCE : rank;
 }
 
-static ssize_t recv_common(struct pp_fi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
-			   uint64_t ignore, void *context, uint64_t flags)
+/* With iov (count entries, len bytes in all), the message lands in a buffer
+ * of ours and is scattered into them as it completes (ep.c). */
+static ssize_t recv_common(struct pp_fi_ep *ep, void *buf, size_t len, const struct iovec *iov,
+			   size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+			   void *context, uint64_t flags)
 {
 	if (flags & FI_TAGGED) {
 		ignore &= ep->tag_mask; /* the untagged bit must match: 0 */
@@ -126,7 +144,16 @@ static ssize_t recv_common(struct pp_fi_ep *ep, void *buf, size_t len, fi_addr_t
 		op->report = wants(ep->rx_selective, flags);
 		op->buf = buf;
 		op->len = len;
-		rc = pp_embed_recv(ep->rt, rank, tag, ignore, buf, len, (uint64_t)(uintptr_t)op);
+		void *into = buf;
+		if (iov) {
+			memcpy(op->iov, iov, count * sizeof(*iov));
+			op->niov = count;
+			op->buf = iov[0].iov_base;
+			into = len ? pp_fi_iov_take(ep, op, len) : NULL;
+		}
+		rc = len && !into ? -ENOMEM
+				  : pp_embed_recv(ep->rt, rank, tag, ignore, into, len,
+						  (uint64_t)(uintptr_t)op);
 		if (rc) {
 			pp_fi_op_put(ep, op);
 			rc = pp_fi_err((int)rc);
@@ -151,7 +178,9 @@ static void claim_finish(struct pp_fi_ep *ep, struct pp_fi_claim *cl)
 		c.error = c.error == -EMSGSIZE ? 0 : c.error;
 	} else if (c.error == 0 || c.error == -EMSGSIZE) {
 		uint64_t n = c.len < t->len ? c.len : t->len;
-		if (n)
+		if (t->niov)
+			pp_fi_iov_scatter(t->iov, t->niov, b->bounce, n);
+		else if (n)
 			memcpy(t->buf, b->bounce, n);
 		c.error = c.len > t->len ? -EMSGSIZE : 0;
 	}
@@ -243,7 +272,8 @@ static ssize_t peek(struct pp_fi_ep *ep, const struct fi_msg_tagged *msg, uint64
 
 /* FI_CLAIM without FI_PEEK: take the message a peek claimed with this
  * context, into the buffer given (or discard it, FI_DISCARD). */
-static ssize_t claim(struct pp_fi_ep *ep, void *buf, size_t len, void *context, uint64_t flags)
+static ssize_t claim(struct pp_fi_ep *ep, void *buf, size_t len, const struct iovec *iov,
+		     size_t count, void *context, uint64_t flags)
 {
 	struct pp_fi_claim *cl = ep->claims;
 	while (cl && (cl->context != context || cl->taker))
@@ -259,6 +289,11 @@ static ssize_t claim(struct pp_fi_ep *ep, void *buf, size_t len, void *context, 
 	op->report = wants(ep->rx_selective, flags);
 	op->buf = buf;
 	op->len = len;
+	if (iov) {
+		memcpy(op->iov, iov, count * sizeof(*iov));
+		op->niov = count;
+		op->buf = iov[0].iov_base;
+	}
 	cl->taker = op;
 	cl->discard = !!(flags & FI_DISCARD);
 	if (cl->done)
@@ -268,13 +303,24 @@ static ssize_t claim(struct pp_fi_ep *ep, void *buf, size_t len, void *context, 
 
 /* ---- fi_ops_tagged ---- */
 
-static int iov_one(const struct iovec *iov, size_t count, void **buf, size_t *len)
+/* The buffer of count entries: the one entry's (*multi NULL), or, for more
+ * (*multi the entries), their total length, gathered or scattered. */
+static int iov_args(const struct iovec *iov, size_t count, void **buf, size_t *len,
+		    const struct iovec **multi)
 {
-	if (count > 1)
-		return -FI_EINVAL; /* iov_limit 1 */
-	*buf = count ? iov[0].iov_base : NULL;
-	*len = count ? iov[0].iov_len : 0;
-	return 0;
+	*multi = NULL;
+	*buf = NULL;
+	*len = 0;
+	if (count && !iov)
+		return -FI_EINVAL;
+	if (count == 1) { /* zero-copy, as a plain send or receive */
+		*buf = iov[0].iov_base;
+		*len = iov[0].iov_len;
+	}
+	if (count <= 1)
+		return 0;
+	*multi = iov;
+	return pp_fi_iov_total(iov, count, len);
 }
 
 #define EP(fid) ((struct pp_fi_ep *)(fid))
@@ -283,7 +329,7 @@ static ssize_t t_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_
 		      uint64_t tag, uint64_t ignore, void *context)
 {
 	(void)desc;
-	return recv_common(EP(fep), buf, len, src, tag, ignore, context,
+	return recv_common(EP(fep), buf, len, NULL, 0, src, tag, ignore, context,
 			   EP(fep)->rx_flags | FI_TAGGED);
 }
 
@@ -292,24 +338,28 @@ static ssize_t t_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 {
 	void *buf;
 	size_t len;
+	const struct iovec *multi;
 	(void)desc;
-	int rc = iov_one(iov, count, &buf, &len);
-	return rc ? rc : t_recv(fep, buf, len, NULL, src, tag, ignore, context);
+	int rc = iov_args(iov, count, &buf, &len, &multi);
+	return rc ? rc
+		  : recv_common(EP(fep), buf, len, multi, count, src, tag, ignore, context,
+				EP(fep)->rx_flags | FI_TAGGED);
 }
 
 static ssize_t t_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	struct pp_fi_ep *ep = EP(fep);
 	void *buf;
-	size_t len;
+	size_t len, n = msg->iov_count;
+	const struct iovec *multi;
 	if (flags & FI_MULTI_RECV)
 		return -FI_EINVAL;
-	int rc = iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
+	int rc = iov_args(msg->msg_iov, n, &buf, &len, &multi);
 	if (rc)
 		return rc;
 	if (!(flags & (FI_PEEK | FI_CLAIM)))
-		return recv_common(ep, buf, len, msg->addr, msg->tag, msg->ignore, msg->context,
-				   flags | FI_TAGGED);
+		return recv_common(ep, buf, len, multi, n, msg->addr, msg->tag, msg->ignore,
+				   msg->context, flags | FI_TAGGED);
 	ssize_t r;
 	pp_fi_lock(ep->dom);
 	if (!ep->rt)
@@ -317,7 +367,7 @@ static ssize_t t_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, ui
 	else if (flags & FI_PEEK)
 		r = peek(ep, msg, flags);
 	else
-		r = claim(ep, buf, len, msg->context, flags);
+		r = claim(ep, buf, len, multi, n, msg->context, flags);
 	pp_fi_unlock(ep->dom);
 	return r;
 }
@@ -326,7 +376,8 @@ static ssize_t t_send(struct fid_ep *fep, const void *buf, size_t len, void *des
 		      uint64_t tag, void *context)
 {
 	(void)desc;
-	return send_common(EP(fep), buf, len, dest, tag, 0, context, EP(fep)->tx_flags | FI_TAGGED);
+	return send_common(EP(fep), buf, len, NULL, 0, dest, tag, 0, context,
+			   EP(fep)->tx_flags | FI_TAGGED);
 }
 
 static ssize_t t_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -334,39 +385,43 @@ static ssize_t t_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 {
 	void *buf;
 	size_t len;
+	const struct iovec *multi;
 	(void)desc;
-	int rc = iov_one(iov, count, &buf, &len);
-	return rc ? rc : t_send(fep, buf, len, NULL, dest, tag, context);
+	int rc = iov_args(iov, count, &buf, &len, &multi);
+	return rc ? rc
+		  : send_common(EP(fep), buf, len, multi, count, dest, tag, 0, context,
+				EP(fep)->tx_flags | FI_TAGGED);
 }
 
 static ssize_t t_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	void *buf;
 	size_t len;
-	int rc = iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
+	const struct iovec *multi;
+	int rc = iov_args(msg->msg_iov, msg->iov_count, &buf, &len, &multi);
 	return rc ? rc
-		  : send_common(EP(fep), buf, len, msg->addr, msg->tag, msg->data, msg->context,
-				flags | FI_TAGGED);
+		  : send_common(EP(fep), buf, len, multi, msg->iov_count, msg->addr, msg->tag,
+				msg->data, msg->context, flags | FI_TAGGED);
 }
 
 static ssize_t t_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
 			uint64_t tag)
 {
-	return send_common(EP(fep), buf, len, dest, tag, 0, NULL, FI_INJECT | FI_TAGGED);
+	return send_common(EP(fep), buf, len, NULL, 0, dest, tag, 0, NULL, FI_INJECT | FI_TAGGED);
 }
 
 static ssize_t t_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			  uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
 {
 	(void)desc;
-	return send_common(EP(fep), buf, len, dest, tag, data, context,
+	return send_common(EP(fep), buf, len, NULL, 0, dest, tag, data, context,
 			   EP(fep)->tx_flags | FI_TAGGED | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t t_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			    fi_addr_t dest, uint64_t tag)
 {
-	return send_common(EP(fep), buf, len, dest, tag, data, NULL,
+	return send_common(EP(fep), buf, len, NULL, 0, dest, tag, data, NULL,
 			   FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA);
 }
 
@@ -389,7 +444,8 @@ static ssize_t m_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_
 		      void *context)
 {
 	(void)desc;
-	return recv_common(EP(fep), buf, len, src, 0, 0, context, EP(fep)->rx_flags & ~FI_TAGGED);
+	return recv_common(EP(fep), buf, len, NULL, 0, src, 0, 0, context,
+			   EP(fep)->rx_flags & ~FI_TAGGED);
 }
 
 static ssize_t m_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -397,28 +453,33 @@ static ssize_t m_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 {
 	void *buf;
 	size_t len;
+	const struct iovec *multi;
 	(void)desc;
-	int rc = iov_one(iov, count, &buf, &len);
-	return rc ? rc : m_recv(fep, buf, len, NULL, src, context);
+	int rc = iov_args(iov, count, &buf, &len, &multi);
+	return rc ? rc
+		  : recv_common(EP(fep), buf, len, multi, count, src, 0, 0, context,
+				EP(fep)->rx_flags & ~FI_TAGGED);
 }
 
 static ssize_t m_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
 	void *buf;
 	size_t len;
+	const struct iovec *multi;
 	if (flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM))
 		return -FI_EINVAL;
-	int rc = iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
+	int rc = iov_args(msg->msg_iov, msg->iov_count, &buf, &len, &multi);
 	return rc ? rc
-		  : recv_common(EP(fep), buf, len, msg->addr, 0, 0, msg->context,
-				flags & ~FI_TAGGED);
+		  : recv_common(EP(fep), buf, len, multi, msg->iov_count, msg->addr, 0, 0,
+				msg->context, flags & ~FI_TAGGED);
 }
 
 static ssize_t m_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest,
 		      void *context)
 {
 	(void)desc;
-	return send_common(EP(fep), buf, len, dest, 0, 0, context, EP(fep)->tx_flags & ~FI_TAGGED);
+	return send_common(EP(fep), buf, len, NULL, 0, dest, 0, 0, context,
+			   EP(fep)->tx_flags & ~FI_TAGGED);
 }
 
 static ssize_t m_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -426,38 +487,43 @@ static ssize_t m_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 {
 	void *buf;
 	size_t len;
+	const struct iovec *multi;
 	(void)desc;
-	int rc = iov_one(iov, count, &buf, &len);
-	return rc ? rc : m_send(fep, buf, len, NULL, dest, context);
+	int rc = iov_args(iov, count, &buf, &len, &multi);
+	return rc ? rc
+		  : send_common(EP(fep), buf, len, multi, count, dest, 0, 0, context,
+				EP(fep)->tx_flags & ~FI_TAGGED);
 }
 
 static ssize_t m_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
 	void *buf;
 	size_t len;
-	int rc = iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
+	const struct iovec *multi;
+	int rc = iov_args(msg->msg_iov, msg->iov_count, &buf, &len, &multi);
 	return rc ? rc
-		  : send_common(EP(fep), buf, len, msg->addr, 0, msg->data, msg->context,
-				flags & ~FI_TAGGED);
+		  : send_common(EP(fep), buf, len, multi, msg->iov_count, msg->addr, 0, msg->data,
+				msg->context, flags & ~FI_TAGGED);
 }
 
 static ssize_t m_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
-	return send_common(EP(fep), buf, len, dest, 0, 0, NULL, FI_INJECT);
+	return send_common(EP(fep), buf, len, NULL, 0, dest, 0, 0, NULL, FI_INJECT);
 }
 
 static ssize_t m_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			  uint64_t data, fi_addr_t dest, void *context)
 {
 	(void)desc;
-	return send_common(EP(fep), buf, len, dest, 0, data, context,
+	return send_common(EP(fep), buf, len, NULL, 0, dest, 0, data, context,
 			   (EP(fep)->tx_flags & ~FI_TAGGED) | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t m_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			    fi_addr_t dest)
 {
-	return send_common(EP(fep), buf, len, dest, 0, data, NULL, FI_INJECT | FI_REMOTE_CQ_DATA);
+	return send_common(EP(fep), buf, len, NULL, 0, dest, 0, data, NULL,
+			   FI_INJECT | FI_REMOTE_CQ_DATA);
 }
 
 struct fi_ops_msg pp_fi_msg_ops = {

@@ -246,7 +246,7 @@ static void test_getinfo(void)
 	} no[] = {
 	    {"multi-receive", NULL},  {"MSG endpoint", NULL},
 	    {"auto progress", NULL},  {"delivery complete", NULL},
-	    {"iov 4", NULL},	      {"delivery complete with tags", NULL},
+	    {"iov 16", NULL},	      {"delivery complete with tags", NULL},
 	    {"cq_data_size 8", NULL},
 	};
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
@@ -265,7 +265,7 @@ static void test_getinfo(void)
 			x->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 			break;
 		case 4:
-			x->rx_attr->iov_limit = 4;
+			x->rx_attr->iov_limit = 16;
 			break;
 		case 5:
 			x->caps = FI_TAGGED | FI_RMA;
@@ -1600,6 +1600,205 @@ static void test_cq_data_peek(void)
 	close_side(&a);
 }
 
+/* ---- iovs of several entries ---- */
+
+/* Cut len bytes at base into n entries of the shape given (0: equal parts,
+ * 1: a zero-length entry first and the rest uneven, 2: one byte then the
+ * rest), each entry GUARD bytes after the last so a write past one shows. */
+#define GUARD	  8
+#define IOV_LIMIT 8 /* the provider's iov_limit */
+static void iov_cut(struct iovec *iov, size_t n, int shape, uint8_t *base, size_t len)
+{
+	size_t off = 0, left = len;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = i == n - 1	? left
+			   : shape == 0 ? len / n
+			   : shape == 1 ? (i == 0 ? 0 : left / 3)
+					: (i == 0 && left ? 1 : left / 2);
+		if (k > left)
+			k = left;
+		iov[i].iov_base = base + off + i * GUARD;
+		iov[i].iov_len = k;
+		off += k;
+		left -= k;
+	}
+}
+
+/* One message from s to address to (on r; s for oneself) sent from sn
+ * entries and received into rn entries (of rlen bytes in all: less than
+ * len truncates), tagged or not: the bytes arrive in order across the
+ * entries, guards untouched, and the entry or error says the lengths. */
+static void iov_xfer(struct side *s, struct side *r, fi_addr_t to, size_t len, size_t sn,
+		     int sshape, size_t rn, int rshape, size_t rlen, int tagged)
+{
+	size_t span = (len > rlen ? len : rlen) + (IOV_LIMIT + 1) * GUARD;
+	uint8_t *out = malloc(len + 1), *sb = malloc(span), *rb = malloc(span);
+	fill(out, len, (unsigned)(len + sn + rn));
+	memset(sb, 0xEE, span);
+	memset(rb, 0xA5, span);
+	struct iovec siov[IOV_LIMIT], riov[IOV_LIMIT];
+	iov_cut(siov, sn, sshape, sb, len);
+	iov_cut(riov, rn, rshape, rb, rlen);
+	for (size_t i = 0, off = 0; i < sn; off += siov[i++].iov_len)
+		memcpy(siov[i].iov_base, out + off, siov[i].iov_len);
+	char rctx, sctx;
+	uint64_t tag = 0x10000 + len;
+	ssize_t rc = tagged ? fi_trecvv(r->ep, riov, NULL, rn, FI_ADDR_UNSPEC, tag, 0, &rctx)
+			    : fi_recvv(r->ep, riov, NULL, rn, FI_ADDR_UNSPEC, &rctx);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	rc = tagged ? fi_tsendv(s->ep, siov, NULL, sn, to, tag, &sctx)
+		    : fi_sendv(s->ep, siov, NULL, sn, to, &sctx);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	if (sn > 1)
+		memset(sb, 0x11, span); /* gathered: the entries are read no more */
+	int recvd = 0, sent = 0;
+	while (!recvd || !sent) {
+		struct fi_cq_tagged_entry e;
+		struct side *q = recvd ? s : r, *other = s == r ? NULL : recvd ? r : s;
+		int w = wait_one(q, other, &e, NULL);
+		if (w == -FI_EAVAIL && q == r) {
+			struct fi_cq_err_entry err = {0};
+			CU_ASSERT_EQUAL_FATAL(fi_cq_readerr(r->cq, &err, 0), 1);
+			CU_ASSERT_PTR_EQUAL(err.op_context, &rctx);
+			CU_ASSERT_EQUAL(err.err, FI_ETRUNC);
+			CU_ASSERT_EQUAL(err.len, rlen);
+			CU_ASSERT_EQUAL(err.olen, len - rlen);
+			CU_ASSERT_TRUE(rlen < len);
+			recvd = 1;
+			continue;
+		}
+		CU_ASSERT_EQUAL_FATAL(w, 1);
+		if (e.flags & FI_SEND) {
+			CU_ASSERT_PTR_EQUAL(e.op_context, &sctx);
+			sent = 1;
+			continue;
+		}
+		CU_ASSERT_PTR_EQUAL(e.op_context, &rctx);
+		CU_ASSERT_EQUAL(e.len, len);
+		CU_ASSERT_TRUE(rlen >= len);
+		recvd = 1;
+	}
+	size_t got = len < rlen ? len : rlen, off = 0, bad = 0;
+	for (size_t i = 0; i < rn; i++) {
+		size_t k = riov[i].iov_len, n = off < got ? (got - off < k ? got - off : k) : 0;
+		uint8_t *p = riov[i].iov_base;
+		bad += memcmp(p, out + off, n) != 0;
+		for (size_t j = n; j < k + GUARD; j++) /* the rest and the guard untouched */
+			bad += p[j] != 0xA5;
+		off += k;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	free(out);
+	free(sb);
+	free(rb);
+}
+
+/* Sends and receives of 1 to 8 entries of several shapes, tagged and not, to
+ * a peer and to oneself, eager, past a pool buffer (100 000 B) and pulled
+ * (1 MiB); truncation into fewer bytes; an inject gathered; a claim into
+ * several entries; more than PP_FI_IOV_LIMIT refused; the pool running dry
+ * is -FI_EAGAIN until sends give their buffers back. */
+static void test_iov(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, FI_MSG), 0);
+	CU_ASSERT_EQUAL(a.info->tx_attr->iov_limit, IOV_LIMIT);
+	CU_ASSERT_EQUAL(a.info->rx_attr->iov_limit, IOV_LIMIT);
+	static const size_t sizes[] = {0, 1, 100, 5000, 100000, 1 << 20};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (size_t n = 1; n <= IOV_LIMIT; n++) {
+			size_t len = sizes[i], m = IOV_LIMIT + 1 - n;
+			int shape = (int)((i + n) % 3), tagged = (int)(n & 1);
+			iov_xfer(&a, &b, a.addr[1], len, n, shape, m, 2 - shape, len, tagged);
+			iov_xfer(&b, &b, b.addr[1], len, m, shape, n, shape, len, !tagged);
+			if (len > 1) /* truncated: the entries hold half of it */
+				iov_xfer(&a, &b, a.addr[1], len, n, shape, m, shape, len / 2,
+					 tagged);
+		}
+	/* Receive entries longer than the message: the rest stays as it was. */
+	iov_xfer(&a, &b, a.addr[1], 3000, 3, 0, 4, 0, 8000, 1);
+
+	/* An inject of several entries: the caller's bytes may change at once. */
+	uint8_t p1[10], p2[300], r1[400] = {0};
+	fill(p1, sizeof(p1), 1);
+	fill(p2, sizeof(p2), 2);
+	uint8_t want[310];
+	memcpy(want, p1, 10);
+	memcpy(want + 10, p2, 300);
+	struct iovec si[2] = {{p1, sizeof(p1)}, {p2, sizeof(p2)}};
+	struct fi_msg_tagged tm = {.msg_iov = si, .iov_count = 2, .addr = a.addr[1], .tag = 0x66};
+	char rctx;
+	CU_ASSERT_EQUAL(fi_trecv(b.ep, r1, sizeof(r1), NULL, FI_ADDR_UNSPEC, 0x66, 0, &rctx), 0);
+	CU_ASSERT_EQUAL(fi_tsendmsg(a.ep, &tm, FI_INJECT), 0);
+	memset(p1, 0, sizeof(p1));
+	memset(p2, 0, sizeof(p2));
+	struct fi_cq_tagged_entry e;
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_EQUAL(e.len, 310);
+	CU_ASSERT_EQUAL(memcmp(r1, want, 310), 0);
+
+	/* A claim into several entries (MPI_Mrecv into a derived type). */
+	CU_ASSERT_EQUAL(fi_tsend(a.ep, want, 310, NULL, a.addr[1], 0x67, NULL), 0);
+	char mctx;
+	int got = 0;
+	for (uint64_t end = ms_now() + WAIT_MS; got != 1 && ms_now() < end;)
+		got = peek(&b, &a, 0x67, 0, FI_CLAIM, &mctx, &e);
+	CU_ASSERT_EQUAL_FATAL(got, 1);
+	uint8_t c1[100], c2[300];
+	struct iovec ci[2] = {{c1, 100}, {c2, 300}};
+	struct fi_msg_tagged cm = {.msg_iov = ci, .iov_count = 2, .context = &mctx};
+	CU_ASSERT_EQUAL(fi_trecvmsg(b.ep, &cm, FI_CLAIM | FI_COMPLETION), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &mctx);
+	CU_ASSERT_EQUAL(e.len, 310);
+	CU_ASSERT_EQUAL(memcmp(c1, want, 100), 0);
+	CU_ASSERT_EQUAL(memcmp(c2, want + 100, 210), 0);
+	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1); /* its send */
+
+	/* More entries than offered. */
+	struct iovec many[IOV_LIMIT + 1];
+	for (size_t i = 0; i <= IOV_LIMIT; i++)
+		many[i] = (struct iovec){c1, 1};
+	CU_ASSERT_EQUAL(fi_tsendv(a.ep, many, NULL, IOV_LIMIT + 1, a.addr[1], 1, NULL), -FI_EINVAL);
+	CU_ASSERT_EQUAL(fi_trecvv(b.ep, many, NULL, IOV_LIMIT + 1, FI_ADDR_UNSPEC, 1, 0, NULL),
+			-FI_EINVAL);
+
+	/* The pool: long sends (past the eager copy) wait for their receives
+	 * holding a buffer each, so the 17th finds none (-FI_EAGAIN) until
+	 * receives let the others finish. */
+	enum { N = 17, L = 32768 };
+	static uint8_t big[2][L / 2], rbig[N][L];
+	fill(big[0], L / 2, 7);
+	fill(big[1], L / 2, 8);
+	struct iovec bi[2] = {{big[0], L / 2}, {big[1], L / 2}};
+	int posted = 0;
+	ssize_t rc = 0;
+	for (; posted < N; posted++)
+		if ((rc = fi_tsendv(a.ep, bi, NULL, 2, a.addr[1], 0x77, NULL)) != 0)
+			break;
+	CU_ASSERT_EQUAL(posted, 16);
+	CU_ASSERT_EQUAL(rc, -FI_EAGAIN);
+	for (int i = 0; i < N; i++)
+		CU_ASSERT_EQUAL(fi_trecv(b.ep, rbig[i], L, NULL, FI_ADDR_UNSPEC, 0x77, 0, NULL), 0);
+	int done = 0;
+	for (uint64_t end = ms_now() + WAIT_MS; done < posted && ms_now() < end;)
+		if (wait_one(&a, &b, &e, NULL) == 1)
+			done++;
+	CU_ASSERT_EQUAL(done, posted);
+	CU_ASSERT_EQUAL(fi_tsendv(a.ep, bi, NULL, 2, a.addr[1], 0x77, NULL), 0);
+	CU_ASSERT_EQUAL(wait_one(&a, &b, &e, NULL), 1);
+	done = 0;
+	for (uint64_t end = ms_now() + WAIT_MS; done < N && ms_now() < end;)
+		if (wait_one(&b, &a, &e, NULL) == 1)
+			done++;
+	CU_ASSERT_EQUAL(done, N);
+	for (int i = 0; i < N; i++)
+		CU_ASSERT(memcmp(rbig[i], big[0], L / 2) == 0 &&
+			  memcmp(rbig[i] + L / 2, big[1], L / 2) == 0);
+	close_side(&b);
+	close_side(&a);
+}
+
 static CU_TestInfo tests[] = {
     {"fi_getinfo: Open MPI's hints, refusals", test_getinfo},
     {"an event queue: the application's events, its fd", test_eq},
@@ -1610,6 +1809,7 @@ static CU_TestInfo tests[] = {
     {"peek, claim, discard", test_peek_claim},
     {"remote CQ data: eager, 1 MiB, to oneself, every call", test_cq_data},
     {"remote CQ data through peek, claim and truncation", test_cq_data_peek},
+    {"iovs: 1 to 8 entries, shapes, truncation, inject, claim, pool", test_iov},
     {"fi_cancel of a waiting receive", test_cancel},
     {"a sender not in the AV", test_unknown_sender},
     {"untagged apart from tagged; sends to oneself", test_msg_and_self},
