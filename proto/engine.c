@@ -80,7 +80,9 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	e->cpl = calloc(cpl_n, sizeof(*e->cpl));
 	e->copies = c->copy_max ? malloc((size_t)c->max_msgs * c->copy_max) : NULL;
 	if (!e->peers || !e->sends || !e->rxs || !e->cpl || (c->copy_max && !e->copies) ||
-	    pp_pushbuf_init(&e->pb, c->pushbuf_bytes)) {
+	    pp_pushbuf_init(&e->pb, c->pushbuf_bytes) ||
+	    pp_tagq_init(&e->posted, 2 * c->max_msgs) ||
+	    pp_tagq_init(&e->unexpected, 2 * c->max_msgs)) {
 		pp_proto_destroy(e);
 		return -ENOMEM;
 	}
@@ -98,8 +100,6 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	list_init(&e->send_free);
 	list_init(&e->late);
 	list_init(&e->rx_pool);
-	list_init(&e->posted);
-	list_init(&e->unexpected);
 	for (uint32_t i = 0; i < c->max_msgs; i++)
 		list_add_tail(&e->send_free, &e->sends[i].q);
 	for (uint32_t i = 0; i < 2 * c->max_msgs; i++)
@@ -135,6 +135,8 @@ void pp_proto_destroy(struct pp_proto *e)
 	free(e->peers);
 	free(e->sends);
 	free(e->rxs);
+	pp_tagq_fini(&e->posted);
+	pp_tagq_fini(&e->unexpected);
 	free(e->cpl);
 	free(e->copies);
 	pp_pushbuf_fini(&e->pb);
@@ -231,8 +233,8 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
 		}
 	}
-	for (struct link *l = e->posted.next; l != &e->posted;) {
-		struct rx *r = container_of(l, struct rx, q);
+	for (struct link *l = e->posted.all.next; l != &e->posted.all;) {
+		struct rx *r = container_of(l, struct rx, m.all);
 		l = l->next;
 		if (r->want_src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
@@ -264,8 +266,8 @@ void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
 	if (rank >= e->c.nranks || !e->peers[rank].present)
 		return;
 	e->peers[rank].gone = 1;
-	for (struct link *l = e->posted.next; l != &e->posted;) {
-		struct rx *r = container_of(l, struct rx, q);
+	for (struct link *l = e->posted.all.next; l != &e->posted.all;) {
+		struct rx *r = container_of(l, struct rx, m.all);
 		l = l->next;
 		if (r->want_src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);

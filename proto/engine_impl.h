@@ -23,52 +23,16 @@
 
 #include "engine.h"
 #include "gbn.h"
+#include "list.h"
 #include "path.h"
 #include "pushbuf.h"
+#include "tagq.h"
 #include "wire.h"
-
-/* An intrusive doubly linked list. */
-struct link {
-	struct link *next; /* following element, or the head */
-	struct link *prev; /* preceding element, or the head */
-};
 
 #define PP_PROTO_PUSH_CAP (1u << 20) /* btp_fit: a push is never longer */
 
 /* Call hook name of the layer below (struct pp_proto_hooks) with its arg. */
 #define HOOK(e, name, ...) ((e)->c.hooks.name((e)->c.hooks.arg, __VA_ARGS__))
-
-#define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
-
-static inline void list_init(struct link *h)
-{
-	h->next = h->prev = h;
-}
-
-static inline int list_empty(const struct link *h)
-{
-	return h->next == h;
-}
-
-static inline void list_add_tail(struct link *h, struct link *n)
-{
-	n->prev = h->prev;
-	n->next = h;
-	h->prev->next = n;
-	h->prev = n;
-}
-
-static inline void list_add_head(struct link *h, struct link *n)
-{
-	list_add_tail(h->next, n);
-}
-
-static inline void list_del(struct link *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	n->next = n->prev = n;
-}
 
 enum send_state {
 	SEND_FREE = 0, /* in the free pool */
@@ -139,7 +103,8 @@ struct rx {
 	uint64_t xnext;		       /* next offset expected on an extra stream (0: none yet) */
 	uint64_t xgot;		       /* bytes that came on extra streams (after the pushes) */
 	uint8_t placed;		       /* place_post holds a description of buf */
-	struct link q;		       /* posted or unexpected queue, or free pool */
+	struct pp_tagq_entry m;	       /* in the posted or unexpected queue (tagq.h) */
+	struct link q;		       /* free pool */
 	struct link by_peer;	       /* peer's list of arrived messages */
 	struct link pq;		       /* peer's pullq or directq */
 };
@@ -216,8 +181,8 @@ struct pp_proto {
 	struct link send_free;	      /* free sends */
 	struct link late;	      /* sends whose eager copy waits for pp_proto_settle */
 	struct link rx_pool;	      /* free receives */
-	struct link posted;	      /* posted receives, in order */
-	struct link unexpected;	      /* unexpected messages, in arrival order */
+	struct pp_tagq posted;	      /* posted receives, in order (tagq.h) */
+	struct pp_tagq unexpected;    /* unexpected messages, in arrival order */
 	uint32_t user_ops;	      /* sends + receives outstanding or unpolled */
 	struct pp_proto_cpl *cpl;     /* completion ring */
 	uint32_t cpl_mask;	      /* ring size - 1 */
@@ -331,15 +296,6 @@ void pp_proto_rx_free(struct pp_proto *e, struct rx *r);
 void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error);
 
 /* ---- match.c ---- */
-
-/* Tagged matching (pp_proto_recv): want_src may be PP_PROTO_ANY; the bits of
- * ignore are not compared. */
-static inline int pp_proto_match(int want_src, uint64_t want_tag, uint64_t ignore, uint32_t src,
-				 uint64_t tag)
-{
-	return (want_src == PP_PROTO_ANY || (uint32_t)want_src == src) &&
-	       ((tag ^ want_tag) & ~ignore) == 0;
-}
 
 /* The first posted receive that matches a message from src with tag, taken
  * off the posted list (now ACTIVE), or NULL. */

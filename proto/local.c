@@ -92,8 +92,8 @@ void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
 		return;
 	/* A message from the peer must not find a receive the sender cannot
 	 * see before this one: one for any source, or one not published. */
-	for (struct link *l = e->posted.next; l != &r->q; l = l->next) {
-		const struct rx *x = container_of(l, struct rx, q);
+	for (struct link *l = e->posted.all.next; l != &r->m.all; l = l->next) {
+		const struct rx *x = container_of(l, struct rx, m.all);
 		if (x->want_src == PP_PROTO_ANY || (x->want_src == r->want_src && !x->rq_slot))
 			return;
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI matching (docs/protocol.md, rule 2): the posted receives and the
- * unexpected messages, each in order; early and late receivers; probe. */
+ * unexpected messages, each in order (hashed queues, tagq.h); early and
+ * late receivers; probe. */
 #include <errno.h>
 #include <string.h>
 
@@ -8,15 +9,13 @@
 
 struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint64_t tag)
 {
-	for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
-		struct rx *r = container_of(l, struct rx, q);
-		if (pp_proto_match(r->want_src, r->want_tag, r->want_ignore, src, tag)) {
-			list_del(&r->q);
-			r->state = RX_ACTIVE;
-			return r;
-		}
-	}
-	return NULL;
+	struct pp_tagq_entry *m = pp_tagq_find_recv(&e->posted, src, tag);
+	if (!m)
+		return NULL;
+	struct rx *r = container_of(m, struct rx, m);
+	pp_tagq_del(&e->posted, m);
+	r->state = RX_ACTIVE;
+	return r;
 }
 
 int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, void *buf,
@@ -28,13 +27,13 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 		return -ECONNRESET;
 	if (e->user_ops >= 2 * e->c.max_msgs)
 		return -ENOMEM;
-	for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
-		struct rx *r = container_of(l, struct rx, q);
-		if (!pp_proto_match(src, tag, ignore, r->peer, r->tag))
-			continue;
+	pp_tagq_narrow(&e->unexpected, src, ignore);
+	struct pp_tagq_entry *m = pp_tagq_find_msg(&e->unexpected, src, tag, ignore);
+	if (m) {
 		/* Late receiver: copy the pushed bytes once, then pull the rest. */
+		struct rx *r = container_of(m, struct rx, m);
 		struct peer *p = &e->peers[r->peer];
-		list_del(&r->q);
+		pp_tagq_del(&e->unexpected, m);
 		r->state = RX_ACTIVE;
 		r->buf = buf;
 		r->cap = len;
@@ -70,7 +69,10 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	r->cap = len;
 	r->cookie = cookie;
 	pp_pushbuf_chain_init(&r->cells);
-	list_add_tail(&e->posted, &r->q);
+	r->m.src = src;
+	r->m.tag = tag;
+	r->m.ignore = ignore;
+	pp_tagq_add(&e->posted, &r->m);
 	e->user_ops++;
 	pp_proto_rq_post(e, r);
 	return 0;
@@ -78,8 +80,8 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 
 int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
 {
-	for (struct link *l = e->posted.next; l != &e->posted; l = l->next) {
-		struct rx *r = container_of(l, struct rx, q);
+	for (struct link *l = e->posted.all.next; l != &e->posted.all; l = l->next) {
+		struct rx *r = container_of(l, struct rx, m.all);
 		if (r->cookie != cookie)
 			continue;
 		/* Published to a node-mate (rule 6): unless it is writing into
@@ -99,10 +101,9 @@ int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
 int pp_proto_probe(const struct pp_proto *e, int src, uint64_t tag, uint64_t ignore,
 		   struct pp_proto_cpl *cpl)
 {
-	for (const struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
-		const struct rx *r = container_of(l, struct rx, q);
-		if (!pp_proto_match(src, tag, ignore, r->peer, r->tag))
-			continue;
+	const struct pp_tagq_entry *m = pp_tagq_find_msg(&e->unexpected, src, tag, ignore);
+	if (m) {
+		const struct rx *r = container_of(m, struct rx, m);
 		memset(cpl, 0, sizeof(*cpl));
 		cpl->source = (int)r->peer;
 		cpl->tag = r->tag;

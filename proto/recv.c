@@ -52,7 +52,9 @@ enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
 			pp_pushbuf_chain_init(&r->cells);
 			r->stage = blk;
 			r->state = RX_UNEXPECTED;
-			list_add_tail(&e->unexpected, &r->q);
+			r->m.src = (int32_t)src;
+			r->m.tag = h->tag;
+			pp_tagq_add(&e->unexpected, &r->m);
 		}
 		r->peer = src;
 		r->tag = h->tag;
@@ -169,8 +171,10 @@ void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
 	pp_proto_place_take(e, r);
 	if (r->state == RX_POSTED && r->rq_slot)
 		pp_proto_rq_withdraw(e, r);
-	if (r->state == RX_UNEXPECTED || r->state == RX_POSTED)
-		list_del(&r->q);
+	if (r->state == RX_UNEXPECTED)
+		pp_tagq_del(&e->unexpected, &r->m);
+	else if (r->state == RX_POSTED)
+		pp_tagq_del(&e->posted, &r->m);
 	if (r->state == RX_UNEXPECTED || r->state == RX_ACTIVE)
 		list_del(&r->by_peer);
 	if (r->pull_queued) {

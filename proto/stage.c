@@ -71,8 +71,9 @@ enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct
 		struct rx *victim = NULL;
 		int32_t far = -1;
 		/* Cold path: the pushed buffer is full. Later arrivals win ties. */
-		for (struct link *l = e->unexpected.next; l != &e->unexpected; l = l->next) {
-			struct rx *x = container_of(l, struct rx, q);
+		for (struct link *l = e->unexpected.all.next; l != &e->unexpected.all;
+		     l = l->next) {
+			struct rx *x = container_of(l, struct rx, m.all);
 			if (!evictable(x))
 				continue;
 			int32_t a = expected_at(e, x);

@@ -19,8 +19,9 @@ int pp_tagq_init(struct pp_tagq *q, uint32_t cap)
 	list_init(&q->wild);
 	q->nbucket = nb;
 	q->mask = ~0ull;
-	q->seq = q->refiles = 0;
+	q->seq = q->narrowed = 0;
 	q->n = 0;
+	q->filed = 0;
 	return 0;
 }
 
@@ -47,15 +48,9 @@ static void file(struct pp_tagq *q, struct pp_tagq_entry *e)
 	list_add_tail(e->hashed ? bucket_of(q, (uint32_t)e->src, e->tag) : &q->wild, &e->key);
 }
 
-/* Take the bits of ignore out of the mask when they are few, and file
- * every entry again, in order. */
-static void narrow(struct pp_tagq *q, int32_t src, uint64_t ignore)
+/* File every entry again, in order (the mask changed, or filing starts). */
+static void refile(struct pp_tagq *q)
 {
-	uint64_t extra = ignore & q->mask;
-	if (src == PP_TAGQ_ANY || !extra || __builtin_popcountll(extra) > PP_TAGQ_NARROW_MAX)
-		return;
-	q->mask &= ~extra;
-	q->refiles++;
 	list_init(&q->wild);
 	for (uint32_t i = 0; i < q->nbucket; i++)
 		list_init(&q->bucket[i]);
@@ -63,23 +58,32 @@ static void narrow(struct pp_tagq *q, int32_t src, uint64_t ignore)
 		file(q, container_of(l, struct pp_tagq_entry, all));
 }
 
-void pp_tagq_add(struct pp_tagq *q, struct pp_tagq_entry *e)
+void pp_tagq_narrow_slow(struct pp_tagq *q, int32_t src, uint64_t ignore)
 {
-	narrow(q, e->src, e->ignore);
+	uint64_t extra = ignore & q->mask;
+	if (src == PP_TAGQ_ANY || !extra || __builtin_popcountll(extra) > PP_TAGQ_NARROW_MAX)
+		return;
+	q->mask &= ~extra;
+	q->narrowed++;
+	if (q->filed)
+		refile(q);
+}
+
+void pp_tagq_add_slow(struct pp_tagq *q, struct pp_tagq_entry *e)
+{
+	pp_tagq_narrow(q, e->src, e->ignore);
 	e->seq = q->seq++;
 	list_add_tail(&q->all, &e->all);
-	file(q, e);
 	q->n++;
+	if (q->filed) {
+		file(q, e);
+	} else if (q->n > PP_TAGQ_LIST_MAX) {
+		q->filed = 1; /* deep now: hashed from here on */
+		refile(q);
+	}
 }
 
-void pp_tagq_del(struct pp_tagq *q, struct pp_tagq_entry *e)
-{
-	list_del(&e->all);
-	list_del(&e->key);
-	q->n--;
-}
-
-struct pp_tagq_entry *pp_tagq_find_recv(const struct pp_tagq *q, uint32_t src, uint64_t tag)
+struct pp_tagq_entry *pp_tagq_find_recv_filed(const struct pp_tagq *q, uint32_t src, uint64_t tag)
 {
 	struct pp_tagq_entry *best = NULL;
 	const struct link *b = bucket_of(q, src, tag);
@@ -101,10 +105,9 @@ struct pp_tagq_entry *pp_tagq_find_recv(const struct pp_tagq *q, uint32_t src, u
 	return best;
 }
 
-struct pp_tagq_entry *pp_tagq_find_msg(struct pp_tagq *q, int32_t src, uint64_t tag,
-				       uint64_t ignore)
+struct pp_tagq_entry *pp_tagq_find_msg_filed(const struct pp_tagq *q, int32_t src, uint64_t tag,
+					     uint64_t ignore)
 {
-	narrow(q, src, ignore);
 	if (hashable(q, src, ignore)) {
 		const struct link *b = bucket_of(q, (uint32_t)src, tag);
 		for (const struct link *l = b->next; l != b; l = l->next) {
@@ -114,10 +117,5 @@ struct pp_tagq_entry *pp_tagq_find_msg(struct pp_tagq *q, int32_t src, uint64_t 
 		}
 		return NULL;
 	}
-	for (const struct link *l = q->all.next; l != &q->all; l = l->next) {
-		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
-		if (pp_tagq_match(src, tag, ignore, (uint32_t)e->src, e->tag))
-			return e;
-	}
-	return NULL;
+	return pp_tagq_walk_msg(q, src, tag, ignore);
 }

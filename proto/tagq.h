@@ -20,7 +20,8 @@
  * queue is filed again once (the mask only narrows, so that happens at most
  * once per bit in a queue's life); one that ignores more (MPI_ANY_TAG) is
  * left a wildcard. Buckets are allocated at init for the queue's capacity:
- * nothing is allocated afterwards.
+ * nothing is allocated afterwards. A queue that has never held more than
+ * PP_TAGQ_LIST_MAX entries is only a list, walked in order.
  */
 #ifndef PP_PROTO_TAGQ_H
 #define PP_PROTO_TAGQ_H
@@ -34,6 +35,10 @@
 /* Ignored bits a receive may take out of the mask; more make it a
  * wildcard. */
 #define PP_TAGQ_NARROW_MAX 4
+/* Entries a queue holds before it starts filing them: a walk of so few
+ * costs less than keeping buckets (a ping-pong's queue never gets there;
+ * once a queue was deeper it stays filed). */
+#define PP_TAGQ_LIST_MAX 16
 
 /* Embedded in what a queue holds (the engine's receives and messages). */
 struct pp_tagq_entry {
@@ -53,8 +58,10 @@ struct pp_tagq {
 	uint32_t nbucket;    /* a power of two */
 	uint64_t mask;	     /* tag bits in the key */
 	uint64_t seq;	     /* the next insertion number */
-	uint64_t refiles;    /* times the mask narrowed */
+	uint64_t narrowed;   /* times the mask narrowed */
 	uint32_t n;	     /* entries */
+	uint8_t filed;	     /* entries are in buckets and wild (it was deeper than
+			      * PP_TAGQ_LIST_MAX once) */
 };
 
 /* A queue for up to about cap entries (buckets: cap / 2, at least 16);
@@ -62,26 +69,89 @@ struct pp_tagq {
 int pp_tagq_init(struct pp_tagq *q, uint32_t cap);
 void pp_tagq_fini(struct pp_tagq *q);
 
-/* Append e, whose src, tag and ignore are set (a message: ignore 0). */
-void pp_tagq_add(struct pp_tagq *q, struct pp_tagq_entry *e);
-/* Take e out of q. */
-void pp_tagq_del(struct pp_tagq *q, struct pp_tagq_entry *e);
-
-/* In a queue of receives: the earliest that a message from src with tag
- * matches, or NULL. */
-struct pp_tagq_entry *pp_tagq_find_recv(const struct pp_tagq *q, uint32_t src, uint64_t tag);
-/* In a queue of messages: the earliest that a receive (src or PP_TAGQ_ANY,
- * tag, ignore) matches, or NULL. Not const: the receive may narrow the
- * mask first. */
-struct pp_tagq_entry *pp_tagq_find_msg(struct pp_tagq *q, int32_t src, uint64_t tag,
-				       uint64_t ignore);
-
 /* 1 when a receive (want_src, want_tag, ignore) takes a message (src, tag). */
 static inline int pp_tagq_match(int32_t want_src, uint64_t want_tag, uint64_t ignore, uint32_t src,
 				uint64_t tag)
 {
 	return (want_src == PP_TAGQ_ANY || (uint32_t)want_src == src) &&
 	       ((tag ^ want_tag) & ~ignore) == 0;
+}
+
+/* Out of line: what a filed queue does (tagq.c). */
+void pp_tagq_add_slow(struct pp_tagq *q, struct pp_tagq_entry *e);
+struct pp_tagq_entry *pp_tagq_find_recv_filed(const struct pp_tagq *q, uint32_t src, uint64_t tag);
+struct pp_tagq_entry *pp_tagq_find_msg_filed(const struct pp_tagq *q, int32_t src, uint64_t tag,
+					     uint64_t ignore);
+
+void pp_tagq_narrow_slow(struct pp_tagq *q, int32_t src, uint64_t ignore);
+
+/* A receive (src, ignore) is about to look: when it ignores a few bits the
+ * mask keeps and names its source, they leave the mask and the queue is
+ * filed again (add does this for the receives it takes). */
+static inline void pp_tagq_narrow(struct pp_tagq *q, int32_t src, uint64_t ignore)
+{
+	if (ignore & q->mask)
+		pp_tagq_narrow_slow(q, src, ignore);
+}
+
+/* The first message of q, in order, that a receive matches. */
+static inline struct pp_tagq_entry *pp_tagq_walk_msg(const struct pp_tagq *q, int32_t src,
+						     uint64_t tag, uint64_t ignore)
+{
+	for (const struct link *l = q->all.next; l != &q->all; l = l->next) {
+		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
+		if (pp_tagq_match(src, tag, ignore, (uint32_t)e->src, e->tag))
+			return e;
+	}
+	return NULL;
+}
+
+/* Append e, whose src, tag and ignore are set (a message: ignore 0). The
+ * short queue's case inline: it is every message of a ping-pong. */
+static inline void pp_tagq_add(struct pp_tagq *q, struct pp_tagq_entry *e)
+{
+	if (q->filed || q->n >= PP_TAGQ_LIST_MAX || (e->ignore & q->mask)) {
+		pp_tagq_add_slow(q, e);
+		return;
+	}
+	e->seq = q->seq++;
+	list_add_tail(&q->all, &e->all);
+	q->n++;
+}
+
+/* Take e out of q. */
+static inline void pp_tagq_del(struct pp_tagq *q, struct pp_tagq_entry *e)
+{
+	list_del(&e->all);
+	if (q->filed)
+		list_del(&e->key);
+	q->n--;
+}
+
+/* In a queue of receives: the earliest that a message from src with tag
+ * matches, or NULL. */
+static inline struct pp_tagq_entry *pp_tagq_find_recv(const struct pp_tagq *q, uint32_t src,
+						      uint64_t tag)
+{
+	if (q->filed)
+		return pp_tagq_find_recv_filed(q, src, tag);
+	for (const struct link *l = q->all.next; l != &q->all; l = l->next) {
+		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
+		if (pp_tagq_match(e->src, e->tag, e->ignore, src, tag))
+			return e;
+	}
+	return NULL;
+}
+
+/* In a queue of messages: the earliest that a receive (src or PP_TAGQ_ANY,
+ * tag, ignore) matches, or NULL: one bucket when the receive is hashed
+ * under the queue's mask, else a walk of the queue (narrow first). */
+static inline struct pp_tagq_entry *pp_tagq_find_msg(const struct pp_tagq *q, int32_t src,
+						     uint64_t tag, uint64_t ignore)
+{
+	if (q->filed)
+		return pp_tagq_find_msg_filed(q, src, tag, ignore);
+	return pp_tagq_walk_msg(q, src, tag, ignore);
 }
 
 #endif

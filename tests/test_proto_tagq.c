@@ -66,7 +66,7 @@ static void random_msg(struct pp_tagq_entry *e, int nsrc, int ntag)
 
 /* Messages meet posted receives, receives meet unexpected messages, in a
  * random interleaving; every match must be the reference's. */
-static void run(int nsrc, int ntag, int steps)
+static void run(int nsrc, int ntag, int steps, int deep)
 {
 	static struct pp_tagq_entry pool[2 * N];
 	static struct ref posted_ref, unexp_ref;
@@ -85,6 +85,7 @@ static void run(int nsrc, int ntag, int steps)
 			break;
 		if (next() % 2) { /* a receive is posted */
 			random_recv(e, nsrc, ntag);
+			pp_tagq_narrow(&unexp, e->src, e->ignore);
 			struct pp_tagq_entry *got =
 			    pp_tagq_find_msg(&unexp, e->src, e->tag, e->ignore);
 			struct pp_tagq_entry *want = NULL;
@@ -135,25 +136,33 @@ static void run(int nsrc, int ntag, int steps)
 	/* The protocol bit left both masks, once each; any-tag left them whole. */
 	CU_ASSERT_EQUAL(posted.mask, ~PROTO_BIT);
 	CU_ASSERT_EQUAL(unexp.mask, ~PROTO_BIT);
-	CU_ASSERT_EQUAL(posted.refiles, 1);
-	CU_ASSERT_EQUAL(unexp.refiles, 1);
+	CU_ASSERT_EQUAL(posted.narrowed, 1);
+	CU_ASSERT_EQUAL(unexp.narrowed, 1);
+	CU_ASSERT_EQUAL(posted.filed, deep);
+	CU_ASSERT_EQUAL(unexp.filed, deep);
 	pp_tagq_fini(&posted);
 	pp_tagq_fini(&unexp);
 }
 
 static void test_few_keys(void)
 {
-	run(2, 3, 200000); /* many equal keys: order within a bucket decides */
+	run(2, 3, 200000, 1); /* many equal keys: order within a bucket decides */
 }
 
 static void test_many_keys(void)
 {
-	run(64, 1 << 20, 200000); /* deep queues of distinct keys */
+	run(64, 1 << 20, 200000, 1); /* deep queues of distinct keys */
 }
 
 static void test_mid(void)
 {
-	run(8, 64, 200000);
+	run(8, 64, 200000, 1);
+}
+
+/* Queues that stay short are lists: the same answers. */
+static void test_short(void)
+{
+	run(2, 4, 12, 0);
 }
 
 /* Earliest wins across the two places a receive can be filed. */
@@ -166,6 +175,12 @@ static void test_wildcard_order(void)
 	pp_tagq_add(&q, &a);
 	pp_tagq_add(&q, &w);
 	pp_tagq_add(&q, &b);
+	for (int i = 0; i < PP_TAGQ_LIST_MAX; i++) { /* deep enough to be filed */
+		static struct pp_tagq_entry pad[PP_TAGQ_LIST_MAX];
+		pad[i] = (struct pp_tagq_entry){.src = 100, .tag = (uint64_t)i};
+		pp_tagq_add(&q, &pad[i]);
+	}
+	CU_ASSERT(q.filed);
 	CU_ASSERT(a.hashed && !w.hashed && b.hashed);
 	CU_ASSERT_PTR_EQUAL(pp_tagq_find_recv(&q, 3, 9), &a);
 	pp_tagq_del(&q, &a);
@@ -176,7 +191,7 @@ static void test_wildcard_order(void)
 	CU_ASSERT_PTR_NULL(pp_tagq_find_recv(&q, 4, 9));
 	CU_ASSERT_PTR_NULL(pp_tagq_find_recv(&q, 3, 8));
 	pp_tagq_del(&q, &b);
-	CU_ASSERT_EQUAL(q.n, 0);
+	CU_ASSERT_EQUAL(q.n, PP_TAGQ_LIST_MAX);
 	/* Many ignored bits (any tag) leave the mask whole: a wildcard. */
 	struct pp_tagq_entry t = {.src = 1, .tag = 0, .ignore = 0xffffffff};
 	pp_tagq_add(&q, &t);
@@ -188,6 +203,7 @@ static void test_wildcard_order(void)
 
 static CU_TestInfo tests[] = {
     {"a message takes the earlier of bucket and wildcard", test_wildcard_order},
+    {"short queues are lists", test_short},
     {"as a list would: few keys", test_few_keys},
     {"as a list would: some keys", test_mid},
     {"as a list would: many keys, deep queues", test_many_keys},

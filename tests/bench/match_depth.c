@@ -65,6 +65,8 @@ static int pass(struct pp_tagq *q, struct link *list, struct pp_tagq_entry *ent,
 	}
 	for (int i = n - 1; i >= 0; i--) {
 		struct pp_tagq_entry *e;
+		if (unexpected && hashed)
+			pp_tagq_narrow(q, 1, PROTO_BIT);
 		if (unexpected)
 			e = hashed ? pp_tagq_find_msg(q, 1, (uint64_t)i, PROTO_BIT)
 				   : list_find_msg(list, 1, (uint64_t)i, PROTO_BIT);
