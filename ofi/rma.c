@@ -596,7 +596,9 @@ static ssize_t r_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, 
 	return rc ? rc : r_read(ep, buf, len, NULL, src, addr, key, context);
 }
 
-static ssize_t r_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
+/* fi_readmsg and fi_writemsg: one local and one remote iov. */
+static ssize_t rw_msg(struct fid_ep *ep, enum pp_fi_rma_op kind, const struct fi_msg_rma *msg,
+		      uint64_t flags)
 {
 	void *buf;
 	size_t len;
@@ -606,8 +608,13 @@ static ssize_t r_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64
 	if (rc == 0 && len > msg->rma_iov[0].len)
 		rc = -FI_EINVAL;
 	return rc ? rc
-		  : rw(ep, PP_FI_RMA_READ, buf, len, msg->addr, msg->rma_iov[0].addr,
-		       msg->rma_iov[0].key, msg->context, flags);
+		  : rw(ep, kind, buf, len, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
+		       msg->context, flags);
+}
+
+static ssize_t r_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rw_msg(ep, PP_FI_RMA_READ, msg, flags);
 }
 
 static ssize_t r_write(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
@@ -629,16 +636,7 @@ static ssize_t r_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
 
 static ssize_t r_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	void *buf;
-	size_t len;
-	if (msg->rma_iov_count != 1)
-		return -FI_EINVAL;
-	int rc = iov_one(msg->msg_iov, msg->iov_count, &buf, &len);
-	if (rc == 0 && len > msg->rma_iov[0].len)
-		rc = -FI_EINVAL;
-	return rc ? rc
-		  : rw(ep, PP_FI_RMA_WRITE, buf, len, msg->addr, msg->rma_iov[0].addr,
-		       msg->rma_iov[0].key, msg->context, flags);
+	return rw_msg(ep, PP_FI_RMA_WRITE, msg, flags);
 }
 
 static ssize_t r_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
