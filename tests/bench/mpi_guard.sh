@@ -5,7 +5,9 @@
 # same method on every side (tests/bench/mpi_pingpong.c is pp_pingpong's
 # latency and window tests, its statistics compiled in). Printed: one-way
 # latency and windowed bandwidth (W=64) at 64 KiB and 1 MiB, each the median
-# of --rounds rounds taken in turn, and the ratios.
+# of --rounds rounds taken in turn, and the ratios: each the median of the
+# rounds' own ratios (the two sides of a round run back to back, so what the
+# machine does between rounds cancels; the rounds' ratios are printed too).
 #
 #   native     pp_pingpong, push-pull (pprun: ranks on cores 0 and 1)
 #   ompi-pp    Open MPI over pp, ranks on cores 0 and 1
@@ -13,11 +15,11 @@
 #   ompi-pp-default  Open MPI over pp as mpirun binds by default: each
 #              namespace is a node of one rank, so both ranks get core 0
 #
-# The goal is Open MPI over pp within 0.8 x native at 1 MiB; a run says
-# "below the goal" when it is not. It fails (exit 1) only below 0.5 x
-# native (windowed bandwidth, or latency: native / ompi-pp): three clean
-# runs on a 2-core VM gave 0.72 to 1.20 for the window ratio, so a 0.8 line
-# would fail on noise, while the regressions it guards against cost 4x and
+# It fails (exit 1) when Open MPI over pp falls below 0.8 x native at 1 MiB
+# (windowed bandwidth, or latency: native / ompi-pp). Medians of figures
+# taken apart gave 0.72 to 1.20 in three clean runs on a 2-core VM (a 0.8
+# line on those failed on noise); the rounds' own ratios gave 0.79 to 1.15,
+# their median 1.07, and the regressions the line guards against cost 4x and
 # more. It also fails when with the default binding Open MPI over pp falls
 # below 0.3 x its own pinned figure (two busy-polling ranks on one core that
 # only meet at the end of time slices lose a factor of 30 or more; seen:
@@ -88,11 +90,14 @@ for ((r = 1; r <= rounds; r++)); do
   ompi ompi-pp-default "$r" "${pp[@]}"
 done
 
-# median SYS TEST SIZE FIELD(3: us, 4: MB/s) over the rounds
-median() {
-  cat "$tmp/$1".[0-9]* | awk -v t="$2" -v s="$3" -v f="$4" '$1 == t && $2 == s { print $f }' |
-    sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "nan" }'
+# value SYS ROUND TEST SIZE FIELD(3: us, 4: MB/s): one round's figure
+value() {
+  awk -v t="$3" -v s="$4" -v f="$5" '$1 == t && $2 == s { print $f; exit }' "$tmp/$1.$2"
 }
+# median of its arguments
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "nan" }'; }
+# ratio TEST A B: how A compares with B, above 1 when A is better (latency: B / A)
+ratio() { awk -v t="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.2f\n", t == "latency" ? b / a : a / b }'; }
 printf '%-8s %8s  %10s %10s %10s %10s  %8s %8s %8s\n' test size native ompi-pp ompi-tcp pp-default \
   pp/nat pp/tcp dflt/pp
 declare -A ratio
@@ -100,23 +105,28 @@ for t in latency window; do
   f=3
   [ $t = window ] && f=4
   for s in 65536 1048576; do
-    n=$(median native $t $s $f) p=$(median ompi-pp $t $s $f) c=$(median ompi-tcp $t $s $f)
-    d=$(median ompi-pp-default $t $s $f)
-    # Ratios above 1 are better for ompi-pp (latency: the other / ompi-pp).
-    read -r a b e < <(awk -v t=$t -v n="$n" -v p="$p" -v c="$c" -v d="$d" 'BEGIN {
-      if (t == "latency") printf "%.2f %.2f %.2f\n", n / p, c / p, p / d
-      else printf "%.2f %.2f %.2f\n", p / n, p / c, d / p }')
-    printf '%-8s %8s  %10s %10s %10s %10s  %8s %8s %8s\n' $t $s "$n" "$p" "$c" "$d" "$a" "$b" "$e"
+    # Figures: medians over the rounds. Ratios: medians of each round's
+    # own ratio, the two sides taken back to back, so that what the
+    # machine did between rounds cancels.
+    fn=() fp=() fc=() fd=() rn=() rc=() rd=()
+    for ((r = 1; r <= rounds; r++)); do
+      n=$(value native $r $t $s $f) p=$(value ompi-pp $r $t $s $f)
+      c=$(value ompi-tcp $r $t $s $f) d=$(value ompi-pp-default $r $t $s $f)
+      fn+=("$n") fp+=("$p") fc+=("$c") fd+=("$d")
+      rn+=("$(ratio $t "$p" "$n")") rc+=("$(ratio $t "$p" "$c")") rd+=("$(ratio $t "$d" "$p")")
+    done
+    a=$(median "${rn[@]}") b=$(median "${rc[@]}") e=$(median "${rd[@]}")
+    printf '%-8s %8s  %10s %10s %10s %10s  %8s %8s %8s\n' $t $s "$(median "${fn[@]}")" \
+      "$(median "${fp[@]}")" "$(median "${fc[@]}")" "$(median "${fd[@]}")" "$a" "$b" "$e"
+    echo "#   $t $s pp/nat by round: ${rn[*]}"
     ratio[$t.$s.nat]=$a ratio[$t.$s.dflt]=$e
   done
 done
-echo "# latency in us (one way), window in MB/s; medians of $rounds rounds; ratios: >1 is ompi-pp better"
+echo "# latency in us (one way), window in MB/s; medians of $rounds rounds; ratios: medians of the rounds' own, >1 is ompi-pp better"
 bad=0
 for t in latency window; do
   awk -v v="${ratio[$t.1048576.nat]}" 'BEGIN { exit !(v >= 0.8) }' ||
-    echo "below the goal: 1 MiB $t: Open MPI over pp at ${ratio[$t.1048576.nat]} x native (< 0.8)"
-  awk -v v="${ratio[$t.1048576.nat]}" 'BEGIN { exit !(v >= 0.5) }' ||
-    { echo "FAIL: 1 MiB $t: Open MPI over pp at ${ratio[$t.1048576.nat]} x native (< 0.5)"; bad=1; }
+    { echo "FAIL: 1 MiB $t: Open MPI over pp at ${ratio[$t.1048576.nat]} x native (< 0.8)"; bad=1; }
   awk -v v="${ratio[$t.1048576.dflt]}" 'BEGIN { exit !(v >= 0.3) }' ||
     { echo "FAIL: 1 MiB $t: with mpirun's default binding ${ratio[$t.1048576.dflt]} x pinned (< 0.3)"; bad=1; }
 done
