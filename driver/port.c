@@ -17,6 +17,9 @@ extern const struct pp_port_ops pp_port_ops_pcap;
 #ifdef PP_HAVE_PACKET
 extern const struct pp_port_ops pp_port_ops_packet;
 #endif
+#ifdef PP_HAVE_UDP
+extern const struct pp_port_ops pp_port_ops_udp;
+#endif
 #ifdef PP_HAVE_DPDK
 extern const struct pp_port_ops pp_port_ops_dpdk;
 #endif
@@ -50,6 +53,13 @@ static const struct {
      NULL,
 #endif
      "AF_PACKET rings are Linux only"},
+    {"udp:", "udp",
+#ifdef PP_HAVE_UDP
+     &pp_port_ops_udp,
+#else
+     NULL,
+#endif
+     "UDP ports use recvmmsg and sendmmsg: Linux only"},
     {"ppd:", "ppd", &pp_port_ops_ppd, NULL},
     {"fault:", "fault", &pp_port_ops_fault, NULL},
     {"", "dpdk",

@@ -8,6 +8,9 @@
  *   "pcap:IFACE"              libpcap live capture + inject (driver/pcap)
  *   "packet:IFACE"            an AF_PACKET socket whose RX and TX ring slots
  *                             are the port's buffers (driver/packet; Linux)
+ *   "udp:ADDR:PORT,peers=..."  whole frames in UDP/IPv4 datagrams through a
+ *                             kernel socket; no privilege, routable
+ *                             (driver/udp; Linux)
  *   "fault:SPEC;DEV"          DEV with loss, duplication and reordering
  *                             injected into what it receives (driver/fault)
  *   "ppd:job=..,path=SOCKET"  a rank's rings to its node daemon (driver/ppd;
@@ -113,7 +116,8 @@ struct pp_port {
  * Errors: -EINVAL (NULL or malformed dev, bad conf), -ENODEV (unknown
  * backend or device; the reason is logged), -EPERM, -ENOMEM, -ENOTSUP
  * (backend not built in); pcap: and packet: also -ENETDOWN (interface
- * down) and -EIO, packet: -EMSGSIZE (interface MTU too small).
+ * down) and -EIO, packet: -EMSGSIZE (interface MTU too small); udp:
+ * -EADDRINUSE (UDP port taken) and -EMSGSIZE (mtu below 576).
  */
 int pp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf);
 void pp_port_close(struct pp_port *port);
@@ -121,7 +125,7 @@ void pp_port_close(struct pp_port *port);
 /* A backend, as pp_port_open matches device strings against them. */
 struct pp_port_backend {
 	const char *prefix;  /* "sim:", "pcap:", ...; "" for DPDK (anything else) */
-	const char *name;    /* "sim", "pcap", "packet", "ppd", "fault", "dpdk" */
+	const char *name;    /* "sim", "pcap", "packet", "udp", "ppd", "fault", "dpdk" */
 	int built;	     /* 1: compiled in */
 	const char *missing; /* why not, when not built */
 };

@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The UDP backend ("udp:ADDR:PORT[,peers=...][,peerfile=...][,mtu=N]"):
+ * Ethernet frames carried whole, one per UDP/IPv4 datagram, through a kernel
+ * socket. No privilege needed, and frames cross routers.
+ *
+ * The port's MAC is its address (udp_addr.h), so a frame's destination MAC
+ * is where sendto sends it; a group destination (broadcast, for HELLO and
+ * BYE) goes to every peer of the list, one datagram each. On receive a
+ * datagram counts only when the source MAC inside it is the address it came
+ * from, its destination is this port or a group, and it is 0x88B5: anyone
+ * can send to a UDP port, and claiming a peer's MAC from elsewhere must not
+ * pass for that peer.
+ *
+ * Buffers come from a pool made at open (a plain stack: one queue pair, one
+ * thread); recvmmsg and sendmmsg move up to UDP_BURST frames per call, the
+ * socket nonblocking, so the hot path makes no allocation and one system
+ * call per burst.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pp_log.h"
+#include "pp_port.h"
+#include "udp_addr.h"
+
+#define POOL_DEFAULT 1024 /* slots when the queue depths ask for fewer */
+#define UDP_BURST    64	  /* datagrams per recvmmsg / sendmmsg */
+#define SOCK_BUF     (4u << 20)
+
+/* Why received datagrams were dropped (logged at close, summed in
+ * rx_dropped). */
+struct udp_drops {
+	uint64_t spoofed;   /* source MAC is not the address it came from */
+	uint64_t malformed; /* shorter than a header, not 0x88B5, truncated */
+	uint64_t misaddr;   /* destination MAC neither ours nor a group */
+};
+
+struct udp_port {
+	struct pp_port base; /* must be first */
+	int fd;
+	struct sockaddr_in self;
+	uint8_t mac[6];
+	struct sockaddr_in *peers; /* broadcast targets, self left out */
+	unsigned nb_peers;
+	struct pp_buf *slots;
+	uint8_t *mem;
+	struct pp_buf **free_stack;
+	unsigned nb_free, nb_slots;
+	struct pp_port_info info;
+	struct pp_port_stats st;
+	struct udp_drops drops;
+	char name[64]; /* "udp:ADDR:PORT", for messages */
+};
+
+static void udp_port_close(struct pp_port *port)
+{
+	struct udp_port *p = (struct udp_port *)port;
+	if (p->drops.spoofed || p->drops.malformed || p->drops.misaddr)
+		pp_info("%s: dropped %llu spoofed, %llu malformed, %llu misaddressed datagrams",
+			p->name, (unsigned long long)p->drops.spoofed,
+			(unsigned long long)p->drops.malformed,
+			(unsigned long long)p->drops.misaddr);
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->peers);
+	free(p->free_stack);
+	free(p->slots);
+	free(p->mem);
+	free(p);
+}
+
+/* The MTU and state of the interface holding addr, else of the first whose
+ * subnet holds it (127.0.0.2 is lo's): 0, or -ENODEV. */
+static int iface_of(const struct sockaddr_in *addr, unsigned *mtu, int *up, char *name, size_t len)
+{
+	struct ifaddrs *all, *best = NULL;
+	if (getifaddrs(&all) != 0)
+		return -ENODEV;
+	for (struct ifaddrs *i = all; i; i = i->ifa_next) {
+		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		uint32_t a = ((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+		uint32_t m = ((const struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
+		if (a == addr->sin_addr.s_addr) {
+			best = i;
+			break;
+		}
+		if (!best && (a & m) == (addr->sin_addr.s_addr & m))
+			best = i;
+	}
+	int rc = -ENODEV;
+	if (best) {
+		snprintf(name, len, "%s", best->ifa_name);
+		*up = (best->ifa_flags & IFF_UP) && (best->ifa_flags & IFF_RUNNING);
+		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct ifreq ifr = {0};
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", best->ifa_name);
+		if (s >= 0 && ioctl(s, SIOCGIFMTU, &ifr) == 0) {
+			*mtu = (unsigned)ifr.ifr_mtu;
+			rc = 0;
+		}
+		if (s >= 0)
+			close(s);
+	}
+	freeifaddrs(all);
+	return rc;
+}
+
+/* Bind to p->self; port 0 means a free port of the MAC's range, tried from
+ * a random one on. */
+static int bind_self(struct udp_port *p, const char *dev)
+{
+	unsigned span = 65536 - PP_UDP_PORT_MIN;
+	unsigned start = 0, tries = 1;
+	if (p->self.sin_port == 0) {
+		if (getrandom(&start, sizeof(start), 0) != (ssize_t)sizeof(start))
+			start = (unsigned)getpid();
+		tries = span;
+	}
+	for (unsigned t = 0; t < tries; t++) {
+		if (tries > 1)
+			p->self.sin_port = htons((uint16_t)(PP_UDP_PORT_MIN + (start + t) % span));
+		if (bind(p->fd, (struct sockaddr *)&p->self, sizeof(p->self)) == 0)
+			return 0;
+		if (errno != EADDRINUSE)
+			break;
+	}
+	int e = errno;
+	if (e == EADDRINUSE)
+		pp_err("udp:%s: UDP port in use (%s)", dev,
+		       tries > 1 ? "every one of the range" : "choose another");
+	else if (e == EADDRNOTAVAIL)
+		pp_err("udp:%s: no interface here has that address (see `ip addr`)", dev);
+	else
+		pp_err("udp:%s: bind: %s", dev, strerror(e));
+	return e == EADDRNOTAVAIL ? -ENODEV : -e;
+}
+
+static int setup_pool(struct udp_port *p, const struct pp_port_conf *conf, uint32_t cap)
+{
+	unsigned n = (unsigned)conf->rx_depth + conf->tx_depth;
+	p->nb_slots = n < POOL_DEFAULT ? POOL_DEFAULT : n;
+	p->slots = calloc(p->nb_slots, sizeof(*p->slots));
+	p->free_stack = calloc(p->nb_slots, sizeof(*p->free_stack));
+	p->mem = malloc((size_t)p->nb_slots * cap);
+	if (!p->slots || !p->free_stack || !p->mem)
+		return -ENOMEM;
+	for (unsigned i = 0; i < p->nb_slots; i++) {
+		p->slots[i].data = p->mem + (size_t)i * cap;
+		p->slots[i].cap = cap;
+		p->slots[i].priv = p;
+		p->free_stack[i] = &p->slots[i];
+	}
+	p->nb_free = p->nb_slots;
+	return 0;
+}
+
+/* Errors: -EINVAL bad string, -ENODEV address not here, -EADDRINUSE,
+ * -ENOMEM, -errno of socket(). */
+static int udp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
+{
+	struct pp_udp_dev d;
+	int rc = pp_udp_dev_parse(dev, &d);
+	if (rc)
+		return rc;
+	struct udp_port *p = calloc(1, sizeof(*p));
+	if (!p) {
+		pp_udp_dev_free(&d);
+		return -ENOMEM;
+	}
+	p->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (p->fd < 0) {
+		rc = -errno;
+		pp_err("udp:%s: socket: %s", dev, strerror(-rc));
+		goto fail;
+	}
+	int sz = SOCK_BUF; /* best effort: the kernel caps it at rmem_max/wmem_max */
+	setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	p->self = d.self;
+	if ((rc = bind_self(p, dev)))
+		goto fail;
+	pp_udp_mac_encode(&p->self, p->mac);
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &p->self.sin_addr, ip, sizeof(ip));
+	snprintf(p->name, sizeof(p->name), "udp:%s:%u", ip, ntohs(p->self.sin_port));
+
+	/* The link MTU: mtu=, else the interface's, capped (loopback's 64 KiB
+	 * would make every pool slot that big). */
+	unsigned mtu = 0;
+	int up = -1;
+	char ifname[IFNAMSIZ] = "";
+	if (iface_of(&p->self, &mtu, &up, ifname, sizeof(ifname)) != 0)
+		mtu = 1500;
+	if (mtu > PP_UDP_MTU_DEF)
+		mtu = PP_UDP_MTU_DEF;
+	if (d.mtu)
+		mtu = d.mtu;
+	if (mtu < PP_UDP_MTU_MIN) {
+		pp_err("udp:%s: interface %s has MTU %u, below %d", dev, ifname, mtu,
+		       PP_UDP_MTU_MIN);
+		rc = -EMSGSIZE;
+		goto fail;
+	}
+	uint32_t cap = mtu - PP_UDP_HDRS; /* a whole frame per datagram */
+	if ((rc = setup_pool(p, conf, cap)))
+		goto fail;
+
+	/* Broadcast targets: the peer list without this port. */
+	p->peers = d.peers;
+	d.peers = NULL;
+	for (unsigned i = 0; i < d.nb_peers; i++)
+		if (p->peers[i].sin_addr.s_addr != p->self.sin_addr.s_addr ||
+		    p->peers[i].sin_port != p->self.sin_port)
+			p->peers[p->nb_peers++] = p->peers[i];
+	pp_udp_dev_free(&d);
+
+	memcpy(p->info.mac, p->mac, 6);
+	p->info.mtu = (uint16_t)(cap - PP_ETH_HDR_LEN);
+	p->info.nb_queues = 1;
+	p->info.buf_cap = cap;
+	p->info.link_up = up;
+	snprintf(p->info.driver, sizeof(p->info.driver), "udp");
+	if (conf->nb_queues > 1)
+		pp_info("%s: one queue pair only (%u asked)", p->name, conf->nb_queues);
+	pp_info("%s: mtu %u (link %u%s%s), %u peers", p->name, p->info.mtu, mtu,
+		ifname[0] ? ", " : "", ifname, p->nb_peers);
+	if (!p->nb_peers)
+		pp_info("%s: no peers (peers=, peerfile=): broadcasts reach nobody", p->name);
+	*port = &p->base;
+	return 0;
+fail:
+	pp_udp_dev_free(&d);
+	udp_port_close(&p->base);
+	return rc;
+}
+
+static int udp_port_info(struct pp_port *port, struct pp_port_info *info)
+{
+	*info = ((struct udp_port *)port)->info;
+	return 0;
+}
+
+static int udp_port_stats(struct pp_port *port, struct pp_port_stats *stats)
+{
+	struct udp_port *p = (struct udp_port *)port;
+	*stats = p->st;
+	stats->rx_dropped += p->drops.spoofed + p->drops.malformed + p->drops.misaddr;
+#ifdef SO_MEMINFO
+	/* What the socket's full receive queue dropped (SK_MEMINFO_DROPS). */
+	uint32_t mi[9];
+	socklen_t len = sizeof(mi);
+	if (getsockopt(p->fd, SOL_SOCKET, SO_MEMINFO, mi, &len) == 0 && len >= sizeof(mi))
+		stats->rx_dropped += mi[8];
+#endif
+	return 0;
+}
+
+static unsigned udp_port_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	struct udp_port *p = (struct udp_port *)port;
+	unsigned got = n < p->nb_free ? n : p->nb_free;
+	for (unsigned i = 0; i < got; i++) {
+		struct pp_buf *b = p->free_stack[--p->nb_free];
+		b->len = 0;
+		b->ts_ns = 0;
+		bufs[i] = b;
+	}
+	if (got < n)
+		p->st.alloc_failed++;
+	return got;
+}
+
+static void udp_port_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
+{
+	struct udp_port *p = (struct udp_port *)port;
+	for (unsigned i = 0; i < n; i++) {
+		struct pp_buf *b = bufs[i];
+		/* data may have been moved inside the slot; put it back */
+		b->data = p->mem + (size_t)(b - p->slots) * b->cap;
+		p->free_stack[p->nb_free++] = b;
+	}
+}
+
+/* 0 when datagram b of len bytes from `from` may pass (see the top). */
+static int rx_check(struct udp_port *p, const uint8_t *f, unsigned len, int flags,
+		    const struct sockaddr_in *from)
+{
+	if ((flags & MSG_TRUNC) || len < PP_ETH_HDR_LEN || f[12] != (PP_ETHERTYPE >> 8) ||
+	    f[13] != (PP_ETHERTYPE & 0xff)) {
+		p->drops.malformed++;
+		return -1;
+	}
+	uint8_t src[6];
+	if (ntohs(from->sin_port) < PP_UDP_PORT_MIN) {
+		p->drops.spoofed++; /* no MAC stands for that address */
+		return -1;
+	}
+	pp_udp_mac_encode(from, src);
+	if (memcmp(src, f + 6, 6) != 0) {
+		p->drops.spoofed++;
+		return -1;
+	}
+	if (!(f[0] & 0x01) && memcmp(f, p->mac, 6) != 0) {
+		p->drops.misaddr++;
+		return -1;
+	}
+	return 0;
+}
+
+static unsigned udp_port_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
+				  unsigned n)
+{
+	struct udp_port *p = (struct udp_port *)port;
+	(void)queue;
+	if (n > UDP_BURST)
+		n = UDP_BURST;
+	if (n > p->nb_free) {
+		if (!p->nb_free) {
+			p->st.alloc_failed++;
+			return 0;
+		}
+		n = p->nb_free;
+	}
+	struct pp_buf *cand[UDP_BURST];
+	struct mmsghdr msgs[UDP_BURST];
+	struct iovec iov[UDP_BURST];
+	struct sockaddr_in from[UDP_BURST];
+	for (unsigned i = 0; i < n; i++) {
+		/* the top n free slots, taken only if filled */
+		cand[i] = p->free_stack[p->nb_free - 1 - i];
+		iov[i] = (struct iovec){cand[i]->data, cand[i]->cap};
+		msgs[i].msg_hdr = (struct msghdr){.msg_name = &from[i],
+						  .msg_namelen = sizeof(from[i]),
+						  .msg_iov = &iov[i],
+						  .msg_iovlen = 1};
+	}
+	int r = recvmmsg(p->fd, msgs, n, MSG_DONTWAIT, NULL);
+	if (r <= 0)
+		return 0;
+	p->nb_free -= (unsigned)r;
+	unsigned got = 0;
+	for (unsigned i = 0; i < (unsigned)r; i++) {
+		struct pp_buf *b = cand[i];
+		unsigned len = msgs[i].msg_len;
+		if (rx_check(p, b->data, len, msgs[i].msg_hdr.msg_flags, &from[i])) {
+			p->free_stack[p->nb_free++] = b;
+			continue;
+		}
+		b->len = len;
+		b->ts_ns = 0;
+		p->st.rx_frames++;
+		p->st.rx_bytes += len;
+		bufs[got++] = b;
+	}
+	return got;
+}
+
+/* A group frame (HELLO, BYE): one datagram to every peer. Cold path.
+ * 1 taken (a peer it did not reach lost it, as any datagram may be lost:
+ * discovery repeats), 0 the socket is full before the first peer: the
+ * caller keeps it. */
+static int tx_group(struct udp_port *p, struct pp_buf *b)
+{
+	unsigned failed = 0;
+	for (unsigned i = 0; i < p->nb_peers; i++) {
+		if (sendto(p->fd, b->data, b->len, MSG_DONTWAIT, (struct sockaddr *)&p->peers[i],
+			   sizeof(p->peers[i])) >= 0)
+			continue;
+		if (i == 0 && (errno == EAGAIN || errno == ENOBUFS))
+			return 0;
+		failed++;
+	}
+	if (failed)
+		p->st.tx_failed++;
+	else {
+		p->st.tx_frames++;
+		p->st.tx_bytes += b->len;
+	}
+	return 1;
+}
+
+static unsigned udp_port_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
+				  unsigned n)
+{
+	struct udp_port *p = (struct udp_port *)port;
+	(void)queue;
+	struct mmsghdr msgs[UDP_BURST];
+	struct iovec iov[UDP_BURST];
+	struct sockaddr_in to[UDP_BURST];
+	unsigned i = 0;
+	while (i < n) {
+		struct pp_buf *b = bufs[i];
+		if (b->len < PP_ETH_HDR_LEN || b->len > p->info.buf_cap) {
+			p->st.tx_failed++; /* can never be sent: take and drop it */
+			udp_port_free(port, &bufs[i++], 1);
+			continue;
+		}
+		if (b->data[0] & 0x01) { /* broadcast or multicast */
+			if (!tx_group(p, b))
+				break;
+			udp_port_free(port, &bufs[i++], 1);
+			continue;
+		}
+		/* A run of unicast frames, up to the next one that is not. */
+		unsigned k = 0;
+		while (i + k < n && k < UDP_BURST) {
+			b = bufs[i + k];
+			if (b->len < PP_ETH_HDR_LEN || b->len > p->info.buf_cap ||
+			    pp_udp_mac_decode(b->data, &to[k]) != 0)
+				break; /* group, or no address: dealt with above or below */
+			iov[k] = (struct iovec){b->data, b->len};
+			msgs[k].msg_hdr = (struct msghdr){.msg_name = &to[k],
+							  .msg_namelen = sizeof(to[k]),
+							  .msg_iov = &iov[k],
+							  .msg_iovlen = 1};
+			k++;
+		}
+		if (k == 0) { /* a universal MAC: no address to send to */
+			p->st.tx_failed++;
+			udp_port_free(port, &bufs[i++], 1);
+			continue;
+		}
+		int r = sendmmsg(p->fd, msgs, k, MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)
+				break;	   /* full for now: the caller keeps the rest */
+			p->st.tx_failed++; /* the first cannot ever go: drop it */
+			r = 1;
+		} else {
+			for (int j = 0; j < r; j++) {
+				p->st.tx_frames++;
+				p->st.tx_bytes += iov[j].iov_len;
+			}
+		}
+		/* When r < k, the next sendmmsg says why the rest did not go. */
+		udp_port_free(port, &bufs[i], (unsigned)r);
+		i += (unsigned)r;
+	}
+	return i;
+}
+
+/* The socket: readable while a datagram waits. */
+static int udp_port_wait_fd(struct pp_port *port)
+{
+	return ((struct udp_port *)port)->fd;
+}
+
+const struct pp_port_ops pp_port_ops_udp = {
+    .name = "udp",
+    .open = udp_port_open,
+    .close = udp_port_close,
+    .info = udp_port_info,
+    .stats = udp_port_stats,
+    .alloc = udp_port_alloc,
+    .free = udp_port_free,
+    .rx_burst = udp_port_rx_burst,
+    .tx_burst = udp_port_tx_burst,
+    .wait_fd = udp_port_wait_fd,
+};
