@@ -11,15 +11,23 @@
  * and has its output prefixed with "[rank] ". pprun exits with the first non-zero status of a rank,
  * killing the others, or 124 on --timeout.
  *
+ * --dev-kind udp needs neither root nor the test bed: every rank runs here,
+ * in pprun's own network namespace, with a udp: port on ADDR (--udp-addr,
+ * 127.0.0.1 by default) and a UDP port of its own, and the list of every
+ * rank's port for HELLO broadcasts; --nodes only names nodes then (ranks of
+ * one node still talk through shared memory).
+ *
  * When pprun's stderr is a terminal, the ranks get PPRUN_TTY=1, and a
  * rank's stderr text ended by a carriage return instead of a newline is a
  * status line (pp_pingpong's progress, "[i/N] ..."): shown in place, once,
  * and cleared before any other line.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -43,7 +51,10 @@
 struct opts {
 	int nranks;	      /* -n */
 	int nodes;	      /* --nodes */
-	const char *dev_kind; /* af_xdp | af_packet | packet | pcap */
+	const char *dev_kind; /* af_xdp | af_packet | packet | pcap | udp */
+	int udp;	      /* dev_kind is udp: no namespaces, no root */
+	const char *udp_addr; /* --udp-addr */
+	unsigned udp_base;    /* rank r's UDP port is udp_base + r */
 	const char *mode;     /* passed through as PP_MODE */
 	const char *btp1, *btp2;
 	int daemon;	       /* --daemon */
@@ -79,7 +90,10 @@ static void usage(FILE *f)
 	    "      --nodes N         namespaces to spread the ranks over in blocks (default: one\n"
 	    "                        rank per node)\n"
 	    "      --dev-kind KIND   af_packet (DPDK's net_af_packet, the default) | packet (our\n"
-	    "                        own AF_PACKET rings, no DPDK) | af_xdp | pcap (libpcap)\n"
+	    "                        own AF_PACKET rings, no DPDK) | af_xdp | pcap (libpcap) |\n"
+	    "                        udp (UDP sockets: no root, no test bed; every rank here)\n"
+	    "      --udp-addr ADDR   with --dev-kind udp: the IPv4 address of every rank's\n"
+	    "                        port (default 127.0.0.1)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
 	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
@@ -125,6 +139,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_PPD,
 		O_PPD_CORES,
 		O_FAULT,
+		O_UDP_ADDR,
 	};
 	static const struct option lo[] = {
 	    {"np", required_argument, NULL, 'n'},
@@ -140,11 +155,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"ppd", required_argument, NULL, O_PPD},
 	    {"ppd-cores", required_argument, NULL, O_PPD_CORES},
 	    {"fault", required_argument, NULL, O_FAULT},
+	    {"udp-addr", required_argument, NULL, O_UDP_ADDR},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c, bad = 0;
-	*o = (struct opts){.nranks = 0, .nodes = 0, .dev_kind = "af_packet"};
+	*o = (struct opts){
+	    .nranks = 0, .nodes = 0, .dev_kind = "af_packet", .udp_addr = "127.0.0.1"};
 	/* "+": stop at the first non-option, which is the program. */
 	while ((c = getopt_long(argc, argv, "+n:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -187,6 +204,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FAULT:
 			o->fault = optarg;
 			break;
+		case O_UDP_ADDR:
+			o->udp_addr = optarg;
+			break;
 		case 'h': {
 			char tb[PATH_MAX + 32];
 			usage(stdout);
@@ -216,10 +236,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		exit(2);
 	}
 	if (strcmp(o->dev_kind, "af_xdp") && strcmp(o->dev_kind, "af_packet") &&
-	    strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "pcap")) {
+	    strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "pcap") &&
+	    strcmp(o->dev_kind, "udp")) {
 		fprintf(stderr,
-			"pprun: --dev-kind must be af_packet, packet, af_xdp or pcap (got '%s')\n",
+			"pprun: --dev-kind must be af_packet, packet, af_xdp, pcap or udp (got "
+			"'%s')\n",
 			o->dev_kind);
+		exit(2);
+	}
+	o->udp = strcmp(o->dev_kind, "udp") == 0;
+	if (o->udp && o->daemon) {
+		fprintf(stderr, "pprun: --daemon needs the test bed; not with --dev-kind udp\n");
 		exit(2);
 	}
 	o->argv = argv + optind;
@@ -312,6 +339,51 @@ static int testbed_up(const struct opts *o)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+/* --dev-kind udp: nranks consecutive UDP ports free on udp_addr, from a
+ * random one of the range a udp: MAC holds (driver/udp/udp_addr.h). They
+ * are free when pprun looks; a rank that finds its port taken since fails
+ * at open, saying so. 0, or -1 with the reason printed. */
+static int udp_ports(struct opts *o)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	if (inet_pton(AF_INET, o->udp_addr, &sa.sin_addr) != 1) {
+		fprintf(stderr, "pprun: --udp-addr '%s' is not an IPv4 address\n", o->udp_addr);
+		return -1;
+	}
+	const unsigned lo = 49152, span = 65536 - lo - (unsigned)o->nranks;
+	static int fds[MAX_RANKS];
+	for (int tries = 0; tries < 64; tries++) {
+		unsigned r = 0;
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (unsigned)getpid() * 2654435761u + (unsigned)tries;
+		unsigned base = lo + r % span;
+		int n = 0, err = 0;
+		for (; n < o->nranks; n++) {
+			fds[n] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			sa.sin_port = htons((uint16_t)(base + (unsigned)n));
+			if (fds[n] < 0 || bind(fds[n], (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+				err = errno;
+				if (fds[n] >= 0)
+					close(fds[n]);
+				break;
+			}
+		}
+		for (int k = 0; k < n; k++)
+			close(fds[k]);
+		if (n == o->nranks) {
+			o->udp_base = base;
+			return 0;
+		}
+		if (err != EADDRINUSE) {
+			fprintf(stderr, "pprun: cannot bind a UDP port on %s: %s\n", o->udp_addr,
+				strerror(err));
+			return -1;
+		}
+	}
+	fprintf(stderr, "pprun: no %d free UDP ports in a row on %s\n", o->nranks, o->udp_addr);
+	return -1;
+}
+
 static void set_env(const char *key, const char *val)
 {
 	if (val && setenv(key, val, 1) != 0) {
@@ -344,19 +416,22 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 	int node, port;
 	char buf[256], ns[64];
 	place(o, rank, &node, &port);
-	snprintf(ns, sizeof(ns), "ppn%d", node);
+	snprintf(ns, sizeof(ns), o->udp ? "udp%d" : "ppn%d", node);
 	setpgid(0, 0); /* its own group, so stopping a rank stops its children */
 
 	dup2(out_fd, STDOUT_FILENO);
 	dup2(err_fd, STDERR_FILENO);
 
-	snprintf(buf, sizeof(buf), "/var/run/netns/%s", ns);
-	int fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-		fprintf(stderr, "pprun: cannot enter namespace %s: %s\n", ns, strerror(errno));
-		_exit(127);
+	if (!o->udp) {
+		snprintf(buf, sizeof(buf), "/var/run/netns/%s", ns);
+		int fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+			fprintf(stderr, "pprun: cannot enter namespace %s: %s\n", ns,
+				strerror(errno));
+			_exit(127);
+		}
+		close(fd);
 	}
-	close(fd);
 
 	if (!o->no_pin) {
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -381,6 +456,13 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 		 * of its ranks, or bind its number first. */
 		snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)token);
 		set_env("PP_TOKEN", buf);
+	} else if (o->udp) {
+		/* Its own UDP port, and every rank's for broadcasts. */
+		snprintf(buf, sizeof(buf), "udp:%s:%u,peers=%s:%u-%u", o->udp_addr,
+			 o->udp_base + (unsigned)rank, o->udp_addr, o->udp_base,
+			 o->udp_base + (unsigned)o->nranks - 1);
+		faulty(o, buf, sizeof(buf), 1 + rank);
+		set_env("PP_DEV", buf);
 	} else if (strcmp(o->dev_kind, "pcap") == 0 || strcmp(o->dev_kind, "packet") == 0) {
 		snprintf(buf, sizeof(buf), "%s:pp%d", o->dev_kind, port);
 		faulty(o, buf, sizeof(buf), 1 + rank);
@@ -663,11 +745,13 @@ int main(int argc, char **argv)
 	struct opts o;
 	parse_opts(argc, argv, &o);
 
-	if (geteuid() != 0) {
+	if (o.udp) {
+		if (udp_ports(&o) != 0)
+			return 2;
+	} else if (geteuid() != 0) {
 		fprintf(stderr, "pprun: must run as root (it enters network namespaces)\n");
 		return 2;
-	}
-	if (testbed_up(&o) != 0) {
+	} else if (testbed_up(&o) != 0) {
 		fprintf(stderr, "pprun: could not bring up the test bed (%d nodes)\n", o.nodes);
 		return 2;
 	}
