@@ -52,8 +52,8 @@ static void usage(FILE *f)
 	      "  --topology     NUMA nodes, cores, caches and where ppd puts its handlers\n"
 	      "  --keys         every configuration key: default, values, PP_<KEY> now\n"
 	      "  --check DEV    open the port DEV (as the dev key: packet:IFACE, pcap:IFACE,\n"
-	      "                 sim:LINK/I, DPDK EAL arguments) and report it, or why it\n"
-	      "                 cannot be opened\n"
+	      "                 udp:ADDR:PORT, sim:LINK/I, DPDK EAL arguments) and report\n"
+	      "                 it, or why it cannot be opened\n"
 	      "  --config STR   check settings (key=value,...) and the PP_* environment as\n"
 	      "                 pp_init reads them, and say which bootstrap it would use\n"
 	      "  -h, --help     this text\n"
@@ -120,6 +120,9 @@ static void devices(void)
 	    "pcap:IFACE      libpcap capture and inject",
 	    "packet",
 	    "packet:IFACE    AF_PACKET socket, its RX/TX ring slots as buffers (CAP_NET_RAW)",
+	    "udp",
+	    "udp:ADDR:PORT   frames in UDP/IPv4 datagrams, no privilege, routable "
+	    "(,peers=A:P+... for broadcasts)",
 	    "ppd",
 	    "ppd:...         the node daemon (set daemon=SOCKET instead)",
 	    "fault",

@@ -34,6 +34,7 @@ grep -Eq "^  hwloc +yes" "$out" || fail "hwloc is required"
 "$info" --devices >"$out" || fail "--devices"
 grep -Eq "^  sim +yes " "$out" || { cat "$out"; fail "sim backend not listed"; }
 grep -Eq "^  packet +yes +packet:IFACE " "$out" || { cat "$out"; fail "packet backend not listed"; }
+grep -Eq "^  udp +yes +udp:ADDR:PORT " "$out" || { cat "$out"; fail "udp backend not listed"; }
 lo_mtu=$(cat /sys/class/net/lo/mtu)
 grep -Eq "^  lo +$lo_mtu " "$out" || { cat "$out"; fail "lo with MTU $lo_mtu not listed"; }
 
@@ -92,6 +93,14 @@ grep -q "cannot open the port" "$out" || { cat "$out"; fail "--check: no reason"
 "$info" --check packet:no-such-if0 >"$out" 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "--check packet:no-such-if0 gave $rc, want 1"
 grep -q "packet:no-such-if0: no such interface" "$out" || { cat "$out"; fail "--check packet: no reason"; }
+# udp: needs no privilege; its MAC holds the address (locally administered
+# unicast, 127.0.0.1 in the last four bytes).
+"$info" --check udp:127.0.0.1:0 >"$out" 2>&1 || { cat "$out"; fail "--check udp:127.0.0.1:0"; }
+grep -Eq "^  driver +udp$" "$out" || { cat "$out"; fail "--check udp: driver"; }
+grep -Eq "^  mac +[0-9a-f][26ae]:[0-9a-f]{2}:7f:00:00:01$" "$out" || { cat "$out"; fail "--check udp: mac"; }
+"$info" --check udp:127.0.0.1:80 >"$out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "--check udp:127.0.0.1:80 gave $rc, want 1"
+grep -q "outside 49152..65535" "$out" || { cat "$out"; fail "--check udp: no reason"; }
 
 # Bad usage: status 2 and a message.
 for args in "--bogus" "stray" "--check" "--check sim:a/0 --keys" "--check sim:a/0 --config x=1" \
