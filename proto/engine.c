@@ -60,9 +60,9 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 {
 	if (!engp || !c || c->nranks == 0 || c->rank >= c->nranks || c->window == 0 ||
 	    (c->window & (c->window - 1)) || c->window > 32768 || c->mtu < PP_WIRE_HDR_LEN + 64 ||
-	    c->max_msgs == 0 || c->max_msgs > (1u << 24) || c->mode > PP_PROTO_PUSH_ZERO ||
-	    c->rto_ns == 0 || c->rto_tries == 0 || c->ack_every == 0 ||
-	    (c->hooks.direct && c->direct_chunk == 0) ||
+	    c->max_msgs == 0 || c->max_msgs > (1u << 24) || c->max_recvs > (1u << 24) ||
+	    c->mode > PP_PROTO_PUSH_ZERO || c->rto_ns == 0 || c->rto_tries == 0 ||
+	    c->ack_every == 0 || (c->hooks.direct && c->direct_chunk == 0) ||
 	    (c->stream >= 1 && c->stream < PP_PROTO_STREAMS) || !hooks_valid(&c->hooks))
 		return -EINVAL;
 	struct pp_proto *e = calloc(1, sizeof(*e));
@@ -76,13 +76,18 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	uint32_t cpl_n = pow2_at_least(2 * c->max_msgs);
 	e->peers = calloc(c->nranks, sizeof(*e->peers));
 	e->sends = calloc(c->max_msgs, sizeof(*e->sends));
-	e->rxs = calloc(2 * (size_t)c->max_msgs, sizeof(*e->rxs));
+	e->max_rx = c->max_recvs ? c->max_recvs : 2 * c->max_msgs;
+	e->rx_chunk =
+	    calloc((e->max_rx + PP_PROTO_RX_CHUNK - 1) / PP_PROTO_RX_CHUNK, sizeof(*e->rx_chunk));
 	e->cpl = calloc(cpl_n, sizeof(*e->cpl));
 	e->copies = c->copy_max ? malloc((size_t)c->max_msgs * c->copy_max) : NULL;
-	if (!e->peers || !e->sends || !e->rxs || !e->cpl || (c->copy_max && !e->copies) ||
-	    pp_pushbuf_init(&e->pb, c->pushbuf_bytes) ||
-	    pp_tagq_init(&e->posted, 2 * c->max_msgs) ||
-	    pp_tagq_init(&e->unexpected, 2 * c->max_msgs)) {
+	/* Buckets for the records of the first chunks; past that a bucket
+	 * holds a few entries (tagq.h). */
+	uint32_t qcap = e->max_rx < 8192 ? e->max_rx : 8192;
+	list_init(&e->rx_pool);
+	if (!e->peers || !e->sends || !e->rx_chunk || !e->cpl || (c->copy_max && !e->copies) ||
+	    pp_pushbuf_init(&e->pb, c->pushbuf_bytes) || pp_tagq_init(&e->posted, qcap) ||
+	    pp_tagq_init(&e->unexpected, qcap) || pp_proto_rx_grow(e)) {
 		pp_proto_destroy(e);
 		return -ENOMEM;
 	}
@@ -99,11 +104,8 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	e->recvq = c->hooks.rq_post != NULL;
 	list_init(&e->send_free);
 	list_init(&e->late);
-	list_init(&e->rx_pool);
 	for (uint32_t i = 0; i < c->max_msgs; i++)
 		list_add_tail(&e->send_free, &e->sends[i].q);
-	for (uint32_t i = 0; i < 2 * c->max_msgs; i++)
-		list_add_tail(&e->rx_pool, &e->rxs[i].q);
 	for (uint32_t r = 0; r < c->nranks; r++) {
 		struct peer *p = &e->peers[r];
 		list_init(&p->sends);
@@ -120,13 +122,13 @@ void pp_proto_destroy(struct pp_proto *e)
 {
 	if (!e)
 		return;
-	if (e->rxs)
-		for (size_t i = 0; i < 2 * (size_t)e->c.max_msgs; i++) {
-			/* What the layer below holds of a receive is taken back. */
-			if (e->rxs[i].state == RX_POSTED)
-				pp_proto_rq_withdraw(e, &e->rxs[i]);
-			pp_proto_place_take(e, &e->rxs[i]);
-		}
+	for (uint32_t i = 0; i < e->nrx; i++) {
+		/* What the layer below holds of a receive is taken back. */
+		struct rx *r = &e->rx_chunk[i / PP_PROTO_RX_CHUNK][i % PP_PROTO_RX_CHUNK];
+		if (r->state == RX_POSTED)
+			pp_proto_rq_withdraw(e, r);
+		pp_proto_place_take(e, r);
+	}
 	if (e->peers)
 		for (uint32_t r = 0; r < e->c.nranks; r++) {
 			free(e->peers[r].ring);
@@ -134,7 +136,9 @@ void pp_proto_destroy(struct pp_proto *e)
 		}
 	free(e->peers);
 	free(e->sends);
-	free(e->rxs);
+	for (uint32_t i = 0; e->rx_chunk && i * PP_PROTO_RX_CHUNK < e->nrx; i++)
+		free(e->rx_chunk[i]);
+	free(e->rx_chunk);
 	pp_tagq_fini(&e->posted);
 	pp_tagq_fini(&e->unexpected);
 	free(e->cpl);
@@ -190,7 +194,43 @@ int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32
 	return 0;
 }
 
+/* ---- receive records ---- */
+
+int pp_proto_rx_grow(struct pp_proto *e)
+{
+	if (e->nrx >= e->max_rx)
+		return -ENOMEM;
+	uint32_t n =
+	    e->max_rx - e->nrx < PP_PROTO_RX_CHUNK ? e->max_rx - e->nrx : PP_PROTO_RX_CHUNK;
+	struct rx *c = calloc(n, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	e->rx_chunk[e->nrx / PP_PROTO_RX_CHUNK] = c;
+	for (uint32_t i = 0; i < n; i++)
+		list_add_tail(&e->rx_pool, &c[i].q);
+	e->nrx += n;
+	return 0;
+}
+
 /* ---- completions ---- */
+
+int pp_proto_cpl_grow(struct pp_proto *e)
+{
+	/* Every operation outstanding has a completion to come: the ring
+	 * doubles before it could overflow (only up to the deepest queue). */
+	uint32_t n = e->cpl_mask + 1;
+	struct pp_proto_cpl *c = malloc(2 * (size_t)n * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < e->cpl_tail - e->cpl_head; i++)
+		c[i] = e->cpl[(e->cpl_head + i) & e->cpl_mask];
+	e->cpl_tail -= e->cpl_head;
+	e->cpl_head = 0;
+	free(e->cpl);
+	e->cpl = c;
+	e->cpl_mask = 2 * n - 1;
+	return 0;
+}
 
 struct pp_proto_cpl *pp_proto_complete(struct pp_proto *e, uint64_t cookie, int is_send,
 				       uint32_t peer, uint64_t tag, uint64_t len, int error)

@@ -121,7 +121,10 @@ struct pp_proto_conf {
 	uint32_t pushbuf_bytes;	 /* pushed-buffer size */
 	int credits;		 /* 1: credits on; 0: off (Push-All overflow) */
 	uint16_t mtu;		 /* largest frame after the Ethernet header */
-	uint32_t max_msgs;	 /* sends, and receives, outstanding at most */
+	uint32_t max_msgs;	 /* sends outstanding at most */
+	uint32_t max_recvs;	 /* receives posted or messages unexpected at most (0: 2 x
+				  * max_msgs); their records are made as needed, 1024 at a
+				  * time */
 	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
 	uint64_t direct_chunk;	 /* bytes per direct copy call (hooks.direct) */
 	uint64_t direct_min;	 /* fewer bytes left than this: pulled as DATA instead */
@@ -185,7 +188,7 @@ int pp_proto_peer_busy(const struct pp_proto *eng, uint32_t rank);
 
 /* Start a send of len bytes to dst with a 64-bit tag; buf is read until the
  * send completes. Errors: -EINVAL (bad rank, NULL buf with len),
- * -ENOMEM (max_msgs operations outstanding), -EAGAIN (every send slot holds
+ * -ENOMEM (max_msgs sends outstanding), -EAGAIN (every send slot holds
  * a completed small send awaiting its ack: make progress and try again),
  * -ECONNRESET (peer lost). */
 int pp_proto_send(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
@@ -215,8 +218,8 @@ void pp_proto_settle(struct pp_proto *eng);
  * exact tag, PP_PROTO_IGNORE_ALL any tag. (pp.h's tags are the int values
  * sign-extended; its PP_ANY_TAG ignores the low 31 bits, so it matches every
  * tag >= 0 and never the library's own, below zero.)
- * Errors: -EINVAL, -ENOMEM (max_msgs receives outstanding), -ECONNRESET
- * (src is lost). */
+ * Errors: -EINVAL, -ENOMEM (max_recvs receives and unexpected messages
+ * held, or no memory for more records), -ECONNRESET (src is lost). */
 int pp_proto_recv(struct pp_proto *eng, int src, uint64_t tag, uint64_t ignore, void *buf,
 		  uint64_t len, uint64_t cookie);
 

@@ -18,6 +18,7 @@
 #ifndef PP_PROTO_ENGINE_IMPL_H
 #define PP_PROTO_ENGINE_IMPL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,7 @@
 #include "wire.h"
 
 #define PP_PROTO_PUSH_CAP (1u << 20) /* btp_fit: a push is never longer */
+#define PP_PROTO_RX_CHUNK 1024u	     /* receive records made at a time */
 
 /* Call hook name of the layer below (struct pp_proto_hooks) with its arg. */
 #define HOOK(e, name, ...) ((e)->c.hooks.name((e)->c.hooks.arg, __VA_ARGS__))
@@ -177,7 +179,9 @@ struct pp_proto {
 	struct pp_proto_ref *ref_out; /* pp_proto_output_ref's result, NULL otherwise */
 	uint32_t ref_min;	      /* its smallest payload sent by reference */
 	uint32_t nsends_copied;	      /* sends completed early, awaiting acks */
-	struct rx *rxs;		      /* receive pool (posted + unexpected) */
+	struct rx **rx_chunk;	      /* receive records, PP_PROTO_RX_CHUNK per chunk */
+	uint32_t nrx;		      /* records made (a multiple of the chunk) */
+	uint32_t max_rx;	      /* ... at most (max_recvs) */
 	struct link send_free;	      /* free sends */
 	struct link late;	      /* sends whose eager copy waits for pp_proto_settle */
 	struct link rx_pool;	      /* free receives */
@@ -290,6 +294,29 @@ void pp_proto_queue_pull(struct peer *p, struct rx *r);
 void pp_proto_place_take(struct pp_proto *e, struct rx *r);
 
 /* Return a receive record to the pool, unlinking it from every list. */
+/* Receive records (engine.c). grow: a chunk more, up to max_recvs; 0 or
+ * -ENOMEM. take: a free record (the pool grown when empty), or NULL at the
+ * limit. ops_room: 0 when one more operation may start (the completion
+ * ring grown to hold it: cpl_grow), else -ENOMEM. The common cases inline. */
+int pp_proto_rx_grow(struct pp_proto *e);
+int pp_proto_cpl_grow(struct pp_proto *e);
+
+static inline struct rx *pp_proto_rx_take(struct pp_proto *e)
+{
+	if (list_empty(&e->rx_pool) && pp_proto_rx_grow(e))
+		return NULL;
+	struct rx *r = container_of(e->rx_pool.next, struct rx, q);
+	list_del(&r->q);
+	return r;
+}
+
+static inline int pp_proto_ops_room(struct pp_proto *e)
+{
+	if (e->user_ops >= e->c.max_msgs + e->max_rx)
+		return -ENOMEM;
+	return e->user_ops <= e->cpl_mask ? 0 : pp_proto_cpl_grow(e);
+}
+
 void pp_proto_rx_free(struct pp_proto *e, struct rx *r);
 
 /* Complete a receive (-EMSGSIZE when truncated) and free its record. */

@@ -25,7 +25,7 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 		return -EINVAL;
 	if (src >= 0 && e->peers[src].lost)
 		return -ECONNRESET;
-	if (e->user_ops >= 2 * e->c.max_msgs)
+	if (pp_proto_ops_room(e))
 		return -ENOMEM;
 	pp_tagq_narrow(&e->unexpected, src, ignore);
 	struct pp_tagq_entry *m = pp_tagq_find_msg(&e->unexpected, src, tag, ignore);
@@ -56,10 +56,9 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	/* Nothing that is not here already will come from a departed peer. */
 	if (src >= 0 && e->peers[src].gone)
 		return -ECONNRESET;
-	if (list_empty(&e->rx_pool))
+	struct rx *r = pp_proto_rx_take(e);
+	if (!r)
 		return -ENOMEM;
-	struct rx *r = container_of(e->rx_pool.next, struct rx, q);
-	list_del(&r->q);
 	memset(r, 0, sizeof(*r));
 	r->state = RX_POSTED;
 	r->want_src = src;

@@ -40,14 +40,13 @@ enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
 			e->st.drops[PP_DROP_STATE]++; /* written for no receive of ours */
 			return TAKEN;
 		} else {
-			if (list_empty(&e->rx_pool))
+			if (list_empty(&e->rx_pool) && pp_proto_rx_grow(e))
 				return REFUSED_STATE;
 			void *blk = e->staging ? pp_proto_stage_ask(e, src, h) : NULL;
 			if (!e->staging && h->payload_len &&
 			    e->pb.nfree < pp_pushbuf_cells(h->payload_len))
 				return REFUSED_NOBUF;
-			r = container_of(e->rx_pool.next, struct rx, q);
-			list_del(&r->q);
+			r = pp_proto_rx_take(e);
 			memset(r, 0, sizeof(*r));
 			pp_pushbuf_chain_init(&r->cells);
 			r->stage = blk;

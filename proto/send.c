@@ -60,7 +60,7 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 	struct peer *p = &e->peers[dst];
 	if (p->lost || p->gone)
 		return -ECONNRESET;
-	if (e->user_ops >= 2 * e->c.max_msgs)
+	if (pp_proto_ops_room(e))
 		return -ENOMEM;
 	if (list_empty(&e->send_free))
 		return e->nsends_copied ? -EAGAIN : -ENOMEM;

@@ -68,6 +68,7 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->copy_max = PP_COPY_MAX;
 	pc->mtu = ctx->port_info.mtu;
 	pc->max_msgs = PP_MAX_MSGS;
+	pc->max_recvs = PP_MAX_RECVS;
 	pc->pushbuf_bytes = c->pushbuf_bytes;
 	pc->credits = c->credits;
 	/* A peer is lost after timeout_ms of silence, not after a fixed number
@@ -124,7 +125,7 @@ int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot
 	ctx->inc = pp_membership_incarnation();
 	rc = pp_membership_init(ctx);
 	if (rc == 0)
-		rc = pp_req_pool_init(ctx, 2 * PP_MAX_MSGS);
+		rc = pp_req_pool_init(ctx, PP_MAX_MSGS + PP_MAX_RECVS);
 	if (rc)
 		goto fail;
 

@@ -44,9 +44,13 @@ static inline uint64_t pp_ctx_tag_ignore(int tag)
 }
 
 #define PP_CTX_BURST 32
-/* Sends, and receives, a rank's engine holds outstanding at most; the twin
- * of an embedded rank (embed_self.c) holds as many sends to the rank. */
-#define PP_MAX_MSGS  1024
+/* Sends a rank's engine holds outstanding at most; the twin of an embedded
+ * rank (embed_self.c) holds as many sends to the rank. */
+#define PP_MAX_MSGS 1024
+/* Receives posted (and messages unexpected) a rank holds at most: MPI codes
+ * post thousands (halo exchanges, many neighbours). Their records are made
+ * as the queues deepen, 1024 at a time. */
+#define PP_MAX_RECVS 65536
 #define PP_NODE_NAME 64
 
 #define PP_PRED_AHEAD 8	 /* receives ahead a message may be staged for */
@@ -59,13 +63,13 @@ enum pp_req_state {
 };
 
 struct pp_req {
-	pp_ctx *ctx;		 /* owner */
-	enum pp_req_state state; /* see above */
-	int is_send;		 /* 1 send, 0 receive */
-	int peer;		 /* destination or source asked for (may be ANY) */
-	pp_status st;		 /* result, valid once DONE */
-	void *buf;		 /* the user's buffer */
-	uint32_t next_free;	 /* pool free list link */
+	pp_ctx *ctx;		  /* owner */
+	enum pp_req_state state;  /* see above */
+	int is_send;		  /* 1 send, 0 receive */
+	int peer;		  /* destination or source asked for (may be ANY) */
+	pp_status st;		  /* result, valid once DONE */
+	void *buf;		  /* the user's buffer */
+	struct pp_req *next_free; /* pool free list link */
 };
 
 struct pp_peer_info {
@@ -153,10 +157,11 @@ struct pp_ctx {
 	enum pp_boot boot;	       /* where they came from (PMIX: PMIx is up) */
 	uint32_t inc;		       /* this rank's incarnation (wire.h) */
 
-	struct pp_req *reqs; /* request pool */
-	uint32_t nreqs;	     /* its size */
-	uint32_t free_head;  /* first free request, UINT32_MAX if none */
-	uint32_t active;     /* requests handed to the engine */
+	struct pp_req **req_chunk; /* request pool: PP_REQ_CHUNK per chunk (req.c) */
+	uint32_t nreqs;		   /* requests made */
+	uint32_t max_reqs;	   /* ... at most */
+	struct pp_req *free_req;   /* first free request, NULL if none */
+	uint32_t active;	   /* requests handed to the engine */
 
 	struct pp_membership mem; /* membership.c's */
 

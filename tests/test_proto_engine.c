@@ -472,9 +472,8 @@ static void test_cancel(void)
 	static uint8_t sb[3000], r1[3000], r2[3000];
 	pat_fill(sb, sizeof(sb), 9);
 	struct pp_proto_cpl c;
-	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], PP_PROTO_ANY, 7, PP_PROTO_IGNORE_ALL, r1,
-				      sizeof(r1), 11),
-			0);
+	CU_ASSERT_EQUAL(
+	    pp_proto_recv(net.e[1], PP_PROTO_ANY, 7, PP_PROTO_IGNORE_ALL, r1, sizeof(r1), 11), 0);
 	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 7, 0, r2, sizeof(r2), 12), 0);
 	CU_ASSERT_EQUAL(pp_proto_cancel(net.e[1], 99), -ENOENT); /* never posted */
 	CU_ASSERT_EQUAL(pp_proto_cancel(net.e[1], 11), 0);
@@ -589,8 +588,69 @@ static void test_send_data(void)
 	pp_proto_destroy(e[1]);
 }
 
+/* Deep queues (MPI codes post thousands of receives): 64 K receives with
+ * distinct tags are posted, one more is refused with -ENOMEM, and messages
+ * sent in the reverse order each take their own; then 32 K arrive before
+ * their receives (what the pushed buffer holds: the credit field counts 64 K
+ * cells at most), which come in the reverse order too. Every byte checked. */
+#define DEEP (64u * 1024)
+static void test_deep_queues(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.max_msgs = 1024;
+	conf.max_recvs = DEEP;
+	conf.pushbuf_bytes = 64u << 20; /* room for the unexpected pass's pushes */
+	struct net net;
+	CU_ASSERT_FATAL(net_init(&net, 2, &conf) == 0);
+	static uint32_t got[DEEP];
+	uint64_t dummy;
+	for (uint32_t i = 0; i < DEEP; i++)
+		CU_ASSERT_FATAL(pp_proto_recv(net.e[1], 0, i, 0, &got[i], 4, i) == 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, DEEP, 0, &dummy, 4, DEEP), -ENOMEM);
+	for (int pass = 0; pass < 2; pass++) {
+		const uint32_t n = pass ? DEEP / 2 : DEEP;
+		memset(got, 0, sizeof(got));
+		uint32_t sent = 0, done = 0, bad = 0;
+		static uint32_t val[DEEP];
+		for (uint32_t i = 0; i < n; i++)
+			val[i] = i * 2654435761u;
+		while (sent < n || done < n) {
+			/* Sends in windows of the send pool, newest tag first. */
+			while (sent < n) {
+				uint32_t t = n - 1 - sent;
+				if (pp_proto_send(net.e[0], 1, t, &val[t], 4, t))
+					break;
+				sent++;
+			}
+			net_run(&net, 1000000);
+			struct pp_proto_cpl c;
+			while (pp_proto_poll(net.e[0], &c) == 1)
+				bad += c.error != 0;
+			while (pp_proto_poll(net.e[1], &c) == 1) {
+				bad += c.error != 0 || c.len != 4 || c.tag != c.cookie;
+				done++;
+			}
+			if (pass && sent == n && done == 0) {
+				/* Every message waits unexpected: post in reverse. */
+				struct pp_proto_cpl p0, p1;
+				CU_ASSERT(pp_proto_probe(net.e[1], 0, 0, 0, &p0) == 1 &&
+					  pp_proto_probe(net.e[1], 0, n - 1, 0, &p1) == 1);
+				for (uint32_t i = n; i-- > 0;)
+					bad += pp_proto_recv(net.e[1], 0, i, 0, &got[i], 4, i) != 0;
+			}
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		for (uint32_t i = 0; i < n; i++)
+			bad += got[i] != val[i];
+		CU_ASSERT_EQUAL(bad, 0);
+	}
+	net_fini(&net);
+}
+
 static CU_TestInfo tests[] = {
     {"modes x early/late x sizes", test_modes_sizes},
+    {"64 K receives posted, or unexpected, each matched", test_deep_queues},
     {"wildcards and order", test_wildcards_order},
     {"payloads by reference", test_output_ref},
     {"truncation", test_truncation},
