@@ -136,6 +136,7 @@ static void test_bad_strings(void)
 	    {"udp:127.0.0.1:50000,mtu=100", -EINVAL, "mtu= wants the link MTU"},
 	    {"udp:127.0.0.1:50000,mtu=70000", -EINVAL, "mtu= wants the link MTU"},
 	    {"udp:127.0.0.1:50000,mtu=1500x", -EINVAL, "mtu= wants the link MTU"},
+	    {"udp:127.0.0.1:50000,gso=2", -EINVAL, "unknown or empty option"},
 	    /* TEST-NET-2: an address no interface here has */
 	    {"udp:198.51.100.7:50000", -ENODEV, "no interface here has that address"},
 	};
@@ -320,6 +321,61 @@ static void test_burst(void)
 	close_ports(p, 2);
 }
 
+/* Runs of frames to one peer (GSO groups, with gso=1: equal lengths, the
+ * last shorter; full frames, 7 to a 64 KiB send) and frames to two peers
+ * in turn: each arrives as its own datagram, in order, bytes checked. */
+static void gso_bursts(const char *opt)
+{
+	struct pp_port *p[3];
+	CU_ASSERT_EQUAL_FATAL(open_ports(p, 3, opt, NULL), 0);
+	struct pp_port_info in[3];
+	for (unsigned i = 0; i < 3; i++)
+		pp_port_info(p[i], &in[i]);
+	unsigned full = in[0].buf_cap;
+	static const struct {
+		unsigned n, len, last, spread; /* spread: to p[1] and p[2] in turn */
+	} runs[] = {{33, 1000, 500, 0}, {20, 0, 0, 0}, {64, 300, 300, 0}, {40, 1400, 1400, 1}};
+	for (unsigned t = 0; t < sizeof(runs) / sizeof(runs[0]); t++) {
+		unsigned n = runs[t].n, len = runs[t].len ? runs[t].len : full;
+		unsigned last = runs[t].last ? runs[t].last : full;
+		struct pp_buf *b[64], *r[64];
+		CU_ASSERT_EQUAL_FATAL(pp_port_alloc(p[0], b, n), n);
+		for (unsigned i = 0; i < n; i++) {
+			unsigned to = runs[t].spread ? 1 + i % 2 : 1;
+			fill(b[i], in[to].mac, in[0].mac, i + 1 < n ? len : last, 1000 * t + i);
+		}
+		unsigned sent = 0;
+		for (int k = 0; sent < n && k < 1000; k++)
+			sent += pp_port_tx_burst(p[0], 0, b + sent, n - sent);
+		CU_ASSERT_EQUAL_FATAL(sent, n);
+		for (unsigned to = 1; to <= (runs[t].spread ? 2u : 1u); to++) {
+			unsigned want = runs[t].spread ? n / 2 : n;
+			CU_ASSERT_EQUAL_FATAL(rx_wait(p[to], r, want, 2000), want);
+			for (unsigned j = 0; j < want; j++) {
+				unsigned i = runs[t].spread ? 2 * j + to - 1 : j;
+				CU_ASSERT(frame_ok(r[j], in[to].mac, in[0].mac,
+						   i + 1 < n ? len : last, 1000 * t + i));
+			}
+			pp_port_free(p[to], r, want);
+		}
+	}
+	struct pp_port_stats st;
+	pp_port_stats(p[0], &st);
+	CU_ASSERT_EQUAL(st.tx_frames, 33 + 20 + 64 + 40);
+	CU_ASSERT_EQUAL(st.tx_failed, 0);
+	close_ports(p, 3);
+}
+
+static void test_gso(void)
+{
+	gso_bursts(NULL);
+}
+
+static void test_no_gso(void)
+{
+	gso_bursts(",gso=0");
+}
+
 static void test_broadcast(void)
 {
 	struct pp_port *p[NPORTS];
@@ -500,6 +556,8 @@ static CU_TestInfo open_tests[] = {
 static CU_TestInfo io_tests[] = {
     {"sizes both ways, bytes checked", test_sizes},
     {"bursts of 32", test_burst},
+    {"runs to one peer (GSO), to two in turn", test_gso},
+    {"the same with gso=0", test_no_gso},
     {"broadcast reaches every peer once", test_broadcast},
     {"peer file", test_peerfile},
     {"spoofed, misaddressed, malformed dropped", test_spoofed_dropped},

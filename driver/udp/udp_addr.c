@@ -173,8 +173,13 @@ static int parse_option(const char *dev, struct pp_udp_dev *d, const char *s, si
 	}
 	if (eq && klen == 3 && memcmp(s, "mtu", 3) == 0)
 		return parse_mtu(dev, v, vlen, &d->mtu);
-	pp_err("udp:%s: unknown or empty option '%.*s' (peers=LIST, peerfile=PATH, mtu=N)", dev,
-	       (int)n, s);
+	if (eq && klen == 3 && memcmp(s, "gso", 3) == 0 && vlen == 1 && (*v == '0' || *v == '1')) {
+		d->no_gso = *v == '0';
+		return 0;
+	}
+	pp_err("udp:%s: unknown or empty option '%.*s' (peers=LIST, peerfile=PATH, mtu=N, "
+	       "gso=0|1)",
+	       dev, (int)n, s);
 	return -EINVAL;
 }
 
