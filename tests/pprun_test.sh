@@ -28,7 +28,7 @@ done
   grep -qx '\[1\] packet:pp0 mtu 9000' || fail "packet device string or MTU"
 rc=0
 "$pprun" -n 1 --dev-kind bogus --testbed "$tb" -- true >"$out" 2>&1 || rc=$?
-[ $rc -eq 2 ] && grep -q "af_packet, packet, af_xdp or pcap" "$out" || fail "unknown --dev-kind"
+[ $rc -eq 2 ] && grep -q "af_packet, packet, af_xdp, pcap or udp" "$out" || fail "unknown --dev-kind"
 
 # The first failure is the job's status, and the others are stopped.
 set +e

@@ -2,6 +2,7 @@
 # The runtime over udp: ports, as an unprivileged user (nobody when started
 # as root), on 127.0.0.1: no test bed, no namespaces, no capability.
 #   runtime_udp.sh PPRUN PP_PINGPONG EXAMPLE_BIN
+# 0. pprun's device strings for udp, and --daemon refused with it.
 # 1. pprun --dev-kind udp: pp_pingpong --check in every mode, sizes at the
 #    protocol's and the port's edges (BTP1, BTP1+BTP2, a frame's payload at
 #    the udp port's MTU), 0 B to 1 MiB.
@@ -23,6 +24,22 @@ uid=$("${as[@]}" id -u)
 [ "$uid" -ne 0 ] || fail "not running unprivileged"
 cd /tmp || fail "no /tmp"
 run() { "${as[@]}" timeout 150 "$pprun" --timeout 120 "$@"; }
+
+# The device strings: consecutive UDP ports, every rank's in the peer list;
+# --nodes names nodes; --daemon is refused.
+out=$(run -n 3 --nodes 2 --dev-kind udp -- sh -c 'echo "$PP_NODE $PP_DEV"' 2>&1) ||
+  { echo "$out"; fail "pprun --dev-kind udp"; }
+base=$(sed -n 's/^\[0\] udp0 udp:127\.0\.0\.1:\([0-9]*\),.*/\1/p' <<<"$out")
+[ -n "$base" ] || { echo "$out"; fail "rank 0's device string"; }
+for r in 0 1 2; do
+  node=udp$((r < 2 ? 0 : 1))
+  want="[$r] $node udp:127.0.0.1:$((base + r)),peers=127.0.0.1:$base-$((base + 2))"
+  grep -qxF -- "$want" <<<"$out" || { echo "$out"; fail "missing line: $want"; }
+done
+rc=0
+out=$(run -n 2 --dev-kind udp --daemon -- true 2>&1) || rc=$?
+[ $rc -eq 2 ] && grep -q "not with --dev-kind udp" <<<"$out" || { echo "$out"; fail "--daemon"; }
+echo "ok: device strings, and --daemon refused"
 
 # A frame at the port's MTU: lo's 65536 is capped at a 9000-byte datagram,
 # 8958 bytes after the Ethernet header, 8882 of payload after the 76-byte
