@@ -75,6 +75,18 @@ void pp_tagq_add_slow(struct pp_tagq *q, struct pp_tagq_entry *e)
 	e->seq = q->seq++;
 	list_add_tail(&q->all, &e->all);
 	q->n++;
+	if (q->filed && q->n > 4 * q->nbucket && q->nbucket < (1u << 24)) {
+		/* Deeper than ever: twice the buckets (only at a new depth; the
+		 * old ones stay if there is no memory). */
+		struct link *b = malloc(sizeof(*b) * 2 * q->nbucket);
+		if (b) {
+			free(q->bucket);
+			q->bucket = b;
+			q->nbucket *= 2;
+			refile(q);
+			return;
+		}
+	}
 	if (q->filed) {
 		file(q, e);
 	} else if (q->n > PP_TAGQ_LIST_MAX) {

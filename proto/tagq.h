@@ -19,8 +19,9 @@
  * Open MPI's synchronous-send bit) takes them out of the mask, and the
  * queue is filed again once (the mask only narrows, so that happens at most
  * once per bit in a queue's life); one that ignores more (MPI_ANY_TAG) is
- * left a wildcard. Buckets are allocated at init for the queue's capacity:
- * nothing is allocated afterwards. A queue that has never held more than
+ * left a wildcard. Buckets are allocated at init for the queue's expected
+ * depth and doubled when it holds more than 4 entries a bucket (a new
+ * deepest: the allocation happens only on the way to it). A queue that has never held more than
  * PP_TAGQ_LIST_MAX entries is only a list, walked in order.
  */
 #ifndef PP_PROTO_TAGQ_H
@@ -77,7 +78,8 @@ static inline int pp_tagq_match(int32_t want_src, uint64_t want_tag, uint64_t ig
 	       ((tag ^ want_tag) & ~ignore) == 0;
 }
 
-/* Out of line: what a filed queue does (tagq.c). */
+/* Out of line: what a filed queue does (tagq.c). add_slow: an entry that
+ * may narrow the mask, start filing, or double the buckets. */
 void pp_tagq_add_slow(struct pp_tagq *q, struct pp_tagq_entry *e);
 struct pp_tagq_entry *pp_tagq_find_recv_filed(const struct pp_tagq *q, uint32_t src, uint64_t tag);
 struct pp_tagq_entry *pp_tagq_find_msg_filed(const struct pp_tagq *q, int32_t src, uint64_t tag,
