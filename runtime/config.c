@@ -351,8 +351,10 @@ static const struct key {
     {{"node", "a name", "", "node name: ranks of one node talk through shared memory"},
      set_node,
      false},
-    {{"dev", "pcap:IFACE | sim:LINK/I | fault:SPEC;DEV | DPDK EAL arguments", "",
-      "the port this rank owns"},
+    {{"dev",
+      "packet:IFACE | pcap:IFACE | udp:ADDR:PORT | sim:LINK/I | fault:SPEC;DEV | DPDK EAL "
+      "arguments",
+      "", "the port this rank owns"},
      set_dev,
      false},
     {{"mode", "push-pull|push-all|push-zero", "push-pull",

@@ -185,7 +185,7 @@ int pp_event_start(pp_ctx *ctx)
 	int fd = pp_port_wait_fd(ctx->port);
 	if (fd < 0) {
 		pp_err("progress=event: the port '%s' has nothing to sleep on (%s); use a "
-		       "packet: or pcap: port, or progress=inline",
+		       "packet:, pcap: or udp: port, or progress=inline",
 		       ctx->cfg.dev, ctx->cfg.daemon[0] ? "it is the node daemon's" : "DPDK");
 		return -ENOTSUP;
 	}
