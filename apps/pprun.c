@@ -89,9 +89,10 @@ static void usage(FILE *f)
 	    "  -n, --np N            number of ranks (required, 1..256)\n"
 	    "      --nodes N         namespaces to spread the ranks over in blocks (default: one\n"
 	    "                        rank per node)\n"
-	    "      --dev-kind KIND   af_packet (DPDK's net_af_packet, the default) | packet (our\n"
-	    "                        own AF_PACKET rings, no DPDK) | af_xdp | pcap (libpcap) |\n"
-	    "                        udp (UDP sockets: no root, no test bed; every rank here)\n"
+	    "      --dev-kind KIND   af_packet (DPDK's net_af_packet, the default as root) |\n"
+	    "                        packet (our own AF_PACKET rings, no DPDK) | af_xdp | pcap\n"
+	    "                        (libpcap) | udp (UDP sockets: no root, no test bed; every\n"
+	    "                        rank here; the default when not root)\n"
 	    "      --udp-addr ADDR   with --dev-kind udp: the IPv4 address of every rank's\n"
 	    "                        port (default 127.0.0.1)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
@@ -160,8 +161,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {NULL, 0, NULL, 0},
 	};
 	int c, bad = 0;
-	*o = (struct opts){
-	    .nranks = 0, .nodes = 0, .dev_kind = "af_packet", .udp_addr = "127.0.0.1"};
+	*o = (struct opts){.nranks = 0, .nodes = 0, .dev_kind = NULL, .udp_addr = "127.0.0.1"};
 	/* "+": stop at the first non-option, which is the program. */
 	while ((c = getopt_long(argc, argv, "+n:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -234,6 +234,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "pprun: --nodes %d is more than -n %d ranks\n", o->nodes,
 			o->nranks);
 		exit(2);
+	}
+	/* The default: the test bed's af_packet ports as root; without root no
+	 * raw port can be opened, so every rank gets a udp: port here. */
+	if (!o->dev_kind) {
+		o->dev_kind = geteuid() == 0 ? "af_packet" : "udp";
+		if (geteuid() != 0)
+			fprintf(stderr,
+				"pprun: not root: the ranks use udp: ports on %s "
+				"(--dev-kind chooses; the test bed's kinds need root)\n",
+				o->udp_addr);
 	}
 	if (strcmp(o->dev_kind, "af_xdp") && strcmp(o->dev_kind, "af_packet") &&
 	    strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "pcap") &&
@@ -697,7 +707,8 @@ static int claim_job(const struct opts *o, const char *token_text, unsigned *job
 		char why[192];
 		int n, rc = 0;
 		for (n = 0; n < o->nodes; n++)
-			if ((rc = fds[n] = claim_at(n, key, token, o->nranks, why, sizeof(why))) < 0)
+			if ((rc = fds[n] = claim_at(n, key, token, o->nranks, why, sizeof(why))) <
+			    0)
 				break;
 		if (n == o->nodes) {
 			*job = key;
@@ -706,8 +717,9 @@ static int claim_job(const struct opts *o, const char *token_text, unsigned *job
 		for (int k = 0; k < n; k++)
 			close(fds[k]);
 		if (rc != -EADDRINUSE) {
-			fprintf(stderr, "pprun: the daemon of node ppn%d refused the job's claim: %s\n",
-				n, why);
+			fprintf(stderr,
+				"pprun: the daemon of node ppn%d refused the job's claim: %s\n", n,
+				why);
 			return -1;
 		}
 	}

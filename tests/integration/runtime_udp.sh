@@ -2,7 +2,8 @@
 # The runtime over udp: ports, as an unprivileged user (nobody when started
 # as root), on 127.0.0.1: no test bed, no namespaces, no capability.
 #   runtime_udp.sh PPRUN PP_PINGPONG EXAMPLE_BIN
-# 0. pprun's device strings for udp, and --daemon refused with it.
+# 0. pprun's device strings for udp, --daemon refused with it, and udp the
+#    kind pprun chooses when not root.
 # 1. pprun --dev-kind udp: pp_pingpong --check in every mode, sizes at the
 #    protocol's and the port's edges (BTP1, BTP1+BTP2, a frame's payload at
 #    the udp port's MTU), 0 B to 1 MiB.
@@ -39,7 +40,11 @@ done
 rc=0
 out=$(run -n 2 --dev-kind udp --daemon -- true 2>&1) || rc=$?
 [ $rc -eq 2 ] && grep -q "not with --dev-kind udp" <<<"$out" || { echo "$out"; fail "--daemon"; }
-echo "ok: device strings, and --daemon refused"
+# Without --dev-kind and without root, pprun gives udp: ports and says so.
+out=$(run -n 2 -- sh -c 'echo "$PP_DEV"' 2>&1) || { echo "$out"; fail "pprun without --dev-kind"; }
+grep -q "^pprun: not root: the ranks use udp: ports" <<<"$out" &&
+  grep -q '^\[1\] udp:127\.0\.0\.1:' <<<"$out" || { echo "$out"; fail "the default kind unprivileged"; }
+echo "ok: device strings, and --daemon refused, udp the default without root"
 
 # A frame at the port's MTU: lo's 65536 is capped at a 9000-byte datagram,
 # 8958 bytes after the Ethernet header, 8882 of payload after the 76-byte
