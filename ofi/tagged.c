@@ -63,24 +63,33 @@ static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len,
 		op->flags = FI_SEND | (flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
 		op->report = !(flags & FI_INJECT) && wants(ep->tx_selective, flags);
 		const void *bytes = buf;
-		int nobuf = 0;
+		int nobuf = 0, has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+		uint64_t t = flags & FI_TAGGED ? tag : PP_FI_MSG_TAG;
+		uint64_t cookie = (uint64_t)(uintptr_t)op;
+		rc = -ENOTSUP;
 		if (iov && len) { /* gathered: a copy, so an inject's too */
 			void *g = pp_fi_iov_take(ep, op, len);
 			if (g)
 				pp_fi_iov_gather(g, iov, count);
 			bytes = g;
 			nobuf = !g;
-		} else if ((flags & FI_INJECT) && len) { /* the caller may reuse buf at once */
-			op->bounce = malloc(len);
-			if (op->bounce)
-				bytes = memcpy(op->bounce, buf, len);
-			nobuf = !op->bounce;
+		} else if ((flags & FI_INJECT) && len) {
+			/* The caller may reuse buf at once: the engine copies it
+			 * (no allocation); to the own rank a copy is made here. */
+			rc = pp_embed_inject(ep->rt, (uint32_t)rank, t, buf, len, has_data,
+					     (uint32_t)data, cookie);
+			if (rc == -ENOTSUP) {
+				op->bounce = malloc(len);
+				if (op->bounce)
+					bytes = memcpy(op->bounce, buf, len);
+				nobuf = !op->bounce;
+			}
 		}
-		uint64_t t = flags & FI_TAGGED ? tag : PP_FI_MSG_TAG;
-		uint64_t cookie = (uint64_t)(uintptr_t)op;
-		if (nobuf)
+		if (rc != -ENOTSUP) /* injected, or refused */
+			;
+		else if (nobuf)
 			rc = -ENOMEM; /* -FI_EAGAIN: sends in flight give theirs back */
-		else if (flags & FI_REMOTE_CQ_DATA)
+		else if (has_data)
 			rc = pp_embed_send_data(ep->rt, (uint32_t)rank, t, bytes, len,
 						(uint32_t)data, cookie);
 		else

@@ -200,6 +200,13 @@ int pp_proto_send(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *
 int pp_proto_send_data(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, uint32_t data, uint64_t cookie);
 
+/* As pp_proto_send (with data when has_data), for len <= copy_max, copied
+ * at once whatever part of it is pushed: buf may change as soon as this
+ * returns 0, and the send completes at once (an inject; libfabric's
+ * FI_INJECT). A longer len: -EINVAL. */
+int pp_proto_send_copy(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, int has_data, uint32_t data, uint64_t cookie);
+
 /* As pp_proto_send, but the copy that makes a small send to a node-mate
  * complete at once (eager) is made by the next pp_proto_settle, not now:
  * its frames can leave first, copied into the ring from buf, and the copy

@@ -52,8 +52,15 @@ static void copy_in(struct pp_proto *e, struct send *s)
 /* Immediate data of a send: none, or the value in the low 32 bits. */
 #define NO_DATA UINT64_MAX
 
+/* How send_post treats the user's buffer. */
+enum send_how {
+	SEND_NOW,  /* copied when pushed whole and short (copy_max), else read until done */
+	SEND_LATE, /* as NOW, a node-mate's copy made off its frames' path (settle) */
+	SEND_COPY, /* copied now whatever the push (len <= copy_max): an inject */
+};
+
 static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		     uint64_t data, uint64_t cookie, int late)
+		     uint64_t data, uint64_t cookie, enum send_how how)
 {
 	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || (!buf && len))
 		return -EINVAL;
@@ -99,11 +106,12 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 	e->user_ops++;
 	/* Written straight into a receive the peer published: done too. */
 	int written = pp_proto_rq_write(e, p, s);
-	if (written || (e->c.copy_max && len <= e->c.copy_max && push == len)) {
+	if (written ||
+	    (e->c.copy_max && len <= e->c.copy_max && (push == len || how == SEND_COPY))) {
 		/* Eager: pushed whole, so nothing waits for a PULL that a
 		 * sender gone computing would serve late; the user's buffer is
 		 * free again now. */
-		if (!written && late && p->local && len) {
+		if (!written && how == SEND_LATE && p->local && len) {
 			/* Its frames go into the ring from buf; the copy
 			 * waits for pp_proto_settle, off their path. */
 			s->late = 1;
@@ -124,19 +132,27 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, 0);
+	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, SEND_NOW);
 }
 
 int pp_proto_send_data(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, uint32_t data, uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, data, cookie, 0);
+	return send_post(e, dst, tag, buf, len, data, cookie, SEND_NOW);
+}
+
+int pp_proto_send_copy(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
+		       uint64_t len, int has_data, uint32_t data, uint64_t cookie)
+{
+	if (!e || len > e->c.copy_max)
+		return -EINVAL;
+	return send_post(e, dst, tag, buf, len, has_data ? data : NO_DATA, cookie, SEND_COPY);
 }
 
 int pp_proto_send_late(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, 1);
+	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, SEND_LATE);
 }
 
 void pp_proto_settle(struct pp_proto *e)

@@ -103,6 +103,13 @@ int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *bu
 int pp_embed_send_data(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, uint32_t data, uint64_t cookie);
 
+/* As pp_embed_send(_data), for len up to the engine's copy (8 KiB): the
+ * engine copies buf before this returns 0, and the send completes at once
+ * (FI_INJECT with no copy of the caller's). -ENOTSUP to the own rank (the
+ * caller copies), -EINVAL when longer. */
+int pp_embed_inject(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		    int has_data, uint32_t data, uint64_t cookie);
+
 /* Take back a receive not matched yet (pp_proto_cancel): 0, -ENOENT, -EBUSY. */
 int pp_embed_cancel(struct pp_embed *m, uint64_t cookie);
 

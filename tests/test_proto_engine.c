@@ -648,9 +648,40 @@ static void test_deep_queues(void)
 	net_fini(&net);
 }
 
+/* An inject (pp_proto_send_copy): a message longer than the pushes, whose
+ * buffer is overwritten as soon as the call returns, arrives as it was when
+ * sent, and the send completes before any frame moved; longer than copy_max
+ * it is refused. */
+static void test_send_copy(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.copy_max = 4096;
+	struct net net;
+	CU_ASSERT_FATAL(net_init(&net, 2, &conf) == 0);
+	static uint8_t buf[4096], got[4096];
+	pat_fill(buf, sizeof(buf), 9);
+	CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, 0, got, sizeof(got), 77), 0);
+	CU_ASSERT_EQUAL(pp_proto_send_copy(net.e[0], 1, 5, buf, 4096, 1, 0xabcd, 66), 0);
+	memset(buf, 0xEE, sizeof(buf)); /* the caller's buffer is free at once */
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 66);
+	CU_ASSERT_EQUAL(c.error, 0);
+	net_run(&net, 100000000);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+	CU_ASSERT_EQUAL(c.cookie, 77);
+	CU_ASSERT_EQUAL(c.len, 4096);
+	CU_ASSERT(c.has_data && c.data == 0xabcd);
+	CU_ASSERT(pat_check(got, sizeof(got), 9));
+	CU_ASSERT_EQUAL(pp_proto_send_copy(net.e[0], 1, 5, buf, 4097, 0, 0, 1), -EINVAL);
+	net_fini(&net);
+}
+
 static CU_TestInfo tests[] = {
     {"modes x early/late x sizes", test_modes_sizes},
     {"64 K receives posted, or unexpected, each matched", test_deep_queues},
+    {"an inject is copied at once, whatever is pushed", test_send_copy},
     {"wildcards and order", test_wildcards_order},
     {"payloads by reference", test_output_ref},
     {"truncation", test_truncation},
