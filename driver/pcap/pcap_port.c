@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "iface.h"
+#include "bufpool.h"
 #include "pp_log.h"
 #include "pp_port.h"
 
@@ -27,15 +28,11 @@
 #define PCAP_RING_BYTES (4u << 20)
 
 struct pcap_port {
-	struct pp_port base;	    /* must be first */
-	pcap_t *pc;		    /* the live capture handle */
-	struct pp_buf *slots;	    /* every buffer descriptor, allocated once */
-	uint8_t *mem;		    /* frame bytes of every slot */
-	struct pp_buf **free_stack; /* slots not handed out */
-	unsigned nb_free;	    /* entries in free_stack */
-	unsigned nb_slots;	    /* slots in the pool */
-	struct pp_port_info info;   /* filled at open */
-	struct pp_port_stats st;    /* counters kept by the burst calls */
+	struct pp_port base;	  /* must be first */
+	pcap_t *pc;		  /* the live capture handle */
+	struct pp_bufpool pool;	  /* its buffers (bufpool.h) */
+	struct pp_port_info info; /* filled at open */
+	struct pp_port_stats st;  /* counters kept by the burst calls */
 };
 
 /* Map a pcap_activate() result to a negative errno, logging why. */
@@ -64,9 +61,7 @@ static void pcap_port_close(struct pp_port *port)
 	struct pcap_port *p = (struct pcap_port *)port;
 	if (p->pc)
 		pcap_close(p->pc);
-	free(p->free_stack);
-	free(p->slots);
-	free(p->mem);
+	pp_bufpool_fini(&p->pool);
 	free(p);
 }
 
@@ -132,21 +127,8 @@ static int pcap_port_open(struct pp_port **port, const char *iface, const struct
 	}
 
 	unsigned n = (unsigned)conf->rx_depth + conf->tx_depth;
-	p->nb_slots = n < POOL_DEFAULT ? POOL_DEFAULT : n;
-	p->slots = calloc(p->nb_slots, sizeof(*p->slots));
-	p->free_stack = calloc(p->nb_slots, sizeof(*p->free_stack));
-	p->mem = malloc((size_t)p->nb_slots * cap);
-	if (!p->slots || !p->free_stack || !p->mem) {
-		rc = -ENOMEM;
+	if ((rc = pp_bufpool_init(&p->pool, n < POOL_DEFAULT ? POOL_DEFAULT : n, cap, p)))
 		goto fail;
-	}
-	for (unsigned i = 0; i < p->nb_slots; i++) {
-		p->slots[i].data = p->mem + (size_t)i * cap;
-		p->slots[i].cap = cap;
-		p->slots[i].priv = p;
-		p->free_stack[i] = &p->slots[i];
-	}
-	p->nb_free = p->nb_slots;
 	p->info.nb_queues = 1;
 	p->info.buf_cap = cap;
 	snprintf(p->info.driver, sizeof(p->info.driver), "libpcap");
@@ -178,13 +160,7 @@ static int pcap_port_stats(struct pp_port *port, struct pp_port_stats *stats)
 static unsigned pcap_port_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 {
 	struct pcap_port *p = (struct pcap_port *)port;
-	unsigned got = n < p->nb_free ? n : p->nb_free;
-	for (unsigned i = 0; i < got; i++) {
-		struct pp_buf *b = p->free_stack[--p->nb_free];
-		b->len = 0;
-		b->ts_ns = 0;
-		bufs[i] = b;
-	}
+	unsigned got = pp_bufpool_alloc(&p->pool, bufs, n);
 	if (got < n)
 		p->st.alloc_failed++;
 	return got;
@@ -192,13 +168,7 @@ static unsigned pcap_port_alloc(struct pp_port *port, struct pp_buf **bufs, unsi
 
 static void pcap_port_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 {
-	struct pcap_port *p = (struct pcap_port *)port;
-	for (unsigned i = 0; i < n; i++) {
-		struct pp_buf *b = bufs[i];
-		/* data may have been moved inside the slot; put it back */
-		b->data = p->mem + (size_t)(b - p->slots) * b->cap;
-		p->free_stack[p->nb_free++] = b;
-	}
+	pp_bufpool_free(&((struct pcap_port *)port)->pool, bufs, n);
 }
 
 static unsigned pcap_port_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
@@ -208,7 +178,7 @@ static unsigned pcap_port_rx_burst(struct pp_port *port, uint16_t queue, struct 
 	(void)queue;
 	unsigned got = 0;
 	while (got < n) {
-		if (!p->nb_free) {
+		if (!p->pool.nb_free) {
 			p->st.alloc_failed++;
 			break;
 		}
@@ -220,7 +190,7 @@ static unsigned pcap_port_rx_burst(struct pp_port *port, uint16_t queue, struct 
 			p->st.rx_dropped++; /* truncated: longer than the MTU */
 			continue;
 		}
-		struct pp_buf *b = p->free_stack[--p->nb_free];
+		struct pp_buf *b = p->pool.free_stack[--p->pool.nb_free];
 		memcpy(b->data, bytes, h->caplen);
 		b->len = h->caplen;
 		b->ts_ns = (uint64_t)h->ts.tv_sec * 1000000000u + (uint64_t)h->ts.tv_usec * 1000u;

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bufpool.h"
 #include "pp_log.h"
 #include "pp_port.h"
 #include "udp_addr.h"
@@ -56,11 +57,8 @@ struct udp_port {
 	uint8_t mac[6];
 	struct sockaddr_in *peers; /* broadcast targets, self left out */
 	unsigned nb_peers;
-	int gso; /* 1: tx_run groups frames with UDP_SEGMENT */
-	struct pp_buf *slots;
-	uint8_t *mem;
-	struct pp_buf **free_stack;
-	unsigned nb_free, nb_slots;
+	int gso;		/* 1: tx_run groups frames with UDP_SEGMENT */
+	struct pp_bufpool pool; /* its buffers (bufpool.h) */
 	struct pp_port_info info;
 	struct pp_port_stats st;
 	struct udp_drops drops;
@@ -78,9 +76,7 @@ static void udp_port_close(struct pp_port *port)
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p->peers);
-	free(p->free_stack);
-	free(p->slots);
-	free(p->mem);
+	pp_bufpool_fini(&p->pool);
 	free(p);
 }
 
@@ -154,20 +150,7 @@ static int bind_self(struct udp_port *p, const char *dev)
 static int setup_pool(struct udp_port *p, const struct pp_port_conf *conf, uint32_t cap)
 {
 	unsigned n = (unsigned)conf->rx_depth + conf->tx_depth;
-	p->nb_slots = n < POOL_DEFAULT ? POOL_DEFAULT : n;
-	p->slots = calloc(p->nb_slots, sizeof(*p->slots));
-	p->free_stack = calloc(p->nb_slots, sizeof(*p->free_stack));
-	p->mem = malloc((size_t)p->nb_slots * cap);
-	if (!p->slots || !p->free_stack || !p->mem)
-		return -ENOMEM;
-	for (unsigned i = 0; i < p->nb_slots; i++) {
-		p->slots[i].data = p->mem + (size_t)i * cap;
-		p->slots[i].cap = cap;
-		p->slots[i].priv = p;
-		p->free_stack[i] = &p->slots[i];
-	}
-	p->nb_free = p->nb_slots;
-	return 0;
+	return pp_bufpool_init(&p->pool, n < POOL_DEFAULT ? POOL_DEFAULT : n, cap, p);
 }
 
 /* Errors: -EINVAL bad string, -ENODEV address not here, -EADDRINUSE,
@@ -276,13 +259,7 @@ static int udp_port_stats(struct pp_port *port, struct pp_port_stats *stats)
 static unsigned udp_port_alloc(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 {
 	struct udp_port *p = (struct udp_port *)port;
-	unsigned got = n < p->nb_free ? n : p->nb_free;
-	for (unsigned i = 0; i < got; i++) {
-		struct pp_buf *b = p->free_stack[--p->nb_free];
-		b->len = 0;
-		b->ts_ns = 0;
-		bufs[i] = b;
-	}
+	unsigned got = pp_bufpool_alloc(&p->pool, bufs, n);
 	if (got < n)
 		p->st.alloc_failed++;
 	return got;
@@ -290,13 +267,7 @@ static unsigned udp_port_alloc(struct pp_port *port, struct pp_buf **bufs, unsig
 
 static void udp_port_free(struct pp_port *port, struct pp_buf **bufs, unsigned n)
 {
-	struct udp_port *p = (struct udp_port *)port;
-	for (unsigned i = 0; i < n; i++) {
-		struct pp_buf *b = bufs[i];
-		/* data may have been moved inside the slot; put it back */
-		b->data = p->mem + (size_t)(b - p->slots) * b->cap;
-		p->free_stack[p->nb_free++] = b;
-	}
+	pp_bufpool_free(&((struct udp_port *)port)->pool, bufs, n);
 }
 
 /* 0 when datagram b of len bytes from `from` may pass (see the top). */
@@ -332,12 +303,12 @@ static unsigned udp_port_rx_burst(struct pp_port *port, uint16_t queue, struct p
 	(void)queue;
 	if (n > UDP_BURST)
 		n = UDP_BURST;
-	if (n > p->nb_free) {
-		if (!p->nb_free) {
+	if (n > p->pool.nb_free) {
+		if (!p->pool.nb_free) {
 			p->st.alloc_failed++;
 			return 0;
 		}
-		n = p->nb_free;
+		n = p->pool.nb_free;
 	}
 	struct pp_buf *cand[UDP_BURST];
 	struct mmsghdr msgs[UDP_BURST];
@@ -345,7 +316,7 @@ static unsigned udp_port_rx_burst(struct pp_port *port, uint16_t queue, struct p
 	struct sockaddr_in from[UDP_BURST];
 	for (unsigned i = 0; i < n; i++) {
 		/* the top n free slots, taken only if filled */
-		cand[i] = p->free_stack[p->nb_free - 1 - i];
+		cand[i] = p->pool.free_stack[p->pool.nb_free - 1 - i];
 		iov[i] = (struct iovec){cand[i]->data, cand[i]->cap};
 		msgs[i].msg_hdr = (struct msghdr){.msg_name = &from[i],
 						  .msg_namelen = sizeof(from[i]),
@@ -355,13 +326,13 @@ static unsigned udp_port_rx_burst(struct pp_port *port, uint16_t queue, struct p
 	int r = recvmmsg(p->fd, msgs, n, MSG_DONTWAIT, NULL);
 	if (r <= 0)
 		return 0;
-	p->nb_free -= (unsigned)r;
+	p->pool.nb_free -= (unsigned)r;
 	unsigned got = 0;
 	for (unsigned i = 0; i < (unsigned)r; i++) {
 		struct pp_buf *b = cand[i];
 		unsigned len = msgs[i].msg_len;
 		if (rx_check(p, b->data, len, msgs[i].msg_hdr.msg_flags, &from[i])) {
-			p->free_stack[p->nb_free++] = b;
+			p->pool.free_stack[p->pool.nb_free++] = b;
 			continue;
 		}
 		b->len = len;
