@@ -139,6 +139,20 @@ static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
 	}
 }
 
+/* The settings the runtime gives an engine whose node-mates are on the
+ * rings (runtime/api.c proto_conf, runtime/shm_link.c activate), so that
+ * every size takes the frames it takes there: a message up to local_whole
+ * pushed whole, one up to copy_max copied and complete at once. */
+static inline void node_mate_conf(struct pp_proto_conf *c)
+{
+	pp_proto_conf_default(c);
+	c->btp_fit = 1;
+	c->local_whole = 16u << 10;
+	c->copy_max = 8u << 10;
+	c->direct_min = 4096;
+	c->mtu = 9000;
+}
+
 /* Two engines started from conf, ranks 0 and 1 of job 0x5eed (rank, nranks,
  * job, mac and hooks.arg, the rank, filled in here), each the other's local
  * peer with BTP btp1/btp2. Returns 0 or the first error. */

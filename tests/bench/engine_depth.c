@@ -120,15 +120,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "engine_depth: MAXDEPTH must be 1 to 65536 (try --help)\n");
 		return 2;
 	}
-	/* The runtime's settings for node-mates (as engine_pingpong), and its
-	 * receive capacity. */
+	/* The runtime's settings for node-mates, and its receive capacity. */
 	struct pp_proto_conf c;
-	pp_proto_conf_default(&c);
-	c.btp_fit = 1;
-	c.local_whole = 16u << 10;
-	c.copy_max = 8u << 10;
-	c.direct_min = 4096;
-	c.mtu = 9000;
+	node_mate_conf(&c);
 	c.max_msgs = 1024;
 	c.max_recvs = MAXD;
 	c.pushbuf_bytes = 8u << 20;

@@ -79,18 +79,8 @@ int main(int argc, char **argv)
 	long iters = argc > 2 ? atol(argv[2]) : 1000000;
 	if (size > 4096 || iters <= 0)
 		die("SIZE must be 0..4096, ITERS > 0");
-	/* The settings the runtime gives an engine whose node-mates are on the
-	 * rings (runtime/api.c proto_conf, runtime/shm_link.c activate), so
-	 * that every size takes the frames it takes there: a message up to
-	 * local_whole pushed whole, one up to copy_max copied and complete at
-	 * once. */
 	struct pp_proto_conf c;
-	pp_proto_conf_default(&c);
-	c.btp_fit = 1;
-	c.local_whole = 16u << 10;
-	c.copy_max = 8u << 10;
-	c.direct_min = 4096;
-	c.mtu = 9000;
+	node_mate_conf(&c); /* as the runtime sets node-mates' engines */
 	if (local_pair(e, &c, 16, 744))
 		die("engine setup");
 	static uint8_t sbuf[2][4096], rbuf[2][4096];
