@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Address vectors. A name (fi_pp.h) carries what a peer needs to reach a
- * rank: MAC, rank, job size, incarnation, job key. Inserting one makes the
+ * rank: MAC, rank, job size, incarnation, job key, node key. Inserting one makes the
  * rank a peer of every endpoint bound to the AV. fi_addr_t values are
  * insertion indices for FI_AV_TABLE, and those plus one for FI_AV_MAP (a map
  * may hand out any value): so 0 is no map address, which tagged.c takes as
@@ -16,7 +16,7 @@
 #include "pp_fi.h"
 
 #define NAME_MAGIC   'P'
-#define NAME_VERSION 1
+#define NAME_VERSION 2
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -38,6 +38,8 @@ void pp_fi_name_encode(uint8_t *out, const struct pp_embed_addr *a)
 	put32(out + 12, a->size);
 	put32(out + 16, a->inc);
 	put32(out + 20, a->job);
+	put32(out + 24, (uint32_t)a->node);
+	put32(out + 28, (uint32_t)(a->node >> 32));
 }
 
 int pp_fi_name_decode(const uint8_t *in, struct pp_embed_addr *a)
@@ -49,6 +51,7 @@ int pp_fi_name_decode(const uint8_t *in, struct pp_embed_addr *a)
 	a->size = get32(in + 12);
 	a->inc = get32(in + 16);
 	a->job = get32(in + 20);
+	a->node = (uint64_t)get32(in + 24) | (uint64_t)get32(in + 28) << 32;
 	return a->rank < a->size ? 0 : -FI_EINVAL;
 }
 

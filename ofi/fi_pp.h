@@ -19,8 +19,9 @@ enum {
 };
 
 /* The endpoint name (fi_getname, fi_av_insert): FI_PP_NAME_LEN bytes,
- * little-endian: 'P', version 1, the port's MAC (6), rank, job size,
- * incarnation and job key (4 each). */
-#define FI_PP_NAME_LEN 24
+ * little-endian: 'P', version 2, the port's MAC (6), rank, job size,
+ * incarnation and job key (4 each), the node's key (8: ranks whose keys are
+ * equal share a node, and its memory). */
+#define FI_PP_NAME_LEN 32
 
 #endif

@@ -169,6 +169,15 @@ static int set_node(struct pp_config *c, const char *v)
 	return set_str(c->node, v);
 }
 
+static int set_local_size(struct pp_config *c, const char *v)
+{
+	uint32_t u;
+	int rc = parse_u32(v, INT_MAX, &u);
+	if (rc == 0)
+		c->local_size = (int)u;
+	return rc;
+}
+
 static int set_dev(struct pp_config *c, const char *v)
 {
 	return set_str(c->dev, v);
@@ -350,6 +359,11 @@ static const struct key {
      false},
     {{"node", "a name", "", "node name: ranks of one node talk through shared memory"},
      set_node,
+     false},
+    {{"local_size", "0..2147483647", "0",
+      "ranks of the job on this node, for the libfabric provider's node segment (0: "
+      "the launcher's count, else none)"},
+     set_local_size,
      false},
     {{"dev",
       "packet:IFACE | pcap:IFACE | udp:ADDR:PORT | sim:LINK/I | fault:SPEC;DEV | DPDK EAL "

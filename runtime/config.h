@@ -50,6 +50,7 @@ struct pp_config {
 	char job_secret[PP_CFG_STR];	/* proof HELLO and BYE carry ("" none: auth.h) */
 	char job_name[PP_CFG_STR];	/* job key as given (names shm segments) */
 	char node[PP_CFG_STR];		/* node name; same node = shared memory */
+	int local_size;			/* ranks on this node, embedded (0: the launcher's) */
 	char dev[PP_CFG_STR];		/* port: a device string (driver/pp_port.h) */
 	enum pp_mode mode;		/* push-pull, push-all or push-zero */
 	uint32_t btp1;			/* bytes in the first push */

@@ -270,6 +270,22 @@ int pp_membership_left(pp_ctx *ctx, uint32_t rank, int crashed);
 int pp_membership_learn(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc,
 			const char *node);
 
+/* An embedded context (embed.c), which has no discovery. self: the own
+ * rank's entry (port MAC, incarnation, node name: config key node, else the
+ * host name), as join starts with; embedded: that, and discovery counts as
+ * over, so a HELLO of a later incarnation means a restart. add: rank is at
+ * mac, incarnation inc, on node ("" where unknown), told by the caller
+ * (learnt 0: its address vector) or by a frame (learnt 1), and the engine
+ * may reach it. 0 also when known so already; -EEXIST when the caller named
+ * it otherwise before; -EINVAL for the own rank elsewhere; the engine's
+ * error. What the caller says replaces what a frame taught (the engine's
+ * peer is pointed at the address given; go-back-N sends again what went to
+ * the other one). */
+void pp_membership_self(pp_ctx *ctx);
+void pp_membership_embedded(pp_ctx *ctx);
+int pp_membership_add(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc,
+		      const char *node, int learnt);
+
 /* The job's secret (a launcher's, config key job_secret): HELLO and BYE
  * are signed and checked with its key from now on. Errors: -EINVAL (empty),
  * -EIO (libsodium). */
@@ -351,6 +367,17 @@ int pp_req_pool_init(pp_ctx *ctx, uint32_t n);
 void pp_req_pool_fini(pp_ctx *ctx);
 struct pp_req *pp_req_get(pp_ctx *ctx);
 void pp_req_put(struct pp_req *req);
+
+#define PP_REQ_CHUNK 1024u /* requests made at a time */
+
+/* cookie is a request of the first chunk: in an embedded context, whose
+ * other cookies are its caller's, the library's own words (the intranode
+ * link's set-up) complete as requests. */
+static inline int pp_req_own(const pp_ctx *ctx, uint64_t cookie)
+{
+	return cookie - (uint64_t)(uintptr_t)ctx->req_chunk[0] <
+	       (uint64_t)PP_REQ_CHUNK * sizeof(struct pp_req);
+}
 
 /* Pull handlers (pull_cores). Errors: -EINVAL (bad core list), -errno. */
 int pp_handlers_start(pp_ctx *ctx);

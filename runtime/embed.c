@@ -46,7 +46,7 @@ static char *config_string(const struct pp_embed_conf *c)
 		k += (size_t)snprintf(s + k, n - k, "rank=%d,size=%d,", l.rank, l.size);
 	if (l.job && !getenv("PP_JOB"))
 		k += (size_t)snprintf(s + k, n - k, "job=%u,", l.job);
-	snprintf(s + k, n - k, "%s%sshm=off", user, user[0] ? "," : "");
+	snprintf(s + k, n - k, "%s", user);
 	pp_debug("embed: launcher %s, configuration \"%s\"", l.name, s);
 	return s;
 }
@@ -107,6 +107,15 @@ void pp_embed_cleanup(void)
 	pthread_mutex_unlock(&made_lock);
 }
 
+/* FNV-1a, 64 bits, of the node name: what a peer compares with its own. */
+static uint64_t node_key(const char *node)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *node; node++)
+		h = (h ^ (unsigned char)*node) * 1099511628211ull;
+	return h;
+}
+
 int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 {
 	if (!out || !c || !c->cpl)
@@ -127,14 +136,16 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 	ctx->learn = 1;
 	ctx->cpl_arg = m;
 	/* No discovery: membership knows only what pp_embed_peer_add tells
-	 * it, and a HELLO of a later incarnation means a restart, as after
-	 * discovery. */
-	ctx->mem.joined = 1;
-	struct pp_peer_info *self = &ctx->mem.peers[ctx->rank];
-	memcpy(self->mac, ctx->port_info.mac, 6);
-	self->inc = ctx->inc;
-	self->known = self->knows_all = 1;
-	ctx->mem.nknown = 1;
+	 * it. */
+	pp_membership_embedded(ctx);
+	m->node = node_key(pp_membership_peer(ctx, (uint32_t)ctx->rank)->node);
+	/* The count of node-mates: local_size's, else the launcher's, which
+	 * holds for the rank it named. */
+	struct pp_launcher l;
+	pp_launcher_env(&l);
+	m->local_size = ctx->cfg.local_size ? ctx->cfg.local_size
+			: l.rank == ctx->rank && l.size == ctx->size ? l.local_size
+								     : -1;
 	if ((rc = pp_embed_self_open(m))) {
 		pp_embed_self_close(m);
 		pp_ctx_free(ctx);
@@ -204,40 +215,37 @@ void pp_embed_addr(const struct pp_embed *m, struct pp_embed_addr *a)
 	a->size = (uint32_t)ctx->size;
 	a->inc = ctx->inc;
 	a->job = ctx->cfg.job;
+	a->node = m->node;
 }
 
-/* Rank is at mac, incarnation inc (learnt: from a frame, not the caller's
- * AV): 0 (also when known so already), -EEXIST when the caller named it
- * otherwise before, or pp_proto_peer_add's error. What the caller says
- * replaces what a frame taught: a rank the launcher names is never locked
- * out by a frame that came first (the engine's peer is pointed at the
- * address given; what was sent to the other one is sent again by go-back-N,
- * as after any loss). */
-static int peer_add(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc, int learnt)
+/* Node-mates through the node segment (shm_link.c), as in a job of pp_init,
+ * once every one of them the launcher counts is in the address vector: its
+ * set-up is collective over them, and an MPI inserts its node-mates in
+ * MPI_Init (Open MPI's add_procs, MPICH's AV), where each waits for the
+ * others here. Tried once; without it node-mates talk through the port. */
+static void shm_start(struct pp_embed *m)
 {
-	struct pp_peer_info *pi = &ctx->mem.peers[rank];
-	if (pi->known) {
-		if (memcmp(pi->mac, mac, 6) == 0 && pi->inc == inc) {
-			pi->learnt &= (uint8_t)learnt;
-			return 0;
-		}
-		if (rank == (uint32_t)ctx->rank)
-			return -EINVAL;
-		if (learnt || !pi->learnt)
-			return -EEXIST;
-		pp_info("rank %d: rank %u was learnt at another address; the caller's replaces it",
-			ctx->rank, rank);
+	pp_ctx *ctx = m->ctx;
+	if (m->shm_tried || m->local_size < 2 || ctx->cfg.shm == PP_SHM_OFF)
+		return;
+	const char *node = pp_membership_peer(ctx, (uint32_t)ctx->rank)->node;
+	int n = 0;
+	for (int r = 0; r < ctx->size; r++)
+		n += strncmp(pp_membership_peer(ctx, (uint32_t)r)->node, node, PP_NODE_NAME) == 0;
+	if (n < m->local_size)
+		return;
+	m->shm_tried = 1;
+	if (n > m->local_size) {
+		pp_warn("embed: rank %d: %d ranks on node %s, the launcher says %d: node-mates "
+			"talk through the port",
+			ctx->rank, n, node, m->local_size);
+		return;
 	}
-	int rc = pp_proto_peer_add(ctx->eng, rank, mac, inc);
+	int rc = pp_shm_link_init(ctx);
 	if (rc)
-		return rc;
-	memcpy(pi->mac, mac, 6);
-	pi->inc = inc;
-	pi->learnt = (uint8_t)learnt;
-	if (!pi->known)
-		ctx->mem.nknown++;
-	pi->known = pi->knows_all = 1;
-	return 0;
+		pp_warn("embed: rank %d: no shared memory with its node-mates (%s): they talk "
+			"through the port",
+			ctx->rank, strerror(-rc));
 }
 
 int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a)
@@ -246,7 +254,12 @@ int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a)
 	if (a->job != ctx->cfg.job || a->size != (uint32_t)ctx->size ||
 	    a->rank >= (uint32_t)ctx->size)
 		return -EINVAL;
-	return peer_add(ctx, a->rank, a->mac, a->inc, 0);
+	const char *node = a->node == m->node ? pp_membership_peer(ctx, (uint32_t)ctx->rank)->node
+					      : "";
+	int rc = pp_membership_add(ctx, a->rank, a->mac, a->inc, node, 0);
+	if (rc == 0 && node[0] && a->rank != (uint32_t)ctx->rank)
+		shm_start(m);
+	return rc;
 }
 
 /* An MPI inserts addresses only of ranks it sends to (Open MPI adds procs
@@ -270,7 +283,7 @@ int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len)
 	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) || h.type == PP_WIRE_HELLO ||
 	    h.type == PP_WIRE_BYE || h.dst_inc != ctx->inc || ctx->mem.peers[h.src_rank].known)
 		return -ENOENT;
-	int rc = peer_add(ctx, h.src_rank, frame + 6, h.src_inc, 1); /* Ethernet source */
+	int rc = pp_membership_add(ctx, h.src_rank, frame + 6, h.src_inc, "", 1); /* Ethernet source */
 	if (rc == 0)
 		pp_info("rank %d: rank %u learnt from its first frame", ctx->rank, h.src_rank);
 	return rc;
@@ -352,7 +365,8 @@ int pp_embed_probe(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore,
 
 void pp_embed_wait(struct pp_embed *m, int *fd, uint64_t *expiry)
 {
-	*fd = pp_port_wait_fd(m->ctx->port);
+	/* Node-mates' frames come through rings, which wake nobody. */
+	*fd = m->ctx->shm ? -1 : pp_port_wait_fd(m->ctx->port);
 	pp_ctx_enter(m->ctx);
 	/* Frames owed between the engine and its twin: progress now. */
 	*expiry = m->self_busy ? 0 : pp_proto_expiry(m->ctx->eng);

@@ -9,8 +9,15 @@
  * Configuration is pp_init's (runtime/config.c): defaults, PP_<KEY>
  * variables, then the launcher's rank, size and job id where PP_RANK,
  * PP_SIZE and PP_JOB are not set (pp_launcher_env), then the embedding
- * library's string. The intranode link is off (shm=off: node-mates talk
- * through the port) and pull handlers are not started.
+ * library's string. Pull handlers are not started.
+ *
+ * Node-mates: a peer whose address carries this node's key (the node name,
+ * config key node, else the host name and network namespace) shares the
+ * node. Once the address vector holds as many such ranks as the launcher
+ * counts on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, Hydra's
+ * MPI_LOCALNRANKS), they set up the node segment as pp_init's ranks do and
+ * talk through it (shm=on; shm=off keeps them on the port). Without a
+ * launcher's count they talk through the port.
  *
  * Self: the engine cannot send to its own rank, but MPI libraries do. A send
  * to the own rank is made by a second, small engine in the process (the
@@ -36,6 +43,7 @@ struct pp_embed_addr {
 	uint32_t size;	/* ranks in its job */
 	uint32_t inc;	/* its incarnation (docs/wire.md) */
 	uint32_t job;	/* its job key */
+	uint64_t node;	/* its node's key: equal keys share a node */
 };
 
 struct pp_embed_conf {
@@ -54,17 +62,22 @@ struct pp_embed {
 	int self_busy;		   /* frames may be owed between the two engines */
 	uint32_t sends;		   /* sends posted and not completed */
 	uint32_t idle;		   /* progress passes in a row that did nothing */
+	uint64_t node;		   /* this node's key (pp_embed_addr) */
+	int local_size;		   /* ranks on this node as the launcher says, -1: unknown */
+	int shm_tried;		   /* the node segment's set-up ran */
 	struct pp_embed_conf conf; /* as given */
 };
 
 /* The launcher's view of this process (runtime/launcher.c): Open MPI
- * (OMPI_COMM_WORLD_RANK, _SIZE; its job id or PMIx namespace), PMI (MPICH's
- * Hydra: PMI_RANK, PMI_SIZE), Slurm (SLURM_PROCID, SLURM_NTASKS, its job and
- * step). rank and size are -1 when no launcher says; job hashes its job id (FNV-1a)
- * and is 0 when none is found. */
+ * (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_SIZE; its job id or PMIx namespace),
+ * PMI (MPICH's Hydra: PMI_RANK, PMI_SIZE, MPI_LOCALNRANKS), Slurm
+ * (SLURM_PROCID, SLURM_NTASKS, its job and step). rank, size and local_size
+ * are -1 when no launcher says; job hashes its job id (FNV-1a) and is 0 when
+ * none is found. */
 struct pp_launcher {
 	int rank;	  /* this process's rank, -1: none */
 	int size;	  /* ranks in the job, -1: none */
+	int local_size;	  /* ranks of the job on this node, itself included, -1: none */
 	uint32_t job;	  /* job key, 0: none */
 	const char *name; /* the launcher recognised, "none" */
 };

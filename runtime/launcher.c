@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Rank, size and job of this process as its launcher states them (embed.h). */
+/* Rank, size, job and node-mates' count of this process as its launcher states them (embed.h). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -41,7 +41,8 @@ static uint32_t env_hash(const char *const *names)
 struct launcher {
 	const char *name;
 	const char *rank, *size;
-	const char *job[3]; /* joined and hashed; NULL-terminated */
+	const char *job[3];	  /* joined and hashed; NULL-terminated */
+	const char *local_size; /* ranks of the job on this node, or NULL */
 };
 
 /* In order: the first whose rank and size are both set wins. The job ids
@@ -51,17 +52,19 @@ static const struct launcher launchers[] = {
     {"Open MPI",
      "OMPI_COMM_WORLD_RANK",
      "OMPI_COMM_WORLD_SIZE",
-     {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", NULL}},
-    /* Slurm's srun: job and step. */
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", {"SLURM_JOB_ID", "SLURM_STEP_ID", NULL}},
+     {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", NULL},
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    /* Slurm's srun: job and step. Its count of tasks on this node has a
+     * compressed form ("2(x3),1"), per node in turn: not read. */
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", {"SLURM_JOB_ID", "SLURM_STEP_ID", NULL}, NULL},
     /* PMI-1 and PMI-2 (MPICH's Hydra): the KVS name when it is passed, else
      * the address of the launcher's PMI server, one per job. */
-    {"PMI", "PMI_RANK", "PMI_SIZE", {"PMI_KVSNAME", "PMI_PORT", NULL}},
+    {"PMI", "PMI_RANK", "PMI_SIZE", {"PMI_KVSNAME", "PMI_PORT", NULL}, "MPI_LOCALNRANKS"},
 };
 
 void pp_launcher_env(struct pp_launcher *l)
 {
-	l->rank = l->size = -1;
+	l->rank = l->size = l->local_size = -1;
 	l->job = 0;
 	l->name = "none";
 	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
@@ -73,6 +76,8 @@ void pp_launcher_env(struct pp_launcher *l)
 		l->size = size;
 		l->job = env_hash(L->job);
 		l->name = L->name;
+		int local = L->local_size ? env_int(L->local_size) : -1;
+		l->local_size = local >= 1 && local <= size ? local : -1;
 		return;
 	}
 }

@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -496,10 +497,11 @@ static int add_peers(pp_ctx *ctx)
 	return 0;
 }
 
-int pp_membership_join(pp_ctx *ctx)
+void pp_membership_self(pp_ctx *ctx)
 {
 	struct pp_peer_info *self = &ctx->mem.peers[ctx->rank];
 	memcpy(self->mac, ctx->port_info.mac, 6);
+	self->inc = ctx->inc;
 	if (ctx->cfg.node[0])
 		snprintf(self->node, sizeof(self->node), "%.*s", PP_NODE_NAME - 1, ctx->cfg.node);
 	else if (gethostname(self->node, sizeof(self->node)) != 0)
@@ -507,6 +509,59 @@ int pp_membership_join(pp_ctx *ctx)
 	self->node[sizeof(self->node) - 1] = '\0';
 	self->known = self->knows_all = 1;
 	ctx->mem.nknown = 1;
+}
+
+void pp_membership_embedded(pp_ctx *ctx)
+{
+	pp_membership_self(ctx);
+	/* Without a node name the node is the host, yet ranks in other network
+	 * namespaces of it (containers, the test bed's nodes) are not
+	 * node-mates to their launcher: the namespace joins the name. */
+	struct stat st;
+	struct pp_peer_info *self = &ctx->mem.peers[ctx->rank];
+	if (!ctx->cfg.node[0] && stat("/proc/self/ns/net", &st) == 0) {
+		char host[PP_NODE_NAME];
+		snprintf(host, sizeof(host), "%s", self->node);
+		snprintf(self->node, sizeof(self->node), "%.*s.%llx", PP_NODE_NAME - 18, host,
+			 (unsigned long long)st.st_ino);
+	}
+	ctx->mem.joined = 1;
+}
+
+int pp_membership_add(pp_ctx *ctx, uint32_t rank, const uint8_t mac[6], uint32_t inc,
+		      const char *node, int learnt)
+{
+	struct pp_peer_info *pi = &ctx->mem.peers[rank];
+	if (pi->known) {
+		if (memcmp(pi->mac, mac, 6) == 0 && pi->inc == inc) {
+			pi->learnt &= (uint8_t)learnt;
+			if (!learnt && rank != (uint32_t)ctx->rank)
+				snprintf(pi->node, sizeof(pi->node), "%s", node);
+			return 0;
+		}
+		if (rank == (uint32_t)ctx->rank)
+			return -EINVAL;
+		if (learnt || !pi->learnt)
+			return -EEXIST;
+		pp_info("rank %d: rank %u was learnt at another address; the caller's replaces it",
+			ctx->rank, rank);
+	}
+	int rc = pp_proto_peer_add(ctx->eng, rank, mac, inc);
+	if (rc)
+		return rc;
+	memcpy(pi->mac, mac, 6);
+	pi->inc = inc;
+	pi->learnt = (uint8_t)learnt;
+	snprintf(pi->node, sizeof(pi->node), "%s", node);
+	if (!pi->known)
+		ctx->mem.nknown++;
+	pi->known = pi->knows_all = 1;
+	return 0;
+}
+
+int pp_membership_join(pp_ctx *ctx)
+{
+	pp_membership_self(ctx);
 
 	/* PMIx: the launcher's fence instead of HELLOs; every peer learnt, or an error. */
 	if (ctx->boot == PP_BOOT_PMIX) {

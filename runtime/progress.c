@@ -166,7 +166,7 @@ static unsigned completions(pp_ctx *ctx)
 	struct pp_proto_cpl c;
 	unsigned n = 0;
 	while (pp_proto_poll(ctx->eng, &c)) {
-		if (ctx->cpl_fn) { /* an embedding library's own cookie */
+		if (ctx->cpl_fn && !pp_req_own(ctx, c.cookie)) { /* an embedding library's cookie */
 			ctx->cpl_fn(ctx->cpl_arg, &c);
 			n++;
 			continue;

@@ -8,8 +8,6 @@
 
 #include "ctx.h"
 
-#define PP_REQ_CHUNK 1024u
-
 /* A chunk more; 0 or -ENOMEM (at the size, or no memory). */
 static int grow(pp_ctx *ctx)
 {

@@ -85,6 +85,8 @@ struct pp_shm_link {
 	uint32_t npeers;	 /* other local ranks */
 	struct shm_peer *peer;	 /* them */
 	int32_t *by_rank;	 /* rank -> index in peer, or -1 */
+	uint32_t nranks;	 /* ranks by_rank covers: the job's (an embedded
+				  * engine's twin, one more, is no node-mate) */
 	uint32_t frame_cap;	 /* bytes reserved per frame: MTU + Ethernet header */
 	uint64_t next_check;	 /* time of the next liveness check */
 	uint64_t copies;	 /* direct copies made */
@@ -99,7 +101,7 @@ struct pp_shm_link {
 
 static struct shm_peer *peer_of(struct pp_shm_link *L, uint32_t rank)
 {
-	int32_t i = L->by_rank[rank];
+	int32_t i = rank < L->nranks ? L->by_rank[rank] : -1;
 	return i >= 0 ? &L->peer[i] : NULL;
 }
 
@@ -389,6 +391,7 @@ static int link_alloc(pp_ctx *ctx, struct pp_shm_link **out, const uint32_t *loc
 		free(L);
 		return -ENOMEM;
 	}
+	L->nranks = (uint32_t)ctx->size;
 	for (int r = 0; r < ctx->size; r++)
 		L->by_rank[r] = -1;
 	for (uint32_t i = 0; i < nlocal; i++) {

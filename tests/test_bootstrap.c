@@ -16,6 +16,7 @@
 
 #include "bootstrap.h"
 #include "cu_main.h"
+#include "embed.h"
 #include "pp.h"
 #include "pp_log.h"
 #include "sim/pp_sim.h"
@@ -251,8 +252,61 @@ static void test_launcher_no_pmix(void)
 	clear_env();
 }
 
+/* pp_launcher_env: rank, size, job and node-mates' count as Open MPI,
+ * Hydra and Slurm state them; a count outside 1..size is none. */
+static void test_launcher_env(void)
+{
+	static const char *const vars[] = {
+	    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+	    "OMPI_MCA_ess_base_jobid", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "PMI_KVSNAME",
+	    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID"};
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	struct pp_launcher l;
+	pp_launcher_env(&l);
+	CU_ASSERT_EQUAL(l.rank, -1);
+	CU_ASSERT_EQUAL(l.local_size, -1);
+	CU_ASSERT_STRING_EQUAL(l.name, "none");
+
+	setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+	setenv("OMPI_MCA_ess_base_jobid", "1234", 1);
+	pp_launcher_env(&l);
+	CU_ASSERT_STRING_EQUAL(l.name, "Open MPI");
+	CU_ASSERT_EQUAL(l.rank, 3);
+	CU_ASSERT_EQUAL(l.size, 8);
+	CU_ASSERT_EQUAL(l.local_size, 4);
+	CU_ASSERT_NOT_EQUAL(l.job, 0);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "9", 1); /* more than the job */
+	pp_launcher_env(&l);
+	CU_ASSERT_EQUAL(l.local_size, -1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "0", 1);
+	pp_launcher_env(&l);
+	CU_ASSERT_EQUAL(l.local_size, -1);
+	for (size_t i = 0; i < 4; i++)
+		unsetenv(vars[i]);
+
+	setenv("PMI_RANK", "1", 1);
+	setenv("PMI_SIZE", "2", 1);
+	setenv("MPI_LOCALNRANKS", "2", 1);
+	pp_launcher_env(&l);
+	CU_ASSERT_STRING_EQUAL(l.name, "PMI");
+	CU_ASSERT_EQUAL(l.local_size, 2);
+	unsetenv("PMI_RANK");
+
+	setenv("SLURM_PROCID", "0", 1);
+	setenv("SLURM_NTASKS", "2", 1);
+	pp_launcher_env(&l);
+	CU_ASSERT_STRING_EQUAL(l.name, "Slurm");
+	CU_ASSERT_EQUAL(l.local_size, -1); /* Slurm's per-node counts are not read */
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
 static CU_TestInfo tests[] = {
     {"a launcher's variables", test_launcher},
+    {"rank, size, job and node-mates from a launcher's environment", test_launcher_env},
     {"the choice", test_choose},
     {"names", test_names},
     {"job key of a namespace", test_job_key},

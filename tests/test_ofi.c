@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -959,6 +960,101 @@ static void test_threads(void)
 	close_side(&a);
 }
 
+/* ---- node-mates ---- */
+
+static void *insert_main(void *arg)
+{
+	struct side **s = arg; /* s[0] inserts both names, s[1]'s and its own */
+	uint8_t names[2 * FI_PP_NAME_LEN];
+	memcpy(names, s[1]->name, FI_PP_NAME_LEN);
+	memcpy(names + FI_PP_NAME_LEN, s[2]->name, FI_PP_NAME_LEN);
+	intptr_t n = (intptr_t)fi_av_insert(s[0]->av, names, 2, s[0]->addr, 0, NULL);
+	return (void *)n;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+/* Two endpoints of one node (local_size=2, the launcher's count of node-mates
+ * otherwise) set up the node segment once each has both names in its AV:
+ * collective, so the two inserts run in two threads and each waits for the
+ * other there. Then 0 B to 4 MiB (odd lengths, buffers off alignment) both
+ * ways, bytes checked: with shm=on the ports carry the set-up only (their
+ * captures stay small), with shm=off every byte crosses them. */
+static void node_mates(const char *shm, int through_ports)
+{
+	struct side a, b;
+	char extra[256], cap[2][64];
+	for (int i = 0; i < 2; i++)
+		snprintf(cap[i], sizeof(cap[i]), "/tmp/pp-ofi-node.%d.%d.pcap", (int)getpid(), i);
+	int link = ++link_no;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	snprintf(extra, sizeof(extra), "local_size=2,shm=%s,job=%d,pcap_dump=%s", shm,
+		 (int)getpid(), cap[0]);
+	CU_ASSERT_EQUAL_FATAL(open_side(&a, 0, link, extra, 0, FI_AV_MAP), 0);
+	snprintf(extra, sizeof(extra), "local_size=2,shm=%s,job=%d,pcap_dump=%s", shm,
+		 (int)getpid(), cap[1]);
+	CU_ASSERT_EQUAL_FATAL(open_side(&b, 1, link, extra, 0, FI_AV_TABLE), 0);
+	struct side *ia[3] = {&a, &a, &b}, *ib[3] = {&b, &a, &b};
+	pthread_t ta, tb;
+	void *na, *nb;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&ta, NULL, insert_main, ia), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&tb, NULL, insert_main, ib), 0);
+	pthread_join(ta, &na);
+	pthread_join(tb, &nb);
+	CU_ASSERT_EQUAL_FATAL((intptr_t)na, 2);
+	CU_ASSERT_EQUAL_FATAL((intptr_t)nb, 2);
+	static const size_t sizes[] = {0, 8, 1000, 4093, 65539, 1048581, 4194304};
+	uint8_t *out = malloc(4194304 + 8), *in = malloc(4194304 + 8);
+	CU_ASSERT_FATAL(out && in);
+	uint64_t moved = 0;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (int dir = 0; dir < 2; dir++) {
+			struct side *s = dir ? &b : &a, *r = dir ? &a : &b;
+			size_t len = sizes[i];
+			fill(out + 3, len, (unsigned)(i * 2 + (size_t)dir));
+			memset(in + 5, 0, len);
+			CU_ASSERT_EQUAL(fi_trecv(r->ep, in + 5, len, NULL, FI_ADDR_UNSPEC, 40 + i, 0,
+						 in),
+					0);
+			CU_ASSERT_EQUAL(fi_tsend(s->ep, out + 3, len, NULL, s->addr[!dir], 40 + i,
+						 out),
+					0);
+			struct fi_cq_tagged_entry e;
+			CU_ASSERT_EQUAL_FATAL(wait_one(r, s, &e, NULL), 1);
+			CU_ASSERT_EQUAL(e.len, len);
+			CU_ASSERT_EQUAL(e.tag, 40 + i);
+			CU_ASSERT_EQUAL(memcmp(in + 5, out + 3, len), 0);
+			CU_ASSERT_EQUAL_FATAL(wait_one(s, r, &e, NULL), 1);
+			CU_ASSERT_PTR_EQUAL(e.op_context, out);
+			moved += len;
+		}
+	free(out);
+	free(in);
+	close_side(&b);
+	close_side(&a);
+	long ca = file_size(cap[0]), cb = file_size(cap[1]);
+	unlink(cap[0]);
+	unlink(cap[1]);
+	CU_ASSERT(ca > 0 && cb > 0);
+	if (through_ports) {
+		CU_ASSERT(ca + cb > (long)(2 * moved));
+	} else {
+		CU_ASSERT(ca < 64 * 1024);
+		CU_ASSERT(cb < 64 * 1024);
+	}
+}
+
+static void test_node_mates(void)
+{
+	node_mates("on", 0);
+	node_mates("off", 1);
+}
+
 /* ---- RMA and atomics ---- */
 
 /* What Open MPI 4.1's btl ofi asks (opal/mca/btl/ofi/btl_ofi_component.c). */
@@ -1816,6 +1912,7 @@ static CU_TestInfo tests[] = {
     {"300 long sends to oneself before their receives", test_self_queue},
     {"a lost peer: FI_EIO for its send and receive", test_peer_lost},
     {"two endpoints in two threads", test_threads},
+    {"node-mates through the node segment, 0 B to 4 MiB; shm=off", test_node_mates},
     {"RMA: fi_getinfo with Open MPI's btl ofi hints", test_rma_getinfo},
     {"RMA: write and read 0 B to 1 MiB, to a peer and to oneself", test_rma_sizes},
     {"RMA: bad keys, ranges and access refused, memory untouched", test_rma_refused},

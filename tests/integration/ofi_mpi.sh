@@ -12,7 +12,10 @@
 #    have carried the messages: every rank's pcap_dump holds librt-pp frames
 #    (EtherType 0x88B5) with more payload than mpi_check's 16 MiB messages
 #    both ways. Over any other path (TCP, shared memory) this fails.
-#    Then 4 ranks on 2 nodes, 2 nodes at 5 % loss, and hpcc (below).
+#    On one node the node-mates talk through the node segment (every rank
+#    says so, and the ports carry less than 1 MiB), then with shm=off
+#    through their ports. Then 4 ranks on 2 nodes (node-mates through the
+#    segment, the rest through the ports), 2 nodes at 5 % loss, and hpcc.
 # 2. Through the node daemons: one ppd per node on its port pp1, every rank
 #    attached to its node's daemon (PP_DAEMON; the job PP_JOB claimed on
 #    each daemon with ppd --claim for PP_TOKEN, as a prolog would) instead
@@ -65,6 +68,8 @@ else
   export PP_DEV=\${OFI_MPI_FAULT:+fault:\$OFI_MPI_FAULT;}packet:pp\$OMPI_COMM_WORLD_LOCAL_RANK
   export PP_PCAP_DUMP=\$OFI_MPI_CAPTURE.\$OMPI_COMM_WORLD_RANK.pcap
 fi
+[ -z "\$OFI_MPI_SHM" ] || export PP_SHM=\$OFI_MPI_SHM
+[ -z "\$OFI_MPI_LOG" ] || export PP_LOG=\$OFI_MPI_LOG
 exec "\$RANK_PROGRAM"
 EOF
 chmod +x "$tmp/rank.sh"
@@ -96,10 +101,12 @@ mpi_job() {
   shift 4
   (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RANK_PROGRAM="$prog" \
-    OFI_MPI_FAULT=${fault:-} OFI_MPI_DAEMON=${daemon:-} PP_TOKEN=${token:-} OFI_MPI_JOB=${pp_job:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
+    OFI_MPI_FAULT=${fault:-} OFI_MPI_DAEMON=${daemon:-} PP_TOKEN=${token:-} OFI_MPI_JOB=${pp_job:-} \
+    OFI_MPI_SHM=${shm:-} OFI_MPI_LOG=${log:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
     --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" \
-    -x RANK_PROGRAM -x OFI_MPI_FAULT -x OFI_MPI_DAEMON -x OFI_MPI_JOB -x PP_TOKEN "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
+    -x RANK_PROGRAM -x OFI_MPI_FAULT -x OFI_MPI_DAEMON -x OFI_MPI_JOB -x PP_TOKEN -x OFI_MPI_SHM \
+    -x OFI_MPI_LOG "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
   [ $rc -eq 0 ] || { cat "$out"; fail "$name: mpirun exited $rc"; }
   grep -Eq 'provider: pp$' "$out" || { cat "$out"; fail "$name: Open MPI's mtl did not name provider pp"; }
   # The provider's engine takes its peers from the MPI, never from PMIx.
@@ -109,6 +116,8 @@ mpi_job() {
     [ -s "$tmp/$name.$r.pcap" ] || { cat "$out"; fail "$name: rank $r's port captured nothing"; }
     read -r n b < <(frames "$tmp/$name.$r.pcap")
     [ "$b" -gt "$min" ] || fail "$name: rank $r's port carried $n librt-pp frames, $b bytes"
+    [ -z "${max_bytes:-}" ] || [ "$b" -lt "$max_bytes" ] ||
+      fail "$name: rank $r's port carried $n librt-pp frames, $b bytes; the node segment should have"
   done
 }
 
@@ -123,13 +132,26 @@ mpi_run() { # NAME HOSTS EXTRA-MPIRUN-ARGS...: mpi_check
 }
 
 mpi_run two-nodes "$ip0,$ip1" --mca plm_rsh_agent "$agent"
-mpi_run one-node "$ip0:2"
+# shm_ranks NAME N: N ranks of the run said they reach their node-mates
+# through the node segment (log=info).
+shm_ranks() {
+  local k
+  k=$(grep -c 'local peer(s) through shared memory' "$tmp/$1.log")
+  [ "$k" -eq "$2" ] || { cat "$tmp/$1.log"; fail "$1: $k of $2 ranks use shared memory"; }
+}
+# One node: the node-mates through the node segment (issue 31), the 16 MiB
+# messages never on the ports (max_bytes); then with shm=off through their
+# ports, as before.
+max_bytes=$((1 << 20)) min_bytes=-1 log=info mpi_run one-node "$ip0:2"
+shm_ranks one-node 2
+shm=off mpi_run one-node-port "$ip0:2"
 # Four ranks, two per node (each on a port of its own): Open MPI inserts
 # only the addresses of ranks it sends to, so rank 0 hears from ranks 2 and
 # 3 before it knows them (ranks 2 and 3 take part in the wildcards and the
 # collectives only). Then two nodes with 5 % of the frames each port
 # receives dropped: go-back-N under MPI.
-np=4 min_bytes=1 mpi_run four-ranks "$ip0:2,$ip1:2" --mca plm_rsh_agent "$agent"
+np=4 min_bytes=1 log=info mpi_run four-ranks "$ip0:2,$ip1:2" --mca plm_rsh_agent "$agent"
+shm_ranks four-ranks 4
 fault=loss=0.05 mpi_run lossy "$ip0,$ip1" --mca plm_rsh_agent "$agent"
 
 # Through the daemons. ppd_sum NODE COLUMN: that column of the daemon's
@@ -169,7 +191,8 @@ ppd_run() {
       sleep 0.05
     done
   done
-  fault= min_bytes=0 pp_job=$job mpi_run "$name" "$hosts" "$@"
+  # Node-mates through the daemon's loopback, not the node segment.
+  fault= min_bytes=0 pp_job=$job shm=off mpi_run "$name" "$hosts" "$@"
   for p in "${cpids[@]}"; do kill -TERM "$p"; wait "$p" 2>/dev/null; done
   cpids=()
   local tx=0 lo=0 placed=0
