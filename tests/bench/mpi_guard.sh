@@ -15,6 +15,11 @@
 #   ompi-pp-default  Open MPI over pp as mpirun binds by default: each
 #              namespace is a node of one rank, so both ranks get core 0
 #
+# Then two ranks on one node (ppn0, ports pp0 and pp1), at 8 B and 1 MiB:
+#   node-native   pp_pingpong, pprun --nodes 1 (node segment)
+#   node-ompi-pp  Open MPI over pp, --bind-to core (node segment: issue 31)
+#   node-vader    Open MPI, ob1 over btl self,vader, --bind-to core
+#
 # It fails (exit 1) when Open MPI over pp falls below 0.8 x native at 1 MiB
 # (windowed bandwidth, or latency: native / ompi-pp). Medians of figures
 # taken apart gave 0.72 to 1.20 in three clean runs on a 2-core VM (a 0.8
@@ -23,7 +28,10 @@
 # more. It also fails when with the default binding Open MPI over pp falls
 # below 0.3 x its own pinned figure (two busy-polling ranks on one core that
 # only meet at the end of time slices lose a factor of 30 or more; seen:
-# 0.78 to 1.11). Exit 77 when it cannot run (not root, no Open MPI or
+# 0.78 to 1.11). On one node it fails when Open MPI over pp falls below
+# 0.5 x native at 8 B or 0.8 x at 1 MiB, latency or window (node-mates
+# through their ports instead of the segment cost 10x and more; seen: 8 B
+# 0.66 to 0.75, 1 MiB 1.0 to 1.1). Exit 77 when it cannot run (not root, no Open MPI or
 # provider).
 #
 # usage: mpi_guard.sh BUILD_DIR [--rounds R] [--iters N]
@@ -57,7 +65,7 @@ cleanup() {
 trap cleanup EXIT
 mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/apps/perf" -o "$tmp/mpi_pingpong" \
   "$here/mpi_pingpong.c" "$root/apps/perf/list.c" "$root/apps/perf/stats.c" || fail "mpicc"
-TESTBED_MTU=9000 "$root/tests/testbed.sh" up 2 1 >/dev/null || fail "testbed.sh up 2 1"
+TESTBED_MTU=9000 "$root/tests/testbed.sh" up 2 2 >/dev/null || fail "testbed.sh up 2 2"
 ip -n ppn0 addr add "$ip0/$plen" dev pp0 || fail "address on ppn0"
 ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1"
 
@@ -83,11 +91,36 @@ ompi() { # SYS ROUND MPIRUN-ARGS...: pinned unless SYS is ompi-pp-default
 }
 pp=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp -x FI_PROVIDER_PATH="$build/ofi"
   -x PP_DEV=packet:pp0)
+# One node: each rank on its own port (the port by local rank), both in ppn0.
+printf '#!/bin/sh\nexport PP_DEV=packet:pp$OMPI_COMM_WORLD_LOCAL_RANK\nexec %s "$@"\n' \
+  "$tmp/mpi_pingpong" >"$tmp/node_rank.sh"
+chmod +x "$tmp/node_rank.sh"
+node_native() { # ROUND
+  "$build/apps/pprun" -n 2 --nodes 1 --dev-kind packet --timeout 300 -- \
+    "$build/apps/pp_pingpong" --test latency,window --window 64 --sizes 8,1m \
+    --iters "$iters" --mode push-pull --csv "$tmp/node-native.csv" >"$tmp/node-native.log" 2>&1 ||
+    { tail -20 "$tmp/node-native.log"; fail "node-native pp_pingpong"; }
+  awk -F, 'NR > 1 { print $1, $6, $8, ($11 == "" ? "-" : $11) }' "$tmp/node-native.csv" >"$tmp/node-native.$1"
+}
+node_ompi() { # SYS ROUND MPIRUN-ARGS...
+  local sys=$1 r=$2
+  shift 2
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 300 ip netns exec ppn0 \
+    mpirun -np 2 --host localhost:2 --bind-to core "$@" "$tmp/node_rank.sh" --test latency,window \
+    --window 64 --sizes 8,1m --iters "$iters" >"$tmp/$sys.log" 2>&1 ||
+    { tail -20 "$tmp/$sys.log"; fail "mpirun ($sys)"; }
+  awk '$1 == "RESULT" { print $2, $3, $4, $7 }' "$tmp/$sys.log" >"$tmp/$sys.$r"
+  [ -s "$tmp/$sys.$r" ] || { tail -20 "$tmp/$sys.log"; fail "$sys printed no RESULT rows"; }
+}
 for ((r = 1; r <= rounds; r++)); do
   native "$r"
   ompi ompi-pp "$r" --bind-to none "${pp[@]}"
   ompi ompi-tcp "$r" --bind-to none --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include pp0
   ompi ompi-pp-default "$r" "${pp[@]}"
+  node_native "$r"
+  node_ompi node-ompi-pp "$r" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
+    -x FI_PROVIDER_PATH="$build/ofi"
+  node_ompi node-vader "$r" --mca pml ob1 --mca btl self,vader
 done
 
 # value SYS ROUND TEST SIZE FIELD(3: us, 4: MB/s): one round's figure
@@ -123,6 +156,27 @@ for t in latency window; do
   done
 done
 echo "# latency in us (one way), window in MB/s; medians of $rounds rounds; ratios: medians of the rounds' own, >1 is ompi-pp better"
+echo
+echo "# two ranks on one node"
+printf '%-8s %8s  %10s %10s %10s  %8s %8s\n' test size native ompi-pp vader pp/nat pp/vader
+for t in latency window; do
+  f=3
+  [ $t = window ] && f=4
+  for s in 8 1048576; do
+    fn=() fp=() fv=() rn=() rv=()
+    for ((r = 1; r <= rounds; r++)); do
+      n=$(value node-native $r $t $s $f) p=$(value node-ompi-pp $r $t $s $f)
+      v=$(value node-vader $r $t $s $f)
+      fn+=("$n") fp+=("$p") fv+=("$v")
+      rn+=("$(ratio $t "$p" "$n")") rv+=("$(ratio $t "$p" "$v")")
+    done
+    a=$(median "${rn[@]}") b=$(median "${rv[@]}")
+    printf '%-8s %8s  %10s %10s %10s  %8s %8s\n' $t $s "$(median "${fn[@]}")" \
+      "$(median "${fp[@]}")" "$(median "${fv[@]}")" "$a" "$b"
+    echo "#   $t $s pp/nat by round: ${rn[*]}"
+    ratio[node.$t.$s]=$a
+  done
+done
 bad=0
 for t in latency window; do
   awk -v v="${ratio[$t.1048576.nat]}" 'BEGIN { exit !(v >= 0.8) }' ||
@@ -130,5 +184,13 @@ for t in latency window; do
   awk -v v="${ratio[$t.1048576.dflt]}" 'BEGIN { exit !(v >= 0.3) }' ||
     { echo "FAIL: 1 MiB $t: with mpirun's default binding ${ratio[$t.1048576.dflt]} x pinned (< 0.3)"; bad=1; }
 done
-[ $bad -eq 0 ] && echo "ok: Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB"
+for t in latency window; do
+  for s in 8 1048576; do
+    line=0.8
+    [ $s = 8 ] && line=0.5
+    awk -v v="${ratio[node.$t.$s]}" -v l=$line 'BEGIN { exit !(v >= l) }' ||
+      { echo "FAIL: one node, $s B $t: Open MPI over pp at ${ratio[node.$t.$s]} x native (< $line)"; bad=1; }
+  done
+done
+[ $bad -eq 0 ] && echo "ok: Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB, and on one node"
 exit $bad
