@@ -102,6 +102,7 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 		e->push_cap = PP_PROTO_PUSH_CAP;
 	e->staging = c->hooks.stage != NULL;
 	e->recvq = c->hooks.rq_post != NULL;
+	e->lite = c->hooks.lite_reserve && c->hooks.lite_commit && c->lite_max;
 	list_init(&e->send_free);
 	list_init(&e->late);
 	for (uint32_t i = 0; i < c->max_msgs; i++)

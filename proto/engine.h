@@ -96,6 +96,13 @@ struct pp_proto_hooks {
 	void (*unstage)(void *arg, void *block);
 	uint64_t (*stage_place)(void *arg, void *dst, const void *block, uint64_t n);
 	int (*stage_ahead)(void *arg, uint32_t src, uint64_t tag);
+	/* A node-mate's ring, written by the engine itself (rule 6, lite
+	 * messages). lite_reserve: room for a record of len bytes to local rank
+	 * dst, after everything handed over before, or NULL (the ring is full,
+	 * or dst has none): the message goes the sequenced way. lite_commit:
+	 * the record reserved is written (len bytes). Both or neither. */
+	void *(*lite_reserve)(void *arg, uint32_t dst, uint32_t len);
+	void (*lite_commit)(void *arg, uint32_t dst, uint32_t len);
 	void *arg; /* passed to every hook */
 };
 
@@ -128,6 +135,8 @@ struct pp_proto_conf {
 	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
 	uint64_t direct_chunk;	 /* bytes per direct copy call (hooks.direct) */
 	uint64_t direct_min;	 /* fewer bytes left than this: pulled as DATA instead */
+	uint32_t lite_max;	 /* node-mates (lite hooks): messages up to this go whole as
+				  * one ring record, unsequenced (0: none) */
 	struct pp_proto_hooks hooks; /* what the layer below lends; all NULL: nothing */
 };
 
@@ -257,7 +266,11 @@ int pp_proto_input_placed(struct pp_proto *eng, const uint8_t *frame, size_t len
 
 /* The same for a frame of pp_proto_output_local from the intranode ring of
  * local peer from: a frame whose source is any other rank is dropped (RANK;
- * the header is checked on a copy, so the peer cannot change it after). */
+ * the header is checked on a copy, so the peer cannot change it after).
+ * -EAGAIN for a lite record (rule 6) that cannot be taken now (no receive
+ * record or pushed-buffer room): it was not taken, and must be given again,
+ * before anything behind it in the ring, once receives were posted or
+ * messages taken. */
 int pp_proto_input_local(struct pp_proto *eng, uint32_t from, const uint8_t *frame, size_t len,
 			 uint64_t now);
 

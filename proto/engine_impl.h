@@ -197,6 +197,7 @@ struct pp_proto {
 	uint8_t staging;	      /* the staging hooks are there */
 	uint8_t recvq;		      /* the receive-queue hooks are there */
 	uint8_t local_out;	      /* in pp_proto_output_local: frames in the local form */
+	uint8_t lite;		      /* the lite hooks are there and lite_max > 0 */
 };
 
 /* What a frame in sequence did: taken, or refused for now (it comes again,
@@ -250,6 +251,24 @@ static inline void pp_proto_credit_return(struct peer *p, uint32_t cells, int an
 	if (cells && announce)
 		pp_gbn_rx_owe(&p->rx[0]);
 }
+
+/* The fields every frame to p (rank) carries: job, streams, ack, credit,
+ * ranks, incarnations (output.c). */
+void pp_proto_hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t rank,
+			 struct pp_wire_hdr *h);
+
+/* ---- local.c: lite messages (rule 6) ---- */
+
+/* Send len bytes at buf to local peer p (rank dst) whole as one record of
+ * its ring, complete at once: 0, or -EAGAIN when it must go the sequenced
+ * way (too long, something of ours to p unacknowledged or queued, no
+ * credit, the ring full). */
+int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_t tag,
+		       const void *buf, uint64_t len, int has_data, uint32_t data,
+		       uint64_t cookie);
+/* A lite record from p: 0 taken, -EAGAIN not now, -EPROTO dropped. */
+int pp_proto_lite_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+		     const uint8_t *pl);
 
 /* ---- send.c ---- */
 

@@ -108,6 +108,12 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 	pp_proto_credit_seen(p, h.credit);
 	if (h.ack_stream == e->c.stream)
 		ack_release(e, p, h.ack, now);
+	if (h.xflags & PP_WIRE_XF_LITE) {
+		if (form == FORM_LOCAL)
+			return pp_proto_lite_in(e, p, &h, pl);
+		e->st.drops[PP_DROP_TYPE]++; /* never from a port */
+		return -EPROTO;
+	}
 	switch (h.type) {
 	case PP_WIRE_ACK:
 		/* A standalone ack shows the peer alive even without progress

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Intranode peers (docs/protocol.md, rule 6): direct copies in place of
- * pulled DATA, DONE PULLs, and the receive queue the sender writes into. */
+ * pulled DATA, DONE PULLs, the receive queue the sender writes into, and
+ * lite messages. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine_impl.h"
 
@@ -147,4 +149,70 @@ int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
 	s->written = 1;
 	s->push_end = s->end_off = 0;
 	return 1;
+}
+
+/* ---- lite messages ----
+ *
+ * A small message to a node-mate goes whole as one record of the ring,
+ * outside the sequence: no send record, no window, no ack, no timer. Order
+ * holds because the ring keeps it and because a lite record is sent only
+ * when nothing sequenced of ours to that peer is unacknowledged or queued:
+ * a sequenced frame before it was taken already, and none the receiver
+ * refused can come again behind it. The receiver never refuses it either:
+ * the sender spent the credit its pushed bytes take, and a record that
+ * still finds no room (no receive record) stays at the head of the ring
+ * until it does (-EAGAIN). */
+
+int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_t tag,
+		       const void *buf, uint64_t len, int has_data, uint32_t data,
+		       uint64_t cookie)
+{
+	if (len > e->c.lite_max || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
+		return -EAGAIN;
+	uint32_t cells = pp_pushbuf_cells(len);
+	if (e->c.credits && (uint16_t)(p->credit_limit - p->credit_used) < cells)
+		return -EAGAIN;
+	uint32_t rec_len = PP_WIRE_LOCAL_HDR + (uint32_t)len;
+	uint8_t *rec = HOOK(e, lite_reserve, dst, rec_len);
+	if (!rec)
+		return -EAGAIN;
+	struct pp_wire_hdr h;
+	memset(&h, 0, sizeof(h));
+	pp_proto_hdr_common(e, p, dst, &h);
+	h.type = PP_WIRE_PUSH;
+	h.flags = PP_WIRE_F_FIRST | PP_WIRE_F_LAST | PP_WIRE_F_COPIED;
+	h.xflags = PP_WIRE_XF_LITE | (has_data ? PP_WIRE_XF_DATA : 0);
+	h.data = has_data ? data : 0;
+	h.seq = p->tx.nxt;
+	h.msg_id = p->next_msg_id++;
+	h.tag = tag;
+	h.msg_len = len;
+	h.payload_len = (uint16_t)len;
+	pp_wire_encode_local(rec, rec_len, &h, buf);
+	HOOK(e, lite_commit, dst, rec_len);
+	pp_gbn_rx_acked(&p->rx[0]); /* the record carries the ack */
+	if (e->c.credits)
+		p->credit_used = (uint16_t)(p->credit_used + cells);
+	e->user_ops++;
+	pp_proto_complete(e, cookie, 1, dst, tag, len, 0);
+	e->st.msgs_tx++;
+	e->st.bytes_tx += len;
+	e->st.frames_tx++;
+	return 0;
+}
+
+int pp_proto_lite_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+		     const uint8_t *pl)
+{
+	if (h->type != PP_WIRE_PUSH ||
+	    (h->flags & (PP_WIRE_F_FIRST | PP_WIRE_F_LAST | PP_WIRE_F_PULL | PP_WIRE_F_WRITTEN)) !=
+		(PP_WIRE_F_FIRST | PP_WIRE_F_LAST) ||
+	    h->payload_len != h->msg_len) {
+		e->st.drops[PP_DROP_STATE]++;
+		return -EPROTO;
+	}
+	if (pp_proto_push_in(e, p, h->src_rank, h, pl) != TAKEN)
+		return -EAGAIN; /* nothing was taken: it comes again */
+	p->rx_msg_next = h->msg_id + 1;
+	return 0;
 }

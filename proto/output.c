@@ -7,8 +7,8 @@
 
 #include "engine_impl.h"
 
-static void hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t rank,
-		       struct pp_wire_hdr *h)
+void pp_proto_hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t rank,
+			 struct pp_wire_hdr *h)
 {
 	h->job = e->c.job;
 	h->stream = e->c.stream;
@@ -37,7 +37,7 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 	struct pp_wire_hdr h;
 	const void *pl = NULL;
 	memset(&h, 0, sizeof(h));
-	hdr_common(e, p, rank, &h);
+	pp_proto_hdr_common(e, p, rank, &h);
 	h.type = d->type;
 	h.flags = d->flags | extra;
 	h.seq = seq;
@@ -96,7 +96,7 @@ static int emit_ctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t t
 {
 	struct pp_wire_hdr h;
 	memset(&h, 0, sizeof(h));
-	hdr_common(e, p, rank, &h);
+	pp_proto_hdr_common(e, p, rank, &h);
 	h.type = type;
 	h.seq = p->rx[0].rcv_nxt;
 	pp_gbn_rx_acked(&p->rx[0]);
@@ -129,7 +129,7 @@ static int emit_xctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t 
 			p->xowe |= 1u << i;
 		struct pp_wire_hdr h;
 		memset(&h, 0, sizeof(h));
-		hdr_common(e, p, rank, &h);
+		pp_proto_hdr_common(e, p, rank, &h);
 		h.type = type;
 		h.ack_stream = (uint16_t)i;
 		h.ack = x->rcv_nxt;

@@ -69,6 +69,10 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 		return -ECONNRESET;
 	if (pp_proto_ops_room(e))
 		return -ENOMEM;
+	if (p->local && e->lite && e->c.mode == PP_PROTO_PUSH_PULL &&
+	    pp_proto_lite_send(e, p, dst, tag, buf, len, data != NO_DATA, (uint32_t)data, cookie) ==
+		0)
+		return 0;
 	if (list_empty(&e->send_free))
 		return e->nsends_copied ? -EAGAIN : -ENOMEM;
 	struct send *s = container_of(e->send_free.next, struct send, q);

@@ -47,7 +47,10 @@
  *
  * Extra flags (xflags, version 5): DATA on a FIRST PUSH says the message
  * carries 32 bits of immediate data (libfabric's remote CQ data) in the
- * data field, which the receive's completion reports. The FIRST frame is
+ * data field, which the receive's completion reports. LITE exists only in
+ * the local form (a node-mate's ring): a FIRST | LAST PUSH holding a whole
+ * message outside the sequence (docs/protocol.md, rule 6); the engine drops
+ * it from a port. The FIRST frame is
  * matched before any other frame of its message is taken, so the data is
  * known whatever order the rest arrives in. Other frames carry xflags and
  * data as zero; receivers read them on a FIRST PUSH only.
@@ -115,6 +118,7 @@ enum pp_wire_flag {
 
 enum pp_wire_xflag {
 	PP_WIRE_XF_DATA = 0x0001, /* on FIRST PUSH: the data field is the message's */
+	PP_WIRE_XF_LITE = 0x0002, /* local form only: a whole message, unsequenced (rule 6) */
 };
 
 /* The protocol header in host byte order. */

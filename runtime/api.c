@@ -34,6 +34,9 @@
 /* Sends up to this are copied and complete at once (an eager send): their
  * ack may ride on the reply instead of costing a frame of its own. */
 #define PP_COPY_MAX (8u << 10)
+/* Node-mates' messages up to this go whole as one ring record, outside the
+ * sequence (rule 6, lite). */
+#define PP_LITE_MAX 1024u
 
 static int check_config(const struct pp_config *c)
 {
@@ -77,6 +80,7 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->rto_tries = (uint32_t)((uint64_t)c->timeout_ms * 1000000u / PP_RTO_MAX_NS) + 8;
 	pc->direct_chunk = PP_DIRECT_CHUNK;
 	pc->direct_min = PP_DIRECT_MIN;
+	pc->lite_max = PP_LITE_MAX;
 	pc->hooks.arg = ctx;
 	pp_shm_link_hooks(ctx, &pc->hooks);
 	pp_rt_daemon_hooks(ctx, &pc->hooks);
@@ -211,7 +215,7 @@ PP_API int pp_finalize(pp_ctx *ctx)
 	int rc = 0;
 	for (;;) {
 		pp_ctx_enter(ctx);
-		int idle = pp_proto_idle(ctx->eng) && !ctx->ntxq;
+		int idle = pp_proto_idle(ctx->eng) && !ctx->ntxq && pp_shm_link_drained(ctx);
 		pp_ctx_leave(ctx);
 		if (idle)
 			break;

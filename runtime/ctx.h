@@ -347,6 +347,9 @@ void pp_shm_link_fini(pp_ctx *ctx);
 unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now);
 unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now);
 void pp_shm_link_hooks(pp_ctx *ctx, struct pp_proto_hooks *h);
+/* Every record written to a live local peer was taken (its lite messages
+ * included, which no ack reports): 1, else 0; 1 without a link. */
+int pp_shm_link_drained(pp_ctx *ctx);
 /* pp_malloc from the rank's heap area: NULL when none or full. free: 0, or
  * -ENOENT when p is not from there. */
 void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);

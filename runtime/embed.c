@@ -180,12 +180,14 @@ void pp_embed_close(struct pp_embed *m)
 	uint64_t now = pp_now_ns(), deadline = now + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
 	uint64_t quiet = 0; /* since when only receives remain */
 	while (now < deadline) {
-		if (pp_proto_idle(ctx->eng) && pp_embed_self_idle(m) && !ctx->ntxq)
+		if (pp_proto_idle(ctx->eng) && pp_embed_self_idle(m) && !ctx->ntxq &&
+		    pp_shm_link_drained(ctx))
 			break;
 		/* Receives posted for ever (an MPI's own) keep the engine from
 		 * idling: once every send is done and acknowledged, give owed
 		 * acks a moment and go. */
-		if (!m->sends && pp_embed_self_idle(m) && !busy_with_peers(ctx) && !ctx->ntxq) {
+		if (!m->sends && pp_embed_self_idle(m) && !busy_with_peers(ctx) && !ctx->ntxq &&
+		    pp_shm_link_drained(ctx)) {
 			if (!quiet)
 				quiet = now;
 			else if (now - quiet > PP_EMBED_FLUSH_NS)

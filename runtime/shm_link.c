@@ -79,6 +79,7 @@ struct shm_peer {
 	uint8_t rx_on;	       /* its ring to us is polled */
 	uint8_t tx_on;	       /* the engine's frames to it go into our ring */
 	uint8_t dead;	       /* its process is gone */
+	uint8_t exited;	       /* its slot's process had exited when we first looked */
 	struct pp_shm_ring tx; /* us -> it */
 	struct pp_shm_ring rx; /* it -> us */
 	void *rec;	       /* a record reserved in tx and not filled yet, or NULL */
@@ -247,6 +248,26 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, cons
 	return rc;
 }
 
+/* Lite messages (rule 6): the engine writes the record itself, into the
+ * record pp_shm_link_tx keeps reserved or a new one. */
+static void *lite_reserve(void *arg, uint32_t dst, uint32_t len)
+{
+	pp_ctx *ctx = arg;
+	struct shm_peer *pe = live_peer(ctx, dst);
+	if (!pe || len > ctx->shm->frame_cap ||
+	    (!pe->rec && pp_shm_ring_reserve(&pe->tx, ctx->shm->frame_cap, &pe->rec)))
+		return NULL;
+	return pe->rec;
+}
+
+static void lite_commit(void *arg, uint32_t dst, uint32_t len)
+{
+	pp_ctx *ctx = arg;
+	struct shm_peer *pe = peer_of(ctx->shm, dst);
+	pp_shm_ring_commit(&pe->tx, len);
+	pe->rec = NULL;
+}
+
 void pp_shm_link_hooks(pp_ctx *ctx, struct pp_proto_hooks *h)
 {
 	const struct pp_config *c = &ctx->cfg;
@@ -255,6 +276,8 @@ void pp_shm_link_hooks(pp_ctx *ctx, struct pp_proto_hooks *h)
 	if (c->shm == PP_SHM_ON)
 		h->direct = direct;
 	h->publish = publish;
+	h->lite_reserve = lite_reserve;
+	h->lite_commit = lite_commit;
 	if (c->shm == PP_SHM_ON && c->shm_write) {
 		h->rq_post = rq_post;
 		h->rq_take = rq_take;
@@ -280,12 +303,17 @@ static void refresh(struct pp_shm_link *L)
 			continue; /* not a sound ring: never polled */
 		int pid = pp_shm_seg_peer_pid(&L->seg, pe->idx);
 		pe->pid = pid > 0 ? pid : 0;
+		/* Gone before we looked (it sent, then died): what is in its
+		 * ring is taken, then it is lost (check_alive). */
+		pe->exited = pid == -ESRCH;
 		pe->rx_on = 1;
 	}
 }
 
 static int exited(const struct shm_peer *pe)
 {
+	if (pe->exited)
+		return 1;
 	if (pe->pidfd >= 0) {
 		struct pollfd p = {.fd = pe->pidfd, .events = POLLIN};
 		return poll(&p, 1, 0) == 1;
@@ -311,7 +339,8 @@ static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
 {
 	for (uint32_t i = 0; i < L->npeers; i++) {
 		struct shm_peer *pe = &L->peer[i];
-		if (pe->rx_on && !pe->dead && exited(pe))
+		/* What it wrote before it died is taken first. */
+		if (pe->rx_on && !pe->dead && exited(pe) && pp_shm_ring_empty(&pe->rx))
 			peer_lost(ctx, pe, "died");
 	}
 }
@@ -332,7 +361,10 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 		for (unsigned k = 0;
 		     k < PP_SHM_RX_BURST && (got = pp_shm_ring_peek(&pe->rx, &rec, &len)) > 0;
 		     k++) {
-			pp_proto_input_local(ctx->eng, pe->rank, rec, len, now);
+			/* A lite message that finds no room yet stays at the
+			 * head, and what is behind it waits (engine.h). */
+			if (pp_proto_input_local(ctx->eng, pe->rank, rec, len, now) == -EAGAIN)
+				break;
 			pp_shm_ring_release(&pe->rx);
 			n++;
 		}
@@ -372,6 +404,17 @@ unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now)
 		}
 	}
 	return n;
+}
+
+int pp_shm_link_drained(pp_ctx *ctx)
+{
+	struct pp_shm_link *L = ctx->shm;
+	for (uint32_t i = 0; L && i < L->npeers; i++) {
+		struct shm_peer *pe = &L->peer[i];
+		if (pe->tx_on && !pe->dead && !pp_shm_ring_drained(&pe->tx))
+			return 0;
+	}
+	return 1;
 }
 
 /* ---- set-up ---- */

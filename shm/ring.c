@@ -157,6 +157,14 @@ void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len)
 	atomic_store_explicit(&r->sh->head, head, memory_order_release);
 }
 
+int pp_shm_ring_drained(struct pp_shm_ring *r)
+{
+	uint64_t tail = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
+	if (r->head - tail <= r->ncells) /* a sound index: cache it */
+		r->tail = tail;
+	return tail == r->head;
+}
+
 /* The consumer found the ring broken: from now on it reads nothing from it.
  * head = tail sends every later peek to the empty-ring branch, where no
  * producer index passes the check against ncells 0 and an index equal to the
@@ -168,6 +176,14 @@ static int poison(struct pp_shm_ring *r)
 	r->head = r->tail;
 	r->held = 0;
 	return -EPROTO;
+}
+
+int pp_shm_ring_empty(struct pp_shm_ring *r)
+{
+	if (r->err)
+		return 1;
+	uint64_t head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
+	return head == r->tail;
 }
 
 int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len)

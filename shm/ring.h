@@ -104,6 +104,14 @@ int pp_shm_ring_reserve(struct pp_shm_ring *r, uint32_t len, void **ptr);
  * what was reserved). */
 void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len);
 
+/* Producer: 1 when the consumer has given back every record committed (its
+ * index read now), 0 when some are still in the ring. */
+int pp_shm_ring_drained(struct pp_shm_ring *r);
+
+/* Consumer: 1 when nothing is in the ring (the producer's index read now),
+ * 0 when a record waits; a poisoned ring counts as empty. */
+int pp_shm_ring_empty(struct pp_shm_ring *r);
+
 /* Consumer: the oldest record. Returns 1 and sets *ptr, *len (the payload
  * lies wholly inside the cells), or 0 when the ring is empty. The record
  * stays until pp_shm_ring_release. Its payload is in memory the producer can

@@ -292,8 +292,9 @@ enum pp_shm_state pp_shm_seg_state(const struct pp_shm_seg *s, uint32_t i)
 	return st <= PP_SHM_LEFT ? (enum pp_shm_state)st : PP_SHM_LEFT;
 }
 
-/* 1 when process pid maps the object (dev, ino); -errno when its mappings
- * cannot be read. */
+/* 1 when process pid maps the object (dev, ino), 0 when it does not; -ESRCH
+ * when there is no such process or it has exited (a zombie maps nothing),
+ * -EPERM when its mappings cannot be read. */
 static int maps_object(int32_t pid, uint64_t dev, uint64_t ino)
 {
 	char path[64], line[512];
@@ -301,8 +302,8 @@ static int maps_object(int32_t pid, uint64_t dev, uint64_t ino)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -EPERM;
-	int found = 0;
-	while (!found && fgets(line, sizeof(line), f)) {
+	int found = 0, lines = 0;
+	while (!found && fgets(line, sizeof(line), f) && ++lines) {
 		unsigned maj, min;
 		uint64_t i;
 		found = sscanf(line, "%*x-%*x %*s %*x %x:%x %" SCNu64, &maj, &min, &i) == 3 &&
@@ -312,7 +313,7 @@ static int maps_object(int32_t pid, uint64_t dev, uint64_t ino)
 			;
 	}
 	fclose(f);
-	return found;
+	return found ? 1 : lines ? 0 : -ESRCH;
 }
 
 int pp_shm_seg_peer_pid(struct pp_shm_seg *s, uint32_t i)

@@ -196,8 +196,9 @@ enum pp_shm_state pp_shm_seg_state(const struct pp_shm_seg *s, uint32_t i);
  * first time, checked to be a live process that maps this object, and kept;
  * later calls return the kept pid (or error) and never read the slot again.
  * Errors: -EINVAL (i is not another slot), -EAGAIN (slot i has not attached
- * yet: nothing kept), -ESRCH (no pid, or no such process), -EPERM (that
- * process does not map this segment, or its mappings cannot be read). */
+ * yet: nothing kept), -ESRCH (no pid, or no such process: it has exited),
+ * -EPERM (that process does not map this segment, or its mappings cannot be
+ * read). */
 int pp_shm_seg_peer_pid(struct pp_shm_seg *s, uint32_t i);
 
 /* Memory of the ring from slot i to slot j (i != j), for

@@ -150,6 +150,7 @@ static inline void node_mate_conf(struct pp_proto_conf *c)
 	c->local_whole = 16u << 10;
 	c->copy_max = 8u << 10;
 	c->direct_min = 4096;
+	c->lite_max = 1024;
 	c->mtu = 9000;
 }
 

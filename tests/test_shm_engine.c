@@ -4,7 +4,9 @@
  * that copies from the sender's published buffer, as the runtime's does
  * through the segment. Early and late receivers, every mode, BTP with a
  * second push, truncation, a hook that fails at once or after some chunks
- * (the rest comes as DATA), and a peer that dies. */
+ * (the rest comes as DATA), and a peer that dies. Lite messages: small
+ * messages written whole into a modelled ring, in order with the sequenced
+ * frames, held at its head when the receiver has no room. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,6 +431,244 @@ static void test_ring_owner(void)
 	world_fini();
 }
 
+/* ---- lite messages (rule 6) ---- */
+
+/* Each direction's ring: lite records and sequenced frames in one FIFO. */
+#define RING_RECS 512
+static struct ring {
+	uint8_t rec[RING_RECS][2100];
+	uint32_t len[RING_RECS];
+	unsigned head, tail;
+	unsigned lites; /* lite records committed */
+} q[2];
+
+static void *lite_reserve(void *arg, uint32_t dst, uint32_t len)
+{
+	struct ring *r = &q[(uintptr_t)arg];
+	(void)dst;
+	if (r->tail - r->head == RING_RECS || len > sizeof(r->rec[0]))
+		return NULL;
+	return r->rec[r->tail % RING_RECS];
+}
+
+static void lite_commit(void *arg, uint32_t dst, uint32_t len)
+{
+	struct ring *r = &q[(uintptr_t)arg];
+	(void)dst;
+	r->len[r->tail++ % RING_RECS] = len;
+	r->lites++;
+}
+
+static void lite_init(uint32_t max_recvs, uint32_t pushbuf)
+{
+	memset(&w, 0, sizeof(w));
+	memset(q, 0, sizeof(q));
+	w.fail_from = -1;
+	w.now = 1000;
+	struct pp_proto_conf c;
+	node_mate_conf(&c);
+	c.hooks.direct = hook_direct;
+	c.hooks.publish = hook_publish;
+	c.hooks.lite_reserve = lite_reserve;
+	c.hooks.lite_commit = lite_commit;
+	if (max_recvs)
+		c.max_recvs = max_recvs;
+	if (pushbuf)
+		c.pushbuf_bytes = pushbuf;
+	c.mtu = 1500;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
+}
+
+/* Frames into the rings behind what is there, then each ring into its
+ * reader in order, up to a record it holds back (-EAGAIN); timers run.
+ * Until nothing moves for a few rounds. Returns the records taken. */
+static unsigned ring_pump(void)
+{
+	unsigned taken = 0;
+	for (int quiet = 0; quiet < 8;) {
+		int moved = 0;
+		for (uint32_t i = 0; i < 2; i++) {
+			pp_proto_handle_expiry(w.e[i], w.now);
+			struct ring *r = &q[i];
+			int len;
+			while (r->tail - r->head < RING_RECS &&
+			       (len = pp_proto_output_local(w.e[i], 1 - i, w.frame, sizeof(w.frame),
+							    w.now)) > 0) {
+				memcpy(r->rec[r->tail % RING_RECS], w.frame, (size_t)len);
+				r->len[r->tail++ % RING_RECS] = (uint32_t)len;
+			}
+			while (r->head != r->tail) {
+				int rc = pp_proto_input_local(w.e[1 - i], i, r->rec[r->head % RING_RECS],
+							      r->len[r->head % RING_RECS], w.now);
+				if (rc == -EAGAIN)
+					break;
+				r->head++;
+				taken++;
+				moved = 1;
+			}
+		}
+		w.now += 1000;
+		quiet = moved ? 0 : quiet + 1;
+	}
+	return taken;
+}
+
+/* Small messages (0 B to lite_max, with immediate data or not) go as one
+ * record each and complete at once; the receiver matches them early or
+ * late, bytes and data intact; a message one byte longer goes sequenced. */
+static void test_lite(void)
+{
+	static uint8_t s[2000], r[2100];
+	static const uint64_t n[] = {0, 1, 8, 100, 1023, 1024};
+	struct pp_proto_cpl c;
+	for (int late = 0; late < 2; late++) {
+		lite_init(0, 0);
+		for (size_t k = 0; k < PP_ARRAY_SIZE(n); k++) {
+			pat_fill(s, n[k], (unsigned)k);
+			memset(r, 0xEE, sizeof(r));
+			if (!late)
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r, 1024, 2), 0);
+			unsigned before = q[0].lites;
+			CU_ASSERT_EQUAL(pp_proto_send_data(w.e[0], 1, 9, s, n[k], 0xabc0u + (uint32_t)k, 1), 0);
+			CU_ASSERT_EQUAL(q[0].lites, before + 1);
+			CU_ASSERT_EQUAL(take(0, &c), 1); /* done at once */
+			CU_ASSERT(c.is_send && c.cookie == 1 && c.len == n[k] && !c.error);
+			memset(s, 0x55, n[k]); /* the record holds its own copy */
+			CU_ASSERT_EQUAL(ring_pump(), 1); /* the record, and nothing back */
+			if (late) /* its credit is announced: an ACK goes back */
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r, 1024, 2), 0);
+			CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+			CU_ASSERT(!c.is_send && c.cookie == 2 && c.len == n[k] && !c.error);
+			CU_ASSERT(c.has_data && c.data == 0xabc0u + (uint32_t)k);
+			CU_ASSERT(pat_check(r, n[k], (unsigned)k));
+			CU_ASSERT_EQUAL(r[n[k]], 0xEE);
+			CU_ASSERT_EQUAL(ring_pump(), late && n[k] ? 1u : 0u);
+			CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
+		}
+		/* Longer than lite_max, or to a truncating receive. */
+		unsigned before = q[0].lites;
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r, 2000, 2), 0);
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 9, s, 1025, 1), 0);
+		CU_ASSERT_EQUAL(q[0].lites, before);
+		ring_pump();
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+		CU_ASSERT(c.len == 1025 && !c.error);
+		CU_ASSERT_EQUAL(take(0, &c), 1);
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r, 10, 2), 0);
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 9, s, 100, 1), 0);
+		ring_pump();
+		CU_ASSERT_EQUAL(take(1, &c), 1);
+		CU_ASSERT(c.len == 100 && c.error == -EMSGSIZE);
+		world_fini();
+	}
+}
+
+/* Lite and sequenced messages mixed (small, large, small...): matched in the
+ * order they were sent, by receives for any tag, posted before and after. */
+static void test_lite_order(void)
+{
+	enum { N = 60 };
+	static uint8_t s[N][20000], r[N][20000];
+	struct pp_proto_cpl c;
+	for (int late = 0; late < 2; late++) {
+		lite_init(0, 0);
+		for (int k = 0; k < N; k++) {
+			uint64_t n = k % 5 == 2 ? 20000 : (uint64_t)(k * 13) % 1024;
+			pat_fill(s[k], n, (unsigned)k);
+			if (!late)
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 0, PP_PROTO_IGNORE_ALL, r[k],
+							      20000, 100 + (uint64_t)k),
+						0);
+			CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, (uint64_t)k, s[k], n, 1), 0);
+			if (k % 7 == 0)
+				ring_pump(); /* some acked before the next, some not */
+		}
+		CU_ASSERT(q[0].lites >= 5 && q[0].lites < N); /* both kinds */
+		ring_pump();
+		if (late)
+			for (int k = 0; k < N; k++)
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 0, PP_PROTO_IGNORE_ALL, r[k],
+							      20000, 100 + (uint64_t)k),
+						0);
+		ring_pump();
+		int got = 0;
+		while (take(1, &c)) {
+			int k = (int)(c.cookie - 100);
+			CU_ASSERT_EQUAL(c.tag, (uint64_t)k); /* the k-th receive took the k-th */
+			CU_ASSERT(!c.error && pat_check(r[k], c.len, (unsigned)k));
+			got++;
+		}
+		CU_ASSERT_EQUAL(got, N);
+		world_fini();
+	}
+}
+
+/* A receiver with room for 2 messages: the third lite record waits at the
+ * head of the ring (what is behind it too), and comes in as receives take
+ * the others: none lost, none out of order. Credit spent: the rest goes
+ * sequenced, in order too. */
+static void test_lite_held(void)
+{
+	enum { N = 6 };
+	static uint8_t s[N][64], r[N][64];
+	struct pp_proto_cpl c;
+	lite_init(2, 0);
+	for (int k = 0; k < N; k++) {
+		pat_fill(s[k], 64, (unsigned)k);
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[k], 64, 1), 0);
+	}
+	CU_ASSERT_EQUAL(q[0].lites, N);
+	CU_ASSERT_EQUAL(ring_pump(), 2); /* two unexpected, the rest held */
+	CU_ASSERT_EQUAL(q[0].tail - q[0].head, N - 2);
+	for (int k = 0; k < N; k++) {
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, 0, r[k], 64, 10 + (uint64_t)k), 0);
+		ring_pump();
+		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+		CU_ASSERT(c.cookie == 10 + (uint64_t)k && c.len == 64 && !c.error);
+		CU_ASSERT(pat_check(r[k], 64, (unsigned)k));
+	}
+	CU_ASSERT_EQUAL(q[0].head, q[0].tail);
+	world_fini();
+
+	/* 2 cells of credit (a 512-byte pushed buffer): two lites spend them,
+	 * the next ones go sequenced until credit comes back. */
+	lite_init(0, 512);
+	for (int k = 0; k < N; k++)
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 7, s[k], 64, 1), 0);
+	CU_ASSERT_EQUAL(q[0].lites, 2);
+	for (int k = 0; k < N; k++) {
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 7, 0, r[k], 64, 10 + (uint64_t)k), 0);
+		ring_pump();
+	}
+	for (int k = 0; k < N; k++) {
+		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+		CU_ASSERT(c.cookie == 10 + (uint64_t)k && !c.error && pat_check(r[k], 64, (unsigned)k));
+	}
+	world_fini();
+}
+
+/* A lite record from a port (not a ring) is dropped. */
+static void test_lite_not_wire(void)
+{
+	lite_init(0, 0);
+	static uint8_t s[8], r[8], frame[200];
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, s, 8, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(q[0].lites, 1);
+	struct pp_wire_hdr h;
+	memcpy(&h, q[0].rec[0], sizeof(h));
+	CU_ASSERT(h.xflags & PP_WIRE_XF_LITE);
+	uint8_t mac[2][6];
+	net_mac(0, mac[0]);
+	net_mac(1, mac[1]);
+	int len = pp_wire_encode(frame, sizeof(frame), mac[1], mac[0], &h, s);
+	CU_ASSERT_FATAL(len > 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, r, 8, 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_input(w.e[1], frame, (size_t)len, w.now), -EPROTO);
+	struct pp_proto_cpl c;
+	CU_ASSERT_EQUAL(take(1, &c), 0);
+	world_fini();
+}
+
 static CU_TestInfo tests[] = {
     {"single copy, every mode, early and late", test_direct},
     {"a second push comes before the copy", test_second_push},
@@ -440,6 +680,10 @@ static CU_TestInfo tests[] = {
     {"a local peer that died", test_fail},
     {"a late eager copy: frames from the buffer, resent from the copy", test_send_late},
     {"a frame in a ring names its owner", test_ring_owner},
+    {"lite: 0 B to lite_max whole in one record, data, early and late", test_lite},
+    {"lite and sequenced messages matched in send order", test_lite_order},
+    {"lite: held at the ring's head without room; credit spent", test_lite_held},
+    {"lite: never from a port", test_lite_not_wire},
     CU_TEST_INFO_NULL,
 };
 
