@@ -87,7 +87,8 @@ static void features(void)
 	feature("hwloc", PP_BUILD_HWLOC, "required");
 	feature("PMIx", PP_BUILD_PMIX,
 		"install libpmix-dev and reconfigure: mpirun, prterun, srun --mpi=pmix");
-	feature("libfabric", "", "no provider yet");
+	feature("libfabric", PP_BUILD_OFI,
+		"install libfabric-dev and reconfigure: the provider libpp-fi.so (ofi/README.md)");
 }
 
 /* --- devices ---------------------------------------------------------------- */

@@ -4,9 +4,9 @@
 # README, PP_<KEY> shown), --check opens a port (an in-memory one), --config
 # checks settings and names the bootstrap, and bad arguments are refused
 # with a clear message.
-# usage: pp_info_test.sh PP_INFO SOURCE_ROOT PMIX(yes|no: the build has it)
+# usage: pp_info_test.sh PP_INFO SOURCE_ROOT PMIX OFI (yes|no: the build has it)
 set -uo pipefail
-info=$1 src=$2 pmix=$3
+info=$1 src=$2 pmix=$3 ofi=$4
 fail() { echo "FAIL: $*"; exit 1; }
 out=$(mktemp /tmp/pp-info-test.XXXXXX)
 trap 'rm -f "$out"' EXIT
@@ -28,7 +28,7 @@ for f in DPDK libpcap hwloc PMIx libfabric; do
   grep -Eq "^  $f +(yes|no)" "$out" || { cat "$out"; fail "feature $f missing"; }
 done
 grep -Eq "^  PMIx +$pmix" "$out" || { cat "$out"; fail "PMIx is not '$pmix' as the build says"; }
-grep -Eq "^  libfabric +no" "$out" || fail "no libfabric provider is built"
+grep -Eq "^  libfabric +$ofi" "$out" || { cat "$out"; fail "libfabric is not '$ofi' as the build says"; }
 grep -Eq "^  hwloc +yes" "$out" || fail "hwloc is required"
 
 "$info" --devices >"$out" || fail "--devices"

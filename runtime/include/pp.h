@@ -65,7 +65,7 @@ typedef struct pp_status {
 /* Reasons a received frame is rejected; indexes pp_stats.drops[]. */
 enum pp_drop_reason {
 	PP_DROP_SHORT = 0, /* shorter than Ethernet + protocol header */
-	PP_DROP_VERSION,   /* protocol version is not 2 */
+	PP_DROP_VERSION,   /* not this library's wire version 5 */
 	PP_DROP_TYPE,	   /* unknown frame type */
 	PP_DROP_LENGTH,	   /* payload_len disagrees with the frame length */
 	PP_DROP_CRC,	   /* crc32c mismatch */
