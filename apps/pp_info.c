@@ -67,7 +67,7 @@ static void version(void)
 {
 	printf("librt-pp %s (%s, %s)\n", PP_BUILD_VERSION, PP_BUILD_TYPE, PP_BUILD_CC);
 	printf("wire format version %d (EtherType 0x%04X, %d-byte header; docs/wire.md)\n",
-	       PP_WIRE_VERSION, PP_WIRE_ETHERTYPE, PP_WIRE_HDR_LEN);
+	       PP_WIRE_VERSION, PP_ETH_TYPE_PP, PP_WIRE_HDR_LEN);
 	printf("ppd region version %u (ranks and daemons must agree)\n", PPD_VERSION);
 }
 

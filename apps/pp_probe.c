@@ -45,7 +45,7 @@
 #include "pp_port.h"
 
 #define PROBE_HDR_LEN  16
-#define PROBE_MIN      (PP_ETH_HDR_LEN + PROBE_HDR_LEN)
+#define PROBE_MIN      (PP_ETH_HLEN + PROBE_HDR_LEN)
 #define PROBE_MAGIC    0x50505242u /* "PPRB" */
 #define KIND_REQ       1
 #define KIND_REPLY     2
@@ -232,10 +232,10 @@ static void build(struct pp_buf *b, const uint8_t dst[6], const uint8_t src[6], 
 		  uint32_t seq, unsigned size)
 {
 	uint8_t *f = b->data;
-	memcpy(f, dst, 6);
-	memcpy(f + 6, src, 6);
-	put16(f + 12, PP_ETHERTYPE);
-	uint8_t *h = f + PP_ETH_HDR_LEN;
+	pp_eth_set_dst(f, dst);
+	pp_eth_set_src(f, src);
+	pp_eth_set_type(f, PP_ETH_TYPE_PP);
+	uint8_t *h = f + PP_ETH_HLEN;
 	h[0] = (uint8_t)kind; /* version 0 */
 	h[1] = 0;
 	put16(h + 2, (uint16_t)(size - PROBE_MIN));
@@ -251,9 +251,9 @@ static void build(struct pp_buf *b, const uint8_t dst[6], const uint8_t src[6], 
 static int probe_kind(const struct pp_buf *b)
 {
 	const uint8_t *f = b->data;
-	if (b->len < PROBE_MIN || get16(f + 12) != PP_ETHERTYPE)
+	if (b->len < PROBE_MIN || pp_eth_type(f) != PP_ETH_TYPE_PP)
 		return 0;
-	const uint8_t *h = f + PP_ETH_HDR_LEN;
+	const uint8_t *h = f + PP_ETH_HLEN;
 	if ((h[0] >> 4) != 0 || get32(h + 4) != PROBE_MAGIC)
 		return 0;
 	if (get16(h + 2) != b->len - PROBE_MIN && b->len > 60)
@@ -263,7 +263,7 @@ static int probe_kind(const struct pp_buf *b)
 
 static uint32_t probe_seq(const struct pp_buf *b)
 {
-	return get32(b->data + PP_ETH_HDR_LEN + 8);
+	return get32(b->data + PP_ETH_HLEN + 8);
 }
 
 /* 1 when every payload byte of b is what seq's pattern says (blast frames:
@@ -271,7 +271,7 @@ static uint32_t probe_seq(const struct pp_buf *b)
 static int payload_ok(const struct pp_buf *b)
 {
 	uint32_t seq = probe_kind(b) == KIND_BLAST ? 0 : probe_seq(b);
-	unsigned end = PROBE_MIN + get16(b->data + PP_ETH_HDR_LEN + 2);
+	unsigned end = PROBE_MIN + get16(b->data + PP_ETH_HLEN + 2);
 	if (end > b->len)
 		return 0;
 	for (unsigned i = PROBE_MIN; i < end; i++)
@@ -332,7 +332,7 @@ static void print_rate(const char *label, uint64_t frames, uint64_t bytes, uint6
 	uint64_t gaps = first_to_last ? (frames ? frames - 1 : 0) : frames;
 	if (ns && frames) {
 		fps = gaps / secs;
-		mbps = fps * ((double)bytes / frames - PP_ETH_HDR_LEN) / 1e6;
+		mbps = fps * ((double)bytes / frames - PP_ETH_HLEN) / 1e6;
 	}
 	printf("%-8s frames %" PRIu64 " bytes %" PRIu64 " seconds %.3f frames_per_s %.0f "
 	       "payload_MBps %.1f",
@@ -374,9 +374,9 @@ static int listen_blast(struct pp_port *port, const struct pp_port_info *in, con
 		x->end_ns = t ? t : 1;
 		print_blast_rx(x, sent);
 	}
-	memcpy(b->data, b->data + 6, 6);
-	memcpy(b->data + 6, in->mac, 6);
-	uint8_t *h = b->data + PP_ETH_HDR_LEN;
+	pp_eth_set_dst(b->data, pp_eth_src(b->data));
+	pp_eth_set_src(b->data, in->mac);
+	uint8_t *h = b->data + PP_ETH_HLEN;
 	h[0] = KIND_BLAST_REP;
 	put16(h + 2, BLAST_CTL_LEN - PROBE_MIN);
 	put64(b->data + PROBE_MIN, x->frames);
@@ -412,13 +412,13 @@ static int listen_loop(struct pp_port *port, const struct pp_port_info *in, cons
 		for (unsigned i = 0; i < n; i++) {
 			struct pp_buf *b = bufs[i];
 			int kind = probe_kind(b);
-			if (!memcmp(b->data, in->mac, 6) &&
+			if (!memcmp(pp_eth_dst(b->data), in->mac, 6) &&
 			    listen_blast(port, in, o, b, kind, t, &blast)) {
 				last = t;
 				continue;
 			}
 			if ((kind != KIND_REQ && kind != KIND_HELLO) ||
-			    memcmp(b->data, in->mac, 6)) {
+			    memcmp(pp_eth_dst(b->data), in->mac, 6)) {
 				other++;
 				pp_port_free(port, &b, 1);
 				continue;
@@ -430,9 +430,9 @@ static int listen_loop(struct pp_port *port, const struct pp_port_info *in, cons
 					corrupt++;
 			}
 			/* Echo in place: the received buffer goes straight back out. */
-			memcpy(b->data, b->data + 6, 6);
-			memcpy(b->data + 6, in->mac, 6);
-			b->data[PP_ETH_HDR_LEN] = kind == KIND_REQ ? KIND_REPLY : KIND_HELLO_REP;
+			pp_eth_set_dst(b->data, pp_eth_src(b->data));
+			pp_eth_set_src(b->data, in->mac);
+			b->data[PP_ETH_HLEN] = kind == KIND_REQ ? KIND_REPLY : KIND_HELLO_REP;
 			send_one(port, b, now_ns() + 1000000000u);
 		}
 	}
@@ -471,7 +471,7 @@ static int wait_for_peer(struct pp_port *port, const struct pp_port_info *in, co
 			int found = 0;
 			for (unsigned i = 0; i < n; i++)
 				if (probe_kind(bufs[i]) == KIND_HELLO_REP &&
-				    !memcmp(bufs[i]->data + 6, o->peer, 6))
+				    !memcmp(pp_eth_src(bufs[i]->data), o->peer, 6))
 					found = 1;
 			pp_port_free(port, bufs, n);
 			if (found)
@@ -523,7 +523,7 @@ static int probe_loop(struct pp_port *port, const struct pp_port_info *in, const
 			uint64_t t1 = now_ns();
 			for (unsigned k = 0; k < n; k++) {
 				struct pp_buf *r = bufs[k];
-				if (probe_kind(r) != KIND_REPLY || memcmp(r->data + 6, o->peer, 6))
+				if (probe_kind(r) != KIND_REPLY || memcmp(pp_eth_src(r->data), o->peer, 6))
 					continue;
 				if (probe_seq(r) != seq) {
 					late++;
@@ -594,7 +594,7 @@ static int blast_loop(struct pp_port *port, const struct pp_port_info *in, const
 			for (unsigned i = 0; i < have; i++) {
 				memcpy(bufs[i]->data, tpl, size);
 				bufs[i]->len = size;
-				put32(bufs[i]->data + PP_ETH_HDR_LEN + 8, (uint32_t)seq++);
+				put32(bufs[i]->data + PP_ETH_HLEN + 8, (uint32_t)seq++);
 			}
 			continue;
 		}
@@ -629,7 +629,7 @@ static int blast_loop(struct pp_port *port, const struct pp_port_info *in, const
 		for (unsigned i = 0; i < n; i++) {
 			struct pp_buf *r = bufs[i];
 			if (!got && probe_kind(r) == KIND_BLAST_REP && r->len >= BLAST_CTL_LEN &&
-			    !memcmp(r->data + 6, o->peer, 6) && !memcmp(r->data, in->mac, 6)) {
+			    !memcmp(pp_eth_src(r->data), o->peer, 6) && !memcmp(pp_eth_dst(r->data), in->mac, 6)) {
 				for (int k = 0; k < 4; k++)
 					rep[k] = get64(r->data + PROBE_MIN + 8 * k);
 				got = 1;
@@ -825,7 +825,7 @@ int main(int argc, char **argv)
 	}
 	print_info(o.dev, &in);
 	int status = 0;
-	unsigned max = (unsigned)in.mtu + PP_ETH_HDR_LEN;
+	unsigned max = (unsigned)in.mtu + PP_ETH_HLEN;
 	if (max > in.buf_cap)
 		max = in.buf_cap;
 	if (o.size_mtu)

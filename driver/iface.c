@@ -30,7 +30,7 @@ static int query(int fd, const char *iface, struct pp_port_info *info, int *ifin
 	if (ioctl(fd, SIOCGIFMTU, &ifr) < 0)
 		return -errno;
 	info->mtu =
-	    (uint16_t)(ifr.ifr_mtu > 65535 - PP_ETH_HDR_LEN ? 65535 - PP_ETH_HDR_LEN : ifr.ifr_mtu);
+	    (uint16_t)(ifr.ifr_mtu > 65535 - PP_ETH_HLEN ? 65535 - PP_ETH_HLEN : ifr.ifr_mtu);
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
 		return -errno;
 	if (admin_up)

@@ -35,8 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PP_ETHERTYPE	   0x88B5 /* IEEE local experimental */
-#define PP_ETH_HDR_LEN	   14
+#include "pp_eth.h"
+
 #define PP_PORT_MAX_QUEUES 16
 
 /* One frame buffer. The backend keeps it inside its own buffer (an mbuf's

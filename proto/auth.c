@@ -33,7 +33,7 @@ static long tagged_payload(const uint8_t *frame, size_t len)
 {
 	if (len < PP_WIRE_MIN_FRAME + PP_AUTH_TAG_LEN)
 		return -1;
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN + PP_WIRE_OFF_PAYLOAD_LEN;
+	const uint8_t *p = frame + PP_ETH_HLEN + PP_WIRE_OFF_PAYLOAD_LEN;
 	size_t plen = (size_t)p[0] << 8 | p[1];
 	return plen >= PP_AUTH_TAG_LEN && PP_WIRE_MIN_FRAME + plen == len ? (long)plen : -1;
 }
@@ -44,10 +44,10 @@ static void tag_of(const uint8_t key[PP_AUTH_KEY_LEN], const uint8_t *frame, siz
 		   uint8_t tag[PP_AUTH_TAG_LEN])
 {
 	static const uint8_t zero4[4];
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	const uint8_t *p = frame + PP_ETH_HLEN;
 	crypto_generichash_state st;
 	crypto_generichash_init(&st, key, PP_AUTH_KEY_LEN, PP_AUTH_TAG_LEN);
-	crypto_generichash_update(&st, frame + 6, 6); /* Ethernet source */
+	crypto_generichash_update(&st, pp_eth_src(frame), 6);
 	crypto_generichash_update(&st, p, PP_WIRE_OFF_CRC);
 	crypto_generichash_update(&st, zero4, 4);
 	crypto_generichash_update(&st, p + PP_WIRE_HDR_LEN, plen - PP_AUTH_TAG_LEN);
@@ -59,7 +59,7 @@ int pp_auth_sign(const uint8_t key[PP_AUTH_KEY_LEN], uint8_t *frame, size_t len)
 	long plen = tagged_payload(frame, len);
 	if (plen < 0)
 		return -EINVAL;
-	uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	uint8_t *p = frame + PP_ETH_HLEN;
 	tag_of(key, frame, (size_t)plen, p + PP_WIRE_HDR_LEN + plen - PP_AUTH_TAG_LEN);
 	memset(p + PP_WIRE_OFF_CRC, 0, 4);
 	uint32_t crc = pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)plen);

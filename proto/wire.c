@@ -60,7 +60,7 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 	int rc = pp_wire_encode_hdr(frame, cap, dst, src, h, NULL);
 	if (rc < 0)
 		return rc;
-	uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	uint8_t *p = frame + PP_ETH_HLEN;
 	if (h->payload_len)
 		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
 	put32(p + PP_WIRE_OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
@@ -74,10 +74,10 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 		return -EINVAL;
 	if (cap < PP_WIRE_MIN_FRAME)
 		return -ENOSPC;
-	memcpy(frame, dst, 6);
-	memcpy(frame + 6, src, 6);
-	put16(frame + 12, PP_WIRE_ETHERTYPE);
-	uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	pp_eth_set_dst(frame, dst);
+	pp_eth_set_src(frame, src);
+	pp_eth_set_type(frame, PP_ETH_TYPE_PP);
+	uint8_t *p = frame + PP_ETH_HLEN;
 	p[0] = (uint8_t)(PP_WIRE_VERSION << 4 | (h->type & 0x0f));
 	p[1] = h->flags;
 	put16(p + PP_WIRE_OFF_PAYLOAD_LEN, h->payload_len);
@@ -156,9 +156,9 @@ static enum pp_drop_reason get_fields(const uint8_t *p, struct pp_wire_hdr *x,
  * type, flags and payload length into x; PP_DROP_MAX when sound. */
 static enum pp_drop_reason get_prefix(const uint8_t *frame, size_t len, struct pp_wire_hdr *x)
 {
-	if (len < PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE)
+	if (len < PP_WIRE_MIN_FRAME || pp_eth_type(frame) != PP_ETH_TYPE_PP)
 		return PP_DROP_SHORT;
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	const uint8_t *p = frame + PP_ETH_HLEN;
 	if (p[0] >> 4 != PP_WIRE_VERSION)
 		return PP_DROP_VERSION;
 	x->type = p[0] & 0x0f;
@@ -176,8 +176,8 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 	enum pp_drop_reason r = get_prefix(frame, len, &x);
 	if (r != PP_DROP_MAX)
 		goto drop;
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
-	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_WIRE_ETH_LEN > chk->mtu ||
+	const uint8_t *p = frame + PP_ETH_HLEN;
+	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_ETH_HLEN > chk->mtu ||
 	    (x.payload_len && !type_has_payload(x.type))) {
 		r = PP_DROP_LENGTH;
 		goto drop;
@@ -210,7 +210,7 @@ int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire
 	    len == PP_WIRE_MIN_FRAME ? get_prefix(frame, len, &x) : PP_DROP_SHORT;
 	if (r != PP_DROP_MAX)
 		goto drop;
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	const uint8_t *p = frame + PP_ETH_HLEN;
 	r = PP_DROP_TYPE;
 	if (x.type != PP_WIRE_DATA)
 		goto drop;
@@ -270,9 +270,9 @@ drop:
 
 int pp_wire_peek(const uint8_t *frame, size_t len, struct pp_wire_peek *pk)
 {
-	if (len < PP_WIRE_MIN_FRAME || get16(frame + 12) != PP_WIRE_ETHERTYPE)
+	if (len < PP_WIRE_MIN_FRAME || pp_eth_type(frame) != PP_ETH_TYPE_PP)
 		return -EPROTO;
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	const uint8_t *p = frame + PP_ETH_HLEN;
 	if (p[0] >> 4 != PP_WIRE_VERSION)
 		return -EPROTO;
 	pk->type = p[0] & 0x0f;

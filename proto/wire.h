@@ -62,11 +62,10 @@
 #include <stdint.h>
 
 #include "pp.h"
+#include "pp_eth.h"
 
-#define PP_WIRE_ETHERTYPE 0x88B5
-#define PP_WIRE_ETH_LEN	  14
 #define PP_WIRE_HDR_LEN	  76
-#define PP_WIRE_MIN_FRAME (PP_WIRE_ETH_LEN + PP_WIRE_HDR_LEN)
+#define PP_WIRE_MIN_FRAME (PP_ETH_HLEN + PP_WIRE_HDR_LEN)
 #define PP_WIRE_VERSION	  5
 #define PP_WIRE_RANK_ALL  UINT32_MAX /* HELLO or BYE to every rank */
 
@@ -251,7 +250,7 @@ int pp_wire_peek(const uint8_t *frame, size_t len, struct pp_wire_peek *pk);
 /* The type of a frame at least PP_WIRE_MIN_FRAME bytes long, unchecked. */
 static inline uint8_t pp_wire_type_of(const uint8_t *frame)
 {
-	return frame[PP_WIRE_ETH_LEN + PP_WIRE_OFF_VER_TYPE] & 0x0f;
+	return frame[PP_ETH_HLEN + PP_WIRE_OFF_VER_TYPE] & 0x0f;
 }
 
 /* Name of a drop reason ("short", "crc", ...), "?" when out of range. */

@@ -285,7 +285,7 @@ int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len)
 	if (pp_wire_decode(frame, len, &chk, &h, &payload, &why) || h.type == PP_WIRE_HELLO ||
 	    h.type == PP_WIRE_BYE || h.dst_inc != ctx->inc || ctx->mem.peers[h.src_rank].known)
 		return -ENOENT;
-	int rc = pp_membership_add(ctx, h.src_rank, frame + 6, h.src_inc, "", 1); /* Ethernet source */
+	int rc = pp_membership_add(ctx, h.src_rank, pp_eth_src(frame), h.src_inc, "", 1);
 	if (rc == 0)
 		pp_info("rank %d: rank %u learnt from its first frame", ctx->rank, h.src_rank);
 	return rc;

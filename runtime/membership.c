@@ -303,7 +303,7 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 	}
 	int proven = ctx->mem.keyed && pp_auth_verify(ctx->mem.key, frame, len) == 0;
 	if (h.type == PP_WIRE_HELLO) {
-		hello_input(ctx, &h, frame + 6, payload, proven);
+		hello_input(ctx, &h, pp_eth_src(frame), payload, proven);
 		return;
 	}
 	struct pp_peer_info *pi = &ctx->mem.peers[h.src_rank];

@@ -453,7 +453,7 @@ static int link_alloc(pp_ctx *ctx, struct pp_shm_link **out, const uint32_t *loc
 		pe->pidfd = -1;
 		L->by_rank[locals[i]] = (int32_t)L->npeers++;
 	}
-	L->frame_cap = (uint32_t)ctx->port_info.mtu + 14;
+	L->frame_cap = (uint32_t)pp_eth_frame_max(ctx->port_info.mtu);
 	atomic_flag_clear(&L->heap_lock);
 	L->setup = 1;
 	*out = L;

@@ -257,7 +257,7 @@ static inline int td_send(struct pp_port *p, uint8_t type, unsigned job, unsigne
 /* A 32-bit header field of a received frame. */
 static inline uint32_t td_field32(const uint8_t *frame, unsigned off)
 {
-	const uint8_t *p = frame + PP_WIRE_ETH_LEN + off;
+	const uint8_t *p = frame + PP_ETH_HLEN + off;
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 

@@ -82,7 +82,7 @@ static int kput(struct fake *f, uint8_t seq, uint32_t len, uint8_t pkttype)
 	struct sockaddr_ll *sll = (struct sockaddr_ll *)(void *)(s + TPACKET_ALIGN(sizeof(*h)));
 	sll->sll_pkttype = pkttype;
 	memset(s + RX_MAC, 0xee, h->tp_snaplen);
-	s[RX_MAC + PP_ETH_HDR_LEN] = seq;
+	s[RX_MAC + PP_ETH_HLEN] = seq;
 	__atomic_store_n(&h->tp_status, TP_STATUS_USER, __ATOMIC_RELEASE);
 	f->head++;
 	return 1;
@@ -99,7 +99,7 @@ static unsigned ksend(struct fake *f)
 		uint32_t len = h2(s)->tp_len;
 		CU_ASSERT_FATAL(f->nseen < MAX_SEEN);
 		f->seen_len[f->nseen] = len;
-		f->seen_first[f->nseen++] = s[PP_PKT_TX_DATA_OFF + PP_ETH_HDR_LEN];
+		f->seen_first[f->nseen++] = s[PP_PKT_TX_DATA_OFF + PP_ETH_HLEN];
 		__atomic_store_n(&h2(s)->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
 		f->head++;
 		n++;
@@ -109,23 +109,23 @@ static unsigned ksend(struct fake *f)
 static void fill(struct pp_buf *b, uint8_t seq, uint32_t len)
 {
 	memset(b->data, seq ^ 0x5a, len);
-	b->data[PP_ETH_HDR_LEN] = seq;
+	b->data[PP_ETH_HLEN] = seq;
 	b->len = len;
 }
 
 static int intact(const struct pp_buf *b, uint8_t seq, uint32_t len)
 {
-	if (b->len != len || b->data[PP_ETH_HDR_LEN] != seq)
+	if (b->len != len || b->data[PP_ETH_HLEN] != seq)
 		return 0;
 	for (uint32_t i = 0; i < len; i++)
-		if (i != PP_ETH_HDR_LEN && b->data[i] != (uint8_t)(seq ^ 0x5a))
+		if (i != PP_ETH_HLEN && b->data[i] != (uint8_t)(seq ^ 0x5a))
 			return 0;
 	return 1;
 }
 
 static uint8_t rx_seq(const struct pp_buf *b)
 {
-	return b->data[PP_ETH_HDR_LEN];
+	return b->data[PP_ETH_HLEN];
 }
 
 /* --- RX ------------------------------------------------------------------------ */
@@ -750,8 +750,8 @@ static void test_open_down_small_mtu(void)
 static void frame(struct pp_buf *b, uint32_t seq, uint32_t len)
 {
 	memset(b->data, 0, 12); /* lo: every MAC is zero */
-	b->data[12] = PP_ETHERTYPE >> 8;
-	b->data[13] = PP_ETHERTYPE & 0xff;
+	b->data[12] = PP_ETH_TYPE_PP >> 8;
+	b->data[13] = PP_ETH_TYPE_PP & 0xff;
 	for (uint32_t i = 14; i < len; i++)
 		b->data[i] = (uint8_t)(seq * 7 + i);
 	memcpy(b->data + 14, &seq, 4);
@@ -762,7 +762,7 @@ static int frame_ok(const struct pp_buf *b, uint32_t seq, uint32_t len)
 {
 	uint32_t s;
 	memcpy(&s, b->data + 14, 4);
-	if (b->len != len || s != seq || b->data[12] != (PP_ETHERTYPE >> 8))
+	if (b->len != len || s != seq || b->data[12] != (PP_ETH_TYPE_PP >> 8))
 		return 0;
 	for (uint32_t i = 18; i < len; i++)
 		if (b->data[i] != (uint8_t)(seq * 7 + i))

@@ -59,7 +59,7 @@ static void test_ring_open(void)
 	CU_ASSERT_STRING_EQUAL(ring_info.driver, "net_ring");
 	CU_ASSERT_EQUAL(ring_info.nb_queues, 1);
 	CU_ASSERT(ring_info.mtu >= 1500);
-	CU_ASSERT(ring_info.buf_cap >= (uint32_t)ring_info.mtu + PP_ETH_HDR_LEN);
+	CU_ASSERT(ring_info.buf_cap >= (uint32_t)ring_info.mtu + PP_ETH_HLEN);
 	CU_ASSERT_EQUAL(ring_info.link_up, 1);
 }
 
@@ -96,7 +96,7 @@ static void test_ring_loopback(void)
 	enum { N = 40 };
 	struct pp_buf *b[N], *r[N + 8];
 	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(ring, b, N), N);
-	uint32_t max = (uint32_t)ring_info.mtu + PP_ETH_HDR_LEN;
+	uint32_t max = (uint32_t)ring_info.mtu + PP_ETH_HLEN;
 	uint32_t lens[N];
 	for (unsigned i = 0; i < N; i++) {
 		CU_ASSERT(b[i]->cap >= max);

@@ -209,9 +209,9 @@ static void fill(struct pp_buf *b, const uint8_t dst[6], const uint8_t src[6], u
 {
 	memcpy(b->data, dst, 6);
 	memcpy(b->data + 6, src, 6);
-	b->data[12] = PP_ETHERTYPE >> 8;
-	b->data[13] = PP_ETHERTYPE & 0xff;
-	for (unsigned i = PP_ETH_HDR_LEN; i < len; i++)
+	b->data[12] = PP_ETH_TYPE_PP >> 8;
+	b->data[13] = PP_ETH_TYPE_PP & 0xff;
+	for (unsigned i = PP_ETH_HLEN; i < len; i++)
 		b->data[i] = pattern(seed, i);
 	b->len = len;
 }
@@ -221,7 +221,7 @@ static int frame_ok(const struct pp_buf *b, const uint8_t dst[6], const uint8_t 
 {
 	if (b->len != len || memcmp(b->data, dst, 6) || memcmp(b->data + 6, src, 6))
 		return 0;
-	for (unsigned i = PP_ETH_HDR_LEN; i < len; i++)
+	for (unsigned i = PP_ETH_HLEN; i < len; i++)
 		if (b->data[i] != pattern(seed, i))
 			return 0;
 	return 1;
@@ -257,7 +257,7 @@ static void test_sizes(void)
 	CU_ASSERT_NOT_EQUAL(memcmp(in[0].mac, in[1].mac, 6), 0);
 	CU_ASSERT(pp_port_wait_fd(p[0]) >= 0);
 
-	const unsigned sizes[] = {PP_ETH_HDR_LEN, 60, 77, 1000, 1024, in[0].mtu + 14u};
+	const unsigned sizes[] = {PP_ETH_HLEN, 60, 77, 1000, 1024, in[0].mtu + 14u};
 	for (unsigned dir = 0; dir < 2; dir++) {
 		struct pp_port *tx = p[dir], *rx = p[1 - dir];
 		const uint8_t *src = in[dir].mac, *dst = in[1 - dir].mac;

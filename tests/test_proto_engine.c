@@ -340,7 +340,7 @@ static void ref_message(enum pp_proto_mode mode)
 			moved = 1;
 			if (ref.len) {
 				CU_ASSERT_EQUAL(n, PP_WIRE_MIN_FRAME);
-				CU_ASSERT_FALSE(f[PP_WIRE_ETH_LEN + 1] & PP_WIRE_F_FIRST);
+				CU_ASSERT_FALSE(f[PP_ETH_HLEN + 1] & PP_WIRE_F_FIRST);
 				CU_ASSERT_PTR_EQUAL(ref.msg, sb);
 				CU_ASSERT_EQUAL(ref.msg_len, LEN);
 				CU_ASSERT((const uint8_t *)ref.addr >= sb &&
@@ -350,7 +350,7 @@ static void ref_message(enum pp_proto_mode mode)
 				refs++;
 			} else {
 				whole++;
-				if (f[PP_WIRE_ETH_LEN + 1] & PP_WIRE_F_FIRST)
+				if (f[PP_ETH_HLEN + 1] & PP_WIRE_F_FIRST)
 					first_whole++;
 			}
 			CU_ASSERT_EQUAL(pp_proto_input(net.e[1], f, (size_t)n, net.now), 0);

@@ -290,9 +290,9 @@ static inline size_t build_frame(uint8_t *f, size_t cap, const struct pp_wire_hd
 /* Recompute the crc32c of a frame after the test changed it. */
 static inline void refresh_crc(uint8_t *f, size_t len)
 {
-	uint8_t *p = f + PP_WIRE_ETH_LEN, *q = p + PP_WIRE_OFF_CRC;
+	uint8_t *p = f + PP_ETH_HLEN, *q = p + PP_WIRE_OFF_CRC;
 	memset(q, 0, 4);
-	uint32_t c = pp_crc32c(0, p, len - PP_WIRE_ETH_LEN);
+	uint32_t c = pp_crc32c(0, p, len - PP_ETH_HLEN);
 	q[0] = (uint8_t)(c >> 24);
 	q[1] = (uint8_t)(c >> 16);
 	q[2] = (uint8_t)(c >> 8);

@@ -362,7 +362,7 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 	struct pp_buf *b;
 	uint64_t total = (uint64_t)rec->len + rec->ext_len;
 	if (rec->slot >= PPD_TX_SLOTS || rec->len > d->slot_bytes ||
-	    total > (uint64_t)d->info.mtu + PP_WIRE_ETH_LEN || rec->len < PP_WIRE_MIN_FRAME) {
+	    total > pp_eth_frame_max(d->info.mtu) || rec->len < PP_WIRE_MIN_FRAME) {
 		drop(h, PPD_DROP_BAD_FRAME);
 		return NULL;
 	}
@@ -387,7 +387,7 @@ static struct pp_buf *take_frame(struct ppd_handler *h, struct ppd_rank *r,
 		drop(h, PPD_DROP_SPOOF);
 		return NULL;
 	}
-	memcpy(b->data + 6, d->info.mac, 6); /* every frame of the node leaves from here */
+	pp_eth_set_src(b->data, d->info.mac); /* every frame of the node leaves from here */
 	uint32_t dst = pk->dst_rank;
 	b->len = PP_WIRE_MIN_FRAME;
 	if (r->zc && !rec->ext_len && rec->len >= PP_WIRE_MIN_FRAME + ZC_MIN &&

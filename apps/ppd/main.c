@@ -488,7 +488,7 @@ static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 			d->info.nb_queues, d->info.nb_queues, *ncores);
 		*ncores = d->info.nb_queues;
 	}
-	d->slot_bytes = (uint32_t)(((uint64_t)d->info.mtu + PP_ETH_HDR_LEN + 63) / 64 * 64);
+	d->slot_bytes = (uint32_t)((pp_eth_frame_max(d->info.mtu) + 63) / 64 * 64);
 	if (d->slot_bytes < 128)
 		d->slot_bytes = 128;
 	return 0;

@@ -97,7 +97,7 @@ static void take_pull(struct ppd_handler *h, struct ppd_rank *r, const struct pp
 				    .timeout_ns = (uint64_t)x->timeout_ms * 1000000u};
 		if (m.timeout_ns < TIMEOUT_MIN_NS)
 			m.timeout_ns = TIMEOUT_MIN_NS;
-		memcpy(m.mac, f + 6, 6);
+		memcpy(m.mac, pp_eth_src(f), 6);
 		if (m.len != w->msg_len || m.off >= m.len) {
 			COUNT(h, pulls_left, 1); /* not what the PULL is for */
 			return;

@@ -306,7 +306,7 @@ static int setup(struct dpdk_port *p, const char *devargs, const struct pp_port_
 	if (nq == 0)
 		return -EIO;
 	uint16_t mtu = port_mtu(&di, p->frame_cap);
-	uint32_t room = (uint32_t)mtu + PP_ETH_HDR_LEN + 4;
+	uint32_t room = (uint32_t)mtu + PP_ETH_HLEN + 4;
 	if (room < RTE_MBUF_DEFAULT_DATAROOM)
 		room = RTE_MBUF_DEFAULT_DATAROOM;
 	/* af_packet wants mbufs that hold its whole ring frame. */
@@ -597,7 +597,7 @@ static int dpdk_port_attach_ext(struct pp_port *port, struct pp_buf *buf, void *
 	struct rte_mbuf *head = to_mbuf(buf);
 	if (head->next)
 		return -EBUSY;
-	if (buf->len + len > (uint32_t)p->info.mtu + PP_ETH_HDR_LEN)
+	if (buf->len + len > (uint32_t)p->info.mtu + PP_ETH_HLEN)
 		return -EMSGSIZE;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(p->ext_pool);
 	if (!m) {

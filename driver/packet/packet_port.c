@@ -165,8 +165,8 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 	/* A slot: the V2 header, sockaddr_ll, the padding the kernel puts
 	 * before an RX frame (it starts at TPACKET_ALIGN(hdrlen + 16) - 14),
 	 * and the frame. TX frames start at PP_PKT_TX_DATA_OFF, earlier. */
-	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HDR_LEN;
-	uint32_t frame = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - PP_ETH_HDR_LEN + cap);
+	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HLEN;
+	uint32_t frame = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - PP_ETH_HLEN + cap);
 	uint32_t jumbo = frame > 4096;
 	uint32_t nrx = pow2_at_least(conf->rx_depth ? conf->rx_depth
 				     : jumbo	    ? DEPTH_JUMBO
@@ -214,7 +214,7 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 		(void)setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 
 	struct sockaddr_ll sll = {
-	    .sll_family = AF_PACKET, .sll_protocol = htons(PP_ETHERTYPE), .sll_ifindex = ifindex};
+	    .sll_family = AF_PACKET, .sll_protocol = htons(PP_ETH_TYPE_PP), .sll_ifindex = ifindex};
 	if (bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		int e = errno;
 		pp_err("packet:%s: bind: %s", p->iface, strerror(e));

@@ -34,7 +34,7 @@ static int ring_ok(uint32_t n)
 int pp_pkt_rx_init(struct pp_pkt_rx *rx, uint8_t **slot, uint32_t n, uint32_t frame_size)
 {
 	memset(rx, 0, sizeof(*rx));
-	if (!slot || !ring_ok(n) || frame_size < TPACKET2_HDRLEN + PP_ETH_HDR_LEN)
+	if (!slot || !ring_ok(n) || frame_size < TPACKET2_HDRLEN + PP_ETH_HLEN)
 		return -EINVAL;
 	rx->buf = calloc(n, sizeof(*rx->buf));
 	if (!rx->buf)
@@ -75,7 +75,7 @@ unsigned pp_pkt_rx_take(struct pp_pkt_rx *rx, struct pp_buf **bufs, unsigned n)
 		const struct sockaddr_ll *sll =
 		    (const struct sockaddr_ll *)(void *)(s + TPACKET_ALIGN(sizeof(*h)));
 		if (pp_unlikely(len != h->tp_len || (uint64_t)mac + len > rx->frame_size ||
-				len < PP_ETH_HDR_LEN || sll->sll_pkttype == PACKET_OUTGOING)) {
+				len < PP_ETH_HLEN || sll->sll_pkttype == PACKET_OUTGOING)) {
 			/* cut short (longer than a slot), a runt, or one we sent
 			 * (PACKET_IGNORE_OUTGOING keeps those away where it exists) */
 			if (sll->sll_pkttype != PACKET_OUTGOING)
@@ -112,7 +112,7 @@ int pp_pkt_tx_init(struct pp_pkt_tx *tx, uint8_t **slot, uint32_t n, uint32_t fr
 		   uint32_t cap)
 {
 	memset(tx, 0, sizeof(*tx));
-	if (!slot || !ring_ok(n) || cap < PP_ETH_HDR_LEN || cap + PP_PKT_TX_DATA_OFF > frame_size)
+	if (!slot || !ring_ok(n) || cap < PP_ETH_HLEN || cap + PP_PKT_TX_DATA_OFF > frame_size)
 		return -EINVAL;
 	tx->holder = calloc(n, sizeof(*tx->holder));
 	tx->desc = calloc(n, sizeof(*tx->desc));
@@ -265,7 +265,7 @@ unsigned pp_pkt_tx_submit(struct pp_pkt_tx *tx, struct pp_pkt_rx *rx, struct pp_
 		uint32_t len = d->pb.len;
 		if (pp_unlikely(!d->tx)) {
 			/* a received frame sent back out: into a TX slot */
-			if (len < PP_ETH_HDR_LEN || len > tx->cap) {
+			if (len < PP_ETH_HLEN || len > tx->cap) {
 				tx->failed++;
 				pp_pkt_rx_release(rx, d);
 				continue;
@@ -280,7 +280,7 @@ unsigned pp_pkt_tx_submit(struct pp_pkt_tx *tx, struct pp_pkt_rx *rx, struct pp_
 		}
 		if (pp_unlikely(!d->out))
 			continue; /* sent or freed already: nothing of it is ours */
-		if (pp_unlikely(len < PP_ETH_HDR_LEN || len > tx->cap)) {
+		if (pp_unlikely(len < PP_ETH_HLEN || len > tx->cap)) {
 			tx->failed++; /* can never be sent: take and drop it */
 			pp_pkt_tx_release(tx, d);
 			continue;

@@ -101,7 +101,7 @@ static int pcap_port_open(struct pp_port **port, const char *iface, const struct
 		free(p);
 		return -ENODEV;
 	}
-	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HDR_LEN;
+	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HLEN;
 	pcap_set_snaplen(p->pc, (int)cap);
 	pcap_set_promisc(p->pc, 0);
 	pcap_set_immediate_mode(p->pc, 1);

@@ -543,7 +543,7 @@ static int ppd_attach_ext(struct pp_port *port, struct pp_buf *buf, void *addr, 
 	struct ext *e = &p->ext[slot];
 	if (e->done)
 		return -EBUSY;
-	if ((uint64_t)buf->len + len > (uint64_t)p->hdr->mtu + PP_ETH_HDR_LEN)
+	if ((uint64_t)buf->len + len > (uint64_t)p->hdr->mtu + PP_ETH_HLEN)
 		return -EMSGSIZE;
 	*e = (struct ext){.addr = (uint64_t)(uintptr_t)addr, .len = len, .done = done, .arg = arg};
 	return 0;

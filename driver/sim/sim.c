@@ -102,7 +102,7 @@ int pp_sim_link_create(struct pp_sim_link **lp, const char *name, unsigned nb_po
 		l->rng = 1;
 	l->nb_ports = nb_ports;
 	l->nslots = nb_ports * SIM_PORT_SLOTS;
-	l->buf_cap = ((uint32_t)l->conf.mtu + PP_ETH_HDR_LEN + 63) & ~63u;
+	l->buf_cap = ((uint32_t)l->conf.mtu + PP_ETH_HLEN + 63) & ~63u;
 	l->ports = calloc(nb_ports, sizeof(*l->ports));
 	l->slots = calloc(l->nslots, sizeof(*l->slots));
 	l->mem = malloc((size_t)l->nslots * l->buf_cap);
@@ -477,7 +477,7 @@ static unsigned sim_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf
 	for (unsigned i = 0; i < n; i++) {
 		struct pp_buf *b = bufs[i];
 		uint32_t s = slot_of(l, b);
-		if (b->len < PP_ETH_HDR_LEN || b->len > (uint32_t)l->conf.mtu + PP_ETH_HDR_LEN) {
+		if (b->len < PP_ETH_HLEN || b->len > (uint32_t)l->conf.mtu + PP_ETH_HLEN) {
 			p->st.tx_failed++;
 			slot_free(l, s);
 			continue;

@@ -216,7 +216,7 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 	pp_udp_dev_free(&d);
 
 	memcpy(p->info.mac, p->mac, 6);
-	p->info.mtu = (uint16_t)(cap - PP_ETH_HDR_LEN);
+	p->info.mtu = (uint16_t)(cap - PP_ETH_HLEN);
 	p->info.nb_queues = 1;
 	p->info.buf_cap = cap;
 	p->info.link_up = up;
@@ -274,8 +274,8 @@ static void udp_port_free(struct pp_port *port, struct pp_buf **bufs, unsigned n
 static int rx_check(struct udp_port *p, const uint8_t *f, unsigned len, int flags,
 		    const struct sockaddr_in *from)
 {
-	if ((flags & MSG_TRUNC) || len < PP_ETH_HDR_LEN || f[12] != (PP_ETHERTYPE >> 8) ||
-	    f[13] != (PP_ETHERTYPE & 0xff)) {
+	if ((flags & MSG_TRUNC) || len < PP_ETH_HLEN || f[12] != (PP_ETH_TYPE_PP >> 8) ||
+	    f[13] != (PP_ETH_TYPE_PP & 0xff)) {
 		p->drops.malformed++;
 		return -1;
 	}
@@ -285,7 +285,7 @@ static int rx_check(struct udp_port *p, const uint8_t *f, unsigned len, int flag
 		return -1;
 	}
 	pp_udp_mac_encode(from, src);
-	if (memcmp(src, f + 6, 6) != 0) {
+	if (memcmp(src, pp_eth_src(f), 6) != 0) {
 		p->drops.spoofed++;
 		return -1;
 	}
@@ -462,7 +462,7 @@ static unsigned udp_port_tx_burst(struct pp_port *port, uint16_t queue, struct p
 	while (i < n) {
 		struct pp_buf *b = bufs[i];
 		struct sockaddr_in a;
-		if (b->len < PP_ETH_HDR_LEN || b->len > p->info.buf_cap) {
+		if (b->len < PP_ETH_HLEN || b->len > p->info.buf_cap) {
 			p->st.tx_failed++; /* can never be sent: take and drop it */
 			udp_port_free(port, &bufs[i++], 1);
 			continue;
@@ -482,7 +482,7 @@ static unsigned udp_port_tx_burst(struct pp_port *port, uint16_t queue, struct p
 		unsigned k = 1;
 		while (i + k < n && k < UDP_BURST) {
 			b = bufs[i + k];
-			if (b->len < PP_ETH_HDR_LEN || b->len > p->info.buf_cap ||
+			if (b->len < PP_ETH_HLEN || b->len > p->info.buf_cap ||
 			    pp_udp_mac_decode(b->data, &a) != 0)
 				break; /* dealt with above, on the next turn */
 			k++;

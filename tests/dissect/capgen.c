@@ -306,8 +306,8 @@ static size_t encode_old(uint8_t *frame, unsigned ver, const struct pp_wire_hdr 
 	if (pp_wire_encode(tmp, sizeof(tmp), mac0, mac1, h, payload) < 0)
 		return 0;
 	size_t hdr = ver == 1 ? 60 : 68, crc_at = hdr - 4;
-	memcpy(frame, tmp, PP_WIRE_ETH_LEN + 36);
-	uint8_t *p = frame + PP_WIRE_ETH_LEN;
+	memcpy(frame, tmp, PP_ETH_HLEN + 36);
+	uint8_t *p = frame + PP_ETH_HLEN;
 	p[0] = (uint8_t)(ver << 4 | h->type);
 	put32(p + 36, (uint32_t)h->tag);
 	put64(p + 40, h->msg_len);
@@ -319,7 +319,7 @@ static size_t encode_old(uint8_t *frame, unsigned ver, const struct pp_wire_hdr 
 	memset(p + crc_at, 0, 4);
 	memcpy(p + hdr, payload, h->payload_len);
 	put32(p + crc_at, pp_crc32c(0, p, hdr + (size_t)h->payload_len));
-	return PP_WIRE_ETH_LEN + hdr + (size_t)h->payload_len;
+	return PP_ETH_HLEN + hdr + (size_t)h->payload_len;
 }
 
 static int write_file(const char *name, uint8_t frames[][2048], const size_t *lens, unsigned n)

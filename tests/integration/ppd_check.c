@@ -243,7 +243,7 @@ static int send_ext(struct pp_port *p, const struct pp_port_info *pi, uint32_t i
 
 static uint32_t msg_id_of(const uint8_t *f)
 {
-	const uint8_t *p = f + PP_WIRE_ETH_LEN + PP_WIRE_OFF_MSG_ID;
+	const uint8_t *p = f + PP_ETH_HLEN + PP_WIRE_OFF_MSG_ID;
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 

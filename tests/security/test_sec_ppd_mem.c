@@ -76,7 +76,7 @@ static int receive_all(struct pp_port *p, const char *secret)
 			seen |= 1;
 		if (contains(f, n, secret))
 			seen |= 2;
-		if (n >= PP_WIRE_MIN_FRAME && (f[PP_WIRE_ETH_LEN] & 0xf) == PP_WIRE_BYE &&
+		if (n >= PP_WIRE_MIN_FRAME && (f[PP_ETH_HLEN] & 0xf) == PP_WIRE_BYE &&
 		    td_field32(f, 24) == 0)
 			seen |= 4;
 	}
@@ -246,7 +246,7 @@ static int bye_from(struct pp_port *p, unsigned src)
 {
 	uint8_t f[2048];
 	while (td_recv(p, f, sizeof(f)) > 0)
-		if ((f[PP_WIRE_ETH_LEN] & 0xf) == PP_WIRE_BYE && td_field32(f, 24) == src)
+		if ((f[PP_ETH_HLEN] & 0xf) == PP_WIRE_BYE && td_field32(f, 24) == src)
 			return 1;
 	return 0;
 }
@@ -367,7 +367,7 @@ static void test_bye_signed(void)
 		uint8_t f[2048];
 		int len, bye = 0;
 		while (!bye && (len = td_recv(b, f, sizeof(f))) > 0)
-			bye = (f[PP_WIRE_ETH_LEN] & 0xf) == PP_WIRE_BYE && td_field32(f, 24) == 0;
+			bye = (f[PP_ETH_HLEN] & 0xf) == PP_WIRE_BYE && td_field32(f, 24) == 0;
 		CU_ASSERT_FATAL(bye);
 		CU_ASSERT_EQUAL(pp_auth_verify(key, f, (size_t)len) == 0, keyed);
 		CU_ASSERT_NOT_EQUAL(pp_auth_verify(other, f, (size_t)len), 0);

@@ -126,7 +126,7 @@ static void forge(const struct pp_wire_hdr *h, const void *payload, int bad_crc,
 	if (key)
 		CU_ASSERT_EQUAL(pp_auth_sign(key, b->data, (size_t)len), 0);
 	if (bad_crc)
-		b->data[PP_WIRE_ETH_LEN + PP_WIRE_OFF_CRC] ^= 0x5a;
+		b->data[PP_ETH_HLEN + PP_WIRE_OFF_CRC] ^= 0x5a;
 	b->len = (uint32_t)len;
 	CU_ASSERT_EQUAL_FATAL(pp_port_tx_burst(evil, 0, &b, 1), 1);
 	for (int i = 0; i < 50; i++)
@@ -371,8 +371,8 @@ static void test_tag(void)
 	enum pp_drop_reason why;
 	CU_ASSERT_EQUAL(pp_wire_decode(f, (size_t)n, &chk, &g, &p, &why), 0); /* CRC redone */
 	/* Source MAC, header and payload are covered; the destination is not. */
-	const int covered[] = {6, 11, PP_WIRE_ETH_LEN + PP_WIRE_OFF_SRC_INC + 3,
-			       PP_WIRE_ETH_LEN + PP_WIRE_OFF_OFFSET + 7, PP_WIRE_MIN_FRAME + 2,
+	const int covered[] = {6, 11, PP_ETH_HLEN + PP_WIRE_OFF_SRC_INC + 3,
+			       PP_ETH_HLEN + PP_WIRE_OFF_OFFSET + 7, PP_WIRE_MIN_FRAME + 2,
 			       n - 1};
 	for (size_t i = 0; i < sizeof(covered) / sizeof(covered[0]); i++) {
 		f[covered[i]] ^= 1;
