@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pp_bytes.h"
 #include "pp_log.h"
 #include "pp_mac.h"
 #include "pp_port.h"
@@ -187,41 +188,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
 static uint8_t pattern(uint32_t seq, unsigned off)
 {
 	return (uint8_t)(seq * 7u + off * 13u + 1u);
@@ -238,10 +204,10 @@ static void build(struct pp_buf *b, const uint8_t dst[6], const uint8_t src[6], 
 	uint8_t *h = f + PP_ETH_HLEN;
 	h[0] = (uint8_t)kind; /* version 0 */
 	h[1] = 0;
-	put16(h + 2, (uint16_t)(size - PROBE_MIN));
-	put32(h + 4, PROBE_MAGIC);
-	put32(h + 8, seq);
-	put32(h + 12, 0);
+	pp_put_be16(h + 2, (uint16_t)(size - PROBE_MIN));
+	pp_put_be32(h + 4, PROBE_MAGIC);
+	pp_put_be32(h + 8, seq);
+	pp_put_be32(h + 12, 0);
 	for (unsigned i = PROBE_MIN; i < size; i++)
 		f[i] = pattern(seq, i);
 	b->len = size;
@@ -254,16 +220,16 @@ static int probe_kind(const struct pp_buf *b)
 	if (b->len < PROBE_MIN || pp_eth_type(f) != PP_ETH_TYPE_PP)
 		return 0;
 	const uint8_t *h = f + PP_ETH_HLEN;
-	if ((h[0] >> 4) != 0 || get32(h + 4) != PROBE_MAGIC)
+	if ((h[0] >> 4) != 0 || pp_get_be32(h + 4) != PROBE_MAGIC)
 		return 0;
-	if (get16(h + 2) != b->len - PROBE_MIN && b->len > 60)
+	if (pp_get_be16(h + 2) != b->len - PROBE_MIN && b->len > 60)
 		return 0; /* short frames may carry Ethernet padding */
 	return h[0] & 0x0f;
 }
 
 static uint32_t probe_seq(const struct pp_buf *b)
 {
-	return get32(b->data + PP_ETH_HLEN + 8);
+	return pp_get_be32(b->data + PP_ETH_HLEN + 8);
 }
 
 /* 1 when every payload byte of b is what seq's pattern says (blast frames:
@@ -271,7 +237,7 @@ static uint32_t probe_seq(const struct pp_buf *b)
 static int payload_ok(const struct pp_buf *b)
 {
 	uint32_t seq = probe_kind(b) == KIND_BLAST ? 0 : probe_seq(b);
-	unsigned end = PROBE_MIN + get16(b->data + PP_ETH_HLEN + 2);
+	unsigned end = PROBE_MIN + pp_get_be16(b->data + PP_ETH_HLEN + 2);
 	if (end > b->len)
 		return 0;
 	for (unsigned i = PROBE_MIN; i < end; i++)
@@ -369,7 +335,7 @@ static int listen_blast(struct pp_port *port, const struct pp_port_info *in, con
 	}
 	if (kind != KIND_BLAST_END)
 		return 0;
-	uint64_t sent = b->len >= BLAST_CTL_LEN ? get64(b->data + PROBE_MIN) : 0;
+	uint64_t sent = b->len >= BLAST_CTL_LEN ? pp_get_be64(b->data + PROBE_MIN) : 0;
 	if (!x->end_ns) {
 		x->end_ns = t ? t : 1;
 		print_blast_rx(x, sent);
@@ -378,11 +344,11 @@ static int listen_blast(struct pp_port *port, const struct pp_port_info *in, con
 	pp_eth_set_src(b->data, in->mac);
 	uint8_t *h = b->data + PP_ETH_HLEN;
 	h[0] = KIND_BLAST_REP;
-	put16(h + 2, BLAST_CTL_LEN - PROBE_MIN);
-	put64(b->data + PROBE_MIN, x->frames);
-	put64(b->data + PROBE_MIN + 8, x->bytes);
-	put64(b->data + PROBE_MIN + 16, x->last_ns - x->first_ns);
-	put64(b->data + PROBE_MIN + 24, x->bad);
+	pp_put_be16(h + 2, BLAST_CTL_LEN - PROBE_MIN);
+	pp_put_be64(b->data + PROBE_MIN, x->frames);
+	pp_put_be64(b->data + PROBE_MIN + 8, x->bytes);
+	pp_put_be64(b->data + PROBE_MIN + 16, x->last_ns - x->first_ns);
+	pp_put_be64(b->data + PROBE_MIN + 24, x->bad);
 	b->len = BLAST_CTL_LEN;
 	send_one(port, b, now_ns() + 1000000000u);
 	return 1;
@@ -523,7 +489,8 @@ static int probe_loop(struct pp_port *port, const struct pp_port_info *in, const
 			uint64_t t1 = now_ns();
 			for (unsigned k = 0; k < n; k++) {
 				struct pp_buf *r = bufs[k];
-				if (probe_kind(r) != KIND_REPLY || memcmp(pp_eth_src(r->data), o->peer, 6))
+				if (probe_kind(r) != KIND_REPLY ||
+				    memcmp(pp_eth_src(r->data), o->peer, 6))
 					continue;
 				if (probe_seq(r) != seq) {
 					late++;
@@ -594,7 +561,7 @@ static int blast_loop(struct pp_port *port, const struct pp_port_info *in, const
 			for (unsigned i = 0; i < have; i++) {
 				memcpy(bufs[i]->data, tpl, size);
 				bufs[i]->len = size;
-				put32(bufs[i]->data + PP_ETH_HLEN + 8, (uint32_t)seq++);
+				pp_put_be32(bufs[i]->data + PP_ETH_HLEN + 8, (uint32_t)seq++);
 			}
 			continue;
 		}
@@ -619,9 +586,9 @@ static int blast_loop(struct pp_port *port, const struct pp_port_info *in, const
 		struct pp_buf *b;
 		if (now_ns() >= next && pp_port_alloc(port, &b, 1) == 1) {
 			build(b, o->peer, in->mac, KIND_BLAST_END, 0, BLAST_CTL_LEN);
-			put64(b->data + PROBE_MIN, sent);
-			put64(b->data + PROBE_MIN + 8, sent * size);
-			put64(b->data + PROBE_MIN + 16, t1 - t0);
+			pp_put_be64(b->data + PROBE_MIN, sent);
+			pp_put_be64(b->data + PROBE_MIN + 8, sent * size);
+			pp_put_be64(b->data + PROBE_MIN + 16, t1 - t0);
 			send_one(port, b, deadline);
 			next = now_ns() + 100000000u;
 		}
@@ -629,9 +596,10 @@ static int blast_loop(struct pp_port *port, const struct pp_port_info *in, const
 		for (unsigned i = 0; i < n; i++) {
 			struct pp_buf *r = bufs[i];
 			if (!got && probe_kind(r) == KIND_BLAST_REP && r->len >= BLAST_CTL_LEN &&
-			    !memcmp(pp_eth_src(r->data), o->peer, 6) && !memcmp(pp_eth_dst(r->data), in->mac, 6)) {
+			    !memcmp(pp_eth_src(r->data), o->peer, 6) &&
+			    !memcmp(pp_eth_dst(r->data), in->mac, 6)) {
 				for (int k = 0; k < 4; k++)
-					rep[k] = get64(r->data + PROBE_MIN + 8 * k);
+					rep[k] = pp_get_be64(r->data + PROBE_MIN + 8 * k);
 				got = 1;
 			}
 		}

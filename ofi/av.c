@@ -13,33 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_bytes.h"
 #include "pp_fi.h"
 
 #define NAME_MAGIC   'P'
 #define NAME_VERSION 2
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 void pp_fi_name_encode(uint8_t *out, const struct pp_embed_addr *a)
 {
 	out[0] = NAME_MAGIC;
 	out[1] = NAME_VERSION;
 	memcpy(out + 2, a->mac, 6);
-	put32(out + 8, a->rank);
-	put32(out + 12, a->size);
-	put32(out + 16, a->inc);
-	put32(out + 20, a->job);
-	put32(out + 24, (uint32_t)a->node);
-	put32(out + 28, (uint32_t)(a->node >> 32));
+	pp_put_le32(out + 8, a->rank);
+	pp_put_le32(out + 12, a->size);
+	pp_put_le32(out + 16, a->inc);
+	pp_put_le32(out + 20, a->job);
+	pp_put_le32(out + 24, (uint32_t)a->node);
+	pp_put_le32(out + 28, (uint32_t)(a->node >> 32));
 }
 
 int pp_fi_name_decode(const uint8_t *in, struct pp_embed_addr *a)
@@ -47,11 +37,11 @@ int pp_fi_name_decode(const uint8_t *in, struct pp_embed_addr *a)
 	if (in[0] != NAME_MAGIC || in[1] != NAME_VERSION)
 		return -FI_EINVAL;
 	memcpy(a->mac, in + 2, 6);
-	a->rank = get32(in + 8);
-	a->size = get32(in + 12);
-	a->inc = get32(in + 16);
-	a->job = get32(in + 20);
-	a->node = (uint64_t)get32(in + 24) | (uint64_t)get32(in + 28) << 32;
+	a->rank = pp_get_le32(in + 8);
+	a->size = pp_get_le32(in + 12);
+	a->inc = pp_get_le32(in + 16);
+	a->job = pp_get_le32(in + 20);
+	a->node = (uint64_t)pp_get_le32(in + 24) | (uint64_t)pp_get_le32(in + 28) << 32;
 	return a->rank < a->size ? 0 : -FI_EINVAL;
 }
 

@@ -264,8 +264,7 @@ void pp_proto_hdr_common(const struct pp_proto *e, const struct peer *p, uint32_
  * way (too long, something of ours to p unacknowledged or queued, no
  * credit, the ring full). */
 int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_t tag,
-		       const void *buf, uint64_t len, int has_data, uint32_t data,
-		       uint64_t cookie);
+		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie);
 /* A lite record from p: 0 taken, -EAGAIN not now, -EPROTO dropped. */
 int pp_proto_lite_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
 		     const uint8_t *pl);

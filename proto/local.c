@@ -164,8 +164,7 @@ int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
  * until it does (-EAGAIN). */
 
 int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_t tag,
-		       const void *buf, uint64_t len, int has_data, uint32_t data,
-		       uint64_t cookie)
+		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie)
 {
 	if (len > e->c.lite_max || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
 		return -EAGAIN;

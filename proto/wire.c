@@ -4,42 +4,8 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "pp_bytes.h"
 #include "wire.h"
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static inline uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	return ((uint64_t)get32(p) << 32) | get32(p + 4);
-}
 
 static int type_valid(uint8_t t)
 {
@@ -63,7 +29,7 @@ int pp_wire_encode(uint8_t *frame, size_t cap, const uint8_t dst[6], const uint8
 	uint8_t *p = frame + PP_ETH_HLEN;
 	if (h->payload_len)
 		memcpy(p + PP_WIRE_HDR_LEN, payload, h->payload_len);
-	put32(p + PP_WIRE_OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
+	pp_put_be32(p + PP_WIRE_OFF_CRC, pp_crc32c(0, p, PP_WIRE_HDR_LEN + (size_t)h->payload_len));
 	return (int)total;
 }
 
@@ -80,27 +46,27 @@ int pp_wire_encode_hdr(uint8_t *frame, size_t cap, const uint8_t dst[6], const u
 	uint8_t *p = frame + PP_ETH_HLEN;
 	p[0] = (uint8_t)(PP_WIRE_VERSION << 4 | (h->type & 0x0f));
 	p[1] = h->flags;
-	put16(p + PP_WIRE_OFF_PAYLOAD_LEN, h->payload_len);
-	put32(p + PP_WIRE_OFF_JOB, h->job);
-	put16(p + PP_WIRE_OFF_STREAM, h->stream);
-	put16(p + PP_WIRE_OFF_ACK_STREAM, h->ack_stream);
-	put32(p + PP_WIRE_OFF_SEQ, h->seq);
-	put32(p + PP_WIRE_OFF_ACK, h->ack);
-	put16(p + PP_WIRE_OFF_CREDIT, h->credit);
-	put16(p + PP_WIRE_OFF_XFLAGS, h->xflags);
-	put32(p + PP_WIRE_OFF_SRC_RANK, h->src_rank);
-	put32(p + PP_WIRE_OFF_DST_RANK, h->dst_rank);
-	put32(p + PP_WIRE_OFF_MSG_ID, h->msg_id);
-	put64(p + PP_WIRE_OFF_TAG, h->tag);
-	put64(p + PP_WIRE_OFF_MSG_LEN, h->msg_len);
-	put64(p + PP_WIRE_OFF_OFFSET, h->offset);
-	put32(p + PP_WIRE_OFF_SRC_INC, h->src_inc);
-	put32(p + PP_WIRE_OFF_DST_INC, h->dst_inc);
-	put32(p + PP_WIRE_OFF_DATA, h->data);
-	put32(p + PP_WIRE_OFF_CRC, 0);
+	pp_put_be16(p + PP_WIRE_OFF_PAYLOAD_LEN, h->payload_len);
+	pp_put_be32(p + PP_WIRE_OFF_JOB, h->job);
+	pp_put_be16(p + PP_WIRE_OFF_STREAM, h->stream);
+	pp_put_be16(p + PP_WIRE_OFF_ACK_STREAM, h->ack_stream);
+	pp_put_be32(p + PP_WIRE_OFF_SEQ, h->seq);
+	pp_put_be32(p + PP_WIRE_OFF_ACK, h->ack);
+	pp_put_be16(p + PP_WIRE_OFF_CREDIT, h->credit);
+	pp_put_be16(p + PP_WIRE_OFF_XFLAGS, h->xflags);
+	pp_put_be32(p + PP_WIRE_OFF_SRC_RANK, h->src_rank);
+	pp_put_be32(p + PP_WIRE_OFF_DST_RANK, h->dst_rank);
+	pp_put_be32(p + PP_WIRE_OFF_MSG_ID, h->msg_id);
+	pp_put_be64(p + PP_WIRE_OFF_TAG, h->tag);
+	pp_put_be64(p + PP_WIRE_OFF_MSG_LEN, h->msg_len);
+	pp_put_be64(p + PP_WIRE_OFF_OFFSET, h->offset);
+	pp_put_be32(p + PP_WIRE_OFF_SRC_INC, h->src_inc);
+	pp_put_be32(p + PP_WIRE_OFF_DST_INC, h->dst_inc);
+	pp_put_be32(p + PP_WIRE_OFF_DATA, h->data);
+	pp_put_be32(p + PP_WIRE_OFF_CRC, 0);
 	if (payload) {
 		uint32_t crc = pp_crc32c(0, p, PP_WIRE_HDR_LEN);
-		put32(p + PP_WIRE_OFF_CRC, pp_crc32c(crc, payload, h->payload_len));
+		pp_put_be32(p + PP_WIRE_OFF_CRC, pp_crc32c(crc, payload, h->payload_len));
 	}
 	return PP_WIRE_MIN_FRAME;
 }
@@ -133,22 +99,22 @@ static enum pp_drop_reason check_fields(const struct pp_wire_hdr *x,
 static enum pp_drop_reason get_fields(const uint8_t *p, struct pp_wire_hdr *x,
 				      const struct pp_wire_check *chk)
 {
-	x->job = get32(p + PP_WIRE_OFF_JOB);
-	x->stream = get16(p + PP_WIRE_OFF_STREAM);
-	x->ack_stream = get16(p + PP_WIRE_OFF_ACK_STREAM);
-	x->seq = get32(p + PP_WIRE_OFF_SEQ);
-	x->ack = get32(p + PP_WIRE_OFF_ACK);
-	x->credit = get16(p + PP_WIRE_OFF_CREDIT);
-	x->xflags = get16(p + PP_WIRE_OFF_XFLAGS);
-	x->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
-	x->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
-	x->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
-	x->tag = get64(p + PP_WIRE_OFF_TAG);
-	x->msg_len = get64(p + PP_WIRE_OFF_MSG_LEN);
-	x->offset = get64(p + PP_WIRE_OFF_OFFSET);
-	x->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);
-	x->dst_inc = get32(p + PP_WIRE_OFF_DST_INC);
-	x->data = get32(p + PP_WIRE_OFF_DATA);
+	x->job = pp_get_be32(p + PP_WIRE_OFF_JOB);
+	x->stream = pp_get_be16(p + PP_WIRE_OFF_STREAM);
+	x->ack_stream = pp_get_be16(p + PP_WIRE_OFF_ACK_STREAM);
+	x->seq = pp_get_be32(p + PP_WIRE_OFF_SEQ);
+	x->ack = pp_get_be32(p + PP_WIRE_OFF_ACK);
+	x->credit = pp_get_be16(p + PP_WIRE_OFF_CREDIT);
+	x->xflags = pp_get_be16(p + PP_WIRE_OFF_XFLAGS);
+	x->src_rank = pp_get_be32(p + PP_WIRE_OFF_SRC_RANK);
+	x->dst_rank = pp_get_be32(p + PP_WIRE_OFF_DST_RANK);
+	x->msg_id = pp_get_be32(p + PP_WIRE_OFF_MSG_ID);
+	x->tag = pp_get_be64(p + PP_WIRE_OFF_TAG);
+	x->msg_len = pp_get_be64(p + PP_WIRE_OFF_MSG_LEN);
+	x->offset = pp_get_be64(p + PP_WIRE_OFF_OFFSET);
+	x->src_inc = pp_get_be32(p + PP_WIRE_OFF_SRC_INC);
+	x->dst_inc = pp_get_be32(p + PP_WIRE_OFF_DST_INC);
+	x->data = pp_get_be32(p + PP_WIRE_OFF_DATA);
 	return check_fields(x, chk);
 }
 
@@ -165,7 +131,7 @@ static enum pp_drop_reason get_prefix(const uint8_t *frame, size_t len, struct p
 	if (!type_valid(x->type))
 		return PP_DROP_TYPE;
 	x->flags = p[1];
-	x->payload_len = get16(p + PP_WIRE_OFF_PAYLOAD_LEN);
+	x->payload_len = pp_get_be16(p + PP_WIRE_OFF_PAYLOAD_LEN);
 	return PP_DROP_MAX;
 }
 
@@ -187,7 +153,7 @@ int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check 
 	uint32_t crc = pp_crc32c(0, p, PP_WIRE_OFF_CRC);
 	crc = pp_crc32c(crc, zero4, 4);
 	crc = pp_crc32c(crc, p + PP_WIRE_HDR_LEN, x.payload_len);
-	if (crc != get32(p + PP_WIRE_OFF_CRC)) {
+	if (crc != pp_get_be32(p + PP_WIRE_OFF_CRC)) {
 		r = PP_DROP_CRC;
 		goto drop;
 	}
@@ -277,14 +243,14 @@ int pp_wire_peek(const uint8_t *frame, size_t len, struct pp_wire_peek *pk)
 		return -EPROTO;
 	pk->type = p[0] & 0x0f;
 	pk->flags = p[1];
-	pk->stream = get16(p + PP_WIRE_OFF_STREAM);
-	pk->ack_stream = get16(p + PP_WIRE_OFF_ACK_STREAM);
-	pk->job = get32(p + PP_WIRE_OFF_JOB);
-	pk->src_rank = get32(p + PP_WIRE_OFF_SRC_RANK);
-	pk->dst_rank = get32(p + PP_WIRE_OFF_DST_RANK);
-	pk->msg_id = get32(p + PP_WIRE_OFF_MSG_ID);
-	pk->src_inc = get32(p + PP_WIRE_OFF_SRC_INC);
-	pk->dst_inc = get32(p + PP_WIRE_OFF_DST_INC);
+	pk->stream = pp_get_be16(p + PP_WIRE_OFF_STREAM);
+	pk->ack_stream = pp_get_be16(p + PP_WIRE_OFF_ACK_STREAM);
+	pk->job = pp_get_be32(p + PP_WIRE_OFF_JOB);
+	pk->src_rank = pp_get_be32(p + PP_WIRE_OFF_SRC_RANK);
+	pk->dst_rank = pp_get_be32(p + PP_WIRE_OFF_DST_RANK);
+	pk->msg_id = pp_get_be32(p + PP_WIRE_OFF_MSG_ID);
+	pk->src_inc = pp_get_be32(p + PP_WIRE_OFF_SRC_INC);
+	pk->dst_inc = pp_get_be32(p + PP_WIRE_OFF_DST_INC);
 	return 0;
 }
 

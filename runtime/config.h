@@ -58,21 +58,21 @@ struct pp_config {
 	bool btp_set;			/* btp1 or btp2 given explicitly */
 	char pull_cores[PP_CFG_STR];	/* core list for pull handlers ("" none) */
 	enum pp_progress_mode progress; /* inline, event (a sleeping thread), thread (polling) */
-	bool event_fifo;		/* progress=event's thread at SCHED_FIFO (else SCHED_OTHER) */
-	char daemon[PP_CFG_STR];	/* ppd socket path ("" embedded engine) */
-	char predict[PP_CFG_STR];	/* predictor name or "off" */
-	char pcap_dump[PP_CFG_STR];	/* capture file ("" none) */
-	char cluster[PP_CFG_STR];	/* rank -> MAC file ("" discover) */
-	uint32_t timeout_ms;		/* discovery and peer-loss timeout */
-	bool zerocopy;			/* large payloads leave from the user's buffer */
-	uint32_t stage_bytes;		/* prediction staging budget (0: no staging) */
-	uint32_t stage_remap;		/* fewest bytes a page remap moves (0: copy only) */
-	uint32_t pushbuf_bytes;		/* pushed-buffer size */
-	bool credits;			/* pushed-buffer credits (false: Push-All overflow) */
-	enum pp_shm_mode shm;		/* intranode transport: on, off, twocopy */
-	uint64_t shm_heap;		/* pp_malloc bytes per rank in the segment (0: none) */
-	bool shm_write;			/* shm=on: a sender writes into a receive posted early */
-	enum pp_stats_out stats;	/* counters on stderr at pp_finalize */
+	bool event_fifo;	    /* progress=event's thread at SCHED_FIFO (else SCHED_OTHER) */
+	char daemon[PP_CFG_STR];    /* ppd socket path ("" embedded engine) */
+	char predict[PP_CFG_STR];   /* predictor name or "off" */
+	char pcap_dump[PP_CFG_STR]; /* capture file ("" none) */
+	char cluster[PP_CFG_STR];   /* rank -> MAC file ("" discover) */
+	uint32_t timeout_ms;	    /* discovery and peer-loss timeout */
+	bool zerocopy;		    /* large payloads leave from the user's buffer */
+	uint32_t stage_bytes;	    /* prediction staging budget (0: no staging) */
+	uint32_t stage_remap;	    /* fewest bytes a page remap moves (0: copy only) */
+	uint32_t pushbuf_bytes;	    /* pushed-buffer size */
+	bool credits;		    /* pushed-buffer credits (false: Push-All overflow) */
+	enum pp_shm_mode shm;	    /* intranode transport: on, off, twocopy */
+	uint64_t shm_heap;	    /* pp_malloc bytes per rank in the segment (0: none) */
+	bool shm_write;		    /* shm=on: a sender writes into a receive posted early */
+	enum pp_stats_out stats;    /* counters on stderr at pp_finalize */
 };
 
 /*

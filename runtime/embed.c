@@ -143,7 +143,7 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 	 * holds for the rank it named. */
 	struct pp_launcher l;
 	pp_launcher_env(&l);
-	m->local_size = ctx->cfg.local_size ? ctx->cfg.local_size
+	m->local_size = ctx->cfg.local_size			     ? ctx->cfg.local_size
 			: l.rank == ctx->rank && l.size == ctx->size ? l.local_size
 								     : -1;
 	if ((rc = pp_embed_self_open(m))) {
@@ -256,8 +256,8 @@ int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a)
 	if (a->job != ctx->cfg.job || a->size != (uint32_t)ctx->size ||
 	    a->rank >= (uint32_t)ctx->size)
 		return -EINVAL;
-	const char *node = a->node == m->node ? pp_membership_peer(ctx, (uint32_t)ctx->rank)->node
-					      : "";
+	const char *node =
+	    a->node == m->node ? pp_membership_peer(ctx, (uint32_t)ctx->rank)->node : "";
 	int rc = pp_membership_add(ctx, a->rank, a->mac, a->inc, node, 0);
 	if (rc == 0 && node[0] && a->rank != (uint32_t)ctx->rank)
 		shm_start(m);

@@ -41,7 +41,7 @@ static uint32_t env_hash(const char *const *names)
 struct launcher {
 	const char *name;
 	const char *rank, *size;
-	const char *job[3];	  /* joined and hashed; NULL-terminated */
+	const char *job[3];	/* joined and hashed; NULL-terminated */
 	const char *local_size; /* ranks of the job on this node, or NULL */
 };
 

@@ -34,11 +34,11 @@
 
 /* One daemon of a test. */
 struct td {
-	pid_t pid;     /* the daemon, -1 when not running */
-	char dir[64];  /* its temporary folder */
-	char sock[96]; /* its socket, in dir */
-	char link[64]; /* its in-memory link */
-	int claim_fd[TD_CLAIMS];      /* connections holding claims, -1: none */
+	pid_t pid;		       /* the daemon, -1 when not running */
+	char dir[64];		       /* its temporary folder */
+	char sock[96];		       /* its socket, in dir */
+	char link[64];		       /* its in-memory link */
+	int claim_fd[TD_CLAIMS];       /* connections holding claims, -1: none */
 	unsigned claim_job[TD_CLAIMS]; /* ... the jobs they claim */
 };
 

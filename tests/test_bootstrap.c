@@ -256,10 +256,17 @@ static void test_launcher_no_pmix(void)
  * Hydra and Slurm state them; a count outside 1..size is none. */
 static void test_launcher_env(void)
 {
-	static const char *const vars[] = {
-	    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-	    "OMPI_MCA_ess_base_jobid", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "PMI_KVSNAME",
-	    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID"};
+	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK",
+					   "OMPI_COMM_WORLD_SIZE",
+					   "OMPI_COMM_WORLD_LOCAL_SIZE",
+					   "OMPI_MCA_ess_base_jobid",
+					   "PMI_RANK",
+					   "PMI_SIZE",
+					   "MPI_LOCALNRANKS",
+					   "PMI_KVSNAME",
+					   "SLURM_PROCID",
+					   "SLURM_NTASKS",
+					   "SLURM_JOB_ID"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 	struct pp_launcher l;

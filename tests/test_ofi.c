@@ -1018,12 +1018,10 @@ static void node_mates(const char *shm, int through_ports)
 			size_t len = sizes[i];
 			fill(out + 3, len, (unsigned)(i * 2 + (size_t)dir));
 			memset(in + 5, 0, len);
-			CU_ASSERT_EQUAL(fi_trecv(r->ep, in + 5, len, NULL, FI_ADDR_UNSPEC, 40 + i, 0,
-						 in),
-					0);
-			CU_ASSERT_EQUAL(fi_tsend(s->ep, out + 3, len, NULL, s->addr[!dir], 40 + i,
-						 out),
-					0);
+			CU_ASSERT_EQUAL(
+			    fi_trecv(r->ep, in + 5, len, NULL, FI_ADDR_UNSPEC, 40 + i, 0, in), 0);
+			CU_ASSERT_EQUAL(
+			    fi_tsend(s->ep, out + 3, len, NULL, s->addr[!dir], 40 + i, out), 0);
 			struct fi_cq_tagged_entry e;
 			CU_ASSERT_EQUAL_FATAL(wait_one(r, s, &e, NULL), 1);
 			CU_ASSERT_EQUAL(e.len, len);

@@ -52,10 +52,8 @@ static void *rank_main(void *arg)
 	snprintf(cfg, sizeof(cfg),
 		 "rank=%d,size=%d,job=%s,job_secret=rt-%s,node=n%d,dev=sim:%s/%d,"
 		 "timeout_ms=5000%s%s",
-		 run->rank,
-		 run->size, link_name, link_name, run->rank, link_name, run->rank,
-		 run->extra ? "," : "",
-		 run->extra ? run->extra : "");
+		 run->rank, run->size, link_name, link_name, run->rank, link_name, run->rank,
+		 run->extra ? "," : "", run->extra ? run->extra : "");
 	if (run->rank == late_rank)
 		usleep((useconds_t)late_ms * 1000);
 	int rc = pp_init(&ctx, cfg);

@@ -498,8 +498,9 @@ static unsigned ring_pump(void)
 				r->len[r->tail++ % RING_RECS] = (uint32_t)len;
 			}
 			while (r->head != r->tail) {
-				int rc = pp_proto_input_local(w.e[1 - i], i, r->rec[r->head % RING_RECS],
-							      r->len[r->head % RING_RECS], w.now);
+				int rc =
+				    pp_proto_input_local(w.e[1 - i], i, r->rec[r->head % RING_RECS],
+							 r->len[r->head % RING_RECS], w.now);
 				if (rc == -EAGAIN)
 					break;
 				r->head++;
@@ -529,11 +530,12 @@ static void test_lite(void)
 			if (!late)
 				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r, 1024, 2), 0);
 			unsigned before = q[0].lites;
-			CU_ASSERT_EQUAL(pp_proto_send_data(w.e[0], 1, 9, s, n[k], 0xabc0u + (uint32_t)k, 1), 0);
+			CU_ASSERT_EQUAL(
+			    pp_proto_send_data(w.e[0], 1, 9, s, n[k], 0xabc0u + (uint32_t)k, 1), 0);
 			CU_ASSERT_EQUAL(q[0].lites, before + 1);
 			CU_ASSERT_EQUAL(take(0, &c), 1); /* done at once */
 			CU_ASSERT(c.is_send && c.cookie == 1 && c.len == n[k] && !c.error);
-			memset(s, 0x55, n[k]); /* the record holds its own copy */
+			memset(s, 0x55, n[k]);		 /* the record holds its own copy */
 			CU_ASSERT_EQUAL(ring_pump(), 1); /* the record, and nothing back */
 			if (late) /* its credit is announced: an ACK goes back */
 				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r, 1024, 2), 0);
@@ -576,8 +578,8 @@ static void test_lite_order(void)
 			uint64_t n = k % 5 == 2 ? 20000 : (uint64_t)(k * 13) % 1024;
 			pat_fill(s[k], n, (unsigned)k);
 			if (!late)
-				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 0, PP_PROTO_IGNORE_ALL, r[k],
-							      20000, 100 + (uint64_t)k),
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 0, PP_PROTO_IGNORE_ALL,
+							      r[k], 20000, 100 + (uint64_t)k),
 						0);
 			CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, (uint64_t)k, s[k], n, 1), 0);
 			if (k % 7 == 0)
@@ -587,8 +589,8 @@ static void test_lite_order(void)
 		ring_pump();
 		if (late)
 			for (int k = 0; k < N; k++)
-				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 0, PP_PROTO_IGNORE_ALL, r[k],
-							      20000, 100 + (uint64_t)k),
+				CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 0, PP_PROTO_IGNORE_ALL,
+							      r[k], 20000, 100 + (uint64_t)k),
 						0);
 		ring_pump();
 		int got = 0;
@@ -642,7 +644,8 @@ static void test_lite_held(void)
 	}
 	for (int k = 0; k < N; k++) {
 		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
-		CU_ASSERT(c.cookie == 10 + (uint64_t)k && !c.error && pat_check(r[k], 64, (unsigned)k));
+		CU_ASSERT(c.cookie == 10 + (uint64_t)k && !c.error &&
+			  pat_check(r[k], 64, (unsigned)k));
 	}
 	world_fini();
 }

@@ -190,15 +190,15 @@ enum ppd_place_state {
 
 /* One receive buffer the daemon may write DATA payload into. */
 struct ppd_place {
-	uint32_t state;	 /* enum ppd_place_state, changed by compare-and-swap */
-	uint32_t src;	 /* rank the message comes from */
-	uint32_t msg_id; /* its number (per pair of ranks) */
+	uint32_t state;	  /* enum ppd_place_state, changed by compare-and-swap */
+	uint32_t src;	  /* rank the message comes from */
+	uint32_t msg_id;  /* its number (per pair of ranks) */
 	uint32_t src_inc; /* the incarnation its frames must carry */
-	uint64_t addr;	 /* the receive buffer, in the rank's address space */
-	uint64_t len;	 /* bytes of it: a payload must end within */
-	uint64_t from;	 /* where the next frame placed starts: at or after the
-			  * rank's bytes when posted, then exactly after the last
-			  * one placed (PPD_PLACE_STARTED set: ppd_place.h) */
+	uint64_t addr;	  /* the receive buffer, in the rank's address space */
+	uint64_t len;	  /* bytes of it: a payload must end within */
+	uint64_t from;	  /* where the next frame placed starts: at or after the
+			   * rank's bytes when posted, then exactly after the last
+			   * one placed (PPD_PLACE_STARTED set: ppd_place.h) */
 };
 
 /* The header page of a region. Offsets are from the region's start. */

@@ -9,11 +9,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define PP_ETH_HLEN	 14	/* destination, source, EtherType */
-#define PP_ETH_TYPE_PP	 0x88B5 /* the project's frames (IEEE local experimental) */
-#define PP_ETH_OFF_DST	 0
-#define PP_ETH_OFF_SRC	 6
-#define PP_ETH_OFF_TYPE	 12
+#define PP_ETH_HLEN	14     /* destination, source, EtherType */
+#define PP_ETH_TYPE_PP	0x88B5 /* the project's frames (IEEE local experimental) */
+#define PP_ETH_OFF_DST	0
+#define PP_ETH_OFF_SRC	6
+#define PP_ETH_OFF_TYPE 12
 
 /* The sender's MAC of frame f (at least PP_ETH_HLEN bytes). */
 static inline const uint8_t *pp_eth_src(const uint8_t *f)

@@ -21,8 +21,7 @@ enum pp_log_level pp_log_level(void);
 /* Set the threshold; returns -EINVAL for an unknown name. */
 int pp_log_set_level(const char *name);
 
-void pp_log(enum pp_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void pp_log(enum pp_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define pp_debug(...) pp_log(PP_LOG_DEBUG, __VA_ARGS__)
 #define pp_info(...)  pp_log(PP_LOG_INFO, __VA_ARGS__)

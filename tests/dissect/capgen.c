@@ -27,6 +27,7 @@
 #include "capture.h"
 #include "crc32c.h"
 #include "pp.h"
+#include "pp_bytes.h"
 #include "pp_port.h"
 #include "sim/pp_sim.h"
 #include "wire.h"
@@ -280,20 +281,6 @@ static const struct pp_wire_hdr crafted[] = {
      .src_inc = INC1},
 };
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
 /* A frame of an older version, written field by field: the first 36 bytes
  * as today's, then a 32-bit tag, msg_len at 40 and offset at 48; version 2
  * adds src_inc at 56 and dst_inc at 60 with the CRC at 64 (a 68-byte
@@ -309,16 +296,16 @@ static size_t encode_old(uint8_t *frame, unsigned ver, const struct pp_wire_hdr 
 	memcpy(frame, tmp, PP_ETH_HLEN + 36);
 	uint8_t *p = frame + PP_ETH_HLEN;
 	p[0] = (uint8_t)(ver << 4 | h->type);
-	put32(p + 36, (uint32_t)h->tag);
-	put64(p + 40, h->msg_len);
-	put64(p + 48, h->offset);
+	pp_put_be32(p + 36, (uint32_t)h->tag);
+	pp_put_be64(p + 40, h->msg_len);
+	pp_put_be64(p + 48, h->offset);
 	if (ver == 2) {
-		put32(p + 56, h->src_inc);
-		put32(p + 60, h->dst_inc);
+		pp_put_be32(p + 56, h->src_inc);
+		pp_put_be32(p + 60, h->dst_inc);
 	}
 	memset(p + crc_at, 0, 4);
 	memcpy(p + hdr, payload, h->payload_len);
-	put32(p + crc_at, pp_crc32c(0, p, hdr + (size_t)h->payload_len));
+	pp_put_be32(p + crc_at, pp_crc32c(0, p, hdr + (size_t)h->payload_len));
 	return PP_ETH_HLEN + hdr + (size_t)h->payload_len;
 }
 

@@ -517,9 +517,9 @@ static void test_daemon_killed(void)
 
 /* What a child running as nobody found. */
 struct verdict {
-	int n;		/* attaches that succeeded */
-	int status;	/* the first refusal (0: none) */
-	char why[192];	/* ... its message */
+	int n;	       /* attaches that succeeded */
+	int status;    /* the first refusal (0: none) */
+	char why[192]; /* ... its message */
 };
 
 /* Start t, a daemon whose socket nobody's group may use too. */
@@ -530,8 +530,8 @@ static int start_shared(struct td *t, const char *tag, const char *max_ranks)
 		return -1;
 	static char name[64];
 	snprintf(name, sizeof(name), "%s", g->gr_name);
-	const char *extra[] = {"--group", name, max_ranks ? "--max-ranks-per-uid" : NULL,
-			       max_ranks, NULL};
+	const char *extra[] = {"--group", name, max_ranks ? "--max-ranks-per-uid" : NULL, max_ranks,
+			       NULL};
 	/* Its folder is mkdtemp's (0700): nobody may reach the socket too. */
 	return td_start(t, tag, extra) || chmod(t->dir, 0711) ? -1 : 0;
 }
@@ -663,7 +663,8 @@ static void test_fair_admission(void)
 	CU_ASSERT_FATAL(read(hp[0], &v, sizeof(v)) == (ssize_t)sizeof(v));
 	CU_ASSERT_EQUAL(v.n, 32);
 	CU_ASSERT_EQUAL(v.status, -ENOSPC);
-	CU_ASSERT_STRING_EQUAL(v.why, "uid 65534 has 32 ranks here, its most (ppd --max-ranks-per-uid)");
+	CU_ASSERT_STRING_EQUAL(v.why,
+			       "uid 65534 has 32 ranks here, its most (ppd --max-ranks-per-uid)");
 	struct raw r;
 	CU_ASSERT_EQUAL(raw_attach_to(&t, &r, FAIR_JOB, 63, 64, 0), 0);
 	raw_close(&r);
@@ -678,11 +679,12 @@ static void test_unclaimed(void)
 {
 	struct raw r;
 	CU_ASSERT_EQUAL(raw_attach_to(&dmn, &r, 801, 0, 2, 0), -EACCES);
-	CU_ASSERT_STRING_EQUAL(raw_why, "job 801 is not claimed here: its launcher claims it "
-					"(pprun --daemon), or root: ppd --claim JOB:UID:TOKEN[:SIZE]");
+	CU_ASSERT_STRING_EQUAL(raw_why,
+			       "job 801 is not claimed here: its launcher claims it "
+			       "(pprun --daemon), or root: ppd --claim JOB:UID:TOKEN[:SIZE]");
 }
 
-#define SQUAT_JOB   800	    /* root's, claimed with a token */
+#define SQUAT_JOB   800	     /* root's, claimed with a token */
 #define SQUAT_TOKEN 0xabcull /* ... this one */
 
 static void squatter(const struct td *t, struct verdict *v)
@@ -718,12 +720,14 @@ static void test_squatting(void)
 	struct verdict v;
 	CU_ASSERT_EQUAL_FATAL(as_nobody(squatter, &t, &v), 0);
 	CU_ASSERT_EQUAL(v.status, -EPERM);
-	CU_ASSERT_STRING_EQUAL(v.why, "job 800 is bound here to another launch (uid 0, its own token)");
+	CU_ASSERT_STRING_EQUAL(v.why,
+			       "job 800 is bound here to another launch (uid 0, its own token)");
 	CU_ASSERT_EQUAL(v.n, -EPERM);
 	CU_ASSERT_STRING_EQUAL(v.why + strlen(v.why) + 1,
 			       "uid 65534 may not claim jobs here (root or uid 0 only)");
 	char why[192];
-	CU_ASSERT_EQUAL(td_claim_at(t.sock, SQUAT_JOB, NOBODY, 0, 2, why, sizeof(why)), -EADDRINUSE);
+	CU_ASSERT_EQUAL(td_claim_at(t.sock, SQUAT_JOB, NOBODY, 0, 2, why, sizeof(why)),
+			-EADDRINUSE);
 	CU_ASSERT_STRING_EQUAL(why, "job 800 is claimed here already (uid 0)");
 	struct raw a, b;
 	CU_ASSERT_EQUAL_FATAL(raw_attach_to(&t, &a, SQUAT_JOB, 0, 2, SQUAT_TOKEN), 0);

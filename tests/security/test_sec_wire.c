@@ -113,8 +113,7 @@ static void teardown(void)
 
 /* A frame from the neighbour's port, as rank src to rank 0. kind: 0 a good
  * CRC, 1 a bad CRC; with a key the HELLO/BYE tag is signed (else zero). */
-static void forge(const struct pp_wire_hdr *h, const void *payload, int bad_crc,
-		  const uint8_t *key)
+static void forge(const struct pp_wire_hdr *h, const void *payload, int bad_crc, const uint8_t *key)
 {
 	struct pp_buf *b;
 	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(evil, &b, 1), 1);
@@ -164,8 +163,8 @@ static int deliver(int from, int to, size_t n, int seed)
 	int ok = pp_embed_recv(e[to], from, (uint64_t)seed, 0, r, n, 1) == 0 &&
 		 pp_embed_send(e[from], (uint32_t)to, (uint64_t)seed, s, n, 2) == 0 &&
 		 pump_until(&seen[to].recvs, recvs) && pump_until(&seen[from].sends, sends) &&
-		 seen[to].recv_err == 0 && seen[to].recv_len == n &&
-		 seen[to].recv_source == from && memcmp(s, r, n) == 0;
+		 seen[to].recv_err == 0 && seen[to].recv_len == n && seen[to].recv_source == from &&
+		 memcmp(s, r, n) == 0;
 	free(s);
 	free(r);
 	return ok;
@@ -371,8 +370,11 @@ static void test_tag(void)
 	enum pp_drop_reason why;
 	CU_ASSERT_EQUAL(pp_wire_decode(f, (size_t)n, &chk, &g, &p, &why), 0); /* CRC redone */
 	/* Source MAC, header and payload are covered; the destination is not. */
-	const int covered[] = {6, 11, PP_ETH_HLEN + PP_WIRE_OFF_SRC_INC + 3,
-			       PP_ETH_HLEN + PP_WIRE_OFF_OFFSET + 7, PP_WIRE_MIN_FRAME + 2,
+	const int covered[] = {6,
+			       11,
+			       PP_ETH_HLEN + PP_WIRE_OFF_SRC_INC + 3,
+			       PP_ETH_HLEN + PP_WIRE_OFF_OFFSET + 7,
+			       PP_WIRE_MIN_FRAME + 2,
 			       n - 1};
 	for (size_t i = 0; i < sizeof(covered) / sizeof(covered[0]); i++) {
 		f[covered[i]] ^= 1;
