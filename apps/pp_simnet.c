@@ -168,7 +168,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->rate_bps = 10000000000ull;
 	o->ranks = 2;
 	o->late = 0.5;
-	pp_proto_conf_default(&o->pc);
+	pp_proto_conf_job(&o->pc); /* what a job runs */
 	int c, li = 0;
 	uint64_t v;
 	opterr = 0;

@@ -35,7 +35,7 @@
 #define PP_FI_PROV_VER	FI_VERSION(0, 1)
 #define PP_FI_API_VER	FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define PP_FI_INJECT	4096u	     /* tx_attr->inject_size */
-#define PP_FI_QUEUE	1024u	     /* tx and rx sizes: the engine's max_msgs */
+#define PP_FI_QUEUE	PP_PROTO_JOB_MAX_MSGS /* tx and rx sizes: the engine's max_msgs */
 #define PP_FI_MAX_MSG	(1ull << 40) /* ep_attr->max_msg_size */
 #define PP_FI_MSG_TAG	(1ull << 63) /* untagged messages' tag, with FI_MSG */
 #define PP_FI_BINDS	8	     /* endpoints one AV or CQ serves */

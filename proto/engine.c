@@ -34,6 +34,37 @@ void pp_proto_conf_default(struct pp_proto_conf *c)
 	c->direct_chunk = 1u << 20;
 }
 
+void pp_proto_conf_job(struct pp_proto_conf *c)
+{
+	pp_proto_conf_default(c);
+	/* Sends outstanding at most; an embedded rank's twin (the provider's
+	 * sends to itself) holds as many. */
+	c->max_msgs = PP_PROTO_JOB_MAX_MSGS;
+	/* MPI codes post thousands of receives (halo exchanges, many
+	 * neighbours); their records are made as the queues deepen. */
+	c->max_recvs = PP_PROTO_JOB_MAX_RECVS;
+	c->btp_fit = 1;
+	/* An eager send completes at once: its ack may ride on the reply
+	 * instead of costing a frame of its own. */
+	c->copy_max = 8u << 10;
+	/* Node-mates' messages pushed whole through the rings: two copies
+	 * there beat the DONE round trip and a copy call below 16 KiB. Above it
+	 * one copy wins: a ring copy moves every line between the cores twice
+	 * (the sender's store takes it back from the reader first), so where a
+	 * line's round trip between the cores is slow (a virtual machine whose
+	 * cores the host placed apart, tests/bench/core_rtt.c) 32 KiB took 16.7
+	 * us through the ring and 5.7 by a direct copy, and where it is fast
+	 * 4.7 against 4.8; 16 KiB took 2.5 through the ring against 3.3. */
+	c->local_whole = 16u << 10;
+	c->lite_max = 1024; /* rule 6: one ring record, outside the sequence */
+	/* Direct copy calls: big enough that the system call is noise, small
+	 * enough that other work goes on between the calls of a huge message;
+	 * fewer bytes than direct_min are pulled as DATA (a copy call costs
+	 * more). */
+	c->direct_chunk = 4u << 20;
+	c->direct_min = 4096;
+}
+
 /* 1 when a group of hooks is given in part. */
 static int partial(const void *const *hooks, unsigned n)
 {

@@ -160,6 +160,17 @@ struct pp_proto;
  * rank, nranks, job, inc and mac are left zero. */
 void pp_proto_conf_default(struct pp_proto_conf *c);
 
+/* What a job of the runtime runs, the one home of each of its settings (the
+ * runtime, the libfabric provider, pp_simnet and the benchmarks start from
+ * it, and set only what is the job's own: ranks, MTU, BTPs, pushed buffer,
+ * timeouts): the defaults above, and PP_PROTO_JOB_MAX_MSGS sends,
+ * PP_PROTO_JOB_MAX_RECVS receives, btp_fit, sends up to 8 KiB copied,
+ * node-mates' messages pushed whole up to 16 KiB and lite up to 1 KiB,
+ * direct copies in 4 MiB calls and of at least 4 KiB (engine.c says why). */
+#define PP_PROTO_JOB_MAX_MSGS  1024u
+#define PP_PROTO_JOB_MAX_RECVS 65536u
+void pp_proto_conf_job(struct pp_proto_conf *c);
+
 /* Create an engine; every pool is allocated here, and the hooks are copied.
  * Errors: -EINVAL (bad conf: rank >= nranks, window not a power of two or
  * above 32768, mtu too small, zero max_msgs, stream in 1..PP_PROTO_STREAMS-1,

@@ -15,29 +15,6 @@
 #include "ctx.h"
 #include "pp_log.h"
 
-#define PP_RTO_MAX_NS 50000000u
-/* Bytes per direct copy call: big enough that the syscall is noise, small
- * enough that other work goes on between the calls of a huge message. */
-#define PP_DIRECT_CHUNK (4u << 20)
-/* Fewer bytes than this left after the pushes are pulled as DATA frames
- * through the rings: a copy system call costs more than that. */
-#define PP_DIRECT_MIN 4096
-/* Node-mates' messages pushed whole through the rings up to this (btp_fit):
- * two copies there beat the DONE round trip and a copy call below it. Above
- * it one copy wins: a ring copy moves every line between the cores twice
- * (the sender's store takes it back from the reader first), so where a
- * line's round trip between the cores is slow (a virtual machine whose
- * cores the host placed apart, tests/bench/core_rtt.c) 32 KiB took 16.7 us
- * through the ring and 5.7 by a direct copy, and where it is fast 4.7
- * against 4.8; 16 KiB took 2.5 through the ring against 3.3 (fast). */
-#define PP_LOCAL_WHOLE (16u << 10)
-/* Sends up to this are copied and complete at once (an eager send): their
- * ack may ride on the reply instead of costing a frame of its own. */
-#define PP_COPY_MAX (8u << 10)
-/* Node-mates' messages up to this go whole as one ring record, outside the
- * sequence (rule 6, lite). */
-#define PP_LITE_MAX 1024u
-
 static int check_config(const struct pp_config *c)
 {
 	if (c->rank < 0 || c->size < 1) {
@@ -56,7 +33,7 @@ static int check_config(const struct pp_config *c)
 static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 {
 	const struct pp_config *c = &ctx->cfg;
-	pp_proto_conf_default(pc);
+	pp_proto_conf_job(pc); /* what every job runs; below, this job's own */
 	pc->rank = (uint32_t)c->rank;
 	pc->nranks = (uint32_t)c->size;
 	pc->job = c->job;
@@ -67,20 +44,12 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->btp2 = c->btp2;
 	pc->btp_fit = !c->btp_set; /* explicit BTPs stay as given: the paper's figures */
 	pc->rate_hint = (uint64_t)ctx->port_info.speed_mbps * 125000u;
-	pc->local_whole = PP_LOCAL_WHOLE;
-	pc->copy_max = PP_COPY_MAX;
 	pc->mtu = ctx->port_info.mtu;
-	pc->max_msgs = PP_MAX_MSGS;
-	pc->max_recvs = PP_MAX_RECVS;
 	pc->pushbuf_bytes = c->pushbuf_bytes;
 	pc->credits = c->credits;
 	/* A peer is lost after timeout_ms of silence, not after a fixed number
 	 * of tries: back-off reaches rto_max quickly, then it keeps trying. */
-	pc->rto_max_ns = PP_RTO_MAX_NS;
-	pc->rto_tries = (uint32_t)((uint64_t)c->timeout_ms * 1000000u / PP_RTO_MAX_NS) + 8;
-	pc->direct_chunk = PP_DIRECT_CHUNK;
-	pc->direct_min = PP_DIRECT_MIN;
-	pc->lite_max = PP_LITE_MAX;
+	pc->rto_tries = (uint32_t)((uint64_t)c->timeout_ms * 1000000u / pc->rto_max_ns) + 8;
 	pc->hooks.arg = ctx;
 	pp_shm_link_hooks(ctx, &pc->hooks);
 	pp_rt_daemon_hooks(ctx, &pc->hooks);
@@ -129,7 +98,7 @@ int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot
 	ctx->inc = pp_membership_incarnation();
 	rc = pp_membership_init(ctx);
 	if (rc == 0)
-		rc = pp_req_pool_init(ctx, PP_MAX_MSGS + PP_MAX_RECVS);
+		rc = pp_req_pool_init(ctx, PP_PROTO_JOB_MAX_MSGS + PP_PROTO_JOB_MAX_RECVS);
 	if (rc)
 		goto fail;
 

@@ -44,13 +44,6 @@ static inline uint64_t pp_ctx_tag_ignore(int tag)
 }
 
 #define PP_CTX_BURST 32
-/* Sends a rank's engine holds outstanding at most; the twin of an embedded
- * rank (embed_self.c) holds as many sends to the rank. */
-#define PP_MAX_MSGS 1024
-/* Receives posted (and messages unexpected) a rank holds at most: MPI codes
- * post thousands (halo exchanges, many neighbours). Their records are made
- * as the queues deepen, 1024 at a time. */
-#define PP_MAX_RECVS 65536
 #define PP_NODE_NAME 64
 
 #define PP_PRED_AHEAD 8	 /* receives ahead a message may be staged for */

@@ -35,7 +35,7 @@ int pp_embed_self_open(struct pp_embed *m)
 	 * promised that many (the provider's tx size). With fewer, an MPI
 	 * that posts its sends to itself before the receives, and retries a
 	 * full queue without end, never gets to post them. */
-	pc.max_msgs = PP_MAX_MSGS;
+	pc.max_msgs = PP_PROTO_JOB_MAX_MSGS;
 	pc.pushbuf_bytes = PP_SELF_PUSHBUF;
 	pc.local_whole = 64u << 10;
 	int rc = pp_proto_create(&m->twin, &pc);

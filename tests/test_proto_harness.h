@@ -145,12 +145,7 @@ static inline uint64_t net_run(struct net *net, uint64_t limit_ns)
  * pushed whole, one up to copy_max copied and complete at once. */
 static inline void node_mate_conf(struct pp_proto_conf *c)
 {
-	pp_proto_conf_default(c);
-	c->btp_fit = 1;
-	c->local_whole = 16u << 10;
-	c->copy_max = 8u << 10;
-	c->direct_min = 4096;
-	c->lite_max = 1024;
+	pp_proto_conf_job(c);
 	c->mtu = 9000;
 }
 
