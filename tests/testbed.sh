@@ -116,6 +116,10 @@ up() {
   [[ $ports =~ ^[0-9]+$ ]] && [ "$ports" -ge 1 ] && [ "$ports" -le 15 ] ||
     die "up: PORTS_PER_NODE must be 1..15 (got '${ports}')"
   need_root up "$@"
+  # Inside a node (ip netns exec ppn0 ...) a test bed would be built within
+  # that namespace, beside the real one, and cut the node off.
+  [ "$(readlink /proc/self/ns/net)" = "$(readlink /proc/1/ns/net)" ] ||
+    die "up: run from the initial network namespace, not inside one (this is $(ip netns identify $$ 2>/dev/null || echo another)); pprun enters the nodes itself"
 
   local l peer
   for l in $(our_links); do
