@@ -11,6 +11,7 @@
 #include "gbn.h"
 #include "pp_log.h"
 #include "ppd.h"
+#include "pp_xorshift.h"
 #include "wire.h"
 
 #define WINDOW	       64u	  /* frames in flight per job */
@@ -234,12 +235,7 @@ static int attached(const struct ppd *d, uint32_t job, uint32_t src, uint32_t in
 
 static uint32_t rnd32(struct ppd_handler *h)
 {
-	uint64_t x = h->rng;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	h->rng = x;
-	return (uint32_t)(x >> 16);
+	return (uint32_t)(pp_xorshift64(&h->rng) >> 16);
 }
 
 /* The sequence of (job, src, dst, their incarnations) on h's stream. A

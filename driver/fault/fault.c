@@ -20,6 +20,7 @@
 
 #include "pp_log.h"
 #include "pp_port.h"
+#include "pp_xorshift.h"
 
 #define FAULT_HOLD 8 /* frames held back at once, per queue */
 
@@ -45,12 +46,7 @@ static struct fault_port *to_fault(struct pp_port *p)
 
 static double draw(struct fault_port *f)
 {
-	uint64_t x = f->rng;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	f->rng = x;
-	return (double)(x >> 11) / (double)(1ull << 53);
+	return (double)(pp_xorshift64(&f->rng) >> 11) / (double)(1ull << 53);
 }
 
 /* Parse "loss=P,dup=P,reorder=P,seed=N" (any subset, any order) up to ';'.
