@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "perf.h"
-#include "pp_predict.h"
+#include "predict.h"
 #include "replay.h"
 #include "synth.h"
 #include "trace.h"

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "pp_predict.h"
+#include "predict.h"
 
 void pp_cyc_init(struct pp_cyc *c, uint64_t *log, uint32_t cap)
 {

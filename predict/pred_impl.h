@@ -7,7 +7,7 @@
 #ifndef PP_PRED_IMPL_H
 #define PP_PRED_IMPL_H
 
-#include "pp_predict.h"
+#include "predict.h"
 
 extern const struct pp_pred_ops pp_pred_single_cycle_ops;
 extern const struct pp_pred_ops pp_pred_tag_ops;

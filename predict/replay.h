@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "pp_predict.h"
+#include "predict.h"
 #include "trace.h"
 
 #define PP_REPLAY_MAX_AHEADS 16 /* look-aheads one replay can score */

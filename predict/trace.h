@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "pp_predict.h"
+#include "predict.h"
 
 struct pp_trace {
 	struct pp_pred_obs *obs; /* the receives in order */

@@ -24,7 +24,7 @@
 
 #include "engine.h"
 #include "gbn.h"
-#include "list.h"
+#include "dlist.h"
 #include "path.h"
 #include "pushbuf.h"
 #include "tagq.h"

@@ -29,7 +29,7 @@
 
 #include <stdint.h>
 
-#include "list.h"
+#include "dlist.h"
 
 #define PP_TAGQ_ANY (-1) /* a receive from any source */
 

@@ -22,7 +22,7 @@
 
 #include "ctx.h"
 #include "pp_log.h"
-#include "pp_predict.h"
+#include "predict.h"
 #include "staging.h"
 
 /* The staging pool of a predictor (pp_rt_pred_init). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what librt-pp needs to build and test on Debian 12 (as root), or,
-# given package names, just those (tests/bench/deps.sh does that).
+# given package names, just those (tests/bench/bench_deps.sh does that).
 # Idempotent: does nothing when every package is already there.
 set -euo pipefail
 pkgs=("$@")

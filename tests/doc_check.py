@@ -14,6 +14,9 @@ runtime/include/pp.h (its comments):
   found as a word in a source file (C, headers, shell, meson, Lua,
   Python), or, for PP_<KEY>, a configuration key of runtime/config.c;
 - "wire version N" / "version N of the wire": N is PP_WIRE_VERSION.
+And every source file's stem (C, shell, Python, Lua) is unique in the tree,
+but for a .c and its .h in one folder: a name names one file to readers
+and tools alike.
 Prints each miss as FILE:LINE: what, and exits 1 if there is one."""
 import os, re, sys
 
@@ -85,5 +88,13 @@ for doc in sorted(docs):
                 cands = [tok, os.path.join(base, tok)]
                 if not any(os.path.exists(c) for c in cands):
                     miss(where, f"names `{tok}`, which is not in the tree")
-print(f"doc_check: {len(docs)} documents, {misses} miss(es)")
+stems = {}
+for p in sources:
+    if p.endswith((".c", ".h", ".sh", ".py", ".lua")):
+        stems.setdefault(os.path.splitext(os.path.basename(p))[0], set()).add(p)
+for stem, paths in sorted(stems.items()):
+    homes = {os.path.splitext(p)[0] for p in paths}
+    if len(homes) > 1:
+        miss(" ".join(sorted(paths)), f"share the stem {stem}")
+print(f"doc_check: {len(docs)} documents, {len(sources)} sources, {misses} miss(es)")
 sys.exit(1 if misses else 0)

@@ -9,7 +9,7 @@
 #include "config.h"
 #include "cu_main.h"
 #include "pp_log.h"
-#include "pp_predict.h"
+#include "predict.h"
 
 static void clear_env(void)
 {

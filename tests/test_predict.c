@@ -10,7 +10,7 @@
 
 #include "cu_main.h"
 #include "pp_compiler.h"
-#include "pp_predict.h"
+#include "predict.h"
 #include "pred_impl.h"
 #include "replay.h"
 #include "synth.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cu_main.h"
-#include "pp_predict.h"
+#include "predict.h"
 #include "synth.h"
 #include "trace.h"
 

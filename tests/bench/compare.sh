@@ -57,7 +57,7 @@
 # removes them at the end, kills every server it started and, if it brought
 # the test bed up, takes it down again, also on failure or Ctrl-C. The two
 # sides of every test are pinned to cores 0 and 1. Needs root, the build
-# (meson setup build && ninja -C build) and tests/bench/deps.sh. The test bed
+# (meson setup build && ninja -C build) and tests/bench/bench_deps.sh. The test bed
 # is one per machine: run it under flock /tmp/testbed.lock.
 #
 # The whole run is bounded (--max-time, default 900 s): every step gets what
@@ -167,7 +167,7 @@ steps=$((4 * rounds + 6))
 tools=(ip taskset timeout pgrep mpicc mpirun sockperf iperf3 awk sort)
 [ "$offload" = on ] || tools+=(ethtool)
 for t in "${tools[@]}"; do
-  command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
+  command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/bench_deps.sh (as root)"
 done
 for p in apps/pprun apps/pp_pingpong apps/pp_probe; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"

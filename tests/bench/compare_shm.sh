@@ -41,7 +41,7 @@
 # each of those steps; the run prints what it found (probe rows in the CSV).
 #
 # The two sides of every test are pinned to cores 0 and 1. Needs root, the
-# build (meson setup build && ninja -C build) and tests/bench/deps.sh; pprun
+# build (meson setup build && ninja -C build) and tests/bench/bench_deps.sh; pprun
 # uses the test bed: run under flock /tmp/testbed.lock. The run is bounded
 # (--max-time, default 400 s); a step that runs out is killed and its
 # figures show as "-"; a failure is shown, not retried (nor made up for by
@@ -118,7 +118,7 @@ steps=$((4 * rounds + 3))
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (pprun enters network namespaces)"
 for t in taskset timeout pgrep mpicc mpirun ucx_perftest cc awk sort; do
-  command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/deps.sh (as root)"
+  command -v "$t" >/dev/null || die "'$t' is missing; run tests/bench/bench_deps.sh (as root)"
 done
 for p in apps/pprun apps/pp_pingpong; do
   [ -x "$build/$p" ] || die "$build/$p not built; run: meson setup build && ninja -C build"

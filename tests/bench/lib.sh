@@ -267,7 +267,7 @@ run() {
 # size lists and statistics (apps/perf).
 mpicc_pingpong() {
   mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/apps/perf" -o "$1" "$here/mpi_pingpong.c" \
-    "$root/apps/perf/list.c" "$root/apps/perf/stats.c"
+    "$root/apps/perf/sizes.c" "$root/apps/perf/sample_stats.c"
 }
 
 # One pprun job of pp_pingpong (all three modes) on pp_nodes nodes, at most

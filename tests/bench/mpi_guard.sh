@@ -64,7 +64,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/apps/perf" -o "$tmp/mpi_pingpong" \
-  "$here/mpi_pingpong.c" "$root/apps/perf/list.c" "$root/apps/perf/stats.c" || fail "mpicc"
+  "$here/mpi_pingpong.c" "$root/apps/perf/sizes.c" "$root/apps/perf/sample_stats.c" || fail "mpicc"
 TESTBED_MTU=9000 "$root/tests/testbed.sh" up 2 2 >/dev/null || fail "testbed.sh up 2 2"
 ip -n ppn0 addr add "$ip0/$plen" dev pp0 || fail "address on ppn0"
 ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1"

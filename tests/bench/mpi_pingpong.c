@@ -2,7 +2,7 @@
 /*
  * mpi_pingpong: the MPI baseline of tests/bench/compare.sh and compare_shm.sh,
  * measured the way pp_pingpong (apps/pp_pingpong.c) measures librt-pp, size
- * by size, with pp_pingpong's own size lists and statistics (apps/perf/list.c
+ * by size, with pp_pingpong's own size lists and statistics (apps/perf/sizes.c
  * and stats.c are compiled in):
  *
  *   latency    SIZE-byte ping-pong; one-way latency = round trip / 2
@@ -27,7 +27,7 @@
  * (latency rows: one-way latency; bandwidth rows: the transfer time; window
  * rows: the iteration time). Two ranks exactly. Build:
  *   mpicc -O2 -Iapps/perf -o mpi_pingpong tests/bench/mpi_pingpong.c \
- *     apps/perf/list.c apps/perf/stats.c
+ *     apps/perf/sizes.c apps/perf/sample_stats.c
  */
 #include <errno.h>
 #include <getopt.h>

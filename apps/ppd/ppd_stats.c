@@ -90,7 +90,7 @@ static const struct {
 /* A counter added to struct ppd_counters must be added above. */
 _Static_assert(sizeof(struct ppd_counters) ==
 		   (sizeof(fields) / sizeof(fields[0]) + PPD_DROP_COUNT) * sizeof(uint64_t),
-	       "every ppd counter is named in apps/ppd/stats.c");
+	       "every ppd counter is named in apps/ppd/ppd_stats.c");
 
 static uint64_t counter(const struct ppd_counters *c, size_t i)
 {
