@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "dlist.h"
+#include "pp_tag.h"
 
 #define PP_TAGQ_ANY (-1) /* a receive from any source */
 
@@ -75,7 +76,7 @@ static inline int pp_tagq_match(int32_t want_src, uint64_t want_tag, uint64_t ig
 				uint64_t tag)
 {
 	return (want_src == PP_TAGQ_ANY || (uint32_t)want_src == src) &&
-	       ((tag ^ want_tag) & ~ignore) == 0;
+	       pp_tag_match(want_tag, ignore, tag);
 }
 
 /* Out of line: what a filed queue does (tagq.c). add_slow: an entry that

@@ -170,22 +170,10 @@ static struct shm_peer *live_peer(pp_ctx *ctx, uint32_t rank)
 	return pe && pe->tx_on && !pe->dead ? pe : NULL;
 }
 
-/* The receive-queue area holds pp.h's tags (>= 0, or PP_ANY_TAG): its
- * entry's tag for the engine's (tag, ignore), or -1 when there is none. */
-static int64_t rq_tag(uint64_t tag, uint64_t ignore)
-{
-	if (ignore == pp_ctx_tag_ignore(PP_ANY_TAG) && tag == pp_ctx_tag(PP_ANY_TAG))
-		return PP_SHM_RQ_ANY_TAG;
-	return ignore == 0 && tag <= INT32_MAX ? (int64_t)tag : -1;
-}
-
 static int rq_post(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void *buf, uint64_t cap,
 		   uint32_t expect)
 {
 	pp_ctx *ctx = arg;
-	int64_t want = rq_tag(tag, ignore);
-	if (want == -1 && ignore != pp_ctx_tag_ignore(PP_ANY_TAG))
-		return -EOPNOTSUPP; /* another tag space: received the usual way */
 	struct shm_peer *pe = live_peer(ctx, src);
 	if (!pe)
 		return -ENODEV;
@@ -193,7 +181,7 @@ static int rq_post(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void 
 	uint64_t off = pp_shm_seg_offset(&L->seg, buf, cap);
 	if (off == PP_SHM_NO_OFFSET && pp_shm_cma_denied())
 		return -EPERM; /* the sender could not write it either */
-	int slot = pp_shm_rq_post(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), want,
+	int slot = pp_shm_rq_post(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), tag, ignore,
 				  (uint64_t)(uintptr_t)buf, off, cap, expect);
 	if (slot >= 0)
 		L->posted++;
@@ -229,8 +217,8 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, cons
 		    uint64_t len)
 {
 	pp_ctx *ctx = arg;
-	if (tag > INT32_MAX || len > PP_SHM_WRITE_MAX)
-		return -ENOENT; /* no entry holds such a tag (rq_tag); pulled (above) */
+	if (len > PP_SHM_WRITE_MAX)
+		return -ENOENT; /* pulled by the receiver (above) */
 	struct shm_peer *pe = live_peer(ctx, dst);
 	if (!pe)
 		return -ENODEV;
@@ -238,7 +226,7 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, cons
 		return -EPERM; /* no process we could check to write into */
 	struct pp_shm_link *L = ctx->shm;
 	int rc = pp_shm_rq_deliver(pp_shm_seg_recvq(&L->seg, L->seg.me, pe->idx), pe->pid,
-				   L->seg.base, L->seg.size, (uint32_t)tag, msg_id, buf, len);
+				   L->seg.base, L->seg.size, tag, msg_id, buf, len);
 	if (rc == 0) {
 		L->writes++;
 		L->write_bytes += len;

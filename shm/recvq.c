@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cma.h"
+#include "pp_tag.h"
 #include "segment.h"
 
 #define MASK (PP_SHM_RQ_ENTRIES - 1)
@@ -20,8 +21,8 @@ static enum pp_shm_rq_state state_of(uint64_t w)
 	return (enum pp_shm_rq_state)(w & 3);
 }
 
-int pp_shm_rq_post(struct pp_shm_rq *q, int64_t tag, uint64_t addr, uint64_t seg_off, uint64_t len,
-		   uint32_t expect)
+int pp_shm_rq_post(struct pp_shm_rq *q, uint64_t tag, uint64_t ignore, uint64_t addr,
+		   uint64_t seg_off, uint64_t len, uint32_t expect)
 {
 	/* Only r writes head and tail, but s can too: each is read once and
 	 * must be no more than the ring apart (this bounds the walk below). */
@@ -50,6 +51,7 @@ int pp_shm_rq_post(struct pp_shm_rq *q, int64_t tag, uint64_t addr, uint64_t seg
 	if (state_of(atomic_load_explicit(&x->state, memory_order_acquire)) != PP_SHM_RQ_FREE)
 		return -EPROTO;
 	atomic_store_explicit(&x->tag, tag, memory_order_relaxed);
+	atomic_store_explicit(&x->ignore, ignore, memory_order_relaxed);
 	atomic_store_explicit(&x->addr, addr, memory_order_relaxed);
 	atomic_store_explicit(&x->seg_off, seg_off, memory_order_relaxed);
 	atomic_store_explicit(&x->len, len, memory_order_relaxed);
@@ -96,13 +98,7 @@ int pp_shm_rq_close(struct pp_shm_rq *q)
 	return claimed;
 }
 
-/* Tag matching as the engine's (pp_proto_match): the wildcard takes tags >= 0. */
-static int tag_matches(int64_t want, uint32_t tag)
-{
-	return want == PP_SHM_RQ_ANY_TAG ? (int32_t)tag >= 0 : (uint32_t)want == tag;
-}
-
-int pp_shm_rq_claim(struct pp_shm_rq *q, uint32_t tag, uint32_t msg_id, uint64_t len,
+int pp_shm_rq_claim(struct pp_shm_rq *q, uint64_t tag, uint32_t msg_id, uint64_t len,
 		    struct pp_shm_rq_target *t)
 {
 	uint64_t head = atomic_load_explicit(&q->head, memory_order_acquire);
@@ -115,7 +111,8 @@ int pp_shm_rq_claim(struct pp_shm_rq *q, uint32_t tag, uint32_t msg_id, uint64_t
 		/* Another position: reclaimed and reused for a later receive. */
 		if (w >> 2 != pos || state_of(w) != PP_SHM_RQ_POSTED)
 			continue;
-		if (!tag_matches(atomic_load_explicit(&x->tag, memory_order_relaxed), tag))
+		if (!pp_tag_match(atomic_load_explicit(&x->tag, memory_order_relaxed),
+				  atomic_load_explicit(&x->ignore, memory_order_relaxed), tag))
 			continue;
 		/* The first receive this message would match: it or nothing. */
 		struct pp_shm_rq_target d = {
@@ -146,7 +143,7 @@ void pp_shm_rq_unclaim(struct pp_shm_rq *q, int slot)
 							memory_order_release, memory_order_relaxed);
 }
 
-int pp_shm_rq_deliver(struct pp_shm_rq *q, pid_t pid, uint8_t *seg, uint64_t seg_size, uint32_t tag,
+int pp_shm_rq_deliver(struct pp_shm_rq *q, pid_t pid, uint8_t *seg, uint64_t seg_size, uint64_t tag,
 		      uint32_t msg_id, const void *buf, uint64_t len)
 {
 	struct pp_shm_rq_target t;

@@ -14,8 +14,9 @@
  * its state:
  *
  *   FREE     withdrawn, or reclaimed; not in use
- *   POSTED   r waits for a message from s with this tag (or any tag >= 0),
- *            expecting it to be message number `expect` of the pair
+ *   POSTED   r waits for a message from s whose tag matches this tag and
+ *            ignore mask (pp_tag.h, the engine's rule), expecting it to
+ *            be message number `expect` of the pair
  *   CLAIMED  s took it for message `expect` and writes (or wrote) into it
  *   TAKEN    r matched it (the ordinary way, or after s's write)
  *
@@ -43,7 +44,6 @@
 #include <sys/types.h>
 
 #define PP_SHM_RQ_ENTRIES 32 /* entries per pair, a power of two */
-#define PP_SHM_RQ_ANY_TAG (-1)
 
 enum pp_shm_rq_state {
 	PP_SHM_RQ_FREE = 0, /* not in use */
@@ -55,12 +55,13 @@ enum pp_shm_rq_state {
 /* One posted receive, as the sender sees it. */
 struct pp_shm_rq_entry {
 	_Atomic uint64_t state;	  /* (position << 2) | enum pp_shm_rq_state */
-	_Atomic int64_t tag;	  /* tag, or PP_SHM_RQ_ANY_TAG (tags >= 0) */
+	_Atomic uint64_t tag;	  /* the tag it wants ... */
+	_Atomic uint64_t ignore;  /* ... but for these bits (pp_tag_match) */
 	_Atomic uint64_t addr;	  /* the buffer in the receiver's address space */
 	_Atomic uint64_t seg_off; /* its offset in the segment (pp_malloc), or PP_SHM_NO_OFFSET */
 	_Atomic uint64_t len;	  /* its length */
 	_Atomic uint32_t expect;  /* the message number it waits for */
-	uint8_t pad[20];	  /* to a cache line */
+	uint8_t pad[12];	  /* to a cache line */
 };
 
 /* The area of one ordered pair. */
@@ -79,14 +80,14 @@ struct pp_shm_rq_target {
 	uint64_t len;	  /* its length */
 };
 
-/* Receiver: reclaim taken entries at the head, then post a receive (tag or
- * PP_SHM_RQ_ANY_TAG) of len bytes at addr (seg_off: its segment offset or
+/* Receiver: reclaim taken entries at the head, then post a receive (tag,
+ * and the tag bits ignore that do not count) of len bytes at addr (seg_off: its segment offset or
  * PP_SHM_NO_OFFSET) waiting for message number expect. Returns its slot
  * (0..PP_SHM_RQ_ENTRIES-1). Errors: -ENOSPC (every entry in use), -EPROTO
  * (head and tail were rewritten: further apart than the ring, or a tail on
  * an entry in use). */
-int pp_shm_rq_post(struct pp_shm_rq *q, int64_t tag, uint64_t addr, uint64_t seg_off, uint64_t len,
-		   uint32_t expect);
+int pp_shm_rq_post(struct pp_shm_rq *q, uint64_t tag, uint64_t ignore, uint64_t addr,
+		   uint64_t seg_off, uint64_t len, uint32_t expect);
 
 /* Receiver: the receive of slot matched message msg_id; written: the sender
  * says it wrote the message. The entry is TAKEN afterwards in every case.
@@ -102,11 +103,11 @@ int pp_shm_rq_withdraw(struct pp_shm_rq *q, int slot);
  * stay claimed. */
 int pp_shm_rq_close(struct pp_shm_rq *q);
 
-/* Sender: find the first posted entry matching tag (>= 0); if it waits for
+/* Sender: find the first posted entry matching tag; if it waits for
  * message msg_id and holds len bytes, claim it and describe it in *t.
  * Returns the slot. Errors: -ENOENT (no matching entry, or the first one
  * waits for another message or is too short, or it changed under us). */
-int pp_shm_rq_claim(struct pp_shm_rq *q, uint32_t tag, uint32_t msg_id, uint64_t len,
+int pp_shm_rq_claim(struct pp_shm_rq *q, uint64_t tag, uint32_t msg_id, uint64_t len,
 		    struct pp_shm_rq_target *t);
 
 /* Sender: give a claim back (the write failed; the message goes the
@@ -121,7 +122,7 @@ void pp_shm_rq_unclaim(struct pp_shm_rq *q, int slot);
  * (an offset outside the segment, or a range not mapped there), the errors
  * of pp_shm_cma_write (-EPERM also when cross-memory attach was refused
  * before). */
-int pp_shm_rq_deliver(struct pp_shm_rq *q, pid_t pid, uint8_t *seg, uint64_t seg_size, uint32_t tag,
+int pp_shm_rq_deliver(struct pp_shm_rq *q, pid_t pid, uint8_t *seg, uint64_t seg_size, uint64_t tag,
 		      uint32_t msg_id, const void *buf, uint64_t len);
 
 /* State of slot (for tests and diagnostics). */

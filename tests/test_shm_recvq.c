@@ -18,6 +18,9 @@
 #include "segment.h"
 #include "wire.h"
 
+/* pp.h's PP_ANY_TAG as the engine holds it (runtime/ctx.h: pp_ctx_tag_ignore). */
+#define ANY_TAG 0x7FFFFFFFull
+
 #define SLOTS		 64
 #define PP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define BIG		 (8u << 20)
@@ -32,9 +35,9 @@ static void test_rq_claim_order(void)
 	memset(&area, 0, sizeof(area));
 	struct pp_shm_rq_target t;
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 1, 0, 10, &t), -ENOENT); /* empty */
-	int a = pp_shm_rq_post(&area, 1, 0x1000, PP_SHM_NO_OFFSET, 100, 0);
-	int b = pp_shm_rq_post(&area, 2, 0x2000, 64, 200, 0);
-	int c = pp_shm_rq_post(&area, PP_SHM_RQ_ANY_TAG, 0x3000, PP_SHM_NO_OFFSET, 300, 0);
+	int a = pp_shm_rq_post(&area, 1, 0, 0x1000, PP_SHM_NO_OFFSET, 100, 0);
+	int b = pp_shm_rq_post(&area, 2, 0, 0x2000, 64, 200, 0);
+	int c = pp_shm_rq_post(&area, 0, ANY_TAG, 0x3000, PP_SHM_NO_OFFSET, 300, 0);
 	CU_ASSERT(a == 0 && b == 1 && c == 2);
 	/* The first matching entry decides: tag 1 waits for message 0 only,
 	 * and holds 100 bytes only. */
@@ -47,7 +50,7 @@ static void test_rq_claim_order(void)
 	/* Claimed: skipped, the wildcard is next, and it waits for message 0;
 	 * a library tag (< 0) never matches the wildcard. */
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 2, 1, 1, &t), -ENOENT);
-	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, (uint32_t)-5, 0, 1, &t), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, (uint64_t)(int64_t)-5, 0, 1, &t), -ENOENT);
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 7, 0, 300, &t), c);
 	CU_ASSERT(t.addr == 0x3000 && t.seg_off == PP_SHM_NO_OFFSET);
 	/* A claim given back is posted again. */
@@ -69,10 +72,10 @@ static void test_rq_withdraw_full(void)
 	memset(&area, 0, sizeof(area));
 	struct pp_shm_rq_target t;
 	for (int i = 0; i < PP_SHM_RQ_ENTRIES; i++)
-		CU_ASSERT_EQUAL(pp_shm_rq_post(&area, i, 0x1000u * (unsigned)i, PP_SHM_NO_OFFSET,
+		CU_ASSERT_EQUAL(pp_shm_rq_post(&area, i, 0, 0x1000u * (unsigned)i, PP_SHM_NO_OFFSET,
 					       10, (uint32_t)i),
 				i);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 99, 0, PP_SHM_NO_OFFSET, 10, 0), -ENOSPC);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 99, 0, 0, PP_SHM_NO_OFFSET, 10, 0), -ENOSPC);
 	/* Withdraw: posted -> free; claimed: busy. */
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 1, 1, 10, &t), 1);
 	CU_ASSERT_EQUAL(pp_shm_rq_withdraw(&area, 1), -EBUSY);
@@ -81,10 +84,10 @@ static void test_rq_withdraw_full(void)
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 0, 0, 10, &t), -ENOENT);
 	/* The head passes the free entry and stops at the claimed one: one
 	 * entry for a new receive, after the others in post order. */
-	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 2, 0xA000, PP_SHM_NO_OFFSET, 10, 2), 0);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 99, 0, PP_SHM_NO_OFFSET, 10, 0), -ENOSPC);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 2, 0, 0xA000, PP_SHM_NO_OFFSET, 10, 2), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 99, 0, 0, PP_SHM_NO_OFFSET, 10, 0), -ENOSPC);
 	CU_ASSERT_EQUAL(pp_shm_rq_take(&area, 1, 1, 1), 0);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 2, 0xB000, PP_SHM_NO_OFFSET, 10, 2), 1);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(&area, 2, 0, 0xB000, PP_SHM_NO_OFFSET, 10, 2), 1);
 	/* Tag 2 finds the old entry 2 first, then the newer ones in order. */
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 2, 2, 10, &t), 2);
 	CU_ASSERT_EQUAL(t.addr, 0x2000);
@@ -155,9 +158,8 @@ static int rq_post(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void 
 		   uint32_t expect)
 {
 	(void)arg;
-	int64_t want = ignore == PP_PROTO_IGNORE_ALL ? PP_SHM_RQ_ANY_TAG : (int64_t)tag;
-	int slot = pp_shm_rq_post(&w.rq[src], want, (uint64_t)(uintptr_t)buf, seg_offset(buf, cap),
-				  cap, expect);
+	int slot = pp_shm_rq_post(&w.rq[src], tag, ignore, (uint64_t)(uintptr_t)buf,
+				  seg_offset(buf, cap), cap, expect);
 	w.posts += slot >= 0;
 	return slot;
 }
@@ -429,6 +431,54 @@ static void test_two_tags(void)
 	world_fini();
 }
 
+/* MPI's tags through the libfabric provider: 64 bits, with a context id in
+ * the high half and receives that ignore some bits (Open MPI's mtl ofi:
+ * protocol bits, MPI_ANY_TAG). The sender matches them by the engine's rule
+ * (pp_tag.h) and writes; a message whose counted bits differ is not
+ * written into that receive. */
+static void test_wide_tags(void)
+{
+	static uint8_t s[50000], r1[50000], r2[50000], r3[50000];
+	struct pp_proto_cpl c;
+	const uint64_t ctx = 0x0000002a00000000ull, ctx43 = ctx + (1ull << 32),
+		       proto = 0xc000000000000000ull;
+	world_init(PP_PROTO_PUSH_PULL);
+	pat_fill(s, sizeof(s), 7);
+	/* Any tag of context 42, the protocol bits ignored: published, and
+	 * context 42's tag 5 with a protocol bit set is written into it. */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, ctx, proto | 0x7fffffffull, r1, sizeof(r1), 71), 0);
+	CU_ASSERT_EQUAL(w.posts, 1);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, proto | ctx | 5, s, sizeof(s), 81), 0);
+	CU_ASSERT_EQUAL(w.writes, 1);
+	pump();
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.error == 0 && c.cookie == 71 && c.tag == (proto | ctx | 5));
+	CU_ASSERT(pat_check(r1, sizeof(r1), 7));
+	/* Context 42's tag 6, exactly: context 43's tag 6 is not written
+	 * into it, and goes the ordinary way (unexpected). */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, ctx | 6, 0, r2, sizeof(r2), 72), 0);
+	CU_ASSERT_EQUAL(w.posts, 2);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, ctx43 | 6, s, sizeof(s), 82), 0);
+	CU_ASSERT_EQUAL(w.writes, 1);
+	pump();
+	CU_ASSERT_EQUAL(take(1, &c), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, ctx43 | 6, 0, r3, sizeof(r3), 73), 0);
+	pump();
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.error == 0 && c.cookie == 73 && c.tag == (ctx43 | 6));
+	CU_ASSERT(pat_check(r3, sizeof(r3), 7));
+	/* r2 still waits; its message comes the ordinary way (its entry
+	 * expected the message before). */
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, ctx | 6, s, sizeof(s), 83), 0);
+	pump();
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.error == 0 && c.cookie == 72 && pat_check(r2, sizeof(r2), 7));
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
+	world_fini();
+}
+
 /* A receive for any source blocks publishing after it until it is matched;
  * it is never published itself. Order stays MPI's. */
 static void test_any_source(void)
@@ -685,6 +735,7 @@ static CU_TestInfo engine_tests[] = {
     {"late receiver: the receiver reads", test_late_read},
     {"pushed whole (btp_fit): not published, not written", test_pushed_whole_unpublished},
     {"two tags from one source, sent in the other order", test_two_tags},
+    {"MPI's 64-bit tags and ignore masks, matched and written", test_wide_tags},
     {"any source blocks publishing; order kept", test_any_source},
     {"published receive truncated", test_truncated},
     {"withdrawn: peer lost, gone, engine destroyed", test_withdrawn},

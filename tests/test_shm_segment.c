@@ -138,7 +138,7 @@ static void test_create_attach(void)
 			}
 	struct pp_shm_rq_target t;
 	CU_ASSERT_EQUAL(
-	    pp_shm_rq_post(pp_shm_seg_recvq(&b, 0, 1), 4, 0x1234, PP_SHM_NO_OFFSET, 100, 0), 0);
+	    pp_shm_rq_post(pp_shm_seg_recvq(&b, 0, 1), 4, 0, 0x1234, PP_SHM_NO_OFFSET, 100, 0), 0);
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(pp_shm_seg_recvq(&a, 1, 0), 4, 0, 100, &t), -ENOENT);
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(pp_shm_seg_recvq(&a, 0, 1), 4, 0, 100, &t), 0);
 	CU_ASSERT_EQUAL(t.addr, 0x1234);

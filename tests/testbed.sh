@@ -118,8 +118,10 @@ up() {
   need_root up "$@"
   # Inside a node (ip netns exec ppn0 ...) a test bed would be built within
   # that namespace, beside the real one, and cut the node off.
-  [ "$(readlink /proc/self/ns/net)" = "$(readlink /proc/1/ns/net)" ] ||
-    die "up: run from the initial network namespace, not inside one (this is $(ip netns identify $$ 2>/dev/null || echo another)); pprun enters the nodes itself"
+  local here
+  here=$(ip netns identify $$ 2>/dev/null) || here=
+  [[ ! $here =~ ^${P}n[0-9]+$ ]] ||
+    die "up: run outside the test bed's nodes, not inside $here (pprun enters the nodes itself)"
 
   local l peer
   for l in $(our_links); do

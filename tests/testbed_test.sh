@@ -121,7 +121,7 @@ out=$("$tb" up 2 2) || fail "up after the repair: $out"
 ! grep -q repaired <<<"$out" || fail "a second up repaired again: $out"
 # From inside a node, up is refused and builds nothing there.
 out=$(ip netns exec pptn0 "$tb" up 2 1 2>&1) && fail "up inside pptn0 accepted"
-grep -q "initial network namespace" <<<"$out" || fail "up inside pptn0: no reason given: $out"
+grep -q "not inside pptn0" <<<"$out" || fail "up inside pptn0: no reason given: $out"
 ! ip -n pptn0 link show pptbr0 >/dev/null 2>&1 || fail "up inside pptn0 made a bridge there"
 "$tb" down >/dev/null
 gone

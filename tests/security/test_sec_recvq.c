@@ -29,13 +29,13 @@ static void test_far_apart(void)
 {
 	struct pp_shm_rq *q = fresh();
 	atomic_store(&q->tail, 1ull << 40);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0x1000, PP_SHM_NO_OFFSET, 10, 0), -EPROTO);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0, 0x1000, PP_SHM_NO_OFFSET, 10, 0), -EPROTO);
 	atomic_store(&q->tail, 5);
 	atomic_store(&q->head, 9);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0x1000, PP_SHM_NO_OFFSET, 10, 0), -EPROTO);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0, 0x1000, PP_SHM_NO_OFFSET, 10, 0), -EPROTO);
 	atomic_store(&q->head, (1ull << 40) + 3);
 	atomic_store(&q->tail, 3);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0x1000, PP_SHM_NO_OFFSET, 10, 0), -EPROTO);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0, 0x1000, PP_SHM_NO_OFFSET, 10, 0), -EPROTO);
 	/* The sender's scan is bounded by the ring too. */
 	atomic_store(&q->head, 0);
 	atomic_store(&q->tail, UINT64_MAX);
@@ -43,7 +43,7 @@ static void test_far_apart(void)
 	CU_ASSERT_EQUAL(pp_shm_rq_claim(q, 1, 0, 10, &t), -ENOENT);
 	/* Mended: posts work again. */
 	atomic_store(&q->tail, 0);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0x1000, PP_SHM_NO_OFFSET, 10, 0), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 1, 0, 0x1000, PP_SHM_NO_OFFSET, 10, 0), 0);
 	free(q);
 }
 
@@ -53,11 +53,11 @@ static void test_tail_on_live(void)
 {
 	struct pp_shm_rq *q = fresh();
 	for (int i = 0; i < 3; i++)
-		CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 10 + i, 0x1000u * (i + 1), PP_SHM_NO_OFFSET,
+		CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 10 + i, 0, 0x1000u * (i + 1), PP_SHM_NO_OFFSET,
 						     100, (uint32_t)i),
 				      i);
 	atomic_store(&q->tail, 1);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 99, 0xdead, PP_SHM_NO_OFFSET, 5, 7), -EPROTO);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 99, 0, 0xdead, PP_SHM_NO_OFFSET, 5, 7), -EPROTO);
 	CU_ASSERT_EQUAL(pp_shm_rq_state(q, 1), PP_SHM_RQ_POSTED);
 	CU_ASSERT_EQUAL(atomic_load(&q->e[1].tag), 11);
 	CU_ASSERT_EQUAL(atomic_load(&q->e[1].addr), 0x2000);
@@ -70,7 +70,7 @@ static void test_tail_on_live(void)
 	/* A tail rewritten to wrap onto the posted entry at the head: the ring
 	 * reads full. */
 	atomic_store(&q->tail, 32);
-	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 99, 0xdead, PP_SHM_NO_OFFSET, 5, 7), -ENOSPC);
+	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 99, 0, 0xdead, PP_SHM_NO_OFFSET, 5, 7), -ENOSPC);
 	CU_ASSERT_EQUAL(pp_shm_rq_state(q, 0), PP_SHM_RQ_POSTED);
 	CU_ASSERT_EQUAL(atomic_load(&q->e[0].addr), 0x1000);
 	free(q);
@@ -82,11 +82,11 @@ static void test_tail_on_live(void)
 static void test_states(void)
 {
 	struct pp_shm_rq *q = fresh();
-	CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 4, 0, 1ull << 50, 64, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 4, 0, 0, 1ull << 50, 64, 0), 0);
 	atomic_store(&q->e[0].state, 0xffffffffffffffffull);
 	CU_ASSERT_EQUAL(pp_shm_rq_take(q, 0, 0, 1), -EPROTO);
 	CU_ASSERT_EQUAL(pp_shm_rq_state(q, 0), PP_SHM_RQ_TAKEN);
-	CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 4, 0, 1ull << 50, 64, 1), 1);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 4, 0, 0, 1ull << 50, 64, 1), 1);
 	static uint8_t seg[4096];
 	static const uint8_t msg[64] = {1, 2, 3};
 	CU_ASSERT_EQUAL(pp_shm_rq_deliver(q, getpid(), seg, sizeof(seg), 4, 1, msg, 64), -EFAULT);

@@ -121,7 +121,7 @@ static void test_header_rewritten(void)
 	size_t hb;
 	uint8_t *heap_a = pp_shm_seg_heap(&a, 0, &hb);
 	uint64_t off = pp_shm_seg_offset(&a, heap_a + 128, 100);
-	CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(pp_shm_seg_recvq(&a, 1, 0), 3, 0, off, 100, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(pp_shm_seg_recvq(&a, 1, 0), 3, 0, 0, off, 100, 0), 0);
 	static const char msg[] = "written through the segment";
 	CU_ASSERT_EQUAL(pp_shm_rq_deliver(pp_shm_seg_recvq(&b, 1, 0), getpid(), b.base, b.size, 3,
 					  0, msg, sizeof(msg)),
