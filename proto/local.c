@@ -166,7 +166,9 @@ int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
 int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_t tag,
 		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie)
 {
-	if (len > e->c.lite_max || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
+	/* One frame's payload at most: a longer record is no frame the
+	 * receiver's decoder takes (LENGTH), and nothing would send it again. */
+	if (len > e->c.lite_max || len > e->maxp || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
 		return -EAGAIN;
 	uint32_t cells = pp_pushbuf_cells(len);
 	if (e->c.credits && (uint16_t)(p->credit_limit - p->credit_used) < cells)

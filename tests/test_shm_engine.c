@@ -650,6 +650,40 @@ static void test_lite_held(void)
 	world_fini();
 }
 
+/* lite_max above one frame's payload (MTU 576: 500 bytes): a message
+ * longer than a frame goes sequenced, whole and intact, not as a record the
+ * receiver would drop. */
+static void test_lite_frame_bound(void)
+{
+	static uint8_t s[1024], r[1024];
+	struct pp_proto_cpl c;
+	memset(&w, 0, sizeof(w));
+	memset(q, 0, sizeof(q));
+	w.fail_from = -1;
+	w.now = 1000;
+	struct pp_proto_conf conf;
+	node_mate_conf(&conf);
+	conf.hooks.direct = hook_direct;
+	conf.hooks.publish = hook_publish;
+	conf.hooks.lite_reserve = lite_reserve;
+	conf.hooks.lite_commit = lite_commit;
+	conf.mtu = 576;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
+	for (int k = 0; k < 2; k++) {
+		uint64_t n = k ? 501 : 500;
+		pat_fill(s, n, (unsigned)k);
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 4, 0, r, sizeof(r), 2), 0);
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 4, s, n, 1), 0);
+		CU_ASSERT_EQUAL(q[0].lites, 1u); /* 500 B as a record, 501 B not */
+		ring_pump();
+		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+		CU_ASSERT(c.len == n && !c.error && pat_check(r, n, (unsigned)k));
+		while (take(0, &c))
+			CU_ASSERT_EQUAL(c.error, 0);
+	}
+	world_fini();
+}
+
 /* A lite record from a port (not a ring) is dropped. */
 static void test_lite_not_wire(void)
 {
@@ -687,6 +721,7 @@ static CU_TestInfo tests[] = {
     {"lite and sequenced messages matched in send order", test_lite_order},
     {"lite: held at the ring's head without room; credit spent", test_lite_held},
     {"lite: never from a port", test_lite_not_wire},
+    {"lite: no record longer than a frame", test_lite_frame_bound},
     CU_TEST_INFO_NULL,
 };
 
