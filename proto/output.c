@@ -212,7 +212,7 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 
 int pp_proto_output(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now)
 {
-	if (cap < (size_t)e->c.mtu + PP_ETH_HLEN)
+	if (cap < pp_eth_frame_max(e->c.mtu))
 		return -ENOSPC;
 	uint32_t n = e->c.nranks;
 	for (uint32_t i = 0; i < n; i++) {
@@ -245,7 +245,7 @@ int pp_proto_output_local(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_
 {
 	if (rank >= e->c.nranks || !e->peers[rank].local)
 		return -EINVAL;
-	if (cap < (size_t)e->c.mtu + PP_ETH_HLEN)
+	if (cap < pp_eth_frame_max(e->c.mtu))
 		return -ENOSPC;
 	if (e->peers[rank].lost)
 		return 0;

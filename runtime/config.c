@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pp_hash.h"
 #include "pp_log.h"
 #include "ppd/ppd_shm.h"
 
@@ -86,10 +87,7 @@ static int set_str(char *dst, const char *v)
 /* FNV-1a: a job key given as a name still gives every rank the same number. */
 uint32_t pp_config_job_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	return pp_fnv1a32_add(PP_FNV32_INIT, s);
 }
 
 /* --- the keys ------------------------------------------------------------ */

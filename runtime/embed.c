@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_hash.h"
 #include "pp_log.h"
 #include "sim/pp_sim.h"
 #include "wire.h"
@@ -114,15 +115,6 @@ void pp_embed_cleanup(void)
 	pthread_mutex_unlock(&made_lock);
 }
 
-/* FNV-1a, 64 bits, of the node name: what a peer compares with its own. */
-static uint64_t node_key(const char *node)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (; *node; node++)
-		h = (h ^ (unsigned char)*node) * 1099511628211ull;
-	return h;
-}
-
 int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 {
 	if (!out || !c || !c->cpl)
@@ -145,7 +137,8 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 	/* No discovery: membership knows only what pp_embed_peer_add tells
 	 * it. */
 	pp_membership_embedded(ctx);
-	m->node = node_key(pp_membership_peer(ctx, (uint32_t)ctx->rank)->node);
+	/* What a peer compares with its own: the node name's hash. */
+	m->node = pp_fnv1a64(pp_membership_peer(ctx, (uint32_t)ctx->rank)->node);
 	/* The count of node-mates: local_size's, else the launcher's, which
 	 * holds for the rank it named. */
 	struct pp_launcher l;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "embed.h"
+#include "pp_hash.h"
 
 /* A whole decimal number in [0, INT_MAX] from variable name, or -1. */
 static int env_int(const char *name)
@@ -24,16 +25,14 @@ static int env_int(const char *name)
  * none is (never 0 otherwise: 0 means none). */
 static uint32_t env_hash(const char *const *names)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = PP_FNV32_INIT;
 	int any = 0;
 	for (; *names; names++) {
 		const char *v = getenv(*names);
 		if (!v || !*v)
 			continue;
 		any = 1;
-		for (; *v; v++)
-			h = (h ^ (unsigned char)*v) * 16777619u;
-		h = (h ^ '/') * 16777619u;
+		h = pp_fnv1a32_add(pp_fnv1a32_add(h, v), "/");
 	}
 	return any ? (h ? h : 1) : 0;
 }

@@ -79,6 +79,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "pp_hash.h"
+
 #define PPD_MAGIC	0x70706431u /* "ppd1": attach */
 #define PPD_STATS_MAGIC 0x70707331u /* "pps1": print counters */
 #define PPD_STATS_JSON	1u	    /* ... as JSON (in the request's rank) */
@@ -145,9 +147,7 @@ struct ppd_claim_req {
  * hash the text they give the ranks with it. */
 static inline uint64_t ppd_token_hash(const char *text)
 {
-	uint64_t h = 14695981039346656037ull;
-	for (; *text; text++)
-		h = (h ^ (unsigned char)*text) * 1099511628211ull;
+	uint64_t h = pp_fnv1a64(text);
 	return h ? h : 1;
 }
 
