@@ -314,7 +314,7 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 	pp_gbn_tx_drop(&p->tx);
 	p->done_head = p->done_tail;
 	for (unsigned i = 0; i < PP_PROTO_STREAMS; i++)
-		p->rx[i].owe = 0;
+		pp_gbn_rx_forget(&p->rx[i]);
 	p->xowe = 0;
 }
 
@@ -394,7 +394,7 @@ int pp_proto_idle(const struct pp_proto *e)
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
 		const struct peer *p = &e->peers[r];
 		if (p->present && !p->lost &&
-		    (pp_gbn_tx_busy(&p->tx) || (p->rx[0].owe & PP_GBN_OWE_ACK) || p->xowe ||
+		    (pp_gbn_tx_busy(&p->tx) || pp_gbn_rx_owes_ack(&p->rx[0]) || p->xowe ||
 		     p->done_head != p->done_tail))
 			return 0;
 	}

@@ -78,6 +78,12 @@ static inline int pp_gbn_tx_open(const struct pp_gbn_tx *t, uint32_t window)
 	return t->nxt - t->una < window;
 }
 
+/* The seq the next new frame takes. */
+static inline uint32_t pp_gbn_tx_next(const struct pp_gbn_tx *t)
+{
+	return t->nxt;
+}
+
 /* 1 when frames are sent and unacknowledged. */
 static inline int pp_gbn_tx_busy(const struct pp_gbn_tx *t)
 {
@@ -119,6 +125,47 @@ static inline int pp_gbn_tx_resend(struct pp_gbn_tx *t, uint64_t now, uint32_t *
 	if (t->rtx_nxt == t->rtx_end)
 		t->deadline = now + t->rto;
 	return 1;
+}
+
+/* 1 and *seq when a frame is due to be sent again, without taking it: a
+ * caller that must read the frame first (it may fail) takes it afterwards
+ * with pp_gbn_tx_resend. */
+static inline int pp_gbn_tx_resend_due(const struct pp_gbn_tx *t, uint32_t *seq)
+{
+	*seq = t->rtx_nxt;
+	return pp_gbn_lt(t->rtx_nxt, t->rtx_end);
+}
+
+/* Frames of a run started at base: sent so far, and acknowledged. */
+static inline uint32_t pp_gbn_tx_sent_since(const struct pp_gbn_tx *t, uint32_t base)
+{
+	return t->nxt - base;
+}
+
+static inline uint32_t pp_gbn_tx_acked_since(const struct pp_gbn_tx *t, uint32_t base)
+{
+	return t->una - base;
+}
+
+/* A run of frames started at base, none acknowledged yet, meets an ack that
+ * is neither base nor within [base, nxt]: 1 when the receiver expects the
+ * run to start at ack instead, and the caller restarts it there
+ * (pp_gbn_tx_start). So it does when a run before this one ended with frames
+ * unacknowledged (the ack lies within 4 windows of base; further away it is
+ * a stray of another life), or whatever the ack when the stream is fresh
+ * (its receiver's state is unknown: a flow made anew). */
+static inline int pp_gbn_tx_restart_at(const struct pp_gbn_tx *t, uint32_t base, uint32_t ack,
+				       uint32_t window, int fresh)
+{
+	return t->una == base && ack != base && (pp_gbn_lt(ack, base) || pp_gbn_lt(t->nxt, ack)) &&
+	       (fresh || (uint32_t)(ack - base + 4 * window) < 8 * window);
+}
+
+/* The receiver answered (a standalone ack): alive, even when its ack is not
+ * news (it refused a frame for lack of room), so timeouts start over. */
+static inline void pp_gbn_tx_heard(struct pp_gbn_tx *t)
+{
+	t->tries = 0;
 }
 
 /* A cumulative ack: every seq before ack is received. Returns how many
@@ -236,6 +283,30 @@ static inline void pp_gbn_rx_owe(struct pp_gbn_rx *x)
 		x->owe |= PP_GBN_OWE_ACK;
 		x->ack_deadline = 0;
 	}
+}
+
+/* Owe an ack at once (a PING: its prober waits for the answer). */
+static inline void pp_gbn_rx_owe_now(struct pp_gbn_rx *x)
+{
+	x->owe |= PP_GBN_OWE_ACK_NOW;
+}
+
+/* 1 when an ack is owed, due or not. */
+static inline int pp_gbn_rx_owes_ack(const struct pp_gbn_rx *x)
+{
+	return (x->owe & PP_GBN_OWE_ACK) != 0;
+}
+
+/* 1 when anything is owed (an ack or a NACK). */
+static inline int pp_gbn_rx_owes(const struct pp_gbn_rx *x)
+{
+	return x->owe != 0;
+}
+
+/* Nothing is owed any more (the peer is gone). */
+static inline void pp_gbn_rx_forget(struct pp_gbn_rx *x)
+{
+	x->owe = 0;
 }
 
 /* 1 when an ack is due at now. */

@@ -26,7 +26,7 @@ static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64
 	 * local_whole, not by its path, and its figures are not reported. */
 	if (e->c.btp_fit && !p->local) {
 		pp_path_rtt(&p->path, now, p->tx.rtt_new);
-		pp_path_acked(&p->path, now, bytes, p->tx.una == p->tx.nxt && list_empty(&p->txq));
+		pp_path_acked(&p->path, now, bytes, !pp_gbn_tx_busy(&p->tx) && list_empty(&p->txq));
 	}
 }
 
@@ -119,7 +119,7 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 		/* A standalone ack shows the peer alive even without progress
 		 * (it refused a frame for lack of room): it is not lost. */
 		if (h.ack_stream == e->c.stream)
-			p->tx.tries = 0;
+			pp_gbn_tx_heard(&p->tx);
 		return 0;
 	case PP_WIRE_NACK:
 		if (h.ack_stream == e->c.stream)
@@ -138,7 +138,7 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 	if (h.type == PP_WIRE_PULL)
 		pp_proto_pull_in(e, p, &h, now);
 	else if (h.type == PP_WIRE_PING)
-		x->owe |= PP_GBN_OWE_ACK_NOW; /* the prober waits for this answer */
+		pp_gbn_rx_owe_now(x); /* the prober waits for this answer */
 	else
 		t = pp_proto_push_in(e, p, h.src_rank, &h, pl);
 	p->rx_stream = h.stream;

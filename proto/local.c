@@ -184,7 +184,7 @@ int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_
 	h.flags = PP_WIRE_F_FIRST | PP_WIRE_F_LAST | PP_WIRE_F_COPIED;
 	h.xflags = PP_WIRE_XF_LITE | (has_data ? PP_WIRE_XF_DATA : 0);
 	h.data = has_data ? data : 0;
-	h.seq = p->tx.nxt;
+	h.seq = pp_gbn_tx_next(&p->tx);
 	h.msg_id = p->next_msg_id++;
 	h.tag = tag;
 	h.msg_len = len;

@@ -120,12 +120,12 @@ static int emit_xctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t 
 			type = PP_WIRE_ACK;
 			e->st.acks_tx++;
 		}
-		if (!x->owe || type)
+		if (!pp_gbn_rx_owes(x) || type)
 			p->xowe &= ~(1u << i);
 		if (!type)
 			continue;
 		pp_gbn_rx_acked(x);
-		if (x->owe)
+		if (pp_gbn_rx_owes(x))
 			p->xowe |= 1u << i;
 		struct pp_wire_hdr h;
 		memset(&h, 0, sizeof(h));
@@ -162,7 +162,7 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 	int open = pp_gbn_tx_open(&p->tx, e->c.window);
 	int done = p->done_head != p->done_tail;
 	if (open && (done || p->ping_owed || !list_empty(&p->pullq) || !list_empty(&p->txq))) {
-		struct desc *d = &p->ring[p->tx.nxt & e->wmask];
+		struct desc *d = &p->ring[pp_gbn_tx_next(&p->tx) & e->wmask];
 		if (done) {
 			pp_proto_done_desc(e, p, d);
 		} else if (p->ping_owed) {

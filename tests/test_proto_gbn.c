@@ -655,6 +655,77 @@ static void test_obj_receiver(void)
 	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 0));
 }
 
+/* A run of frames a daemon's handler starts on a flow (apps/ppd/pull.c):
+ * what is due to go again is read before it is taken, and an ack for
+ * another start restarts the run there, within 4 windows or on a fresh
+ * flow. */
+static void test_obj_runs(void)
+{
+	struct pp_gbn_tx t;
+	memset(&t, 0, sizeof(t));
+	const uint32_t W = 64, base = 0xfffffff0; /* the run wraps */
+	pp_gbn_tx_start(&t, base, 100, 10000);
+	CU_ASSERT_EQUAL(pp_gbn_tx_next(&t), base);
+	for (int i = 0; i < 20; i++)
+		pp_gbn_tx_send(&t, 0);
+	CU_ASSERT_EQUAL(pp_gbn_tx_sent_since(&t, base), 20);
+	CU_ASSERT_EQUAL(pp_gbn_tx_acked_since(&t, base), 0);
+	/* Acks inside [base, nxt] are the run's own; base itself says nothing. */
+	CU_ASSERT_FALSE(pp_gbn_tx_restart_at(&t, base, base, W, 0));
+	CU_ASSERT_FALSE(pp_gbn_tx_restart_at(&t, base, base + 7, W, 0));
+	CU_ASSERT_FALSE(pp_gbn_tx_restart_at(&t, base, base + 20, W, 1));
+	/* Behind base or past nxt: the receiver expects another start, unless
+	 * the ack is further than 4 windows away on a flow that is not fresh. */
+	CU_ASSERT_TRUE(pp_gbn_tx_restart_at(&t, base, base - 5, W, 0));
+	CU_ASSERT_TRUE(pp_gbn_tx_restart_at(&t, base, base + 21, W, 0));
+	CU_ASSERT_TRUE(pp_gbn_tx_restart_at(&t, base, base - 4 * W, W, 0));
+	CU_ASSERT_FALSE(pp_gbn_tx_restart_at(&t, base, base - 4 * W - 1, W, 0));
+	CU_ASSERT_FALSE(pp_gbn_tx_restart_at(&t, base, base + 4 * W, W, 0));
+	CU_ASSERT_TRUE(pp_gbn_tx_restart_at(&t, base, base + 4 * W, W, 1));
+	CU_ASSERT_TRUE(pp_gbn_tx_restart_at(&t, base, base + 12345, W, 1));
+	/* Once part of the run is acknowledged, it is the receiver's. */
+	CU_ASSERT_EQUAL(pp_gbn_tx_ack(&t, base + 4, 10), 4);
+	CU_ASSERT_EQUAL(pp_gbn_tx_acked_since(&t, base), 4);
+	CU_ASSERT_FALSE(pp_gbn_tx_restart_at(&t, base, base - 5, W, 1));
+	/* A NACK: what is due is shown, not taken, until resend takes it. */
+	uint32_t seq = 0, got = 0;
+	pp_gbn_tx_nack(&t, base + 6);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend_due(&t, &seq) && seq == base + 6);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend_due(&t, &seq) && seq == base + 6);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend(&t, 20, &got) && got == base + 6);
+	CU_ASSERT_TRUE(pp_gbn_tx_resend_due(&t, &seq) && seq == base + 7);
+	while (pp_gbn_tx_resend(&t, 20, &got))
+		;
+	CU_ASSERT_FALSE(pp_gbn_tx_resend_due(&t, &seq));
+	/* A timeout counts a try; a standalone ack heard starts them over. */
+	CU_ASSERT_EQUAL(pp_gbn_tx_timer(&t, pp_gbn_tx_expiry(&t), 5), PP_GBN_PROBE);
+	CU_ASSERT_EQUAL(t.tries, 1);
+	pp_gbn_tx_heard(&t);
+	CU_ASSERT_EQUAL(t.tries, 0);
+}
+
+/* What the receiver owes, as the engine asks it. */
+static void test_obj_owes(void)
+{
+	struct pp_gbn_rx x;
+	memset(&x, 0, sizeof(x));
+	CU_ASSERT_FALSE(pp_gbn_rx_owes(&x));
+	CU_ASSERT_FALSE(pp_gbn_rx_owes_ack(&x));
+	pp_gbn_rx_take(&x, 1000, 20, 16, 0);
+	CU_ASSERT_TRUE(pp_gbn_rx_owes_ack(&x));
+	CU_ASSERT_FALSE(pp_gbn_rx_ack_due(&x, 1000));
+	pp_gbn_rx_owe_now(&x); /* a PING */
+	CU_ASSERT_TRUE(pp_gbn_rx_ack_due(&x, 1000));
+	pp_gbn_rx_acked(&x);
+	CU_ASSERT_FALSE(pp_gbn_rx_owes(&x));
+	CU_ASSERT_EQUAL(pp_gbn_rx_check(&x, 9), PP_GBN_GAP);
+	CU_ASSERT_TRUE(pp_gbn_rx_owes(&x));
+	CU_ASSERT_FALSE(pp_gbn_rx_owes_ack(&x)); /* a NACK, not an ack */
+	pp_gbn_rx_forget(&x);
+	CU_ASSERT_FALSE(pp_gbn_rx_owes(&x));
+	CU_ASSERT_FALSE(pp_gbn_rx_nack_due(&x));
+}
+
 static CU_TestInfo tests[] = {
     {"small sends complete from a copy", test_copied_sends},
     {"ping: live peer acks, silent peer lost", test_ping},
@@ -670,6 +741,8 @@ static CU_TestInfo tests[] = {
     {"gbn sender alone: send, ack, NACK, probe, back-off, loss, wrap", test_obj_sender},
     {"gbn sender alone: a probe answered past itself", test_obj_probe_slow_receiver},
     {"gbn receiver alone: next, duplicate, gap, acks due", test_obj_receiver},
+    {"gbn sender alone: a daemon's runs, restart, resend read first", test_obj_runs},
+    {"gbn receiver alone: what is owed", test_obj_owes},
     CU_TEST_INFO_NULL,
 };
 

@@ -433,10 +433,7 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 			    j->dst_inc != m->dst_inc)
 				continue;
 			struct pp_gbn_tx *t = &j->flow->tx;
-			if (t->una == j->seq0 && m->ack != j->seq0 &&
-			    (pp_gbn_lt(m->ack, j->seq0) || pp_gbn_lt(t->nxt, m->ack)) &&
-			    (j->flow->fresh ||
-			     (uint32_t)(m->ack - j->seq0 + 4 * WINDOW) < 8 * WINDOW)) {
+			if (pp_gbn_tx_restart_at(t, j->seq0, m->ack, WINDOW, j->flow->fresh)) {
 				/* The receiver expects another seq than this job
 				 * started at (a job before it ended with frames
 				 * unacked, or the flow is new after its entry was
@@ -482,13 +479,13 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 				continue; /* one job per flow at a time */
 			f->busy = 1;
 			j->flow = f;
-			pp_gbn_tx_start(&f->tx, f->tx.nxt, RTO_NS, RTO_MAX_NS);
-			j->seq0 = f->tx.nxt;
+			pp_gbn_tx_start(&f->tx, pp_gbn_tx_next(&f->tx), RTO_NS, RTO_MAX_NS);
+			j->seq0 = pp_gbn_tx_next(&f->tx);
 			j->started = 1;
 			j->progress = now;
 		}
 		struct pp_gbn_tx *t = &j->flow->tx;
-		if (t->una - j->seq0 == j->nframes) {
+		if (pp_gbn_tx_acked_since(t, j->seq0) == j->nframes) {
 			job_end(h, j, 1);
 			work++;
 			continue;
@@ -506,9 +503,9 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 		/* What must go again first, then new frames while the window
 		 * is open; a frame's payload is read before its seq is taken,
 		 * so a range the rank cannot read takes none. */
-		while (h->ntxq < TX_ROOM && pp_gbn_lt(t->rtx_nxt, t->rtx_end)) {
+		uint32_t seq;
+		while (h->ntxq < TX_ROOM && pp_gbn_tx_resend_due(t, &seq)) {
 			struct pp_buf *b;
-			uint32_t seq = t->rtx_nxt;
 			int rc = frame_read(h, j, seq - j->seq0, &b);
 			if (rc <= 0) {
 				j->failing |= rc < 0;
@@ -518,15 +515,15 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 			frame_send(h, j, b, seq - j->seq0, seq, 1);
 			work++;
 		}
-		while (!j->failing && t->nxt - j->seq0 < j->nframes && pp_gbn_tx_open(t, WINDOW) &&
-		       h->ntxq < TX_ROOM) {
+		while (!j->failing && pp_gbn_tx_sent_since(t, j->seq0) < j->nframes &&
+		       pp_gbn_tx_open(t, WINDOW) && h->ntxq < TX_ROOM) {
 			struct pp_buf *b;
-			int rc = frame_read(h, j, t->nxt - j->seq0, &b);
+			int rc = frame_read(h, j, pp_gbn_tx_sent_since(t, j->seq0), &b);
 			if (rc <= 0) {
 				j->failing |= rc < 0;
 				break;
 			}
-			uint32_t seq = pp_gbn_tx_send(t, now);
+			seq = pp_gbn_tx_send(t, now);
 			frame_send(h, j, b, seq - j->seq0, seq, 0);
 			work++;
 		}
