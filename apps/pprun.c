@@ -89,8 +89,8 @@ static void usage(FILE *f)
 	    "  -n, --np N            number of ranks (required, 1..256)\n"
 	    "      --nodes N         namespaces to spread the ranks over in blocks (default: one\n"
 	    "                        rank per node)\n"
-	    "      --dev-kind KIND   af_packet (DPDK's net_af_packet, the default as root) |\n"
-	    "                        packet (our own AF_PACKET rings, no DPDK) | af_xdp | pcap\n"
+	    "      --dev-kind KIND   packet (our own AF_PACKET rings, no DPDK; the default as\n"
+	    "                        root) | af_packet (DPDK's net_af_packet) | af_xdp | pcap\n"
 	    "                        (libpcap) | udp (UDP sockets: no root, no test bed; every\n"
 	    "                        rank here; the default when not root)\n"
 	    "      --udp-addr ADDR   with --dev-kind udp: the IPv4 address of every rank's\n"
@@ -235,10 +235,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->nranks);
 		exit(2);
 	}
-	/* The default: the test bed's af_packet ports as root; without root no
-	 * raw port can be opened, so every rank gets a udp: port here. */
+	/* The default: the test bed's packet: ports as root, the fastest kind
+	 * on its veths at every size (tests/bench/ports.sh: 1.13-1.22x DPDK's
+	 * af_packet, README "Port kinds"); without root no raw port can be
+	 * opened, so every rank gets a udp: port here. */
 	if (!o->dev_kind) {
-		o->dev_kind = geteuid() == 0 ? "af_packet" : "udp";
+		o->dev_kind = geteuid() == 0 ? "packet" : "udp";
 		if (geteuid() != 0)
 			fprintf(stderr,
 				"pprun: not root: the ranks use udp: ports on %s "

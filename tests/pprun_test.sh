@@ -10,16 +10,19 @@ out=$(mktemp); trap 'rm -f "$out"' EXIT
 # 5 ranks on 2 nodes: ranks 0-2 on ppn0 (ports pp0-pp2), 3-4 on ppn1.
 "$pprun" -n 5 --nodes 2 --testbed "$tb" --mode push-all --btp1 16 -- \
   sh -c 'echo "r=$PP_RANK s=$PP_SIZE n=$PP_NODE d=$PP_DEV m=$PP_MODE b=$PP_BTP1 j=$PP_JOB"; \
-         ip -o link show "${PP_DEV##*=}" >/dev/null && echo port-ok' > "$out"
-for want in "[0] r=0 s=5 n=ppn0 d=--vdev=net_af_packet0,iface=pp0 m=push-all b=16" \
-            "[2] r=2 s=5 n=ppn0 d=--vdev=net_af_packet0,iface=pp2" \
-            "[3] r=3 s=5 n=ppn1 d=--vdev=net_af_packet0,iface=pp0" \
-            "[4] r=4 s=5 n=ppn1 d=--vdev=net_af_packet0,iface=pp1"; do
+         ip -o link show "${PP_DEV#packet:}" >/dev/null && echo port-ok' > "$out"
+# As root the default kind is packet: (the fastest on the test bed).
+for want in "[0] r=0 s=5 n=ppn0 d=packet:pp0 m=push-all b=16" \
+            "[2] r=2 s=5 n=ppn0 d=packet:pp2" \
+            "[3] r=3 s=5 n=ppn1 d=packet:pp0" \
+            "[4] r=4 s=5 n=ppn1 d=packet:pp1"; do
   grep -qF -- "$want" "$out" || { cat "$out"; fail "missing line: $want"; }
 done
 [ "$(grep -c port-ok "$out")" -eq 5 ] || fail "a rank does not see its port"
 [ "$(grep -o 'j=[0-9]*' "$out" | sort -u | wc -l)" -eq 1 ] || fail "ranks got different job keys"
 
+"$pprun" -n 2 --dev-kind af_packet --testbed "$tb" -- sh -c 'echo "$PP_DEV"' |
+  grep -qx '\[1\] --vdev=net_af_packet0,iface=pp0' || fail "af_packet device string"
 "$pprun" -n 2 --dev-kind pcap --testbed "$tb" -- sh -c 'echo "$PP_DEV"' | grep -qx '\[1\] pcap:pp0' ||
   fail "pcap device string"
 # packet: our own AF_PACKET rings, on jumbo links like af_packet.

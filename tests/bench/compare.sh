@@ -3,7 +3,7 @@
 # same way on both sides, in one run on the test bed (namespaces ppn0 and
 # ppn1, port pp0 each, bridge ppbr0):
 #
-#   pp_pingpong   push-pull, push-all, push-zero over DPDK af_packet (pprun; --dev-kind):
+#   pp_pingpong   push-pull, push-all, push-zero over pprun's default packet: ports (--dev-kind):
 #                 --test latency and --test window at every size
 #   Open MPI      tests/bench/mpi_pingpong.c, ob1 over the TCP BTL only (btl
 #                 tcp,self): the same two tests at the same sizes, with
@@ -81,9 +81,9 @@
 #   --max-bytes B   bytes a point may move at most, k/m/g (default 256m)
 #   --rounds R      rounds of the librt-pp and Open MPI tests, 1..9 (default 3;
 #                   the intranode part takes the same)
-#   --dev-kind K    librt-pp's port on both sides and pp_probe's: af_packet
-#                   (DPDK's net_af_packet, the default) or packet (the
-#                   packet: backend, AF_PACKET rings without DPDK)
+#   --dev-kind K    librt-pp's port on both sides and pp_probe's: packet (the
+#                   packet: backend, AF_PACKET rings without DPDK; the default,
+#                   as pprun's) or af_packet (DPDK's net_af_packet)
 #   --offload on|off  TCP segmentation offloads of the veth ends (default on, as
 #                   the test bed leaves them). off: TSO, GSO and GRO are turned
 #                   off on both ends of ppn0's and ppn1's pp0 for the run (and
@@ -113,7 +113,7 @@ port_iperf=17713
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare.sh
 pp_nodes=2
-dev_kind=af_packet
+dev_kind=packet
 offload=on
 rounds=3
 steps=10 # the calls of step below; set from --rounds after parsing
@@ -204,7 +204,7 @@ stop_last_server() {
 mpicc_pingpong "$tmp/mpi_pingpong" || die "mpicc could not build tests/bench/mpi_pingpong.c"
 
 # --- the test bed and the addresses ---------------------------------------
-# Everything runs at the MTU pprun picks for af_packet (9000), so the
+# Everything runs at the MTU pprun picks for packet and af_packet (9000), so the
 # baselines use the same link as librt-pp.
 "$root/tests/testbed.sh" status >/dev/null 2>&1 || testbed_ours=1
 TESTBED_MTU=${TESTBED_MTU:-9000} "$root/tests/testbed.sh" up 2 >&2 || die "testbed.sh up 2 failed"

@@ -29,7 +29,7 @@
 # usage: ports.sh [--build DIR] [--kinds A,B] [--reps N] [--iters N]
 #                 [--sizes LIST] [--probe-count N] [--csv FILE]
 #   --build DIR      build directory (default build)
-#   --kinds A,B      two of packet, af_packet, pcap (default packet,af_packet)
+#   --kinds A,B      two of packet, af_packet, af_xdp, pcap (default packet,af_packet)
 #   --reps N         repetitions (default 5)
 #   --iters N        pp_pingpong iterations per point (default 1000)
 #   --sizes LIST     pp_pingpong --sizes (default 8,1k,64k,1m,4m)
@@ -64,7 +64,7 @@ done
 IFS=, read -r k1 k2 extra <<<"$kinds"
 if [ -z "$k1" ] || [ -z "${k2:-}" ] || [ -n "${extra:-}" ]; then bad "--kinds needs two kinds, A,B"; fi
 for k in "$k1" "$k2"; do
-  case $k in packet | af_packet | pcap) ;; *) bad "unknown kind '$k' (packet, af_packet, pcap)" ;; esac
+  case $k in packet | af_packet | af_xdp | pcap) ;; *) bad "unknown kind '$k' (packet, af_packet, af_xdp, pcap)" ;; esac
 done
 [[ $build = /* ]] || build=$root/$build
 [ "$(id -u)" -eq 0 ] || die "must run as root"
