@@ -15,7 +15,7 @@ uint32_t pp_proto_credit_share(const struct pp_pushbuf *pb, uint32_t nranks)
 
 /* Cells a push of push bytes takes in the receiver's pushed buffer, frame
  * by frame as the sender cuts it. */
-static uint32_t cells_of(const struct pp_proto *e, const struct peer *p, uint64_t push,
+static uint32_t cells_of(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t push,
 			 uint64_t len)
 {
 	uint64_t first = pp_proto_first_len(e, p, push, len);
@@ -25,7 +25,7 @@ static uint32_t cells_of(const struct pp_proto *e, const struct peer *p, uint64_
 	return cells > UINT16_MAX ? UINT16_MAX : (uint32_t)cells;
 }
 
-void pp_proto_credit_spend(struct pp_proto *e, struct peer *p, struct send *s)
+void pp_proto_credit_spend(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s)
 {
 	if (!e->c.credits || !s->push_end)
 		return;

@@ -5,24 +5,24 @@
 
 #include <stddef.h>
 
-struct link {
-	struct link *next; /* following element, or the head */
-	struct link *prev; /* preceding element, or the head */
+struct pp_link {
+	struct pp_link *next; /* following element, or the head */
+	struct pp_link *prev; /* preceding element, or the head */
 };
 
 #define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
 
-static inline void list_init(struct link *h)
+static inline void list_init(struct pp_link *h)
 {
 	h->next = h->prev = h;
 }
 
-static inline int list_empty(const struct link *h)
+static inline int list_empty(const struct pp_link *h)
 {
 	return h->next == h;
 }
 
-static inline void list_add_tail(struct link *h, struct link *n)
+static inline void list_add_tail(struct pp_link *h, struct pp_link *n)
 {
 	n->prev = h->prev;
 	n->next = h;
@@ -30,12 +30,12 @@ static inline void list_add_tail(struct link *h, struct link *n)
 	h->prev = n;
 }
 
-static inline void list_add_head(struct link *h, struct link *n)
+static inline void list_add_head(struct pp_link *h, struct pp_link *n)
 {
 	list_add_tail(h->next, n);
 }
 
-static inline void list_del(struct link *n)
+static inline void list_del(struct pp_link *n)
 {
 	n->prev->next = n->next;
 	n->next->prev = n->prev;

@@ -139,7 +139,7 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	for (uint32_t i = 0; i < c->max_msgs; i++)
 		list_add_tail(&e->send_free, &e->sends[i].q);
 	for (uint32_t r = 0; r < c->nranks; r++) {
-		struct peer *p = &e->peers[r];
+		struct pp_proto_peer *p = &e->peers[r];
 		list_init(&p->sends);
 		list_init(&p->txq);
 		list_init(&p->pullq);
@@ -156,7 +156,8 @@ void pp_proto_destroy(struct pp_proto *e)
 		return;
 	for (uint32_t i = 0; i < e->nrx; i++) {
 		/* What the layer below holds of a receive is taken back. */
-		struct rx *r = &e->rx_chunk[i / PP_PROTO_RX_CHUNK][i % PP_PROTO_RX_CHUNK];
+		struct pp_proto_recv_rec *r =
+		    &e->rx_chunk[i / PP_PROTO_RX_CHUNK][i % PP_PROTO_RX_CHUNK];
 		if (r->state == RX_POSTED)
 			pp_proto_rq_withdraw(e, r);
 		pp_proto_place_take(e, r);
@@ -183,7 +184,7 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6], u
 {
 	if (!e || !mac || rank >= e->c.nranks || rank == e->c.rank)
 		return -EINVAL;
-	struct peer *p = &e->peers[rank];
+	struct pp_proto_peer *p = &e->peers[rank];
 	if (!p->ring) {
 		/* Cold path: the window ring is the only per-peer allocation. */
 		p->ring = calloc(e->c.window, sizeof(*p->ring));
@@ -208,7 +209,7 @@ int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32
 {
 	if (!e || rank >= e->c.nranks || rank == e->c.rank || !e->peers[rank].present)
 		return -EINVAL;
-	struct peer *p = &e->peers[rank];
+	struct pp_proto_peer *p = &e->peers[rank];
 	if (!p->doneq) {
 		/* Each owed DONE is a send of the peer: it has max_msgs at most. */
 		uint32_t n = 1;
@@ -234,7 +235,7 @@ int pp_proto_rx_grow(struct pp_proto *e)
 		return -ENOMEM;
 	uint32_t n =
 	    e->max_rx - e->nrx < PP_PROTO_RX_CHUNK ? e->max_rx - e->nrx : PP_PROTO_RX_CHUNK;
-	struct rx *c = calloc(n, sizeof(*c));
+	struct pp_proto_recv_rec *c = calloc(n, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	e->rx_chunk[e->nrx / PP_PROTO_RX_CHUNK] = c;
@@ -292,12 +293,14 @@ int pp_proto_poll(struct pp_proto *e, struct pp_proto_cpl *cpl)
 
 void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 {
-	struct peer *p = &e->peers[rank];
+	struct pp_proto_peer *p = &e->peers[rank];
 	p->lost = 1;
 	while (!list_empty(&p->sends))
-		pp_proto_send_finish(e, container_of(p->sends.next, struct send, all), -ECONNRESET);
+		pp_proto_send_finish(e, container_of(p->sends.next, struct pp_proto_send_rec, all),
+				     -ECONNRESET);
 	while (!list_empty(&p->arrived)) {
-		struct rx *r = container_of(p->arrived.next, struct rx, by_peer);
+		struct pp_proto_recv_rec *r =
+		    container_of(p->arrived.next, struct pp_proto_recv_rec, by_peer);
 		if (r->state == RX_UNEXPECTED) {
 			pp_pushbuf_drain(&e->pb, &r->cells, NULL, 0);
 			pp_proto_rx_free(e, r);
@@ -305,8 +308,8 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
 		}
 	}
-	for (struct link *l = e->posted.all.next; l != &e->posted.all;) {
-		struct rx *r = container_of(l, struct rx, m.all);
+	for (struct pp_link *l = e->posted.all.next; l != &e->posted.all;) {
+		struct pp_proto_recv_rec *r = container_of(l, struct pp_proto_recv_rec, m.all);
 		l = l->next;
 		if (r->want_src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
@@ -328,7 +331,7 @@ void pp_proto_ping(struct pp_proto *e, uint32_t rank)
 {
 	if (rank >= e->c.nranks || rank == e->c.rank)
 		return;
-	struct peer *p = &e->peers[rank];
+	struct pp_proto_peer *p = &e->peers[rank];
 	if (p->present && !p->lost && !p->gone && !pp_gbn_tx_busy(&p->tx))
 		p->ping_owed = 1;
 }
@@ -338,8 +341,8 @@ void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
 	if (rank >= e->c.nranks || !e->peers[rank].present)
 		return;
 	e->peers[rank].gone = 1;
-	for (struct link *l = e->posted.all.next; l != &e->posted.all;) {
-		struct rx *r = container_of(l, struct rx, m.all);
+	for (struct pp_link *l = e->posted.all.next; l != &e->posted.all;) {
+		struct pp_proto_recv_rec *r = container_of(l, struct pp_proto_recv_rec, m.all);
 		l = l->next;
 		if (r->want_src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
@@ -355,11 +358,12 @@ int pp_proto_peer_busy(const struct pp_proto *e, uint32_t rank)
 {
 	if (rank >= e->c.nranks || !e->peers[rank].present)
 		return 0;
-	const struct peer *p = &e->peers[rank];
+	const struct pp_proto_peer *p = &e->peers[rank];
 	if (!list_empty(&p->sends) || pp_gbn_tx_busy(&p->tx))
 		return 1;
-	for (const struct link *l = p->arrived.next; l != &p->arrived; l = l->next) {
-		const struct rx *r = container_of(l, struct rx, by_peer);
+	for (const struct pp_link *l = p->arrived.next; l != &p->arrived; l = l->next) {
+		const struct pp_proto_recv_rec *r =
+		    container_of(l, struct pp_proto_recv_rec, by_peer);
 		if (r->state == RX_ACTIVE || r->got < r->msg_len)
 			return 1;
 	}
@@ -372,7 +376,7 @@ void pp_proto_stats(const struct pp_proto *e, struct pp_stats *st)
 	st->pushed_buf_bytes = e->pb.bytes;
 	st->pushed_buf_peak = e->pb.peak;
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
-		const struct peer *p = &e->peers[r];
+		const struct pp_proto_peer *p = &e->peers[r];
 		if (!p->present || p->local)
 			continue;
 		uint64_t push = pp_proto_push_of(e, p, UINT64_MAX);
@@ -392,7 +396,7 @@ int pp_proto_idle(const struct pp_proto *e)
 	if (e->user_ops)
 		return 0;
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
-		const struct peer *p = &e->peers[r];
+		const struct pp_proto_peer *p = &e->peers[r];
 		if (p->present && !p->lost &&
 		    (pp_gbn_tx_busy(&p->tx) || pp_gbn_rx_owes_ack(&p->rx[0]) || p->xowe ||
 		     p->done_head != p->done_tail))

@@ -48,7 +48,7 @@ enum rx_state {
 	RX_ACTIVE,     /* matched: bytes go to the user buffer */
 };
 
-struct send {
+struct pp_proto_send_rec {
 	enum send_state state; /* where it is in its life */
 	const uint8_t *buf;    /* the user's bytes */
 	uint64_t len;	       /* message length */
@@ -74,12 +74,12 @@ struct send {
 	uint8_t served;	       /* the lower layer serves its PULL; handoff_done pending */
 	uint8_t below; /* the lower layer sent [push_end, len): the engine sends the pushes alone */
 	int error;     /* result given once its frames are acknowledged */
-	struct link all; /* peer's list of active sends */
-	struct link q;	 /* peer's txq, or the free pool */
-	struct link lq;	 /* the engine's late list while late */
+	struct pp_link all; /* peer's list of active sends */
+	struct pp_link q;   /* peer's txq, or the free pool */
+	struct pp_link lq;  /* the engine's late list while late */
 };
 
-struct rx {
+struct pp_proto_recv_rec {
 	enum rx_state state;	       /* where it is in its life */
 	int want_src;		       /* posted: source or PP_PROTO_ANY */
 	uint64_t want_tag;	       /* posted: the tag ... */
@@ -106,28 +106,29 @@ struct rx {
 	uint64_t xgot;		       /* bytes that came on extra streams (after the pushes) */
 	uint8_t placed;		       /* place_post holds a description of buf */
 	struct pp_tagq_entry m;	       /* in the posted or unexpected queue (tagq.h) */
-	struct link q;		       /* free pool */
-	struct link by_peer;	       /* peer's list of arrived messages */
-	struct link pq;		       /* peer's pullq or directq */
+	struct pp_link q;	       /* free pool */
+	struct pp_link by_peer;	       /* peer's list of arrived messages */
+	struct pp_link pq;	       /* peer's pullq or directq */
 };
 
 /* One sequenced frame in the window, enough to regenerate it. */
-struct desc {
-	uint8_t type;	 /* PUSH, DATA or PULL */
-	uint8_t flags;	 /* wire flags as first sent */
-	uint16_t len;	 /* payload bytes */
-	void *obj;	 /* struct send (PUSH, DATA), struct rx (PULL), NULL (DONE PULL) */
+struct pp_proto_desc {
+	uint8_t type;  /* PUSH, DATA or PULL */
+	uint8_t flags; /* wire flags as first sent */
+	uint16_t len;  /* payload bytes */
+	void *obj; /* struct pp_proto_send_rec (PUSH, DATA), struct pp_proto_recv_rec (PULL), NULL
+		      (DONE PULL) */
 	uint64_t offset; /* payload position, or PULL offset */
 	uint32_t msg_id; /* DONE PULL: its message (the receive is gone) */
 };
 
 /* A message copied straight from a local peer's buffer, owed a DONE PULL. */
-struct done {
+struct pp_proto_done {
 	uint64_t msg_len; /* its length */
 	uint32_t msg_id;  /* its number */
 };
 
-struct peer {
+struct pp_proto_peer {
 	uint8_t mac[6];	 /* where frames to it go */
 	uint32_t inc;	 /* its incarnation: its frames carry it, ours to it too */
 	uint8_t present; /* added with pp_proto_peer_add */
@@ -138,24 +139,24 @@ struct peer {
 	uint32_t btp1;	 /* bytes of the first push to it */
 	uint32_t btp2;	 /* bytes of the second push to it */
 	/* TX channel (our stream to this peer). */
-	struct pp_gbn_tx tx;   /* its go-back-N sender */
-	struct pp_path path;   /* what the path to it carries (btp_fit) */
-	uint32_t await_pull;   /* sends to it whose pushes are out and PULL not in */
-	uint64_t starved_t;    /* since then nothing to send but those (0: not) */
-	uint8_t ping_owed;     /* pp_proto_ping: a PING waits for the window */
-	struct desc *ring;     /* window descriptors, indexed seq & mask */
-	uint32_t next_msg_id;  /* next message number to this peer */
-	uint32_t rx_msg_next;  /* next message number from it not seen yet */
-	uint16_t credit_limit; /* cells the peer has allowed us, cumulative */
-	uint16_t credit_used;  /* cells we pushed, cumulative */
-	struct link sends;     /* active sends to it */
-	struct link txq;       /* sends with frames to produce */
-	struct link pullq;     /* receives owing it a PULL */
-	struct link directq;   /* local: receives copying straight from its buffers */
-	struct done *doneq;    /* local: messages owed a DONE PULL (ring) */
-	uint32_t done_mask;    /* its size - 1 */
-	uint32_t done_head;    /* next to send */
-	uint32_t done_tail;    /* next to fill */
+	struct pp_gbn_tx tx;	     /* its go-back-N sender */
+	struct pp_path path;	     /* what the path to it carries (btp_fit) */
+	uint32_t await_pull;	     /* sends to it whose pushes are out and PULL not in */
+	uint64_t starved_t;	     /* since then nothing to send but those (0: not) */
+	uint8_t ping_owed;	     /* pp_proto_ping: a PING waits for the window */
+	struct pp_proto_desc *ring;  /* window descriptors, indexed seq & mask */
+	uint32_t next_msg_id;	     /* next message number to this peer */
+	uint32_t rx_msg_next;	     /* next message number from it not seen yet */
+	uint16_t credit_limit;	     /* cells the peer has allowed us, cumulative */
+	uint16_t credit_used;	     /* cells we pushed, cumulative */
+	struct pp_link sends;	     /* active sends to it */
+	struct pp_link txq;	     /* sends with frames to produce */
+	struct pp_link pullq;	     /* receives owing it a PULL */
+	struct pp_link directq;	     /* local: receives copying straight from its buffers */
+	struct pp_proto_done *doneq; /* local: messages owed a DONE PULL (ring) */
+	uint32_t done_mask;	     /* its size - 1 */
+	uint32_t done_head;	     /* next to send */
+	uint32_t done_tail;	     /* next to fill */
 	/* RX channels: its own stream (rx[0], whatever number the peer gives
 	 * it) and the extra streams 1..PP_PROTO_STREAMS-1 of pull handlers
 	 * sending DATA on its behalf (rx[s]). */
@@ -163,41 +164,41 @@ struct peer {
 	struct pp_gbn_rx rx[PP_PROTO_STREAMS]; /* go-back-N receivers, by stream */
 	uint32_t xowe;			       /* bit s: extra stream s owes an ACK or NACK */
 	uint16_t credit_adv;		       /* cells allowed to it, cumulative (advertised) */
-	struct link arrived;		       /* unexpected and active receives from it */
+	struct pp_link arrived;		       /* unexpected and active receives from it */
 };
 
 struct pp_proto {
-	struct pp_proto_conf c;	      /* configuration */
-	uint32_t maxp;		      /* payload bytes per frame */
-	uint32_t wmask;		      /* window - 1 */
-	uint32_t credit_share;	      /* cells each peer may hold */
-	uint64_t push_cap;	      /* btp_fit: most bytes a message pushes unasked */
-	struct peer *peers;	      /* indexed by rank */
-	uint32_t rr;		      /* next peer output looks at */
-	struct send *sends;	      /* send pool */
-	uint8_t *copies;	      /* copy_max bytes per send, for small sends */
-	struct pp_proto_ref *ref_out; /* pp_proto_output_ref's result, NULL otherwise */
-	uint32_t ref_min;	      /* its smallest payload sent by reference */
-	uint32_t nsends_copied;	      /* sends completed early, awaiting acks */
-	struct rx **rx_chunk;	      /* receive records, PP_PROTO_RX_CHUNK per chunk */
-	uint32_t nrx;		      /* records made (a multiple of the chunk) */
-	uint32_t max_rx;	      /* ... at most (max_recvs) */
-	struct link send_free;	      /* free sends */
-	struct link late;	      /* sends whose eager copy waits for pp_proto_settle */
-	struct link rx_pool;	      /* free receives */
-	struct pp_tagq posted;	      /* posted receives, in order (tagq.h) */
-	struct pp_tagq unexpected;    /* unexpected messages, in arrival order */
-	uint32_t user_ops;	      /* sends + receives outstanding or unpolled */
-	struct pp_proto_cpl *cpl;     /* completion ring */
-	uint32_t cpl_mask;	      /* ring size - 1 */
-	uint32_t cpl_head;	      /* next to poll */
-	uint32_t cpl_tail;	      /* next to fill */
-	struct pp_pushbuf pb;	      /* the pushed buffer */
-	struct pp_stats st;	      /* counters */
-	uint8_t staging;	      /* the staging hooks are there */
-	uint8_t recvq;		      /* the receive-queue hooks are there */
-	uint8_t local_out;	      /* in pp_proto_output_local: frames in the local form */
-	uint8_t lite;		      /* the lite hooks are there and lite_max > 0 */
+	struct pp_proto_conf c;		     /* configuration */
+	uint32_t maxp;			     /* payload bytes per frame */
+	uint32_t wmask;			     /* window - 1 */
+	uint32_t credit_share;		     /* cells each peer may hold */
+	uint64_t push_cap;		     /* btp_fit: most bytes a message pushes unasked */
+	struct pp_proto_peer *peers;	     /* indexed by rank */
+	uint32_t rr;			     /* next peer output looks at */
+	struct pp_proto_send_rec *sends;     /* send pool */
+	uint8_t *copies;		     /* copy_max bytes per send, for small sends */
+	struct pp_proto_ref *ref_out;	     /* pp_proto_output_ref's result, NULL otherwise */
+	uint32_t ref_min;		     /* its smallest payload sent by reference */
+	uint32_t nsends_copied;		     /* sends completed early, awaiting acks */
+	struct pp_proto_recv_rec **rx_chunk; /* receive records, PP_PROTO_RX_CHUNK per chunk */
+	uint32_t nrx;			     /* records made (a multiple of the chunk) */
+	uint32_t max_rx;		     /* ... at most (max_recvs) */
+	struct pp_link send_free;	     /* free sends */
+	struct pp_link late;		     /* sends whose eager copy waits for pp_proto_settle */
+	struct pp_link rx_pool;		     /* free receives */
+	struct pp_tagq posted;		     /* posted receives, in order (tagq.h) */
+	struct pp_tagq unexpected;	     /* unexpected messages, in arrival order */
+	uint32_t user_ops;		     /* sends + receives outstanding or unpolled */
+	struct pp_proto_cpl *cpl;	     /* completion ring */
+	uint32_t cpl_mask;		     /* ring size - 1 */
+	uint32_t cpl_head;		     /* next to poll */
+	uint32_t cpl_tail;		     /* next to fill */
+	struct pp_pushbuf pb;		     /* the pushed buffer */
+	struct pp_stats st;		     /* counters */
+	uint8_t staging;		     /* the staging hooks are there */
+	uint8_t recvq;			     /* the receive-queue hooks are there */
+	uint8_t local_out; /* in pp_proto_output_local: frames in the local form */
+	uint8_t lite;	   /* the lite hooks are there and lite_max > 0 */
 };
 
 /* What a frame in sequence did: taken, or refused for now (it comes again,
@@ -232,11 +233,12 @@ uint32_t pp_proto_credit_share(const struct pp_pushbuf *pb, uint32_t nranks);
 
 /* Pushing s to p: spend its cells, or degrade it to Push-Zero (s->push_end
  * becomes 0) when the peer's credit does not cover them. */
-void pp_proto_credit_spend(struct pp_proto *e, struct peer *p, struct send *s);
+void pp_proto_credit_spend(struct pp_proto *e, struct pp_proto_peer *p,
+			   struct pp_proto_send_rec *s);
 
 /* The peer's frame advertised credit (cumulative, 16 bits): take it when it
  * is news. */
-static inline void pp_proto_credit_seen(struct peer *p, uint16_t credit)
+static inline void pp_proto_credit_seen(struct pp_proto_peer *p, uint16_t credit)
 {
 	if ((int16_t)(credit - p->credit_limit) > 0)
 		p->credit_limit = credit;
@@ -245,7 +247,7 @@ static inline void pp_proto_credit_seen(struct peer *p, uint16_t credit)
 /* Give cells of the pushed buffer back to peer p: the cumulative count we
  * advertise in every frame to it grows; with announce, an ack is owed soon
  * so that the update goes even when no frame would. */
-static inline void pp_proto_credit_return(struct peer *p, uint32_t cells, int announce)
+static inline void pp_proto_credit_return(struct pp_proto_peer *p, uint32_t cells, int announce)
 {
 	p->credit_adv = (uint16_t)(p->credit_adv + cells);
 	if (cells && announce)
@@ -254,7 +256,7 @@ static inline void pp_proto_credit_return(struct peer *p, uint32_t cells, int an
 
 /* The fields every frame to p (rank) carries: job, streams, ack, credit,
  * ranks, incarnations (output.c). */
-void pp_proto_hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t rank,
+void pp_proto_hdr_common(const struct pp_proto *e, const struct pp_proto_peer *p, uint32_t rank,
 			 struct pp_wire_hdr *h);
 
 /* ---- local.c: lite messages (rule 6) ---- */
@@ -263,53 +265,54 @@ void pp_proto_hdr_common(const struct pp_proto *e, const struct peer *p, uint32_
  * its ring, complete at once: 0, or -EAGAIN when it must go the sequenced
  * way (too long, something of ours to p unacknowledged or queued, no
  * credit, the ring full). */
-int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_t tag,
+int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst, uint64_t tag,
 		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie);
 /* A lite record from p: 0 taken, -EAGAIN not now, -EPROTO dropped. */
-int pp_proto_lite_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
 		     const uint8_t *pl);
 
 /* ---- send.c ---- */
 
 /* Bytes a message of len bytes to p pushes unasked (rule 1). */
-uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64_t len);
+uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len);
 
 /* Payload bytes of the first frame of a message of len bytes that pushes
  * push of them. */
-uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint64_t push,
+uint64_t pp_proto_first_len(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t push,
 			    uint64_t len);
 
 /* Take the next frame of the send at the head of p's txq into d. */
-void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d);
+void pp_proto_send_frame(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s,
+			 struct pp_proto_desc *d);
 
 /* A PULL in sequence from p. */
-void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+void pp_proto_pull_in(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
 		      uint64_t now);
 
 /* Finish a send (error 0, or -ECONNRESET) and return it to the pool. */
-void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error);
+void pp_proto_send_finish(struct pp_proto *e, struct pp_proto_send_rec *s, int error);
 /* The receiver holds all of s (or never will): no frame more of it is made;
  * it ends with error once its frames are acknowledged. */
-void pp_proto_send_end(struct pp_proto *e, struct send *s, int error);
+void pp_proto_send_end(struct pp_proto *e, struct pp_proto_send_rec *s, int error);
 
 /* ---- recv.c ---- */
 
 /* A PUSH or DATA frame in sequence on p's own stream (pl NULL: its payload
  * was placed below). */
-enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
+enum take pp_proto_push_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t src,
 			   const struct pp_wire_hdr *h, const uint8_t *pl);
 
 /* DATA in sequence on one of p's extra streams. */
-enum take pp_proto_xdata_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
-			    const uint8_t *pl);
+enum take pp_proto_xdata_in(struct pp_proto *e, struct pp_proto_peer *p,
+			    const struct pp_wire_hdr *h, const uint8_t *pl);
 
 /* Queue a PULL for r if its sender waits for one and bytes remain (for a
  * local peer with a direct hook: queue the direct copy instead). */
-void pp_proto_queue_pull(struct peer *p, struct rx *r);
+void pp_proto_queue_pull(struct pp_proto_peer *p, struct pp_proto_recv_rec *r);
 
 /* Take back r's placement description: the layer below writes nothing
  * more into r->buf once this returns. */
-void pp_proto_place_take(struct pp_proto *e, struct rx *r);
+void pp_proto_place_take(struct pp_proto *e, struct pp_proto_recv_rec *r);
 
 /* Return a receive record to the pool, unlinking it from every list. */
 /* Receive records (engine.c). grow: a chunk more, up to max_recvs; 0 or
@@ -319,11 +322,11 @@ void pp_proto_place_take(struct pp_proto *e, struct rx *r);
 int pp_proto_rx_grow(struct pp_proto *e);
 int pp_proto_cpl_grow(struct pp_proto *e);
 
-static inline struct rx *pp_proto_rx_take(struct pp_proto *e)
+static inline struct pp_proto_recv_rec *pp_proto_rx_take(struct pp_proto *e)
 {
 	if (list_empty(&e->rx_pool) && pp_proto_rx_grow(e))
 		return NULL;
-	struct rx *r = container_of(e->rx_pool.next, struct rx, q);
+	struct pp_proto_recv_rec *r = container_of(e->rx_pool.next, struct pp_proto_recv_rec, q);
 	list_del(&r->q);
 	return r;
 }
@@ -335,31 +338,31 @@ static inline int pp_proto_ops_room(struct pp_proto *e)
 	return e->user_ops <= e->cpl_mask ? 0 : pp_proto_cpl_grow(e);
 }
 
-void pp_proto_rx_free(struct pp_proto *e, struct rx *r);
+void pp_proto_rx_free(struct pp_proto *e, struct pp_proto_recv_rec *r);
 
 /* Complete a receive (-EMSGSIZE when truncated) and free its record. */
-void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error);
+void pp_proto_rx_finish(struct pp_proto *e, struct pp_proto_recv_rec *r, int error);
 
 /* ---- match.c ---- */
 
 /* The first posted receive that matches a message from src with tag, taken
  * off the posted list (now ACTIVE), or NULL. */
-struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint64_t tag);
+struct pp_proto_recv_rec *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint64_t tag);
 
 /* ---- local.c ---- */
 
 /* Local peer: one chunk of the direct copy at the head of p->directq; a
  * receive whose copy fails moves to p->pullq. */
-void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p);
+void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct pp_proto_peer *p);
 
 /* A PULL for s from a local peer: the DONE kind finishes s (returns 1); one
  * asking from past the pushes (part was copied) moves s->next_off there.
  * Returns 0 when the PULL is to be served as usual. */
-int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
+int pp_proto_pull_local(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s,
 			const struct pp_wire_hdr *h);
 
 /* Local peer: fill d with the next owed DONE PULL; 0 when none is owed. */
-int pp_proto_done_desc(struct pp_proto *e, struct peer *p, struct desc *d);
+int pp_proto_done_desc(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_desc *d);
 
 /* Receive queue. post: publish r, just queued, if the rules allow. match: r
  * (active) matched the FIRST frame h: take its entry; returns 1 when it
@@ -367,10 +370,10 @@ int pp_proto_done_desc(struct pp_proto *e, struct peer *p, struct desc *d);
  * usual. withdraw: r, posted, ends without a message (also every published
  * one when the engine goes). write: let the receiver take s whole; returns
  * 1 when it did. */
-void pp_proto_rq_post(struct pp_proto *e, struct rx *r);
-int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr *h);
-void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r);
-int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s);
+void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r);
+int pp_proto_rq_match(struct pp_proto *e, struct pp_proto_recv_rec *r, const struct pp_wire_hdr *h);
+void pp_proto_rq_withdraw(struct pp_proto *e, struct pp_proto_recv_rec *r);
+int pp_proto_rq_write(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s);
 
 /* ---- stage.c ---- */
 
@@ -379,10 +382,11 @@ int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s);
  * for need cells, maybe by evicting self. match: a receive took a staged or
  * evicted message. release: give a staging block back. */
 void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_hdr *h);
-void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
+void pp_proto_stage_input(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_recv_rec *r,
 			  const struct pp_wire_hdr *h, const uint8_t *pl);
-enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self);
-void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r);
-void pp_proto_stage_release(struct pp_proto *e, struct rx *r);
+enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need,
+				       struct pp_proto_recv_rec *self);
+void pp_proto_stage_match(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_recv_rec *r);
+void pp_proto_stage_release(struct pp_proto *e, struct pp_proto_recv_rec *r);
 
 #endif

@@ -7,18 +7,18 @@
 
 /* A cumulative ack on our stream: the frames it acknowledges release their
  * sends (go-back-N decides which, gbn.h). */
-static void ack_release(struct pp_proto *e, struct peer *p, uint32_t ack, uint64_t now)
+static void ack_release(struct pp_proto *e, struct pp_proto_peer *p, uint32_t ack, uint64_t now)
 {
 	uint32_t n = pp_gbn_tx_ack(&p->tx, ack, now);
 	if (!n)
 		return;
 	uint64_t bytes = 0;
 	for (uint32_t seq = ack - n; seq != ack; seq++) {
-		struct desc *d = &p->ring[seq & e->wmask];
+		struct pp_proto_desc *d = &p->ring[seq & e->wmask];
 		if (d->type == PP_WIRE_PULL || d->type == PP_WIRE_PING)
 			continue;
 		bytes += d->len;
-		struct send *s = d->obj;
+		struct pp_proto_send_rec *s = d->obj;
 		if (--s->unacked == 0 && s->gen_done)
 			pp_proto_send_finish(e, s, s->error);
 	}
@@ -37,7 +37,7 @@ static enum pp_drop_reason take_drop(enum take t)
 
 /* A frame on extra stream h->stream (a pull handler's): only DATA, which is
  * sequenced and acked on that stream alone. */
-static int x_input(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+static int x_input(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
 		   const uint8_t *pl, uint64_t now)
 {
 	struct pp_gbn_rx *x = &p->rx[h->stream];
@@ -92,7 +92,7 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 	}
 	if (h.type == PP_WIRE_HELLO || h.type == PP_WIRE_BYE)
 		return 0; /* discovery and goodbye belong to the runtime */
-	struct peer *p = &e->peers[h.src_rank];
+	struct pp_proto_peer *p = &e->peers[h.src_rank];
 	if (!p->present || p->lost) {
 		e->st.drops[PP_DROP_STATE]++;
 		return -EPROTO;

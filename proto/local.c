@@ -8,11 +8,11 @@
 
 #include "engine_impl.h"
 
-void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p)
+void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct pp_proto_peer *p)
 {
 	if (list_empty(&p->directq))
 		return;
-	struct rx *r = container_of(p->directq.next, struct rx, pq);
+	struct pp_proto_recv_rec *r = container_of(p->directq.next, struct pp_proto_recv_rec, pq);
 	if (r->got < r->direct_from)
 		return; /* pushed bytes still on their way */
 	if (r->msg_len - r->got < e->c.direct_min) {
@@ -39,17 +39,17 @@ void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct peer *p)
 	r->got = end;
 	if (r->got < r->msg_len)
 		return;
-	struct done *d = &p->doneq[p->done_tail++ & p->done_mask];
+	struct pp_proto_done *d = &p->doneq[p->done_tail++ & p->done_mask];
 	d->msg_id = r->msg_id;
 	d->msg_len = r->msg_len;
 	pp_proto_rx_finish(e, r, 0);
 }
 
-int pp_proto_done_desc(struct pp_proto *e, struct peer *p, struct desc *d)
+int pp_proto_done_desc(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_desc *d)
 {
 	if (p->done_head == p->done_tail)
 		return 0;
-	const struct done *x = &p->doneq[p->done_head++ & p->done_mask];
+	const struct pp_proto_done *x = &p->doneq[p->done_head++ & p->done_mask];
 	d->type = PP_WIRE_PULL;
 	d->flags = PP_WIRE_F_DONE;
 	d->len = 0;
@@ -60,7 +60,7 @@ int pp_proto_done_desc(struct pp_proto *e, struct peer *p, struct desc *d)
 	return 1;
 }
 
-int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
+int pp_proto_pull_local(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s,
 			const struct pp_wire_hdr *h)
 {
 	if (h->flags & PP_WIRE_F_DONE) {
@@ -78,11 +78,11 @@ int pp_proto_pull_local(struct pp_proto *e, struct peer *p, struct send *s,
 	return 0;
 }
 
-void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
+void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
 	if (!e->recvq || r->want_src < 0 || e->c.mode == PP_PROTO_PUSH_ALL)
 		return;
-	struct peer *p = &e->peers[r->want_src];
+	struct pp_proto_peer *p = &e->peers[r->want_src];
 	if (!p->local)
 		return;
 	/* The sender writes only what it would not push (pp_proto_rq_write):
@@ -94,8 +94,9 @@ void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
 		return;
 	/* A message from the peer must not find a receive the sender cannot
 	 * see before this one: one for any source, or one not published. */
-	for (struct link *l = e->posted.all.next; l != &r->m.all; l = l->next) {
-		const struct rx *x = container_of(l, struct rx, m.all);
+	for (struct pp_link *l = e->posted.all.next; l != &r->m.all; l = l->next) {
+		const struct pp_proto_recv_rec *x =
+		    container_of(l, struct pp_proto_recv_rec, m.all);
 		if (x->want_src == PP_PROTO_ANY || (x->want_src == r->want_src && !x->rq_slot))
 			return;
 	}
@@ -105,7 +106,7 @@ void pp_proto_rq_post(struct pp_proto *e, struct rx *r)
 		r->rq_slot = slot + 1;
 }
 
-int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr *h)
+int pp_proto_rq_match(struct pp_proto *e, struct pp_proto_recv_rec *r, const struct pp_wire_hdr *h)
 {
 	int written = (h->flags & PP_WIRE_F_WRITTEN) != 0;
 	if (!r->rq_slot && !written)
@@ -130,7 +131,7 @@ int pp_proto_rq_match(struct pp_proto *e, struct rx *r, const struct pp_wire_hdr
 	return 1;
 }
 
-void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r)
+void pp_proto_rq_withdraw(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
 	/* A claimed entry (-EBUSY) means the sender is writing this message:
 	 * the receive ends anyway (its peer is lost or the engine goes). */
@@ -139,7 +140,7 @@ void pp_proto_rq_withdraw(struct pp_proto *e, struct rx *r)
 	r->rq_slot = 0;
 }
 
-int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
+int pp_proto_rq_write(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s)
 {
 	if (!e->recvq || !p->local || e->c.mode == PP_PROTO_PUSH_ALL || s->push_end >= s->len ||
 	    s->len - s->push_end < e->c.direct_min)
@@ -163,7 +164,7 @@ int pp_proto_rq_write(struct pp_proto *e, struct peer *p, struct send *s)
  * still finds no room (no receive record) stays at the head of the ring
  * until it does (-EAGAIN). */
 
-int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_t tag,
+int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst, uint64_t tag,
 		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie)
 {
 	/* One frame's payload at most: a longer record is no frame the
@@ -202,7 +203,7 @@ int pp_proto_lite_send(struct pp_proto *e, struct peer *p, uint32_t dst, uint64_
 	return 0;
 }
 
-int pp_proto_lite_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
+int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
 		     const uint8_t *pl)
 {
 	if (h->type != PP_WIRE_PUSH ||

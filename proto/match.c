@@ -7,12 +7,12 @@
 
 #include "engine_impl.h"
 
-struct rx *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint64_t tag)
+struct pp_proto_recv_rec *pp_proto_match_first(struct pp_proto *e, uint32_t src, uint64_t tag)
 {
 	struct pp_tagq_entry *m = pp_tagq_find_recv(&e->posted, src, tag);
 	if (!m)
 		return NULL;
-	struct rx *r = container_of(m, struct rx, m);
+	struct pp_proto_recv_rec *r = container_of(m, struct pp_proto_recv_rec, m);
 	pp_tagq_del(&e->posted, m);
 	r->state = RX_ACTIVE;
 	return r;
@@ -31,8 +31,8 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	struct pp_tagq_entry *m = pp_tagq_find_msg(&e->unexpected, src, tag, ignore);
 	if (m) {
 		/* Late receiver: copy the pushed bytes once, then pull the rest. */
-		struct rx *r = container_of(m, struct rx, m);
-		struct peer *p = &e->peers[r->peer];
+		struct pp_proto_recv_rec *r = container_of(m, struct pp_proto_recv_rec, m);
+		struct pp_proto_peer *p = &e->peers[r->peer];
 		pp_tagq_del(&e->unexpected, m);
 		r->state = RX_ACTIVE;
 		r->buf = buf;
@@ -56,7 +56,7 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	/* Nothing that is not here already will come from a departed peer. */
 	if (src >= 0 && e->peers[src].gone)
 		return -ECONNRESET;
-	struct rx *r = pp_proto_rx_take(e);
+	struct pp_proto_recv_rec *r = pp_proto_rx_take(e);
 	if (!r)
 		return -ENOMEM;
 	memset(r, 0, sizeof(*r));
@@ -79,8 +79,8 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 
 int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
 {
-	for (struct link *l = e->posted.all.next; l != &e->posted.all; l = l->next) {
-		struct rx *r = container_of(l, struct rx, m.all);
+	for (struct pp_link *l = e->posted.all.next; l != &e->posted.all; l = l->next) {
+		struct pp_proto_recv_rec *r = container_of(l, struct pp_proto_recv_rec, m.all);
 		if (r->cookie != cookie)
 			continue;
 		/* Published to a node-mate (rule 6): unless it is writing into
@@ -102,7 +102,7 @@ int pp_proto_probe(const struct pp_proto *e, int src, uint64_t tag, uint64_t ign
 {
 	const struct pp_tagq_entry *m = pp_tagq_find_msg(&e->unexpected, src, tag, ignore);
 	if (m) {
-		const struct rx *r = container_of(m, struct rx, m);
+		const struct pp_proto_recv_rec *r = container_of(m, struct pp_proto_recv_rec, m);
 		memset(cpl, 0, sizeof(*cpl));
 		cpl->source = (int)r->peer;
 		cpl->tag = r->tag;

@@ -7,7 +7,7 @@
 
 #include "engine_impl.h"
 
-void pp_proto_hdr_common(const struct pp_proto *e, const struct peer *p, uint32_t rank,
+void pp_proto_hdr_common(const struct pp_proto *e, const struct pp_proto_peer *p, uint32_t rank,
 			 struct pp_wire_hdr *h)
 {
 	h->job = e->c.job;
@@ -23,7 +23,7 @@ void pp_proto_hdr_common(const struct pp_proto *e, const struct peer *p, uint32_
 
 /* Encode the frame of descriptor d with sequence seq. */
 /* A whole frame: the wire's for a link, the local form for an intranode ring. */
-static int encode(const struct pp_proto *e, uint8_t *buf, size_t cap, const struct peer *p,
+static int encode(const struct pp_proto *e, uint8_t *buf, size_t cap, const struct pp_proto_peer *p,
 		  const struct pp_wire_hdr *h, const void *pl)
 {
 	if (e->local_out)
@@ -31,8 +31,9 @@ static int encode(const struct pp_proto *e, uint8_t *buf, size_t cap, const stru
 	return pp_wire_encode(buf, cap, p->mac, e->c.mac, h, pl);
 }
 
-static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const struct desc *d,
-		     uint32_t seq, uint8_t extra, uint8_t *buf, size_t cap)
+static int emit_desc(struct pp_proto *e, struct pp_proto_peer *p, uint32_t rank,
+		     const struct pp_proto_desc *d, uint32_t seq, uint8_t extra, uint8_t *buf,
+		     size_t cap)
 {
 	struct pp_wire_hdr h;
 	const void *pl = NULL;
@@ -48,7 +49,7 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 		h.msg_id = d->msg_id;
 		h.msg_len = d->offset;
 	} else if (d->type == PP_WIRE_PULL) {
-		const struct rx *r = d->obj;
+		const struct pp_proto_recv_rec *r = d->obj;
 		if ((r->state == RX_ACTIVE || r->state == RX_UNEXPECTED) && r->peer == rank &&
 		    r->msg_id == d->msg_id) {
 			h.msg_id = r->msg_id;
@@ -63,7 +64,7 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 			h.msg_len = d->offset;
 		}
 	} else {
-		const struct send *s = d->obj;
+		const struct pp_proto_send_rec *s = d->obj;
 		h.msg_id = s->msg_id;
 		h.tag = s->tag;
 		h.msg_len = s->len;
@@ -91,8 +92,8 @@ static int emit_desc(struct pp_proto *e, struct peer *p, uint32_t rank, const st
 	return encode(e, buf, cap, p, &h, pl);
 }
 
-static int emit_ctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t type, uint8_t *buf,
-		    size_t cap)
+static int emit_ctl(struct pp_proto *e, struct pp_proto_peer *p, uint32_t rank, uint8_t type,
+		    uint8_t *buf, size_t cap)
 {
 	struct pp_wire_hdr h;
 	memset(&h, 0, sizeof(h));
@@ -105,8 +106,8 @@ static int emit_ctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t t
 
 /* The ACK or NACK an extra stream owes, if any is due: its ack_stream is
  * that stream, so the peer's own ack state is left alone. */
-static int emit_xctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t *buf, size_t cap,
-		     uint64_t now)
+static int emit_xctl(struct pp_proto *e, struct pp_proto_peer *p, uint32_t rank, uint8_t *buf,
+		     size_t cap, uint64_t now)
 {
 	for (uint32_t i = 1; i < PP_PROTO_STREAMS; i++) {
 		if (!(p->xowe & (1u << i)))
@@ -141,7 +142,7 @@ static int emit_xctl(struct pp_proto *e, struct peer *p, uint32_t rank, uint8_t 
 
 static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
 {
-	struct peer *p = &e->peers[rank];
+	struct pp_proto_peer *p = &e->peers[rank];
 	uint32_t seq;
 	if (pp_gbn_tx_resend(&p->tx, now, &seq)) {
 		e->st.retransmits++;
@@ -162,7 +163,7 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 	int open = pp_gbn_tx_open(&p->tx, e->c.window);
 	int done = p->done_head != p->done_tail;
 	if (open && (done || p->ping_owed || !list_empty(&p->pullq) || !list_empty(&p->txq))) {
-		struct desc *d = &p->ring[pp_gbn_tx_next(&p->tx) & e->wmask];
+		struct pp_proto_desc *d = &p->ring[pp_gbn_tx_next(&p->tx) & e->wmask];
 		if (done) {
 			pp_proto_done_desc(e, p, d);
 		} else if (p->ping_owed) {
@@ -173,7 +174,8 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 			d->obj = NULL;
 			d->offset = 0;
 		} else if (!list_empty(&p->pullq)) {
-			struct rx *r = container_of(p->pullq.next, struct rx, pq);
+			struct pp_proto_recv_rec *r =
+			    container_of(p->pullq.next, struct pp_proto_recv_rec, pq);
 			list_del(&r->pq);
 			r->pull_queued = 0;
 			d->type = PP_WIRE_PULL;
@@ -189,7 +191,8 @@ static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t c
 				    HOOK(e, place_post, r->peer, p->inc, r->msg_id, r->buf,
 					 r->cap < r->msg_len ? r->cap : r->msg_len, r->got) == 0;
 		} else {
-			struct send *s = container_of(p->txq.next, struct send, q);
+			struct pp_proto_send_rec *s =
+			    container_of(p->txq.next, struct pp_proto_send_rec, q);
 			pp_proto_send_frame(e, p, s, d);
 			if ((d->flags & PP_WIRE_F_PULL) && e->c.btp_fit)
 				s->first_t = now; /* the PULL's round trip (path.h) */
@@ -217,7 +220,7 @@ int pp_proto_output(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now)
 	uint32_t n = e->c.nranks;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t rank = (e->rr + i) % n;
-		struct peer *p = &e->peers[rank];
+		struct pp_proto_peer *p = &e->peers[rank];
 		if (!p->present || p->lost || p->local)
 			continue;
 		int len = peer_output(e, rank, buf, cap, now);
@@ -263,7 +266,7 @@ uint64_t pp_proto_expiry(const struct pp_proto *e)
 {
 	uint64_t t = UINT64_MAX;
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
-		const struct peer *p = &e->peers[r];
+		const struct pp_proto_peer *p = &e->peers[r];
 		if (!p->present || p->lost)
 			continue;
 		uint64_t x = pp_gbn_tx_expiry(&p->tx);
@@ -283,7 +286,7 @@ uint64_t pp_proto_expiry(const struct pp_proto *e)
 void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
 {
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
-		struct peer *p = &e->peers[r];
+		struct pp_proto_peer *p = &e->peers[r];
 		if (!p->present || p->lost)
 			continue;
 		for (uint32_t i = 0; i < PP_PROTO_STREAMS; i++)

@@ -7,10 +7,10 @@
 
 #include "engine_impl.h"
 
-static struct rx *find_arrived(struct peer *p, uint32_t msg_id)
+static struct pp_proto_recv_rec *find_arrived(struct pp_proto_peer *p, uint32_t msg_id)
 {
-	for (struct link *l = p->arrived.next; l != &p->arrived; l = l->next) {
-		struct rx *r = container_of(l, struct rx, by_peer);
+	for (struct pp_link *l = p->arrived.next; l != &p->arrived; l = l->next) {
+		struct pp_proto_recv_rec *r = container_of(l, struct pp_proto_recv_rec, by_peer);
 		if (r->msg_id == msg_id)
 			return r;
 	}
@@ -18,7 +18,8 @@ static struct rx *find_arrived(struct peer *p, uint32_t msg_id)
 }
 
 /* Bytes of r at off; pl NULL: the layer below wrote them there already. */
-static void place(struct pp_proto *e, struct rx *r, uint64_t off, const uint8_t *pl, uint32_t n)
+static void place(struct pp_proto *e, struct pp_proto_recv_rec *r, uint64_t off, const uint8_t *pl,
+		  uint32_t n)
 {
 	if (off < r->cap && pl) {
 		uint64_t k = r->cap - off < n ? r->cap - off : n;
@@ -28,10 +29,10 @@ static void place(struct pp_proto *e, struct rx *r, uint64_t off, const uint8_t 
 	r->got += n;
 }
 
-enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
+enum take pp_proto_push_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t src,
 			   const struct pp_wire_hdr *h, const uint8_t *pl)
 {
-	struct rx *r;
+	struct pp_proto_recv_rec *r;
 	if (h->flags & PP_WIRE_F_FIRST) {
 		r = pp_proto_match_first(e, src, h->tag);
 		if (r) {
@@ -110,10 +111,10 @@ enum take pp_proto_push_in(struct pp_proto *e, struct peer *p, uint32_t src,
 	return TAKEN;
 }
 
-enum take pp_proto_xdata_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h,
-			    const uint8_t *pl)
+enum take pp_proto_xdata_in(struct pp_proto *e, struct pp_proto_peer *p,
+			    const struct pp_wire_hdr *h, const uint8_t *pl)
 {
-	struct rx *r = find_arrived(p, h->msg_id);
+	struct pp_proto_recv_rec *r = find_arrived(p, h->msg_id);
 	uint64_t end = h->offset + h->payload_len;
 	if (r && !pl && r->state != RX_ACTIVE)
 		return REFUSED_STATE; /* placed, yet not matched: send it whole */
@@ -138,7 +139,7 @@ enum take pp_proto_xdata_in(struct pp_proto *e, struct peer *p, const struct pp_
 	return TAKEN;
 }
 
-void pp_proto_queue_pull(struct peer *p, struct rx *r)
+void pp_proto_queue_pull(struct pp_proto_peer *p, struct pp_proto_recv_rec *r)
 {
 	if (r->wants_pull && !r->pull_queued && r->got < r->msg_len) {
 		r->pull_queued = 1;
@@ -157,7 +158,7 @@ void pp_proto_queue_pull(struct peer *p, struct rx *r)
 
 /* Take back r's placement description: the layer below writes nothing
  * more into r->buf once this returns. */
-void pp_proto_place_take(struct pp_proto *e, struct rx *r)
+void pp_proto_place_take(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
 	if (r->placed) {
 		r->placed = 0;
@@ -165,7 +166,7 @@ void pp_proto_place_take(struct pp_proto *e, struct rx *r)
 	}
 }
 
-void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
+void pp_proto_rx_free(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
 	pp_proto_place_take(e, r);
 	if (r->state == RX_POSTED && r->rq_slot)
@@ -186,7 +187,7 @@ void pp_proto_rx_free(struct pp_proto *e, struct rx *r)
 	list_add_head(&e->rx_pool, &r->q); /* reused first, while its lines are warm */
 }
 
-void pp_proto_rx_finish(struct pp_proto *e, struct rx *r, int error)
+void pp_proto_rx_finish(struct pp_proto *e, struct pp_proto_recv_rec *r, int error)
 {
 	if (!error && r->msg_len > r->cap)
 		error = -EMSGSIZE;

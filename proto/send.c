@@ -16,7 +16,7 @@
  * DONE round trip and a copy call there) or when the rest would be too short
  * for a direct copy (pulled as DATA, it would cost a round trip for
  * nothing). */
-uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64_t len)
+uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len)
 {
 	if (e->c.mode != PP_PROTO_PUSH_PULL)
 		return e->c.mode == PP_PROTO_PUSH_ZERO ? 0 : len;
@@ -41,7 +41,7 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct peer *p, uint64
 }
 
 /* The bytes of s, a send completed at once, in the engine's copy. */
-static void copy_in(struct pp_proto *e, struct send *s)
+static void copy_in(struct pp_proto *e, struct pp_proto_send_rec *s)
 {
 	uint8_t *copy = e->copies + (size_t)(s - e->sends) * e->c.copy_max;
 	if (s->len)
@@ -64,7 +64,7 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 {
 	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || (!buf && len))
 		return -EINVAL;
-	struct peer *p = &e->peers[dst];
+	struct pp_proto_peer *p = &e->peers[dst];
 	if (p->lost || p->gone)
 		return -ECONNRESET;
 	if (pp_proto_ops_room(e))
@@ -75,7 +75,7 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 		return 0;
 	if (list_empty(&e->send_free))
 		return e->nsends_copied ? -EAGAIN : -ENOMEM;
-	struct send *s = container_of(e->send_free.next, struct send, q);
+	struct pp_proto_send_rec *s = container_of(e->send_free.next, struct pp_proto_send_rec, q);
 	list_del(&s->q);
 	uint64_t push = pp_proto_push_of(e, p, len);
 	if (e->c.mode == PP_PROTO_PUSH_PULL && push > (uint64_t)p->btp1 + p->btp2)
@@ -162,14 +162,15 @@ int pp_proto_send_late(struct pp_proto *e, uint32_t dst, uint64_t tag, const voi
 void pp_proto_settle(struct pp_proto *e)
 {
 	while (!list_empty(&e->late)) {
-		struct send *s = container_of(e->late.next, struct send, lq);
+		struct pp_proto_send_rec *s =
+		    container_of(e->late.next, struct pp_proto_send_rec, lq);
 		list_del(&s->lq);
 		s->late = 0;
 		copy_in(e, s);
 	}
 }
 
-uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint64_t push,
+uint64_t pp_proto_first_len(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t push,
 			    uint64_t len)
 {
 	/* BTP(1) lets the receiver send its PULL early. With btp_fit, a
@@ -183,7 +184,8 @@ uint64_t pp_proto_first_len(const struct pp_proto *e, const struct peer *p, uint
 }
 
 /* Take the next frame of the send at the head of txq into d. */
-void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, struct desc *d)
+void pp_proto_send_frame(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s,
+			 struct pp_proto_desc *d)
 {
 	uint64_t off = s->next_off, n;
 	uint8_t flags = 0;
@@ -230,10 +232,11 @@ void pp_proto_send_frame(struct pp_proto *e, struct peer *p, struct send *s, str
 		s->queued = 0;
 }
 
-void pp_proto_pull_in(struct pp_proto *e, struct peer *p, const struct pp_wire_hdr *h, uint64_t now)
+void pp_proto_pull_in(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
+		      uint64_t now)
 {
-	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
-		struct send *s = container_of(l, struct send, all);
+	for (struct pp_link *l = p->sends.next; l != &p->sends; l = l->next) {
+		struct pp_proto_send_rec *s = container_of(l, struct pp_proto_send_rec, all);
 		if (s->msg_id != h->msg_id)
 			continue;
 		if (s->first_t) {
@@ -304,9 +307,9 @@ int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int
 {
 	if (!e || dst >= e->c.nranks || !e->peers[dst].present)
 		return -EINVAL;
-	struct peer *p = &e->peers[dst];
-	for (struct link *l = p->sends.next; l != &p->sends; l = l->next) {
-		struct send *s = container_of(l, struct send, all);
+	struct pp_proto_peer *p = &e->peers[dst];
+	for (struct pp_link *l = p->sends.next; l != &p->sends; l = l->next) {
+		struct pp_proto_send_rec *s = container_of(l, struct pp_proto_send_rec, all);
 		if (s->msg_id != msg_id)
 			continue;
 		if (s->handed)
@@ -329,7 +332,7 @@ int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int
 	return -ENOENT;
 }
 
-void pp_proto_send_end(struct pp_proto *e, struct send *s, int error)
+void pp_proto_send_end(struct pp_proto *e, struct pp_proto_send_rec *s, int error)
 {
 	s->next_off = s->end_off = s->len;
 	s->gen_done = 1;
@@ -342,10 +345,10 @@ void pp_proto_send_end(struct pp_proto *e, struct send *s, int error)
 		pp_proto_send_finish(e, s, error);
 }
 
-void pp_proto_send_finish(struct pp_proto *e, struct send *s, int error)
+void pp_proto_send_finish(struct pp_proto *e, struct pp_proto_send_rec *s, int error)
 {
 	if (s->await_pull) { /* ended without its PULL (peer lost, served below) */
-		struct peer *p = &e->peers[s->peer];
+		struct pp_proto_peer *p = &e->peers[s->peer];
 		if (--p->await_pull == 0)
 			p->starved_t = 0; /* nobody waits any more */
 	}

@@ -18,13 +18,13 @@ void *pp_proto_stage_ask(struct pp_proto *e, uint32_t src, const struct pp_wire_
 	return blk;
 }
 
-void pp_proto_stage_release(struct pp_proto *e, struct rx *r)
+void pp_proto_stage_release(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
 	HOOK(e, unstage, r->stage);
 	r->stage = NULL;
 }
 
-void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
+void pp_proto_stage_input(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_recv_rec *r,
 			  const struct pp_wire_hdr *h, const uint8_t *pl)
 {
 	if (r->stage) {
@@ -43,7 +43,7 @@ void pp_proto_stage_input(struct pp_proto *e, struct peer *p, struct rx *r,
 }
 
 /* How far ahead r is expected: its position, INT32_MAX when not at all. */
-static int32_t expected_at(struct pp_proto *e, const struct rx *r)
+static int32_t expected_at(struct pp_proto *e, const struct pp_proto_recv_rec *r)
 {
 	int a = HOOK(e, stage_ahead, r->peer, r->tag);
 	return a < 0 ? INT32_MAX : a;
@@ -51,29 +51,31 @@ static int32_t expected_at(struct pp_proto *e, const struct rx *r)
 
 /* An unexpected message may give its pushed bytes up when its sender still
  * holds the rest (it waits for a PULL, so it can send everything again). */
-static int evictable(const struct rx *r)
+static int evictable(const struct pp_proto_recv_rec *r)
 {
 	return r->state == RX_UNEXPECTED && !r->stage && !r->evicted && r->wants_pull &&
 	       !r->pull_queued;
 }
 
-static void evict(struct pp_proto *e, struct rx *r)
+static void evict(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
-	struct peer *p = &e->peers[r->peer];
+	struct pp_proto_peer *p = &e->peers[r->peer];
 	pp_proto_credit_return(p, pp_pushbuf_drain(&e->pb, &r->cells, NULL, 0), 1);
 	r->evicted = 1;
 	e->st.evictions++;
 }
 
-enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct rx *self)
+enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need,
+				       struct pp_proto_recv_rec *self)
 {
 	while (e->pb.nfree < need) {
-		struct rx *victim = NULL;
+		struct pp_proto_recv_rec *victim = NULL;
 		int32_t far = -1;
 		/* Cold path: the pushed buffer is full. Later arrivals win ties. */
-		for (struct link *l = e->unexpected.all.next; l != &e->unexpected.all;
+		for (struct pp_link *l = e->unexpected.all.next; l != &e->unexpected.all;
 		     l = l->next) {
-			struct rx *x = container_of(l, struct rx, m.all);
+			struct pp_proto_recv_rec *x =
+			    container_of(l, struct pp_proto_recv_rec, m.all);
 			if (!evictable(x))
 				continue;
 			int32_t a = expected_at(e, x);
@@ -91,7 +93,7 @@ enum evict_result pp_proto_stage_evict(struct pp_proto *e, uint32_t need, struct
 	return EVICT_ROOM;
 }
 
-void pp_proto_stage_match(struct pp_proto *e, struct peer *p, struct rx *r)
+void pp_proto_stage_match(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_recv_rec *r)
 {
 	if (r->evicted) {
 		/* Everything comes again, as DATA, straight into the buffer. */

@@ -31,7 +31,7 @@ void pp_tagq_fini(struct pp_tagq *q)
 	q->bucket = NULL;
 }
 
-static struct link *bucket_of(const struct pp_tagq *q, uint32_t src, uint64_t tag)
+static struct pp_link *bucket_of(const struct pp_tagq *q, uint32_t src, uint64_t tag)
 {
 	uint64_t h = ((tag & q->mask) ^ ((uint64_t)src << 40 | src)) * 0x9E3779B97F4A7C15ull;
 	return &q->bucket[(h >> 32) & (q->nbucket - 1)];
@@ -54,7 +54,7 @@ static void refile(struct pp_tagq *q)
 	list_init(&q->wild);
 	for (uint32_t i = 0; i < q->nbucket; i++)
 		list_init(&q->bucket[i]);
-	for (struct link *l = q->all.next; l != &q->all; l = l->next)
+	for (struct pp_link *l = q->all.next; l != &q->all; l = l->next)
 		file(q, container_of(l, struct pp_tagq_entry, all));
 }
 
@@ -78,7 +78,7 @@ void pp_tagq_add_slow(struct pp_tagq *q, struct pp_tagq_entry *e)
 	if (q->filed && q->n > 4 * q->nbucket && q->nbucket < (1u << 24)) {
 		/* Deeper than ever: twice the buckets (only at a new depth; the
 		 * old ones stay if there is no memory). */
-		struct link *b = malloc(sizeof(*b) * 2 * q->nbucket);
+		struct pp_link *b = malloc(sizeof(*b) * 2 * q->nbucket);
 		if (b) {
 			free(q->bucket);
 			q->bucket = b;
@@ -98,8 +98,8 @@ void pp_tagq_add_slow(struct pp_tagq *q, struct pp_tagq_entry *e)
 struct pp_tagq_entry *pp_tagq_find_recv_filed(const struct pp_tagq *q, uint32_t src, uint64_t tag)
 {
 	struct pp_tagq_entry *best = NULL;
-	const struct link *b = bucket_of(q, src, tag);
-	for (const struct link *l = b->next; l != b; l = l->next) {
+	const struct pp_link *b = bucket_of(q, src, tag);
+	for (const struct pp_link *l = b->next; l != b; l = l->next) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, key);
 		if (pp_tagq_match(e->src, e->tag, e->ignore, src, tag)) {
 			best = e;
@@ -107,7 +107,7 @@ struct pp_tagq_entry *pp_tagq_find_recv_filed(const struct pp_tagq *q, uint32_t 
 		}
 	}
 	/* A wildcard posted before it (or none found) takes the message. */
-	for (const struct link *l = q->wild.next; l != &q->wild; l = l->next) {
+	for (const struct pp_link *l = q->wild.next; l != &q->wild; l = l->next) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, key);
 		if (best && e->seq > best->seq)
 			break;
@@ -121,8 +121,8 @@ struct pp_tagq_entry *pp_tagq_find_msg_filed(const struct pp_tagq *q, int32_t sr
 					     uint64_t ignore)
 {
 	if (hashable(q, src, ignore)) {
-		const struct link *b = bucket_of(q, (uint32_t)src, tag);
-		for (const struct link *l = b->next; l != b; l = l->next) {
+		const struct pp_link *b = bucket_of(q, (uint32_t)src, tag);
+		for (const struct pp_link *l = b->next; l != b; l = l->next) {
 			struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, key);
 			if (pp_tagq_match(src, tag, ignore, (uint32_t)e->src, e->tag))
 				return e;

@@ -44,26 +44,26 @@
 
 /* Embedded in what a queue holds (the engine's receives and messages). */
 struct pp_tagq_entry {
-	struct link all; /* the queue's order */
-	struct link key; /* its bucket, or the wildcard list */
-	uint64_t seq;	 /* insertion number */
-	uint64_t tag;	 /* tag (a receive's wanted tag) */
-	uint64_t ignore; /* tag bits that do not count (a message: 0) */
-	int32_t src;	 /* source rank, or PP_TAGQ_ANY */
-	uint8_t hashed;	 /* filed in a bucket */
+	struct pp_link all; /* the queue's order */
+	struct pp_link key; /* its bucket, or the wildcard list */
+	uint64_t seq;	    /* insertion number */
+	uint64_t tag;	    /* tag (a receive's wanted tag) */
+	uint64_t ignore;    /* tag bits that do not count (a message: 0) */
+	int32_t src;	    /* source rank, or PP_TAGQ_ANY */
+	uint8_t hashed;	    /* filed in a bucket */
 };
 
 struct pp_tagq {
-	struct link all;     /* every entry, in insertion order */
-	struct link wild;    /* entries not hashed, in insertion order */
-	struct link *bucket; /* nbucket heads, each in insertion order */
-	uint32_t nbucket;    /* a power of two */
-	uint64_t mask;	     /* tag bits in the key */
-	uint64_t seq;	     /* the next insertion number */
-	uint64_t narrowed;   /* times the mask narrowed */
-	uint32_t n;	     /* entries */
-	uint8_t filed;	     /* entries are in buckets and wild (it was deeper than
-			      * PP_TAGQ_LIST_MAX once) */
+	struct pp_link all;	/* every entry, in insertion order */
+	struct pp_link wild;	/* entries not hashed, in insertion order */
+	struct pp_link *bucket; /* nbucket heads, each in insertion order */
+	uint32_t nbucket;	/* a power of two */
+	uint64_t mask;		/* tag bits in the key */
+	uint64_t seq;		/* the next insertion number */
+	uint64_t narrowed;	/* times the mask narrowed */
+	uint32_t n;		/* entries */
+	uint8_t filed;		/* entries are in buckets and wild (it was deeper than
+				 * PP_TAGQ_LIST_MAX once) */
 };
 
 /* A queue for up to about cap entries (buckets: cap / 2, at least 16);
@@ -101,7 +101,7 @@ static inline void pp_tagq_narrow(struct pp_tagq *q, int32_t src, uint64_t ignor
 static inline struct pp_tagq_entry *pp_tagq_walk_msg(const struct pp_tagq *q, int32_t src,
 						     uint64_t tag, uint64_t ignore)
 {
-	for (const struct link *l = q->all.next; l != &q->all; l = l->next) {
+	for (const struct pp_link *l = q->all.next; l != &q->all; l = l->next) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
 		if (pp_tagq_match(src, tag, ignore, (uint32_t)e->src, e->tag))
 			return e;
@@ -138,7 +138,7 @@ static inline struct pp_tagq_entry *pp_tagq_find_recv(const struct pp_tagq *q, u
 {
 	if (q->filed)
 		return pp_tagq_find_recv_filed(q, src, tag);
-	for (const struct link *l = q->all.next; l != &q->all; l = l->next) {
+	for (const struct pp_link *l = q->all.next; l != &q->all; l = l->next) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
 		if (pp_tagq_match(e->src, e->tag, e->ignore, src, tag))
 			return e;

@@ -26,9 +26,9 @@
 #define PROTO_BIT (1ull << 62)
 
 /* The ordered list: the reference every receive and message walks. */
-static struct pp_tagq_entry *list_find_recv(struct link *h, uint32_t src, uint64_t tag)
+static struct pp_tagq_entry *list_find_recv(struct pp_link *h, uint32_t src, uint64_t tag)
 {
-	for (struct link *l = h->next; l != h; l = l->next) {
+	for (struct pp_link *l = h->next; l != h; l = l->next) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
 		if (pp_tagq_match(e->src, e->tag, e->ignore, src, tag))
 			return e;
@@ -36,10 +36,10 @@ static struct pp_tagq_entry *list_find_recv(struct link *h, uint32_t src, uint64
 	return NULL;
 }
 
-static struct pp_tagq_entry *list_find_msg(struct link *h, int32_t src, uint64_t tag,
+static struct pp_tagq_entry *list_find_msg(struct pp_link *h, int32_t src, uint64_t tag,
 					   uint64_t ignore)
 {
-	for (struct link *l = h->next; l != h; l = l->next) {
+	for (struct pp_link *l = h->next; l != h; l = l->next) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
 		if (pp_tagq_match(src, tag, ignore, (uint32_t)e->src, e->tag))
 			return e;
@@ -49,8 +49,8 @@ static struct pp_tagq_entry *list_find_msg(struct link *h, int32_t src, uint64_t
 
 /* One pass at depth n: n entries filed, then n matched and taken, the
  * matches in the reverse order; 0, or -1 when a match went wrong. */
-static int pass(struct pp_tagq *q, struct link *list, struct pp_tagq_entry *ent, int n, int hashed,
-		int unexpected)
+static int pass(struct pp_tagq *q, struct pp_link *list, struct pp_tagq_entry *ent, int n,
+		int hashed, int unexpected)
 {
 	int bad = 0;
 	for (int i = 0; i < n; i++) {
@@ -87,7 +87,7 @@ static int pass(struct pp_tagq *q, struct link *list, struct pp_tagq_entry *ent,
 static double sample(struct pp_tagq_entry *ent, int n, int reps, int hashed, int unexpected)
 {
 	struct pp_tagq q;
-	struct link list;
+	struct pp_link list;
 	if (pp_tagq_init(&q, (uint32_t)n))
 		return -1;
 	list_init(&list);
