@@ -556,11 +556,15 @@ static void test_lite(void)
 		CU_ASSERT_EQUAL(take(1, &c), 1);
 		CU_ASSERT(c.len == 1025 && !c.error);
 		CU_ASSERT_EQUAL(take(0, &c), 1);
+		memset(r, 0xEE, sizeof(r));
+		pat_fill(s, 100, 77);
 		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r, 10, 2), 0);
 		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 9, s, 100, 1), 0);
 		ring_pump();
 		CU_ASSERT_EQUAL(take(1, &c), 1);
 		CU_ASSERT(c.len == 100 && c.error == -EMSGSIZE);
+		CU_ASSERT(pat_check(r, 10, 77)); /* what fits, and not a byte more */
+		CU_ASSERT_EQUAL(r[10], 0xEE);
 		world_fini();
 	}
 }
@@ -650,6 +654,77 @@ static void test_lite_held(void)
 	world_fini();
 }
 
+/* Receive-queue hooks that only count (no sender writes): what the engine
+ * publishes, takes back and withdraws. */
+static int rq_posted, rq_taken, rq_withdrawn;
+static int rq_post_count(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void *buf,
+			 uint64_t cap, uint32_t msg_next)
+{
+	(void)arg, (void)src, (void)tag, (void)ignore, (void)buf, (void)cap, (void)msg_next;
+	return rq_posted++;
+}
+static int rq_take_count(void *arg, uint32_t src, int slot, uint32_t msg_id, int written)
+{
+	(void)arg, (void)src, (void)slot, (void)msg_id;
+	CU_ASSERT_FALSE(written);
+	rq_taken++;
+	return 0;
+}
+static int rq_withdraw_count(void *arg, uint32_t src, int slot)
+{
+	(void)arg, (void)src, (void)slot;
+	rq_withdrawn++;
+	return 0;
+}
+static int rq_write_none(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, const void *buf,
+			 uint64_t len)
+{
+	(void)arg, (void)dst, (void)msg_id, (void)tag, (void)buf, (void)len;
+	return -ENOTSUP;
+}
+
+/* A lite message for a receive the engine published to its sender (longer
+ * than what is pushed whole): the published entry is taken back before the
+ * receive completes, so the sender can never write into it afterwards; a
+ * receive no longer than that is not published and completes at once. */
+static void test_lite_published(void)
+{
+	static uint8_t s[64], big[64 << 10], small[64];
+	struct pp_proto_cpl c;
+	memset(&w, 0, sizeof(w));
+	memset(q, 0, sizeof(q));
+	w.now = 1000;
+	rq_posted = rq_taken = rq_withdrawn = 0;
+	struct pp_proto_conf conf;
+	node_mate_conf(&conf);
+	conf.mtu = 1500;
+	conf.hooks.lite_reserve = lite_reserve;
+	conf.hooks.lite_commit = lite_commit;
+	conf.hooks.rq_post = rq_post_count;
+	conf.hooks.rq_take = rq_take_count;
+	conf.hooks.rq_withdraw = rq_withdraw_count;
+	conf.hooks.rq_write = rq_write_none;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
+	pat_fill(s, 64, 5);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, big, sizeof(big), 2), 0);
+	CU_ASSERT_EQUAL(rq_posted, 1);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, 64, 1), 0);
+	CU_ASSERT_EQUAL(q[0].lites, 1);
+	ring_pump();
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT(c.cookie == 2 && c.len == 64 && !c.error && pat_check(big, 64, 5));
+	CU_ASSERT_EQUAL(rq_taken, 1); /* taken back as it matched */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, small, sizeof(small), 3), 0);
+	CU_ASSERT_EQUAL(rq_posted, 1); /* pushed whole: not published */
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, 64, 1), 0);
+	ring_pump();
+	CU_ASSERT_EQUAL(take(1, &c), 1);
+	CU_ASSERT(c.cookie == 3 && c.len == 64 && !c.error && pat_check(small, 64, 5));
+	CU_ASSERT_EQUAL(rq_taken, 1);
+	CU_ASSERT_EQUAL(rq_withdrawn, 0);
+	world_fini();
+}
+
 /* lite_max above one frame's payload (MTU 576: 500 bytes): a message
  * longer than a frame goes sequenced, whole and intact, not as a record the
  * receiver would drop. */
@@ -722,6 +797,7 @@ static CU_TestInfo tests[] = {
     {"lite: held at the ring's head without room; credit spent", test_lite_held},
     {"lite: never from a port", test_lite_not_wire},
     {"lite: no record longer than a frame", test_lite_frame_bound},
+    {"lite: a published receive is taken back as it matches", test_lite_published},
     CU_TEST_INFO_NULL,
 };
 
