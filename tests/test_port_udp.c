@@ -4,12 +4,15 @@
  * message saying why; and, over 127.0.0.1 in this process, ports exchanging
  * frames of several sizes byte for byte, bursts of 32, broadcasts reaching
  * every peer of the list (and not the sender), and datagrams that lie about
- * their source, are not ours or not 0x88B5 dropped and counted. No
+ * their source, are not ours or not 0x88B5 dropped and counted; with UDP_GRO
+ * (the default) GSO sends arriving coalesced, copied apart into frames,
+ * checked segment by segment, and kept when the pool runs short. No
  * privilege needed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,24 +89,42 @@ static void test_mac_vectors(void)
 
 /* --- device strings ---------------------------------------------------------- */
 
+/* The log (stderr) at level into a file from log_begin to log_end, which
+ * reads it into msg. */
+struct logcap {
+	int fd, saved;
+	char path[32];
+};
+
+static void log_begin(struct logcap *c, const char *level)
+{
+	snprintf(c->path, sizeof(c->path), "/tmp/test_port_udp_XXXXXX");
+	c->fd = mkstemp(c->path);
+	c->saved = dup(STDERR_FILENO);
+	fflush(stderr);
+	dup2(c->fd, STDERR_FILENO);
+	pp_log_set_level(level);
+}
+
+static void log_end(struct logcap *c, char *msg, size_t len)
+{
+	pp_log_set_level("off");
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	ssize_t n = pread(c->fd, msg, len - 1, 0);
+	msg[n > 0 ? n : 0] = '\0';
+	close(c->fd);
+	unlink(c->path);
+}
+
 /* Open dev with errors logged into msg: the result of pp_port_open. */
 static int open_logged(const char *dev, struct pp_port **p, char *msg, size_t len)
 {
-	char path[] = "/tmp/test_port_udp_XXXXXX";
-	int fd = mkstemp(path);
-	int saved = dup(STDERR_FILENO);
-	fflush(stderr);
-	dup2(fd, STDERR_FILENO);
-	pp_log_set_level("error");
+	struct logcap c;
+	log_begin(&c, "error");
 	int rc = pp_port_open(p, dev, NULL);
-	pp_log_set_level("off");
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	ssize_t n = pread(fd, msg, len - 1, 0);
-	msg[n > 0 ? n : 0] = '\0';
-	close(fd);
-	unlink(path);
+	log_end(&c, msg, len);
 	return rc;
 }
 
@@ -137,6 +158,8 @@ static void test_bad_strings(void)
 	    {"udp:127.0.0.1:50000,mtu=70000", -EINVAL, "mtu= wants the link MTU"},
 	    {"udp:127.0.0.1:50000,mtu=1500x", -EINVAL, "mtu= wants the link MTU"},
 	    {"udp:127.0.0.1:50000,gso=2", -EINVAL, "unknown or empty option"},
+	    {"udp:127.0.0.1:50000,gro=", -EINVAL, "unknown or empty option"},
+	    {"udp:127.0.0.1:50000,gro=on", -EINVAL, "gro=0|1"},
 	    /* TEST-NET-2: an address no interface here has */
 	    {"udp:198.51.100.7:50000", -ENODEV, "no interface here has that address"},
 	};
@@ -196,6 +219,15 @@ static void close_ports(struct pp_port **p, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		pp_port_close(p[i]);
+}
+
+/* Two ports (open_ports) and their infos: 0 or its error. */
+static int open_pair(struct pp_port **p, struct pp_port_info *in, const char *extra)
+{
+	int rc = open_ports(p, 2, extra, NULL);
+	for (unsigned i = 0; rc == 0 && i < 2; i++)
+		pp_port_info(p[i], &in[i]);
+	return rc;
 }
 
 static uint8_t pattern(unsigned seed, unsigned i)
@@ -456,20 +488,30 @@ static int plain_socket(unsigned *port)
 	return -1;
 }
 
-static void test_spoofed_dropped(void)
+/* A plain socket on 127.0.0.1, on a port of the range: its MAC in own_mac,
+ * and in *to the address of the port whose MAC is to_mac. */
+static int plain_sender(const uint8_t to_mac[6], uint8_t own_mac[6], struct sockaddr_in *to)
+{
+	unsigned port = 0;
+	int s = plain_socket(&port);
+	struct sockaddr_in own = addr("127.0.0.1", port);
+	pp_udp_mac_encode(&own, own_mac);
+	CU_ASSERT_EQUAL(pp_udp_mac_decode(to_mac, to), 0);
+	return s;
+}
+
+/* With and without UDP_GRO: what does not pass is dropped either way (with
+ * it, a datagram too long for a slot lands whole in a staging buffer). */
+static void spoofed_dropped(const char *opt)
 {
 	struct pp_port *p[2];
-	CU_ASSERT_EQUAL_FATAL(open_ports(p, 2, NULL, NULL), 0);
 	struct pp_port_info in[2];
-	pp_port_info(p[0], &in[0]);
-	pp_port_info(p[1], &in[1]);
-	unsigned port = 0, low = 0;
-	int s = plain_socket(&port);
-	CU_ASSERT_FATAL(s >= 0);
-	struct sockaddr_in own = addr("127.0.0.1", port), to;
+	CU_ASSERT_EQUAL_FATAL(open_pair(p, in, opt), 0);
+	struct sockaddr_in to;
 	uint8_t own_mac[6];
-	pp_udp_mac_encode(&own, own_mac);
-	CU_ASSERT_EQUAL(pp_udp_mac_decode(in[1].mac, &to), 0);
+	int s = plain_sender(in[1].mac, own_mac, &to);
+	CU_ASSERT_FATAL(s >= 0);
+	unsigned low = 0;
 
 	uint8_t f[300];
 	struct pp_buf fb = {.data = f, .cap = sizeof(f)};
@@ -520,6 +562,251 @@ static void test_spoofed_dropped(void)
 	close_ports(p, 2);
 }
 
+static void test_spoofed_dropped(void)
+{
+	spoofed_dropped(NULL);
+}
+
+static void test_spoofed_dropped_no_gro(void)
+{
+	spoofed_dropped(",gro=0");
+}
+
+/* --- UDP_GRO: coalesced datagrams copied apart -------------------------------- */
+
+/* A run: 40 frames of the whole buffer (8958 + 14 bytes at loopback's
+ * default MTU) and a short last one, sent with one tx_burst: GSO sends of 7,
+ * 7, 7, 7, 7 and 5 + 1 frames (64 KiB each at most). */
+#define RUN_N 41
+
+static unsigned run_len(const struct pp_port_info *in, unsigned i)
+{
+	return i + 1 < RUN_N ? in->buf_cap : 700;
+}
+
+static void send_run(struct pp_port *tx, const struct pp_port_info *in, unsigned seed)
+{
+	struct pp_buf *b[RUN_N];
+	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(tx, b, RUN_N), RUN_N);
+	for (unsigned i = 0; i < RUN_N; i++)
+		fill(b[i], in[1].mac, in[0].mac, run_len(in, i), seed + i);
+	CU_ASSERT_EQUAL_FATAL(pp_port_tx_burst(tx, 0, b, RUN_N), RUN_N);
+}
+
+/* The k frames just received are the run's next ones, from *got on. */
+static void check_run(const struct pp_port_info *in, struct pp_buf **r, unsigned k, unsigned *got,
+		      unsigned seed)
+{
+	for (unsigned j = 0; j < k; j++, (*got)++) {
+		CU_ASSERT_FATAL(*got < RUN_N);
+		CU_ASSERT(frame_ok(r[j], in[1].mac, in[0].mac, run_len(in, *got), seed + *got));
+	}
+}
+
+/* Wait up to 10 ms for rx's descriptor: 1 readable. */
+static int readable(struct pp_port *rx)
+{
+	struct pollfd pfd = {.fd = pp_port_wait_fd(rx), .events = POLLIN};
+	return poll(&pfd, 1, 10) > 0;
+}
+
+/* The rest of a run from p[0] (from frame got on), received by p[1] in
+ * calls of up to per frames, each handed back at once: in order, every one.
+ * Returns the calls that brought frames, the most one brought in *most. */
+static unsigned recv_run(struct pp_port *rx, const struct pp_port_info *in, unsigned seed,
+			 unsigned per, unsigned got, unsigned *most)
+{
+	struct pp_buf *r[64];
+	unsigned calls = 0;
+	*most = 0;
+	for (int waited = 0; got < RUN_N && waited <= 2000;) {
+		unsigned k = pp_port_rx_burst(rx, 0, r, per);
+		CU_ASSERT(k <= per);
+		check_run(in, r, k, &got, seed);
+		pp_port_free(rx, r, k);
+		calls += k > 0;
+		*most = k > *most ? k : *most;
+		if (!k && !readable(rx))
+			waited += 10;
+	}
+	CU_ASSERT_EQUAL(got, RUN_N);
+	return calls;
+}
+
+/* Two runs from one port to another (opt for both), received in calls of
+ * up to per frames: exactly those frames, in order, byte for byte. With
+ * GRO each GSO send arrives as one coalesced datagram (the close message
+ * counts them), without it as RUN_N datagrams the kernel cut apart. */
+static void gro_runs(const char *opt, unsigned per)
+{
+	int gro = !opt || !strstr(opt, "gro=0");
+	struct pp_port *p[2];
+	struct pp_port_info in[2];
+	struct logcap c;
+	char msg[2048];
+	log_begin(&c, "info");
+	int rc = open_pair(p, in, opt);
+	log_end(&c, msg, sizeof(msg));
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, gro ? "GSO on, GRO on" : "GSO on, GRO off"));
+	CU_ASSERT_EQUAL_FATAL(in[0].buf_cap, 8958 + 14);
+	for (unsigned round = 0; round < 2; round++) {
+		unsigned most; /* how many a call brings depends on the timing */
+		send_run(p[0], in, 100 * round);
+		recv_run(p[1], in, 100 * round, per, 0, &most);
+	}
+	struct pp_buf *r[1024];
+	CU_ASSERT_EQUAL(rx_wait(p[1], r, 1, 50), 0); /* nothing more */
+	struct pp_port_stats st;
+	pp_port_stats(p[1], &st);
+	CU_ASSERT_EQUAL(st.rx_frames, 2 * RUN_N);
+	CU_ASSERT_EQUAL(st.rx_bytes, 2 * ((RUN_N - 1) * in[0].buf_cap + 700));
+	CU_ASSERT_EQUAL(st.rx_dropped, 0);
+	pp_port_stats(p[0], &st);
+	CU_ASSERT_EQUAL(st.tx_frames, 2 * RUN_N);
+	/* Every slot back in the pool. */
+	CU_ASSERT_EQUAL(pp_port_alloc(p[1], r, 1024), 1024);
+	pp_port_free(p[1], r, 1024);
+	log_begin(&c, "info");
+	pp_port_close(p[1]);
+	log_end(&c, msg, sizeof(msg));
+	if (gro) {
+		if (!strstr(msg, "GRO: 12 coalesced datagrams held 82 frames"))
+			fprintf(stderr, "close said: %s\n", msg);
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "GRO: 12 coalesced datagrams held 82 frames"));
+	} else {
+		CU_ASSERT_PTR_NULL(strstr(msg, "coalesced"));
+	}
+	pp_port_close(p[0]);
+}
+
+static void test_gro(void)
+{
+	gro_runs(NULL, 64);
+}
+
+/* Calls smaller than a coalesced datagram: the rest waits for the next. */
+static void test_gro_small_calls(void)
+{
+	gro_runs(NULL, 5);
+}
+
+static void test_gro_off(void)
+{
+	gro_runs(",gro=0", 64);
+}
+
+/* The receiver's pool short of slots when a run arrives: none free (nothing
+ * taken, nothing lost); then 3, which the first call fills, leaving the
+ * rest of its datagrams staged; held, nothing more comes; handed back after
+ * each call, the rest arrives, in order, over many calls. */
+static void test_gro_pool_short(void)
+{
+	struct pp_port *p[2];
+	struct pp_port_info in[2];
+	CU_ASSERT_EQUAL_FATAL(open_pair(p, in, NULL), 0);
+	static struct pp_buf *hold[4096];
+	unsigned held = pp_port_alloc(p[1], hold, 4096);
+	CU_ASSERT_FATAL(held > 3 && held < 4096);
+	send_run(p[0], in, 7);
+	for (int t = 0; t < 200 && !readable(p[1]); t++)
+		;
+	struct pp_buf *r[32];
+	CU_ASSERT_EQUAL(pp_port_rx_burst(p[1], 0, r, 32), 0);
+	held -= 3;
+	pp_port_free(p[1], hold + held, 3);
+	unsigned got = 0, most;
+	CU_ASSERT_EQUAL_FATAL(pp_port_rx_burst(p[1], 0, r, 32), 3);
+	check_run(in, r, 3, &got, 7);
+	CU_ASSERT_EQUAL(pp_port_rx_burst(p[1], 0, r + 3, 29), 0); /* slots held */
+	pp_port_free(p[1], r, 3);
+	CU_ASSERT(recv_run(p[1], in, 7, 32, got, &most) >= (RUN_N - 3 + 2) / 3);
+	CU_ASSERT_EQUAL(most, 3);
+	CU_ASSERT_EQUAL(rx_wait(p[1], r, 1, 50), 0);
+	struct pp_port_stats st;
+	pp_port_stats(p[1], &st);
+	CU_ASSERT_EQUAL(st.rx_frames, RUN_N);
+	CU_ASSERT_EQUAL(st.rx_dropped, 0);
+	CU_ASSERT(st.alloc_failed >= 2);
+	pp_port_free(p[1], hold, held);
+	close_ports(p, 2);
+}
+
+/* Segments of one coalesced datagram checked each on its own: from a plain
+ * socket sending with UDP_SEGMENT, ten frames of 1000 bytes (the last 500)
+ * of which the fourth claims p[0]'s MAC and the eighth is not 0x88B5: just
+ * those two dropped. Then two segments longer than a slot: both dropped.
+ * Without GRO the kernel cuts them apart first: the same result. */
+static void gro_bad_segments(const char *opt)
+{
+	int gro = !opt;
+	struct pp_port *p[2];
+	struct pp_port_info in[2];
+	CU_ASSERT_EQUAL_FATAL(open_pair(p, in, opt), 0);
+	struct sockaddr_in to;
+	uint8_t own_mac[6];
+	int s = plain_sender(in[1].mac, own_mac, &to);
+	CU_ASSERT_FATAL(s >= 0);
+
+	static uint8_t buf[20000];
+	for (unsigned i = 0; i < 10; i++) {
+		struct pp_buf fb = {.data = buf + 1000 * i, .cap = 1000};
+		fill(&fb, in[1].mac, i == 3 ? in[0].mac : own_mac, i < 9 ? 1000 : 500, 50 + i);
+	}
+	buf[7 * 1000 + 13] = 0x00;
+	int seg = 1000;
+	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
+	CU_ASSERT_EQUAL(sendto(s, buf, 9500, 0, (struct sockaddr *)&to, sizeof(to)), 9500);
+	struct pp_buf *r[10];
+	CU_ASSERT_EQUAL_FATAL(rx_wait(p[1], r, 8, 2000), 8);
+	for (unsigned i = 0, j = 0; i < 10; i++)
+		if (i != 3 && i != 7) {
+			CU_ASSERT(frame_ok(r[j], in[1].mac, own_mac, i < 9 ? 1000 : 500, 50 + i));
+			j++;
+		}
+	pp_port_free(p[1], r, 8);
+	CU_ASSERT_EQUAL(rx_wait(p[1], r, 1, 50), 0);
+	struct pp_port_stats st;
+	pp_port_stats(p[1], &st);
+	CU_ASSERT_EQUAL(st.rx_frames, 8);
+	CU_ASSERT_EQUAL(st.rx_dropped, 2);
+
+	/* Two of 10000 bytes: a peer with a larger MTU than this port's. */
+	fill(&(struct pp_buf){.data = buf, .cap = 10000}, in[1].mac, own_mac, 10000, 1);
+	fill(&(struct pp_buf){.data = buf + 10000, .cap = 10000}, in[1].mac, own_mac, 10000, 2);
+	seg = 10000;
+	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
+	CU_ASSERT_EQUAL(sendto(s, buf, 20000, 0, (struct sockaddr *)&to, sizeof(to)), 20000);
+	CU_ASSERT_EQUAL(rx_wait(p[1], r, 1, 100), 0);
+	pp_port_stats(p[1], &st);
+	CU_ASSERT_EQUAL(st.rx_frames, 8);
+	CU_ASSERT_EQUAL(st.rx_dropped, 4);
+	close(s);
+
+	struct logcap c;
+	char msg[2048];
+	log_begin(&c, "info");
+	pp_port_close(p[1]);
+	log_end(&c, msg, sizeof(msg));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "dropped 1 spoofed, 3 malformed, 0 misaddressed"));
+	if (gro) {
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "GRO: 2 coalesced datagrams held 12 frames"));
+	} else {
+		CU_ASSERT_PTR_NULL(strstr(msg, "coalesced"));
+	}
+	pp_port_close(p[0]);
+}
+
+static void test_gro_bad_segments(void)
+{
+	gro_bad_segments(NULL);
+}
+
+static void test_gro_bad_segments_off(void)
+{
+	gro_bad_segments(",gro=0");
+}
+
 static void test_port_taken(void)
 {
 	struct pp_port *p[1], *q = (struct pp_port *)0x1;
@@ -561,6 +848,17 @@ static CU_TestInfo io_tests[] = {
     {"broadcast reaches every peer once", test_broadcast},
     {"peer file", test_peerfile},
     {"spoofed, misaddressed, malformed dropped", test_spoofed_dropped},
+    {"the same with gro=0", test_spoofed_dropped_no_gro},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo gro_tests[] = {
+    {"GSO runs arrive coalesced, copied apart exactly", test_gro},
+    {"the same, in calls of 5 frames", test_gro_small_calls},
+    {"runs with gro=0", test_gro_off},
+    {"pool short of slots: every frame over many calls", test_gro_pool_short},
+    {"bad segments of a coalesced datagram dropped alone", test_gro_bad_segments},
+    {"bad segments with gro=0", test_gro_bad_segments_off},
     CU_TEST_INFO_NULL,
 };
 
@@ -568,6 +866,7 @@ static CU_SuiteInfo suites[] = {
     {"udp_mac", setup, NULL, NULL, NULL, mac_tests},
     {"udp_open", setup, NULL, NULL, NULL, open_tests},
     {"udp_io", setup, NULL, NULL, NULL, io_tests},
+    {"udp_gro", setup, NULL, NULL, NULL, gro_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -177,8 +177,12 @@ static int parse_option(const char *dev, struct pp_udp_dev *d, const char *s, si
 		d->no_gso = *v == '0';
 		return 0;
 	}
+	if (eq && klen == 3 && memcmp(s, "gro", 3) == 0 && vlen == 1 && (*v == '0' || *v == '1')) {
+		d->no_gro = *v == '0';
+		return 0;
+	}
 	pp_err("udp:%s: unknown or empty option '%.*s' (peers=LIST, peerfile=PATH, mtu=N, "
-	       "gso=0|1)",
+	       "gso=0|1, gro=0|1)",
 	       dev, (int)n, s);
 	return -EINVAL;
 }

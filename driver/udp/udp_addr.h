@@ -55,13 +55,14 @@ static inline int pp_udp_mac_decode(const uint8_t mac[6], struct sockaddr_in *ad
 }
 
 /* A parsed device string
- * "ADDR:PORT[,peers=LIST][,peerfile=PATH][,mtu=N][,gso=0|1]". */
+ * "ADDR:PORT[,peers=LIST][,peerfile=PATH][,mtu=N][,gso=0|1][,gro=0|1]". */
 struct pp_udp_dev {
 	struct sockaddr_in self;   /* port 0: pick a free one in the range */
 	struct sockaddr_in *peers; /* where broadcasts go (self may be among them) */
 	unsigned nb_peers;
 	unsigned mtu; /* link MTU (IP datagram bytes); 0: the interface's */
 	int no_gso;   /* gso=0: one datagram per send */
+	int no_gro;   /* gro=0: no coalesced datagrams on receive */
 };
 
 /*

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The UDP backend ("udp:ADDR:PORT[,peers=...][,peerfile=...][,mtu=N]"):
+ * The UDP backend ("udp:ADDR:PORT[,peers=...][,peerfile=...][,mtu=N][,gso=0][,gro=0]"):
  * Ethernet frames carried whole, one per UDP/IPv4 datagram, through a kernel
  * socket. No privilege needed, and frames cross routers.
  *
@@ -17,6 +17,12 @@
  * socket nonblocking, so the hot path makes no allocation and one system
  * call per burst; frames of one size to one peer leave as one GSO send
  * (tx_run; gso=0 turns it off).
+ *
+ * With UDP_GRO (gro=0 turns it off) the kernel hands a GSO send, or a run
+ * of equal datagrams it coalesced itself, to recvmmsg as one datagram of up
+ * to 64 KiB: too big for a slot. So with GRO every datagram is received
+ * into staging buffers made at open and copied apart into slots, each inner
+ * datagram checked as if it came alone (gro_rx_burst).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,6 +47,7 @@
 #define SOCK_BUF      (4u << 20)
 #define GSO_MAX_SEGS  64    /* datagrams per GSO send (the kernel's UDP_MAX_SEGMENTS) */
 #define GSO_MAX_BYTES 65507 /* bytes per GSO send: one IPv4 datagram's payload */
+#define GRO_MAX_BYTES 65536 /* a coalesced datagram: the kernel's GRO stops below 64 KiB */
 
 /* Why received datagrams were dropped (logged at close, summed in
  * rx_dropped). */
@@ -48,6 +55,27 @@ struct udp_drops {
 	uint64_t spoofed;   /* source MAC is not the address it came from */
 	uint64_t malformed; /* shorter than a header, not 0x88B5, truncated */
 	uint64_t misaddr;   /* destination MAC neither ours nor a group */
+};
+
+/* Datagrams received with UDP_GRO, waiting to be copied apart into slots.
+ * One recvmmsg fills it; what one call cannot place (the pool ran short, the
+ * caller's burst is full) stays for the next, ahead of anything newer in the
+ * socket: a frame received is never dropped for want of a slot. */
+struct udp_stage {
+	uint8_t *mem;			/* UDP_BURST buffers of GRO_MAX_BYTES */
+	struct mmsghdr msgs[UDP_BURST]; /* pointing at them, made at open */
+	struct iovec iov[UDP_BURST];
+	struct sockaddr_in from[UDP_BURST];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl[UDP_BURST];
+	uint32_t seg[UDP_BURST]; /* each one's segment size (its length when not coalesced) */
+	unsigned nb;		 /* datagrams in it */
+	unsigned next;		 /* the first not yet wholly copied */
+	uint32_t off;		 /* where its next segment begins */
+	uint64_t coalesced;	 /* datagrams that held several (logged at close) */
+	uint64_t segs;		 /* the datagrams they held */
 };
 
 struct udp_port {
@@ -58,6 +86,7 @@ struct udp_port {
 	struct sockaddr_in *peers; /* broadcast targets, self left out */
 	unsigned nb_peers;
 	int gso;		/* 1: tx_run groups frames with UDP_SEGMENT */
+	struct udp_stage *gro;	/* UDP_GRO on: its staging buffers; NULL: off */
 	struct pp_bufpool pool; /* its buffers (bufpool.h) */
 	struct pp_port_info info;
 	struct pp_port_stats st;
@@ -73,9 +102,15 @@ static void udp_port_close(struct pp_port *port)
 			p->name, (unsigned long long)p->drops.spoofed,
 			(unsigned long long)p->drops.malformed,
 			(unsigned long long)p->drops.misaddr);
+	if (p->gro && p->gro->coalesced)
+		pp_info("%s: GRO: %llu coalesced datagrams held %llu frames", p->name,
+			(unsigned long long)p->gro->coalesced, (unsigned long long)p->gro->segs);
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p->peers);
+	if (p->gro)
+		free(p->gro->mem);
+	free(p->gro);
 	pp_bufpool_fini(&p->pool);
 	free(p);
 }
@@ -153,6 +188,26 @@ static int setup_pool(struct udp_port *p, const struct pp_port_conf *conf, uint3
 	return pp_bufpool_init(&p->pool, n < POOL_DEFAULT ? POOL_DEFAULT : n, cap, p);
 }
 
+/* UDP_GRO's staging buffers, and the receive headers pointing at them. */
+static int setup_stage(struct udp_port *p)
+{
+	struct udp_stage *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	p->gro = g; /* freed at close, even half made */
+	g->mem = malloc((size_t)UDP_BURST * GRO_MAX_BYTES);
+	if (!g->mem)
+		return -ENOMEM;
+	for (unsigned i = 0; i < UDP_BURST; i++) {
+		g->iov[i] = (struct iovec){g->mem + (size_t)i * GRO_MAX_BYTES, GRO_MAX_BYTES};
+		g->msgs[i].msg_hdr = (struct msghdr){.msg_name = &g->from[i],
+						     .msg_iov = &g->iov[i],
+						     .msg_iovlen = 1,
+						     .msg_control = g->ctl[i].buf};
+	}
+	return 0;
+}
+
 /* Errors: -EINVAL bad string, -ENODEV address not here, -EADDRINUSE,
  * -ENOMEM, -errno of socket(). */
 static int udp_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
@@ -180,6 +235,10 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 		goto fail;
 	int zero = 0; /* kernels before 4.18 have no UDP_SEGMENT */
 	p->gso = !d.no_gso && setsockopt(p->fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+	int one = 1; /* kernels before 5.0 have no UDP_GRO: run without */
+	if (!d.no_gro && setsockopt(p->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0 &&
+	    (rc = setup_stage(p)))
+		goto fail;
 	pp_udp_mac_encode(&p->self, p->mac);
 	char ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &p->self.sin_addr, ip, sizeof(ip));
@@ -223,8 +282,9 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 	snprintf(p->info.driver, sizeof(p->info.driver), "udp");
 	if (conf->nb_queues > 1)
 		pp_info("%s: one queue pair only (%u asked)", p->name, conf->nb_queues);
-	pp_info("%s: mtu %u (link %u%s%s), %u peers, GSO %s", p->name, p->info.mtu, mtu,
-		ifname[0] ? ", " : "", ifname, p->nb_peers, p->gso ? "on" : "off");
+	pp_info("%s: mtu %u (link %u%s%s), %u peers, GSO %s, GRO %s", p->name, p->info.mtu, mtu,
+		ifname[0] ? ", " : "", ifname, p->nb_peers, p->gso ? "on" : "off",
+		p->gro ? "on" : "off");
 	if (!p->nb_peers)
 		pp_info("%s: no peers (peers=, peerfile=): broadcasts reach nobody", p->name);
 	*port = &p->base;
@@ -296,6 +356,90 @@ static int rx_check(struct udp_port *p, const uint8_t *f, unsigned len, int flag
 	return 0;
 }
 
+/* Up to n datagrams from the socket into the stage (empty before): how
+ * many. Each one's segment size comes from its UDP_GRO message. */
+static unsigned gro_recv(struct udp_port *p, unsigned n)
+{
+	struct udp_stage *g = p->gro;
+	for (unsigned i = 0; i < n; i++) { /* the kernel wrote over these */
+		g->msgs[i].msg_hdr.msg_namelen = sizeof(g->from[i]);
+		g->msgs[i].msg_hdr.msg_controllen = sizeof(g->ctl[i].buf);
+	}
+	int r = recvmmsg(p->fd, g->msgs, n, MSG_DONTWAIT, NULL);
+	if (r <= 0)
+		return 0;
+	for (unsigned i = 0; i < (unsigned)r; i++) {
+		struct msghdr *h = &g->msgs[i].msg_hdr;
+		uint32_t len = g->msgs[i].msg_len;
+		int gso = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+			if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO)
+				memcpy(&gso, CMSG_DATA(c), sizeof(gso));
+		/* Never 0 unless the datagram is empty: gro_drain moves on by it. */
+		g->seg[i] = gso > 0 && (uint32_t)gso < len ? (uint32_t)gso : len;
+		if (g->seg[i] < len) {
+			g->coalesced++;
+			g->segs += (len + g->seg[i] - 1) / g->seg[i];
+		}
+	}
+	g->nb = (unsigned)r;
+	g->next = 0;
+	g->off = 0;
+	return (unsigned)r;
+}
+
+/* Copy staged datagrams apart into free slots, in order, up to n frames:
+ * every segment is one whole frame, checked on its own as a datagram from
+ * the same address. Stops when the pool is empty; the rest stays. */
+static unsigned gro_drain(struct udp_port *p, struct pp_buf **bufs, unsigned n)
+{
+	struct udp_stage *g = p->gro;
+	unsigned got = 0;
+	while (g->next < g->nb && got < n && p->pool.nb_free) {
+		const struct mmsghdr *m = &g->msgs[g->next];
+		const uint8_t *f = (const uint8_t *)g->iov[g->next].iov_base + g->off;
+		uint32_t len = m->msg_len - g->off;
+		if (len > g->seg[g->next])
+			len = g->seg[g->next];
+		/* Longer than a slot: what receiving into slots would truncate. */
+		int flags = m->msg_hdr.msg_flags | (len > p->info.buf_cap ? MSG_TRUNC : 0);
+		if (rx_check(p, f, len, flags, &g->from[g->next]) == 0) {
+			struct pp_buf *b;
+			pp_bufpool_alloc(&p->pool, &b, 1); /* one is free: the loop's test */
+			memcpy(b->data, f, len);
+			b->len = len;
+			p->st.rx_frames++;
+			p->st.rx_bytes += len;
+			bufs[got++] = b;
+		}
+		g->off += len;
+		if (g->off >= m->msg_len) { /* this datagram is done */
+			g->next++;
+			g->off = 0;
+		}
+	}
+	return got;
+}
+
+/* rx_burst with UDP_GRO: first what an earlier call left staged, then, once
+ * the stage is empty, a recvmmsg for no more datagrams than frames may be
+ * placed (each holds at least one). */
+static unsigned gro_rx_burst(struct udp_port *p, struct pp_buf **bufs, unsigned n)
+{
+	struct udp_stage *g = p->gro;
+	if (!p->pool.nb_free) {
+		p->st.alloc_failed++;
+		return 0;
+	}
+	unsigned got = gro_drain(p, bufs, n);
+	if (g->next < g->nb || got == n || !p->pool.nb_free)
+		return got; /* no system call while frames wait here */
+	unsigned want = n - got < p->pool.nb_free ? n - got : p->pool.nb_free;
+	if (gro_recv(p, want))
+		got += gro_drain(p, bufs + got, n - got);
+	return got;
+}
+
 static unsigned udp_port_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
 				  unsigned n)
 {
@@ -303,6 +447,8 @@ static unsigned udp_port_rx_burst(struct pp_port *port, uint16_t queue, struct p
 	(void)queue;
 	if (n > UDP_BURST)
 		n = UDP_BURST;
+	if (p->gro)
+		return gro_rx_burst(p, bufs, n);
 	if (n > p->pool.nb_free) {
 		if (!p->pool.nb_free) {
 			p->st.alloc_failed++;
