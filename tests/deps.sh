@@ -10,7 +10,7 @@ pkgs=("$@")
   dpdk dpdk-dev libdpdk-dev libpcap-dev libhwloc-dev libcunit1-dev
   iproute2 bridge-utils tshark libbpf-dev python3-matplotlib libfabric-dev libfabric-bin
   openmpi-bin libopenmpi-dev hpcc
-  autoconf automake libtool libsodium-dev
+  autoconf automake libtool libsodium-dev valgrind
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -48,6 +48,7 @@ static inline int pp_udp_mac_decode(const uint8_t mac[6], struct sockaddr_in *ad
 	if ((mac[0] & 0x03) != 0x02)
 		return -EINVAL;
 	unsigned p = (unsigned)(mac[0] >> 2) << 8 | mac[1];
+	memset(addr, 0, sizeof(*addr)); /* sin_zero too: the kernel reads it */
 	addr->sin_family = AF_INET;
 	addr->sin_port = htons((uint16_t)(PP_UDP_PORT_MIN + p));
 	memcpy(&addr->sin_addr.s_addr, mac + 2, 4);
