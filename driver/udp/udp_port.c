@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "bufpool.h"
+#include "iface.h"
 #include "pp_log.h"
 #include "pp_port.h"
 #include "udp_addr.h"
@@ -279,6 +280,13 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 	p->info.nb_queues = 1;
 	p->info.buf_cap = cap;
 	p->info.link_up = up;
+	/* The link's speed, as the raw ports report theirs: the engine starts
+	 * its path rate there (rate_hint), and without one it pushes only the
+	 * configured BTPs until it has measured a rate, so a 1 KiB message
+	 * waited for a PULL. Loopback has none. */
+	struct pp_port_info li;
+	if (ifname[0] && pp_iface_query(ifname, &li, NULL, NULL) == 0)
+		p->info.speed_mbps = li.speed_mbps;
 	snprintf(p->info.driver, sizeof(p->info.driver), "udp");
 	if (conf->nb_queues > 1)
 		pp_info("%s: one queue pair only (%u asked)", p->name, conf->nb_queues);
