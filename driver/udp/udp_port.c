@@ -569,7 +569,8 @@ static unsigned tx_run(struct udp_port *p, struct pp_buf **bufs, unsigned n)
 		if (frames[j] < 2)
 			continue;
 		struct msghdr *h = &msgs[j].msg_hdr;
-		memset(&ctl[j], 0, sizeof(ctl[j])); /* CMSG_SPACE's padding goes to the kernel too */
+		memset(&ctl[j], 0,
+		       sizeof(ctl[j])); /* CMSG_SPACE's padding goes to the kernel too */
 		h->msg_control = ctl[j].buf;
 		h->msg_controllen = sizeof(ctl[j].buf);
 		struct cmsghdr *c = CMSG_FIRSTHDR(h);
