@@ -34,15 +34,15 @@
 #define PP_FI_NAME	"pp"
 #define PP_FI_PROV_VER	FI_VERSION(0, 1)
 #define PP_FI_API_VER	FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-#define PP_FI_INJECT	4096u	     /* tx_attr->inject_size */
+#define PP_FI_INJECT	4096u		      /* tx_attr->inject_size */
 #define PP_FI_QUEUE	PP_PROTO_JOB_MAX_MSGS /* tx and rx sizes: the engine's max_msgs */
-#define PP_FI_MAX_MSG	(1ull << 40) /* ep_attr->max_msg_size */
-#define PP_FI_MSG_TAG	(1ull << 63) /* untagged messages' tag, with FI_MSG */
-#define PP_FI_BINDS	8	     /* endpoints one AV or CQ serves */
-#define PP_FI_CQ_DATA	4u	     /* domain_attr->cq_data_size: the wire's data field */
-#define PP_FI_IOV_LIMIT 8u	     /* tx and rx iov_limit (iov.c) */
-#define PP_FI_IOV_SLOTS 16u	     /* an endpoint's gather and scatter buffers ... */
-#define PP_FI_IOV_SLOT	(64u << 10)  /* ... of this size; longer ones are allocated */
+#define PP_FI_MAX_MSG	(1ull << 40)	      /* ep_attr->max_msg_size */
+#define PP_FI_MSG_TAG	(1ull << 63)	      /* untagged messages' tag, with FI_MSG */
+#define PP_FI_BINDS	8		      /* endpoints one AV or CQ serves */
+#define PP_FI_CQ_DATA	4u		      /* domain_attr->cq_data_size: the wire's data field */
+#define PP_FI_IOV_LIMIT 8u		      /* tx and rx iov_limit (iov.c) */
+#define PP_FI_IOV_SLOTS 16u		      /* an endpoint's gather and scatter buffers ... */
+#define PP_FI_IOV_SLOT	(64u << 10)	      /* ... of this size; longer ones are allocated */
 #define PP_FI_RMA_CAPS	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define PP_FI_CAPS                                                                                 \
 	(FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |   \

@@ -446,7 +446,8 @@ static void test_wide_tags(void)
 	pat_fill(s, sizeof(s), 7);
 	/* Any tag of context 42, the protocol bits ignored: published, and
 	 * context 42's tag 5 with a protocol bit set is written into it. */
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, ctx, proto | 0x7fffffffull, r1, sizeof(r1), 71), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, ctx, proto | 0x7fffffffull, r1, sizeof(r1), 71),
+			0);
 	CU_ASSERT_EQUAL(w.posts, 1);
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, proto | ctx | 5, s, sizeof(s), 81), 0);
 	CU_ASSERT_EQUAL(w.writes, 1);

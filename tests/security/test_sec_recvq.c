@@ -53,8 +53,8 @@ static void test_tail_on_live(void)
 {
 	struct pp_shm_rq *q = fresh();
 	for (int i = 0; i < 3; i++)
-		CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 10 + i, 0, 0x1000u * (i + 1), PP_SHM_NO_OFFSET,
-						     100, (uint32_t)i),
+		CU_ASSERT_EQUAL_FATAL(pp_shm_rq_post(q, 10 + i, 0, 0x1000u * (i + 1),
+						     PP_SHM_NO_OFFSET, 100, (uint32_t)i),
 				      i);
 	atomic_store(&q->tail, 1);
 	CU_ASSERT_EQUAL(pp_shm_rq_post(q, 99, 0, 0xdead, PP_SHM_NO_OFFSET, 5, 7), -EPROTO);
