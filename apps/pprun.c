@@ -11,11 +11,14 @@
  * and has its output prefixed with "[rank] ". pprun exits with the first non-zero status of a rank,
  * killing the others, or 124 on --timeout.
  *
- * --dev-kind udp needs neither root nor the test bed: every rank runs here,
- * in pprun's own network namespace, with a udp: port on ADDR (--udp-addr,
- * 127.0.0.1 by default) and a UDP port of its own, and the list of every
- * rank's port for HELLO broadcasts; --nodes only names nodes then (ranks of
- * one node still talk through shared memory).
+ * --dev-kind udp needs neither root nor the test bed: without root, or with
+ * --udp-addr ADDR, every rank runs here, in pprun's own network namespace,
+ * with a udp: port on ADDR (127.0.0.1 by default) and a UDP port of its own,
+ * and the list of every rank's port for HELLO broadcasts; --nodes only names
+ * nodes then (ranks of one node still talk through shared memory). As root
+ * without --udp-addr the ranks sit in the test bed's nodes like the other
+ * kinds, each on its port's IPv4 address (testbed.sh addr), the peer list
+ * in a file.
  *
  * When pprun's stderr is a terminal, the ranks get PPRUN_TTY=1, and a
  * rank's stderr text ended by a carriage return instead of a newline is a
@@ -54,6 +57,9 @@ struct opts {
 	const char *dev_kind; /* af_xdp | af_packet | packet | pcap | udp */
 	int udp;	      /* dev_kind is udp: no namespaces, no root */
 	const char *udp_addr; /* --udp-addr */
+	int udp_addr_set;     /* --udp-addr given */
+	int udp_tb;	      /* udp on the test bed: root, no --udp-addr */
+	char peerfile[64];    /* udp_tb: every rank's address, for broadcasts */
 	unsigned udp_base;    /* rank r's UDP port is udp_base + r */
 	const char *mode;     /* passed through as PP_MODE */
 	const char *btp1, *btp2;
@@ -91,10 +97,11 @@ static void usage(FILE *f)
 	    "                        rank per node)\n"
 	    "      --dev-kind KIND   packet (our own AF_PACKET rings, no DPDK; the default as\n"
 	    "                        root) | af_packet (DPDK's net_af_packet) | af_xdp | pcap\n"
-	    "                        (libpcap) | udp (UDP sockets: no root, no test bed; every\n"
-	    "                        rank here; the default when not root)\n"
-	    "      --udp-addr ADDR   with --dev-kind udp: the IPv4 address of every rank's\n"
-	    "                        port (default 127.0.0.1)\n"
+	    "                        (libpcap) | udp (UDP sockets; as root on the test bed's\n"
+	    "                        ports' addresses, else every rank here, no root needed;\n"
+	    "                        the default when not root)\n"
+	    "      --udp-addr ADDR   with --dev-kind udp: every rank here, on this IPv4 address\n"
+	    "                        (default 127.0.0.1)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
 	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
@@ -206,6 +213,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_UDP_ADDR:
 			o->udp_addr = optarg;
+			o->udp_addr_set = 1;
 			break;
 		case 'h': {
 			char tb[PATH_MAX + 32];
@@ -257,6 +265,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		exit(2);
 	}
 	o->udp = strcmp(o->dev_kind, "udp") == 0;
+	o->udp_tb = o->udp && geteuid() == 0 && !o->udp_addr_set;
 	if (o->udp && o->daemon) {
 		fprintf(stderr, "pprun: --daemon needs the test bed; not with --dev-kind udp\n");
 		exit(2);
@@ -336,8 +345,8 @@ static int testbed_up(const struct opts *o)
 		/* Jumbo frames for af_packet and packet: a 1 MiB message in 117
 		 * frames, not 706. AF_XDP on veth cannot attach with an MTU above
 		 * a page. */
-		int jumbo =
-		    strcmp(o->dev_kind, "af_packet") == 0 || strcmp(o->dev_kind, "packet") == 0;
+		int jumbo = strcmp(o->dev_kind, "af_packet") == 0 ||
+			    strcmp(o->dev_kind, "packet") == 0 || o->udp;
 		if (!getenv("TESTBED_MTU"))
 			setenv("TESTBED_MTU", jumbo ? "9000" : "1500", 1);
 		execlp(tb, tb, "up", nodes, ports, (char *)NULL);
@@ -421,6 +430,40 @@ static void faulty(const struct opts *o, char *dev, size_t len, int seed)
 	memcpy(dev, out, (size_t)n + 1);
 }
 
+/* udp: ports on the test bed: rank r's is its port's address (testbed.sh
+ * addr NODE PORT: 10.78.NODE.PORT+1) at UDP port UDP_TB_PORT. */
+#define UDP_TB_ADDR "10.78.%d.%d"
+#define UDP_TB_PORT 50000u
+
+/* Every rank's udp: address, a line each, in a file the ranks' peerfile=
+ * names (a peers= list of 256 ranks would not fit a device string). */
+static int udp_tb_peers(struct opts *o)
+{
+	snprintf(o->peerfile, sizeof(o->peerfile), "/tmp/pprun-peers.XXXXXX");
+	int fd = mkstemp(o->peerfile);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		fprintf(stderr, "pprun: cannot write a peer file in /tmp: %s\n", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		o->peerfile[0] = 0;
+		return -1;
+	}
+	fchmod(fd, 0644); /* ranks read it, whoever they run as */
+	for (int r = 0; r < o->nranks; r++) {
+		int node, port;
+		place(o, r, &node, &port);
+		fprintf(f, UDP_TB_ADDR ":%u\n", node, port + 1, UDP_TB_PORT);
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "pprun: cannot write %s: %s\n", o->peerfile, strerror(errno));
+		unlink(o->peerfile);
+		o->peerfile[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
 /* In the child: enter the node's namespace, pin, set PP_*, exec. */
 static void child(const struct opts *o, int rank, unsigned job, uint64_t token, int out_fd,
 		  int err_fd)
@@ -428,13 +471,13 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 	int node, port;
 	char buf[256], ns[64];
 	place(o, rank, &node, &port);
-	snprintf(ns, sizeof(ns), o->udp ? "udp%d" : "ppn%d", node);
+	snprintf(ns, sizeof(ns), o->udp && !o->udp_tb ? "udp%d" : "ppn%d", node);
 	setpgid(0, 0); /* its own group, so stopping a rank stops its children */
 
 	dup2(out_fd, STDOUT_FILENO);
 	dup2(err_fd, STDERR_FILENO);
 
-	if (!o->udp) {
+	if (!o->udp || o->udp_tb) {
 		snprintf(buf, sizeof(buf), "/var/run/netns/%s", ns);
 		int fd = open(buf, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
@@ -468,6 +511,13 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 		 * of its ranks, or bind its number first. */
 		snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)token);
 		set_env("PP_TOKEN", buf);
+	} else if (o->udp_tb) {
+		/* Its port's address in its node (testbed.sh addr), every
+		 * rank's in the file. */
+		snprintf(buf, sizeof(buf), "udp:" UDP_TB_ADDR ":%u,peerfile=%s", node, port + 1,
+			 UDP_TB_PORT, o->peerfile);
+		faulty(o, buf, sizeof(buf), 1 + rank);
+		set_env("PP_DEV", buf);
 	} else if (o->udp) {
 		/* Its own UDP port, and every rank's for broadcasts. */
 		snprintf(buf, sizeof(buf), "udp:%s:%u,peers=%s:%u-%u", o->udp_addr,
@@ -759,7 +809,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	parse_opts(argc, argv, &o);
 
-	if (o.udp) {
+	if (o.udp && !o.udp_tb) {
 		if (udp_ports(&o) != 0)
 			return 2;
 	} else if (geteuid() != 0) {
@@ -767,6 +817,8 @@ int main(int argc, char **argv)
 		return 2;
 	} else if (testbed_up(&o) != 0) {
 		fprintf(stderr, "pprun: could not bring up the test bed (%d nodes)\n", o.nodes);
+		return 2;
+	} else if (o.udp_tb && udp_tb_peers(&o) != 0) {
 		return 2;
 	}
 
@@ -926,5 +978,7 @@ int main(int argc, char **argv)
 	status_clear();
 	if (o.daemon)
 		daemons_stop(dpids, o.nodes);
+	if (o.peerfile[0])
+		unlink(o.peerfile);
 	return status;
 }

@@ -23,6 +23,19 @@ done
 
 "$pprun" -n 2 --dev-kind af_packet --testbed "$tb" -- sh -c 'echo "$PP_DEV"' |
   grep -qx '\[1\] --vdev=net_af_packet0,iface=pp0' || fail "af_packet device string"
+# udp as root: the test bed's nodes, each rank on its port's address
+# (testbed.sh addr), every rank's in a peer file pprun removes at the end.
+"$pprun" -n 3 --nodes 2 --dev-kind udp --testbed "$tb" -- \
+  sh -c 'echo "$PP_NODE $PP_DEV"; cat "${PP_DEV##*peerfile=}"' > "$out"
+for want in "[0] ppn0 udp:10.78.0.1:50000,peerfile=" "[1] ppn0 udp:10.78.0.2:50000,peerfile=" \
+            "[2] ppn1 udp:10.78.1.1:50000,peerfile=" "[2] 10.78.0.2:50000"; do
+  grep -qF -- "$want" "$out" || { cat "$out"; fail "udp on the test bed: missing $want"; }
+done
+[ "$(grep -c '^\[1\] 10\.78\.' "$out")" -eq 3 ] || { cat "$out"; fail "udp peer file: want 3 lines"; }
+pf=$(sed -n 's/^\[0\] ppn0 udp:.*peerfile=//p' "$out")
+[ -n "$pf" ] && [ ! -e "$pf" ] || fail "peer file '$pf' left behind"
+[ "$("$tb" addr 1 0)" = 10.78.1.1 ] || fail "testbed.sh addr 1 0"
+ip -n ppn1 -4 -o addr show dev pp0 | grep -q "inet 10.78.1.1/16" || fail "ppn1's pp0 has no 10.78.1.1/16"
 "$pprun" -n 2 --dev-kind pcap --testbed "$tb" -- sh -c 'echo "$PP_DEV"' | grep -qx '\[1\] pcap:pp0' ||
   fail "pcap device string"
 # packet: our own AF_PACKET rings, on jumbo links like af_packet.

@@ -6,11 +6,15 @@
 #                                          until the kernel has
 #   testbed.sh status                      what is up now
 #   testbed.sh mac NODE PORT               MAC of port PORT in node NODE
+#   testbed.sh addr NODE PORT              its IPv4 address (udp: ports)
 #
 # Node i is namespace ${PREFIX}n<i> (ppn0, ppn1, ...) holding veth ports
 # pp0..pp<K-1>, one per rank that owns a port. Their other ends
 # (${PREFIX}n<i>p<j> in the root namespace) sit on bridge ${PREFIX}br0, so
 # broadcast reaches every port. MACs are fixed: 02:50:50:<node>:<port>:01.
+# Each port also has a fixed IPv4 address, 10.78.<node>.<port + 1>/16, for
+# udp: ports (pprun --dev-kind udp as root); it makes the kernel answer ARP
+# for it, and nothing else.
 # IPv6 is off on every port so the link carries only what the tests send.
 # `up` also mounts hugetlbfs on /dev/hugepages and reserves TESTBED_HUGEPAGES
 # 2 MiB pages (default 512) for DPDK.
@@ -48,6 +52,7 @@ need_root() {
 }
 
 mac() { printf '02:50:50:%02x:%02x:01' "$1" "$2"; }
+addr() { printf '10.78.%d.%d' "$1" "$(($2 + 1))"; }
 
 ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$1"; }
 
@@ -183,6 +188,7 @@ up() {
       fi
       sysctl -qw "net.ipv6.conf.$host.disable_ipv6=1" || true
       ip -n "$ns" link set "pp$j" address "$(mac "$i" "$j")" mtu "$MTU" up
+      ip -n "$ns" addr replace "$(addr "$i" "$j")/16" dev "pp$j"
       ip link set "$host" master "$BR" mtu "$MTU" up
     done
   done
@@ -267,8 +273,9 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   mac) [ $# -eq 3 ] || die "usage: $0 mac NODE PORT"; mac "$2" "$3"; echo ;;
+  addr) [ $# -eq 3 ] || die "usage: $0 addr NODE PORT"; addr "$2" "$3"; echo ;;
   -h|--help|help)
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
     ;;
-  *) echo "usage: $0 up NODES [PORTS_PER_NODE] | down | status | mac NODE PORT | --help" >&2; exit 2 ;;
+  *) echo "usage: $0 up NODES [PORTS_PER_NODE] | down | status | mac NODE PORT | addr NODE PORT | --help" >&2; exit 2 ;;
 esac

@@ -83,7 +83,10 @@
 #                   the intranode part takes the same)
 #   --dev-kind K    librt-pp's port on both sides and pp_probe's: packet (the
 #                   packet: backend, AF_PACKET rings without DPDK; the default,
-#                   as pprun's) or af_packet (DPDK's net_af_packet)
+#                   as pprun's), af_packet (DPDK's net_af_packet) or udp (udp:
+#                   ports on the test bed's port addresses, GSO and GRO; Open
+#                   MPI over pp and pp_probe, which take one device string for
+#                   both sides, are left out)
 #   --offload on|off  TCP segmentation offloads of the veth ends (default on, as
 #                   the test bed leaves them). off: TSO, GSO and GRO are turned
 #                   off on both ends of ppn0's and ppn1's pp0 for the run (and
@@ -151,7 +154,7 @@ while [ $# -gt 0 ]; do
       if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9]$ ]]; then bad "--rounds needs 1..9"; fi
       rounds=$2; shm_args+=(--rounds "$2"); shift 2 ;;
     --dev-kind)
-      case ${2:-} in af_packet | packet) ;; *) bad "--dev-kind needs af_packet or packet" ;; esac
+      case ${2:-} in af_packet | packet | udp) ;; *) bad "--dev-kind needs packet, af_packet or udp" ;; esac
       dev_kind=$2; shift 2 ;;
     --offload)
       case ${2:-} in on | off) ;; *) bad "--offload needs on or off" ;; esac
@@ -262,10 +265,14 @@ mpi_job() { # NAME SYSTEM MPIRUN-ARGS...: mpi_pingpong's rows into SYSTEM
 }
 # Over librt-pp: the provider takes the port from PP_DEV (the kind of
 # --dev-kind, as pp_probe's below), its rank and job from mpirun's environment.
-dev=--vdev=net_af_packet0,iface=pp0
-[ "$dev_kind" = af_packet ] || dev=packet:pp0
+case $dev_kind in
+  af_packet) dev=--vdev=net_af_packet0,iface=pp0 ;;
+  packet) dev=packet:pp0 ;;
+  udp) dev= ;; # each rank's differs: pprun gives them
+esac
 [ ${#ompi_pp[@]} -gt 0 ] ||
   log "$build/ofi/libpp-fi.so not built (meson -Dofi=enabled): Open MPI over pp left out"
+[ -n "$dev" ] || { ompi_pp=(); log "--dev-kind udp: Open MPI over pp and pp_probe --blast left out"; }
 # Each round takes its share of the iterations and bytes (pp_job and mpi_job
 # read iters and same). A step that fails in any round fails the run: the
 # other rounds' figures fill its points, so the tables alone would not show it.
@@ -300,7 +307,7 @@ sort_sizes
 # ppn0 sends (as rank 0 does in the window test), ppn1 counts.
 step "pp_probe --blast, MTU-sized frames, ppn0 -> ppn1, ${secs} s"
 declare -A lim
-if limit=$(budget $((secs + 40))); then
+if [ -n "$dev" ] && limit=$(budget $((secs + 40))); then
   server ppn1 1 "$tmp/blast-listen.log" timeout -k 2 "$limit" "$build/apps/pp_probe" --dev "$dev" \
     --listen --blast --wait-ms 30000
   if client ppn0 0 $((secs + 30)) "$build/apps/pp_probe" --dev "$dev" \
@@ -373,6 +380,7 @@ size_table bw "" mpi OMPI-TCP "${modes[@]}" "${ompi_pp[@]}"
 size_csv "" "${modes[@]}" mpi "${ompi_pp[@]}"
 
 echo
+if [ -n "$dev" ]; then # a raw port's (udp: has none: left out above)
 echo "# the path's ceiling: pp_probe --blast, $(val "${lim[frame]:-}")-byte frames ppn0 -> ppn1 for ${secs} s over $dev_kind"
 printf "%-32s %12s %12s %10s %14s\n" "limit" "frames/s" "MB/s" "loss %" "sent frames/s"
 printf "%-32s %12s %12s %10s %14s\n" "pp_probe --blast (payload)" "$(val "${lim[frames_per_s]:-}")" \
@@ -395,6 +403,7 @@ for s in 1048576 4194304; do
   done
   echo
 done
+fi
 
 # The summary, with the other tools: latency at 8 B (or the smallest size),
 # bandwidth at 1 MiB (or the largest).
@@ -467,7 +476,7 @@ fi
 size_complete "${modes[@]}" mpi "${ompi_pp[@]}" || missing=1
 for k in udp udp-busy tcp; do [ -n "${lat[$k]:-}" ] || missing=1; done
 [ -n "${bw[iperf]:-}" ] || missing=1
-[ -n "${lim[payload_MBps]:-}" ] || missing=1
+[ -z "$dev" ] || [ -n "${lim[payload_MBps]:-}" ] || missing=1
 [ "$failed" -eq 0 ] || missing=1
 [ "$missing" -eq 0 ] || die "some measurements failed (shown as '-', or a round's step logged above)"
 exit 0

@@ -29,10 +29,9 @@
 # usage: ports.sh [--build DIR] [--kinds A,B] [--reps N] [--iters N]
 #                 [--sizes LIST] [--probe-count N] [--csv FILE]
 #   --build DIR      build directory (default build)
-#   --kinds A,B      two of packet, af_packet, af_xdp, pcap, udp (default packet,af_packet);
-#                    udp: udp: ports on 10.77.0.1 and .2 (given to pp0 for the
-#                    run), the ranks started in the namespaces without pprun
-#                    (its udp kind keeps every rank on one host), no pp_probe
+#   --kinds A,B      two of packet, af_packet, af_xdp, pcap, udp (default packet,af_packet;
+#                    udp: the test bed's port addresses, as pprun gives them as
+#                    root; no pp_probe rows, it takes raw ports)
 #   --reps N         repetitions (default 5)
 #   --iters N        pp_pingpong iterations per point (default 1000)
 #   --sizes LIST     pp_pingpong --sizes (default 8,1k,64k,1m,4m)
@@ -75,10 +74,9 @@ for p in apps/pprun apps/pp_pingpong apps/pp_probe; do
   [ -x "$build/$p" ] || die "$build/$p not built"
 done
 tmp=$(mktemp -d /tmp/pp-ports.XXXXXX)
-lpid= addrs=
+lpid=
 cleanup() {
   [ -z "$lpid" ] || kill "$lpid" 2>/dev/null
-  [ -z "$addrs" ] || for n in 0 1; do ip -n ppn$n addr del 10.77.0.$((n + 1))/24 dev pp0 2>/dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -86,12 +84,6 @@ trap 'exit 130' INT TERM
 export TESTBED_MTU=${TESTBED_MTU:-9000}
 "$root/tests/testbed.sh" up 2 >/dev/null || die "testbed.sh up 2 failed"
 peer=$("$root/tests/testbed.sh" mac 1 0)
-if [ "$k1" = udp ] || [ "$k2" = udp ]; then
-  addrs=1
-  for n in 0 1; do
-    ip -n ppn$n addr add 10.77.0.$((n + 1))/24 dev pp0 || die "cannot give ppn$n's pp0 an address"
-  done
-fi
 res=$tmp/results # kind rep test size metric value
 : >"$res"
 
@@ -102,32 +94,11 @@ dev_of() {
   esac
 }
 
-# udp: the two ranks by hand, each in its node's namespace on its core.
-udp_job() { # OUT
-  local r rc=0 pids=() job=$((RANDOM + 1)) peers=10.77.0.1:50200+10.77.0.2:50201
-  for r in 0 1; do
-    ip netns exec ppn$r env PP_RANK=$r PP_SIZE=2 PP_JOB=$job PP_NODE=ppn$r \
-      PP_DEV=udp:10.77.0.$((r + 1)):5020$r,peers=$peers taskset -c $r timeout -k 5 800 \
-      "$build/apps/pp_pingpong" --test latency,bandwidth --sizes "$sizes" --iters "$iters" \
-      --csv "$1.csv.$r" >"$1.log.$r" 2>&1 &
-    pids+=($!)
-  done
-  for r in 0 1; do wait "${pids[$r]}" || rc=1; done
-  cat "$1.log.0" "$1.log.1" >"$1.log"
-  mv "$1.csv.0" "$1.csv" 2>/dev/null
-  return $rc
-}
-
 pingpong() { # KIND REP
   local out=$tmp/pp.$1.$2
-  if [ "$1" = udp ]; then
-    udp_job "$out"
-  else
-    timeout -k 5 900 "$build/apps/pprun" -n 2 --nodes 2 --dev-kind "$1" --timeout 800 -- \
-      "$build/apps/pp_pingpong" --test latency,bandwidth --sizes "$sizes" --iters "$iters" \
-      --csv "$out.csv" >"$out.log" 2>&1
-  fi
-  if [ $? -ne 0 ]; then
+  if ! timeout -k 5 900 "$build/apps/pprun" -n 2 --nodes 2 --dev-kind "$1" --timeout 800 -- \
+    "$build/apps/pp_pingpong" --test latency,bandwidth --sizes "$sizes" --iters "$iters" \
+    --csv "$out.csv" >"$out.log" 2>&1; then
     echo "ports.sh: pp_pingpong over $1 failed (repetition $2):" >&2
     tail -5 "$out.log" >&2
     return

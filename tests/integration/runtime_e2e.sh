@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The runtime end to end over the test bed: real processes in namespaces,
-# each rank on its own port, launched by pprun.
+# each rank on its own port, launched by pprun (udp: on the ports' IPv4
+# addresses).
 #   runtime_e2e.sh PPRUN PP_PINGPONG EXAMPLE_BIN DEV_KIND
 # 1. pp_pingpong --check in every mode, sizes 0 B .. 16 MiB + 3 at the
 #    protocol's edges (BTP1, BTP1+BTP2, MTU, ...), both directions.
@@ -44,14 +45,17 @@ echo "ok: example, 4 ranks on 2 nodes"
 # Different job keys: each rank waits for a partner that never answers.
 tb=$(dirname "$pprun")/../../tests/testbed.sh
 case $kind in
-  pcap | packet) dev=$kind:pp0 ;;
-  *) dev=--vdev=net_${kind}0,iface=pp0 ;;
+  pcap | packet) dev0=$kind:pp0 dev1=$dev0 ;;
+  udp) # the test bed's addresses (testbed.sh addr), as pprun gives them
+    peers=10.78.0.1:50000+10.78.1.1:50000
+    dev0=udp:10.78.0.1:50000,peers=$peers dev1=udp:10.78.1.1:50000,peers=$peers ;;
+  *) dev0=--vdev=net_${kind}0,iface=pp0 dev1=$dev0 ;;
 esac
 start=$SECONDS
-ip netns exec ppn0 env PP_RANK=0 PP_SIZE=2 PP_JOB=111 PP_DEV="$dev" PP_TIMEOUT_MS=1500 \
+ip netns exec ppn0 env PP_RANK=0 PP_SIZE=2 PP_JOB=111 PP_DEV="$dev0" PP_TIMEOUT_MS=1500 \
   taskset -c 0 "$example" > /tmp/pp-job-a.log 2>&1 &
 a=$!
-ip netns exec ppn1 env PP_RANK=1 PP_SIZE=2 PP_JOB=222 PP_DEV="$dev" PP_TIMEOUT_MS=1500 \
+ip netns exec ppn1 env PP_RANK=1 PP_SIZE=2 PP_JOB=222 PP_DEV="$dev1" PP_TIMEOUT_MS=1500 \
   taskset -c 1 "$example" > /tmp/pp-job-b.log 2>&1
 b=$?
 wait $a; a=$?
