@@ -17,8 +17,8 @@
  * and the list of every rank's port for HELLO broadcasts; --nodes only names
  * nodes then (ranks of one node still talk through shared memory). As root
  * without --udp-addr the ranks sit in the test bed's nodes like the other
- * kinds, each on its port's IPv4 address (testbed.sh addr), the peer list
- * in a file.
+ * kinds, one rank per node, each on its node's pp0 address (testbed.sh
+ * addr, given for the job: testbed.sh ipv4), the peer list in a file.
  *
  * When pprun's stderr is a terminal, the ranks get PPRUN_TTY=1, and a
  * rank's stderr text ended by a carriage return instead of a newline is a
@@ -98,8 +98,8 @@ static void usage(FILE *f)
 	    "      --dev-kind KIND   packet (our own AF_PACKET rings, no DPDK; the default as\n"
 	    "                        root) | af_packet (DPDK's net_af_packet) | af_xdp | pcap\n"
 	    "                        (libpcap) | udp (UDP sockets; as root on the test bed's\n"
-	    "                        ports' addresses, else every rank here, no root needed;\n"
-	    "                        the default when not root)\n"
+	    "                        ports' addresses, one rank per node, else every rank\n"
+	    "                        here, no root needed; the default when not root)\n"
 	    "      --udp-addr ADDR   with --dev-kind udp: every rank here, on this IPv4 address\n"
 	    "                        (default 127.0.0.1)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
@@ -266,6 +266,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	o->udp = strcmp(o->dev_kind, "udp") == 0;
 	o->udp_tb = o->udp && geteuid() == 0 && !o->udp_addr_set;
+	if (o->udp_tb && o->nranks != o->nodes) {
+		/* Ports of one node would share a subnet, and the kernel would
+		 * send from any of them (testbed.sh ipv4). */
+		fprintf(stderr, "pprun: --dev-kind udp on the test bed takes one rank per node "
+				"(--nodes %d for -n %d), or --udp-addr for every rank here\n",
+			o->nranks, o->nranks);
+		exit(2);
+	}
 	if (o->udp && o->daemon) {
 		fprintf(stderr, "pprun: --daemon needs the test bed; not with --dev-kind udp\n");
 		exit(2);
@@ -352,6 +360,25 @@ static int testbed_up(const struct opts *o)
 		execlp(tb, tb, "up", nodes, ports, (char *)NULL);
 		fprintf(stderr, "pprun: cannot run %s: %s (use --testbed PATH)\n", tb,
 			strerror(errno));
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* testbed.sh ipv4 on|off: the nodes' port addresses for a udp job. */
+static int testbed_ipv4(const struct opts *o, const char *onoff)
+{
+	char path[PATH_MAX + 32];
+	const char *tb = find_testbed(o, path, sizeof(path));
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execlp(tb, tb, "ipv4", onoff, (char *)NULL);
+		fprintf(stderr, "pprun: cannot run %s: %s\n", tb, strerror(errno));
 		_exit(127);
 	}
 	int st;
@@ -818,7 +845,11 @@ int main(int argc, char **argv)
 	} else if (testbed_up(&o) != 0) {
 		fprintf(stderr, "pprun: could not bring up the test bed (%d nodes)\n", o.nodes);
 		return 2;
-	} else if (o.udp_tb && udp_tb_peers(&o) != 0) {
+	} else if (o.udp_tb && (udp_tb_peers(&o) != 0 || testbed_ipv4(&o, "on") != 0)) {
+		fprintf(stderr, "pprun: could not give the test bed's ports their addresses\n");
+		if (o.peerfile[0])
+			unlink(o.peerfile);
+		testbed_ipv4(&o, "off");
 		return 2;
 	}
 
@@ -980,5 +1011,7 @@ int main(int argc, char **argv)
 		daemons_stop(dpids, o.nodes);
 	if (o.peerfile[0])
 		unlink(o.peerfile);
+	if (o.udp_tb)
+		testbed_ipv4(&o, "off"); /* Open MPI's launcher reads the ports' addresses */
 	return status;
 }

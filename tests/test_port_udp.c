@@ -807,6 +807,65 @@ static void test_gro_bad_segments_off(void)
 	gro_bad_segments(",gro=0");
 }
 
+/* Datagrams of one frame taken in their slots and coalesced ones copied
+ * apart, in one recvmmsg batch: from a plain socket, a single frame, a
+ * datagram of three segments, then two single frames, all sent before the
+ * port looks. They come out in sending order, each intact, and one
+ * datagram counts as coalesced. With gro=0: the same frames, in order. */
+static void gro_mixed(const char *opt)
+{
+	struct pp_port *p[2];
+	struct pp_port_info in[2];
+	CU_ASSERT_EQUAL_FATAL(open_pair(p, in, opt), 0);
+	struct sockaddr_in to;
+	uint8_t own_mac[6];
+	int s = plain_sender(in[1].mac, own_mac, &to);
+	CU_ASSERT_FATAL(s >= 0);
+	static uint8_t buf[6][2000];
+	static const unsigned len[6] = {300, 1200, 1200, 700, 64, 1500};
+	for (unsigned i = 0; i < 6; i++)
+		fill(&(struct pp_buf){.data = buf[i], .cap = 2000}, in[1].mac, own_mac, len[i],
+		     90 + i);
+	CU_ASSERT_EQUAL(sendto(s, buf[0], len[0], 0, (struct sockaddr *)&to, sizeof(to)),
+			(ssize_t)len[0]);
+	static uint8_t three[3 * 1200];
+	memcpy(three, buf[1], 1200);
+	memcpy(three + 1200, buf[2], 1200);
+	memcpy(three + 2400, buf[3], 700);
+	int seg = 1200;
+	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
+	CU_ASSERT_EQUAL(sendto(s, three, 3100, 0, (struct sockaddr *)&to, sizeof(to)), 3100);
+	seg = 0;
+	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
+	for (unsigned i = 4; i < 6; i++)
+		CU_ASSERT_EQUAL(sendto(s, buf[i], len[i], 0, (struct sockaddr *)&to, sizeof(to)),
+				(ssize_t)len[i]);
+	struct pp_buf *r[6];
+	CU_ASSERT_EQUAL_FATAL(rx_wait(p[1], r, 6, 2000), 6);
+	for (unsigned i = 0; i < 6; i++)
+		CU_ASSERT(frame_ok(r[i], in[1].mac, own_mac, len[i], 90 + i));
+	pp_port_free(p[1], r, 6);
+	close(s);
+	struct logcap c;
+	char msg[2048];
+	log_begin(&c, "info");
+	pp_port_close(p[1]);
+	log_end(&c, msg, sizeof(msg));
+	if (!opt)
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "GRO: 1 coalesced datagrams held 3 frames"));
+	pp_port_close(p[0]);
+}
+
+static void test_gro_mixed(void)
+{
+	gro_mixed(NULL);
+}
+
+static void test_gro_mixed_off(void)
+{
+	gro_mixed(",gro=0");
+}
+
 static void test_port_taken(void)
 {
 	struct pp_port *p[1], *q = (struct pp_port *)0x1;
@@ -859,6 +918,8 @@ static CU_TestInfo gro_tests[] = {
     {"pool short of slots: every frame over many calls", test_gro_pool_short},
     {"bad segments of a coalesced datagram dropped alone", test_gro_bad_segments},
     {"bad segments with gro=0", test_gro_bad_segments_off},
+    {"single frames in their slots and a coalesced datagram, in order", test_gro_mixed},
+    {"the same with gro=0", test_gro_mixed_off},
     CU_TEST_INFO_NULL,
 };
 

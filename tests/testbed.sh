@@ -7,14 +7,19 @@
 #   testbed.sh status                      what is up now
 #   testbed.sh mac NODE PORT               MAC of port PORT in node NODE
 #   testbed.sh addr NODE PORT              its IPv4 address (udp: ports)
+#   testbed.sh ipv4 on|off                 give pp0 of every node its address,
+#                                          or take it away
 #
 # Node i is namespace ${PREFIX}n<i> (ppn0, ppn1, ...) holding veth ports
 # pp0..pp<K-1>, one per rank that owns a port. Their other ends
 # (${PREFIX}n<i>p<j> in the root namespace) sit on bridge ${PREFIX}br0, so
 # broadcast reaches every port. MACs are fixed: 02:50:50:<node>:<port>:01.
 # Each port also has a fixed IPv4 address, 10.78.<node>.<port + 1>/16, for
-# udp: ports (pprun --dev-kind udp as root); it makes the kernel answer ARP
-# for it, and nothing else.
+# udp: ports (pprun --dev-kind udp as root), on the port only between
+# `ipv4 on` and `ipv4 off` (pprun's udp jobs): an address on the ports
+# changes what Open MPI's launcher sees of the nodes, and `up` takes a
+# leftover one away. Only pp0 gets it: ports of one node would share the
+# subnet, and the kernel would send from any of them.
 # IPv6 is off on every port so the link carries only what the tests send.
 # `up` also mounts hugetlbfs on /dev/hugepages and reserves TESTBED_HUGEPAGES
 # 2 MiB pages (default 512) for DPDK.
@@ -188,7 +193,7 @@ up() {
       fi
       sysctl -qw "net.ipv6.conf.$host.disable_ipv6=1" || true
       ip -n "$ns" link set "pp$j" address "$(mac "$i" "$j")" mtu "$MTU" up
-      ip -n "$ns" addr replace "$(addr "$i" "$j")/16" dev "pp$j"
+      ip -n "$ns" addr del "$(addr "$i" "$j")/16" dev "pp$j" 2>/dev/null || true # ipv4 off
       ip link set "$host" master "$BR" mtu "$MTU" up
     done
   done
@@ -268,14 +273,30 @@ status() {
   fi
 }
 
+# ipv4 on|off: pp0 of every node of the test bed with its address, or not.
+ipv4() {
+  need_root ipv4 "$@"
+  [ -f "$STATE" ] || die "ipv4: the test bed is not up"
+  local nodes ports i
+  read -r nodes ports <"$STATE"
+  for ((i = 0; i < nodes; i++)); do
+    if [ "$1" = on ]; then
+      ip -n "${P}n$i" addr replace "$(addr "$i" 0)/16" dev pp0 || die "ipv4: cannot give ${P}n$i/pp0 its address"
+    else
+      ip -n "${P}n$i" addr del "$(addr "$i" 0)/16" dev pp0 2>/dev/null || true
+    fi
+  done
+}
+
 case ${1:-} in
   up) shift; up "$@" ;;
   down) down ;;
   status) status ;;
   mac) [ $# -eq 3 ] || die "usage: $0 mac NODE PORT"; mac "$2" "$3"; echo ;;
   addr) [ $# -eq 3 ] || die "usage: $0 addr NODE PORT"; addr "$2" "$3"; echo ;;
+  ipv4) [ $# -eq 2 ] && [[ $2 =~ ^(on|off)$ ]] || die "usage: $0 ipv4 on|off"; ipv4 "$2" ;;
   -h|--help|help)
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
     ;;
-  *) echo "usage: $0 up NODES [PORTS_PER_NODE] | down | status | mac NODE PORT | addr NODE PORT | --help" >&2; exit 2 ;;
+  *) echo "usage: $0 up NODES [PORTS_PER_NODE] | down | status | mac NODE PORT | addr NODE PORT | ipv4 on|off | --help" >&2; exit 2 ;;
 esac
