@@ -269,8 +269,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (o->udp_tb && o->nranks != o->nodes) {
 		/* Ports of one node would share a subnet, and the kernel would
 		 * send from any of them (testbed.sh ipv4). */
-		fprintf(stderr, "pprun: --dev-kind udp on the test bed takes one rank per node "
-				"(--nodes %d for -n %d), or --udp-addr for every rank here\n",
+		fprintf(stderr,
+			"pprun: --dev-kind udp on the test bed takes one rank per node "
+			"(--nodes %d for -n %d), or --udp-addr for every rank here\n",
 			o->nranks, o->nranks);
 		exit(2);
 	}
@@ -336,13 +337,14 @@ static const char *find_testbed(const struct opts *o, char *buf, size_t len)
 	return find_tool(o->testbed, "PPRUN_TESTBED", rel, 2, "testbed.sh", buf, len);
 }
 
-static int testbed_up(const struct opts *o)
+/* Run testbed.sh VERB [A B] quietly: 0, or -EIO when it failed. For "up",
+ * jumbo frames for af_packet, packet and udp (a 1 MiB message in 117
+ * frames, not 706) unless TESTBED_MTU says; AF_XDP on veth cannot attach
+ * with an MTU above a page. */
+static int testbed_run(const struct opts *o, const char *verb, const char *a, const char *b)
 {
-	char path[PATH_MAX + 32], nodes[16], ports[16];
+	char path[PATH_MAX + 32];
 	const char *tb = find_testbed(o, path, sizeof(path));
-	snprintf(nodes, sizeof(nodes), "%d", o->nodes);
-	/* With daemons each node needs one port, the daemon's. */
-	snprintf(ports, sizeof(ports), "%d", o->daemon ? 1 : (o->nranks + o->nodes - 1) / o->nodes);
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -350,14 +352,11 @@ static int testbed_up(const struct opts *o)
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0)
 			dup2(devnull, STDOUT_FILENO);
-		/* Jumbo frames for af_packet and packet: a 1 MiB message in 117
-		 * frames, not 706. AF_XDP on veth cannot attach with an MTU above
-		 * a page. */
 		int jumbo = strcmp(o->dev_kind, "af_packet") == 0 ||
 			    strcmp(o->dev_kind, "packet") == 0 || o->udp;
-		if (!getenv("TESTBED_MTU"))
+		if (strcmp(verb, "up") == 0 && !getenv("TESTBED_MTU"))
 			setenv("TESTBED_MTU", jumbo ? "9000" : "1500", 1);
-		execlp(tb, tb, "up", nodes, ports, (char *)NULL);
+		execlp(tb, tb, verb, a, b, (char *)NULL);
 		fprintf(stderr, "pprun: cannot run %s: %s (use --testbed PATH)\n", tb,
 			strerror(errno));
 		_exit(127);
@@ -368,23 +367,19 @@ static int testbed_up(const struct opts *o)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+static int testbed_up(const struct opts *o)
+{
+	char nodes[16], ports[16];
+	snprintf(nodes, sizeof(nodes), "%d", o->nodes);
+	/* With daemons each node needs one port, the daemon's. */
+	snprintf(ports, sizeof(ports), "%d", o->daemon ? 1 : (o->nranks + o->nodes - 1) / o->nodes);
+	return testbed_run(o, "up", nodes, ports);
+}
+
 /* testbed.sh ipv4 on|off: the nodes' port addresses for a udp job. */
 static int testbed_ipv4(const struct opts *o, const char *onoff)
 {
-	char path[PATH_MAX + 32];
-	const char *tb = find_testbed(o, path, sizeof(path));
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		execlp(tb, tb, "ipv4", onoff, (char *)NULL);
-		fprintf(stderr, "pprun: cannot run %s: %s\n", tb, strerror(errno));
-		_exit(127);
-	}
-	int st;
-	if (waitpid(pid, &st, 0) < 0)
-		return -errno;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+	return testbed_run(o, "ipv4", onoff, NULL);
 }
 
 /* --dev-kind udp: nranks consecutive UDP ports free on udp_addr, from a
