@@ -128,6 +128,15 @@ static int open_logged(const char *dev, struct pp_port **p, char *msg, size_t le
 	return rc;
 }
 
+/* Close p with what it logs at info level (its drop and GRO counts) in msg. */
+static void close_logged(struct pp_port *p, char *msg, size_t len)
+{
+	struct logcap c;
+	log_begin(&c, "info");
+	pp_port_close(p);
+	log_end(&c, msg, len);
+}
+
 static void test_bad_strings(void)
 {
 	static const struct {
@@ -667,9 +676,7 @@ static void gro_runs(const char *opt, unsigned per)
 	/* Every slot back in the pool. */
 	CU_ASSERT_EQUAL(pp_port_alloc(p[1], r, 1024), 1024);
 	pp_port_free(p[1], r, 1024);
-	log_begin(&c, "info");
-	pp_port_close(p[1]);
-	log_end(&c, msg, sizeof(msg));
+	close_logged(p[1], msg, sizeof(msg));
 	if (gro) {
 		if (!strstr(msg, "GRO: 12 coalesced datagrams held 82 frames"))
 			fprintf(stderr, "close said: %s\n", msg);
@@ -783,11 +790,8 @@ static void gro_bad_segments(const char *opt)
 	CU_ASSERT_EQUAL(st.rx_dropped, 4);
 	close(s);
 
-	struct logcap c;
 	char msg[2048];
-	log_begin(&c, "info");
-	pp_port_close(p[1]);
-	log_end(&c, msg, sizeof(msg));
+	close_logged(p[1], msg, sizeof(msg));
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "dropped 1 spoofed, 3 malformed, 0 misaddressed"));
 	if (gro) {
 		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "GRO: 2 coalesced datagrams held 12 frames"));
@@ -807,11 +811,11 @@ static void test_gro_bad_segments_off(void)
 	gro_bad_segments(",gro=0");
 }
 
-/* Datagrams of one frame taken in their slots and coalesced ones copied
- * apart, in one recvmmsg batch: from a plain socket, a single frame, a
- * datagram of three segments, then two single frames, all sent before the
- * port looks. They come out in sending order, each intact, and one
- * datagram counts as coalesced. With gro=0: the same frames, in order. */
+/* Single-frame datagrams and a coalesced one, likely in one recvmmsg
+ * batch: from a plain socket, a single frame, a datagram of three
+ * segments, then two single frames, all sent before the port looks. They
+ * come out in sending order, each intact, and one datagram counts as
+ * coalesced. With gro=0: the same frames, in order. */
 static void gro_mixed(const char *opt)
 {
 	struct pp_port *p[2];
@@ -846,11 +850,8 @@ static void gro_mixed(const char *opt)
 		CU_ASSERT(frame_ok(r[i], in[1].mac, own_mac, len[i], 90 + i));
 	pp_port_free(p[1], r, 6);
 	close(s);
-	struct logcap c;
 	char msg[2048];
-	log_begin(&c, "info");
-	pp_port_close(p[1]);
-	log_end(&c, msg, sizeof(msg));
+	close_logged(p[1], msg, sizeof(msg));
 	if (!opt)
 		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "GRO: 1 coalesced datagrams held 3 frames"));
 	pp_port_close(p[0]);

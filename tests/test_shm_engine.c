@@ -459,23 +459,30 @@ static void lite_commit(void *arg, uint32_t dst, uint32_t len)
 	r->lites++;
 }
 
-static void lite_init(uint32_t max_recvs, uint32_t pushbuf)
+/* A fresh world and the node-mates' settings with the lite rings' hooks:
+ * the caller changes what its test needs, then calls local_pair. */
+static void lite_conf(struct pp_proto_conf *c)
 {
 	memset(&w, 0, sizeof(w));
 	memset(q, 0, sizeof(q));
 	w.fail_from = -1;
 	w.now = 1000;
+	node_mate_conf(c);
+	c->hooks.direct = hook_direct;
+	c->hooks.publish = hook_publish;
+	c->hooks.lite_reserve = lite_reserve;
+	c->hooks.lite_commit = lite_commit;
+	c->mtu = 1500;
+}
+
+static void lite_init(uint32_t max_recvs, uint32_t pushbuf)
+{
 	struct pp_proto_conf c;
-	node_mate_conf(&c);
-	c.hooks.direct = hook_direct;
-	c.hooks.publish = hook_publish;
-	c.hooks.lite_reserve = lite_reserve;
-	c.hooks.lite_commit = lite_commit;
+	lite_conf(&c);
 	if (max_recvs)
 		c.max_recvs = max_recvs;
 	if (pushbuf)
 		c.pushbuf_bytes = pushbuf;
-	c.mtu = 1500;
 	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
 }
 
@@ -691,15 +698,9 @@ static void test_lite_published(void)
 {
 	static uint8_t s[64], big[64 << 10], small[64];
 	struct pp_proto_cpl c;
-	memset(&w, 0, sizeof(w));
-	memset(q, 0, sizeof(q));
-	w.now = 1000;
 	rq_posted = rq_taken = rq_withdrawn = 0;
 	struct pp_proto_conf conf;
-	node_mate_conf(&conf);
-	conf.mtu = 1500;
-	conf.hooks.lite_reserve = lite_reserve;
-	conf.hooks.lite_commit = lite_commit;
+	lite_conf(&conf);
 	conf.hooks.rq_post = rq_post_count;
 	conf.hooks.rq_take = rq_take_count;
 	conf.hooks.rq_withdraw = rq_withdraw_count;
@@ -732,16 +733,8 @@ static void test_lite_frame_bound(void)
 {
 	static uint8_t s[1024], r[1024];
 	struct pp_proto_cpl c;
-	memset(&w, 0, sizeof(w));
-	memset(q, 0, sizeof(q));
-	w.fail_from = -1;
-	w.now = 1000;
 	struct pp_proto_conf conf;
-	node_mate_conf(&conf);
-	conf.hooks.direct = hook_direct;
-	conf.hooks.publish = hook_publish;
-	conf.hooks.lite_reserve = lite_reserve;
-	conf.hooks.lite_commit = lite_commit;
+	lite_conf(&conf);
 	conf.mtu = 576;
 	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
 	for (int k = 0; k < 2; k++) {
