@@ -381,28 +381,28 @@ size_csv "" "${modes[@]}" mpi "${ompi_pp[@]}"
 
 echo
 if [ -n "$dev" ]; then # a raw port's (udp: has none: left out above)
-echo "# the path's ceiling: pp_probe --blast, $(val "${lim[frame]:-}")-byte frames ppn0 -> ppn1 for ${secs} s over $dev_kind"
-printf "%-32s %12s %12s %10s %14s\n" "limit" "frames/s" "MB/s" "loss %" "sent frames/s"
-printf "%-32s %12s %12s %10s %14s\n" "pp_probe --blast (payload)" "$(val "${lim[frames_per_s]:-}")" \
-  "$(val "${lim[payload_MBps]:-}")" "$(val "${lim[loss_pct]:-}")" "$(val "${lim[tx_fps]:-}")"
-emit_csv limit probe "" frames_per_s "${lim[frame]:-}" "$(val "${lim[frames_per_s]:-}")"
-emit_csv limit probe "" bw_MBps "${lim[frame]:-}" "$(val "${lim[payload_MBps]:-}")"
-emit_csv limit probe "" loss_pct "${lim[frame]:-}" "$(val "${lim[loss_pct]:-}")"
-emit_csv limit probe "" tx_frames_per_s "${lim[frame]:-}" "$(val "${lim[tx_fps]:-}")"
-echo "# windowed bandwidth as a share of the ceiling (of raw MTU-sized frames: Open MPI's kernel TCP"
-echo "# moves segments larger than the MTU over veth, TSO/GSO, and may pass it)"
-printf "%-8s" size
-for x in "${modes[@]}" OMPI-TCP "${ompi_pp[@]}"; do printf " %10s" "$x"; done
-echo
-for s in 1048576 4194304; do
-  printf "%-8s" "$(hsize "$s")"
-  for x in "${modes[@]}" mpi "${ompi_pp[@]}"; do
-    r=$(ratio "${B[$x $s]:-}" "${lim[payload_MBps]:-}")
-    printf " %10s" "$r"
-    emit_csv share "$x" probe bw "$s" "$r"
-  done
+  echo "# the path's ceiling: pp_probe --blast, $(val "${lim[frame]:-}")-byte frames ppn0 -> ppn1 for ${secs} s over $dev_kind"
+  printf "%-32s %12s %12s %10s %14s\n" "limit" "frames/s" "MB/s" "loss %" "sent frames/s"
+  printf "%-32s %12s %12s %10s %14s\n" "pp_probe --blast (payload)" "$(val "${lim[frames_per_s]:-}")" \
+    "$(val "${lim[payload_MBps]:-}")" "$(val "${lim[loss_pct]:-}")" "$(val "${lim[tx_fps]:-}")"
+  emit_csv limit probe "" frames_per_s "${lim[frame]:-}" "$(val "${lim[frames_per_s]:-}")"
+  emit_csv limit probe "" bw_MBps "${lim[frame]:-}" "$(val "${lim[payload_MBps]:-}")"
+  emit_csv limit probe "" loss_pct "${lim[frame]:-}" "$(val "${lim[loss_pct]:-}")"
+  emit_csv limit probe "" tx_frames_per_s "${lim[frame]:-}" "$(val "${lim[tx_fps]:-}")"
+  echo "# windowed bandwidth as a share of the ceiling (of raw MTU-sized frames: Open MPI's kernel TCP"
+  echo "# moves segments larger than the MTU over veth, TSO/GSO, and may pass it)"
+  printf "%-8s" size
+  for x in "${modes[@]}" OMPI-TCP "${ompi_pp[@]}"; do printf " %10s" "$x"; done
   echo
-done
+  for s in 1048576 4194304; do
+    printf "%-8s" "$(hsize "$s")"
+    for x in "${modes[@]}" mpi "${ompi_pp[@]}"; do
+      r=$(ratio "${B[$x $s]:-}" "${lim[payload_MBps]:-}")
+      printf " %10s" "$r"
+      emit_csv share "$x" probe bw "$s" "$r"
+    done
+    echo
+  done
 fi
 
 # The summary, with the other tools: latency at 8 B (or the smallest size),
