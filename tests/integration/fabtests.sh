@@ -63,7 +63,9 @@ rank() {
     FI_PROVIDER_PATH="$ofi" PP_TIMEOUT_MS=5000 timeout -k 5 120 "$@"
 }
 
-passed=0 failed=0 port=47700
+# Out-of-band ports below the kernel's ephemeral range (32768-60999), so no
+# earlier connection's local port in TIME_WAIT can hold one (ofi_mpi.sh).
+passed=0 failed=0 port=31700
 # pair NAME ARGS...: server and client of one test; both must exit 0.
 pair() {
   local name=$1 rc=0 src=0

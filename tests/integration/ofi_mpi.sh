@@ -254,8 +254,11 @@ else
 fi
 
 # fi_pingpong: ranks 0 and 1 of a job of 2, one per node; the client gets
-# the server's address over a control socket on pp0.
-job=$((RANDOM + 1)) ctl=47592
+# the server's address over a control socket on pp0. Its port lies below
+# the kernel's ephemeral range (32768-60999): fi_pingpong's default, 47592,
+# is inside it, and a connection of the MPI runs above that had taken it as
+# its local port and sat in TIME_WAIT made the server's bind fail (EADDRINUSE).
+job=$((RANDOM + 1)) ctl=31592
 for mode in msg tagged; do
   ip netns exec ppn1 env PP_RANK=0 PP_SIZE=2 PP_JOB=$job PP_DEV=packet:pp0 FI_PROVIDER_PATH="$ofi" \
     timeout -k 5 120 fi_pingpong -p pp -e rdm -m "$mode" -S all -I 20 -c -B "$ctl" >"$tmp/fpp-server.log" 2>&1 &
