@@ -201,9 +201,12 @@ int pp_wire_encode_local(uint8_t *frame, size_t cap, const struct pp_wire_hdr *h
 	size_t total = PP_WIRE_LOCAL_HDR + (size_t)h->payload_len;
 	if (cap < total)
 		return -ENOSPC;
-	memcpy(frame, h, PP_WIRE_LOCAL_HDR);
+	/* The payload first: a ring's consumer polls the line the header
+	 * starts in (shm/ring.h), and writing it last takes that line from
+	 * the consumer once rather than twice. */
 	if (h->payload_len)
 		memcpy(frame + PP_WIRE_LOCAL_HDR, payload, h->payload_len);
+	memcpy(frame, h, PP_WIRE_LOCAL_HDR);
 	return (int)total;
 }
 

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "pp_compiler.h"
 
@@ -20,6 +22,7 @@ struct pp_shm_ring_shared {
 	_Alignas(128) _Atomic uint64_t tail; /* consumer index: cells ever released */
 	_Alignas(128) uint32_t magic;	     /* RING_MAGIC once formatted */
 	uint32_t ncells;		     /* cells after the header */
+	uint64_t key;			     /* XORed into every record's mark */
 };
 
 _Static_assert(sizeof(struct pp_shm_ring_shared) == 3 * 128, "ring header is three line pairs");
@@ -27,9 +30,12 @@ _Static_assert(_Alignof(struct pp_shm_ring_shared) == PP_SHM_RING_ALIGN, "ring a
 
 /* The header at the start of a record's first cell. */
 struct rec_hdr {
+	uint64_t mark; /* index of this cell ^ key: published, written last */
 	uint32_t len;  /* payload bytes (REC_DATA) or cells (REC_PAD) */
 	uint32_t kind; /* REC_DATA or REC_PAD */
 };
+
+_Static_assert(sizeof(struct rec_hdr) == PP_SHM_RING_REC_HDR, "record header size");
 
 /* Cells of a record of len payload bytes, len at most max_len (a larger one
  * would wrap the count: 0xFFFFFFB9 to 0 cells). */
@@ -38,13 +44,34 @@ static uint32_t cells_of(uint32_t len)
 	return (len + PP_SHM_RING_REC_HDR + PP_SHM_RING_CELL - 1) / PP_SHM_RING_CELL;
 }
 
+static struct rec_hdr *hdr_at(const struct pp_shm_ring *r, uint32_t pos)
+{
+	return (struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
+}
+
 /* The record header at pos, read once: the producer can rewrite it under us,
- * and the checks and the use must see the same values. */
+ * and the checks and the use must see the same values. The mark is read
+ * first, with acquire: what follows it is what its record's producer wrote. */
 static struct rec_hdr read_hdr(const struct pp_shm_ring *r, uint32_t pos)
 {
-	const volatile struct rec_hdr *v =
-	    (const volatile struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
-	return (struct rec_hdr){.len = v->len, .kind = v->kind};
+	struct rec_hdr *h = hdr_at(r, pos);
+	uint64_t mark = __atomic_load_n(&h->mark, __ATOMIC_ACQUIRE);
+	const volatile struct rec_hdr *v = h;
+	return (struct rec_hdr){.mark = mark, .len = v->len, .kind = v->kind};
+}
+
+/* A fresh key with its top bit set: no index (counted from 0) XORs a
+ * cleared cell's mark of 0 into a match. */
+static uint64_t new_key(void)
+{
+	uint64_t k = 0;
+	if (getrandom(&k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		k = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec) * 0x9e3779b97f4a7c15ull ^
+		    (uint64_t)(uintptr_t)&k;
+	}
+	return k | 1ull << 63;
 }
 
 /* The header's indices sit in 128-byte blocks; memory off that boundary
@@ -71,10 +98,11 @@ int pp_shm_ring_format(void *mem, uint32_t ncells)
 	if (!mem || !pow2(ncells) || misaligned(mem))
 		return -EINVAL;
 	struct pp_shm_ring_shared *sh = mem;
-	memset(sh, 0, sizeof(*sh));
+	memset(sh, 0, sizeof(*sh)); /* not the cells: untouched pages stay unallocated */
 	atomic_init(&sh->head, 0);
 	atomic_init(&sh->tail, 0);
 	sh->ncells = ncells;
+	sh->key = new_key();
 	atomic_thread_fence(memory_order_release);
 	sh->magic = RING_MAGIC;
 	return 0;
@@ -88,6 +116,7 @@ int pp_shm_ring_attach_cells(struct pp_shm_ring *r, void *mem, uint32_t ncells)
 	/* The geometry is read once: the private copy is what is used. */
 	const volatile struct pp_shm_ring_shared *v = sh;
 	uint32_t magic = v->magic, n = v->ncells;
+	uint64_t key = v->key;
 	if (magic != RING_MAGIC || !pow2(n) || (ncells && n != ncells))
 		return -EINVAL;
 	uint64_t head = atomic_load_explicit(&sh->head, memory_order_acquire);
@@ -100,6 +129,7 @@ int pp_shm_ring_attach_cells(struct pp_shm_ring *r, void *mem, uint32_t ncells)
 	r->ncells = n;
 	r->mask = n - 1;
 	r->max_len = n / 2 * PP_SHM_RING_CELL - PP_SHM_RING_REC_HDR;
+	r->key = key;
 	/* Each side's own index starts where the ring is: the producer's at the
 	 * head, the consumer's at the tail. */
 	r->head = head;
@@ -135,7 +165,7 @@ int pp_shm_ring_reserve(struct pp_shm_ring *r, uint32_t len, void **ptr)
 			return -EAGAIN;
 	}
 	if (pad) {
-		struct rec_hdr *ph = (struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
+		struct rec_hdr *ph = hdr_at(r, pos);
 		ph->len = pad;
 		ph->kind = REC_PAD;
 		pos = 0;
@@ -148,9 +178,13 @@ int pp_shm_ring_reserve(struct pp_shm_ring *r, uint32_t len, void **ptr)
 
 void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len)
 {
-	struct rec_hdr *h = (struct rec_hdr *)(r->cells + (size_t)r->held_pos * PP_SHM_RING_CELL);
+	struct rec_hdr *h = hdr_at(r, r->held_pos);
 	h->len = len;
 	h->kind = REC_DATA;
+	__atomic_store_n(&h->mark, (r->head + r->held) ^ r->key, __ATOMIC_RELEASE);
+	if (r->held) /* the pad, marked after its record: a consumer past it finds one */
+		__atomic_store_n(&hdr_at(r, (uint32_t)(r->head & r->mask))->mark, r->head ^ r->key,
+				 __ATOMIC_RELEASE);
 	uint64_t head = r->head + r->held + cells_of(len);
 	r->held = 0;
 	r->head = head;
@@ -165,57 +199,51 @@ int pp_shm_ring_drained(struct pp_shm_ring *r)
 	return tail == r->head;
 }
 
-/* The consumer found the ring broken: from now on it reads nothing from it.
- * head = tail sends every later peek to the empty-ring branch, where no
- * producer index passes the check against ncells 0 and an index equal to the
- * tail returns err: -EPROTO every time, at no cost to a sound ring's peek. */
+/* The consumer found the ring broken: from now on it reads nothing from it. */
 static int poison(struct pp_shm_ring *r)
 {
 	r->err = -EPROTO;
-	r->ncells = 0;
-	r->head = r->tail;
 	r->held = 0;
 	return -EPROTO;
 }
 
+/* 1 when the record at the consumer's index is marked as published. */
+static int marked(const struct pp_shm_ring *r, uint32_t pos, uint64_t index)
+{
+	return __atomic_load_n(&hdr_at(r, pos)->mark, __ATOMIC_ACQUIRE) == (index ^ r->key);
+}
+
 int pp_shm_ring_empty(struct pp_shm_ring *r)
 {
-	if (r->err)
-		return 1;
-	uint64_t head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
-	return head == r->tail;
+	return r->err || !marked(r, (uint32_t)(r->tail & r->mask), r->tail);
 }
 
 int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len)
 {
+	if (pp_unlikely(r->err))
+		return r->err;
 	uint64_t tail = r->tail;
-	if (tail == r->head) {
-		uint64_t head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
-		if (head - tail > r->ncells)
-			return poison(r); /* behind the tail, or more than the ring ahead */
-		r->head = head;
-		if (tail == head)
-			return r->err; /* empty: 0, or -EPROTO once poisoned */
-	}
 	uint32_t pos = (uint32_t)(tail & r->mask), pad = 0;
 	struct rec_hdr h = read_hdr(r, pos);
+	if (h.mark != (tail ^ r->key))
+		return 0; /* empty */
 	if (pp_unlikely(h.kind != REC_DATA)) {
-		/* A pad fills exactly the cells left to the end; it is committed
-		 * with the record after it, at cell 0. */
+		/* A pad fills exactly the cells left to the end; its record, at
+		 * cell 0, was marked before it. */
 		if (h.kind != REC_PAD || h.len != r->ncells - pos)
 			return poison(r);
 		pad = h.len;
 		pos = 0;
 		h = read_hdr(r, 0);
-		if (h.kind != REC_DATA)
+		if (h.mark != ((tail + pad) ^ r->key) || h.kind != REC_DATA)
 			return poison(r);
 	}
-	/* At most half the ring (then the count below cannot wrap), inside the
-	 * cells, and published. */
+	/* At most half the ring (then the count below cannot wrap) and inside
+	 * the cells. */
 	if (h.len > r->max_len)
 		return poison(r);
 	uint32_t need = cells_of(h.len);
-	if (pos + need > r->ncells || pad + need > r->head - tail)
+	if (pos + need > r->ncells)
 		return poison(r);
 	r->held = pad + need;
 	*ptr = r->cells + (size_t)pos * PP_SHM_RING_CELL + PP_SHM_RING_REC_HDR;

@@ -48,10 +48,10 @@ static void test_geometry(void)
 	CU_ASSERT_EQUAL(pp_shm_ring_format(raw, 16), 0);
 	CU_ASSERT_EQUAL(pp_shm_ring_attach(&r, raw), 0);
 	CU_ASSERT_EQUAL(pp_shm_ring_attach(&r, raw + 64), -EINVAL);
-	CU_ASSERT_EQUAL(pp_shm_ring_max_record(&r), 8 * 64 - 8);
+	CU_ASSERT_EQUAL(pp_shm_ring_max_record(&r), 8 * 64 - PP_SHM_RING_REC_HDR);
 	void *p;
-	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&r, 8 * 64 - 7, &p), -EMSGSIZE);
-	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&r, 8 * 64 - 8, &p), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&r, 8 * 64 - PP_SHM_RING_REC_HDR + 1, &p), -EMSGSIZE);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&r, 8 * 64 - PP_SHM_RING_REC_HDR, &p), 0);
 	CU_ASSERT_EQUAL((uintptr_t)p % 8, 0);
 	const void *q;
 	uint32_t len;
@@ -98,6 +98,10 @@ static void test_wrap(void)
 	free(m);
 }
 
+#define ONE   (PP_SHM_RING_CELL - PP_SHM_RING_REC_HDR) /* one cell's payload */
+#define THREE (3 * PP_SHM_RING_CELL - PP_SHM_RING_REC_HDR)
+#define FOUR  (4 * PP_SHM_RING_CELL - PP_SHM_RING_REC_HDR)
+
 /* A full ring refuses with -EAGAIN and keeps what it has; one release makes
  * exactly the room of the released record. */
 static void test_full(void)
@@ -107,52 +111,52 @@ static void test_full(void)
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&prod, m), 0);
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&cons, m), 0);
 	void *p;
-	/* 56 bytes + 8 of header = one cell each: eight fit. */
+	/* ONE payload bytes + the record header = one cell each: eight fit. */
 	for (uint32_t i = 0; i < 8; i++) {
-		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 56, &p), 0);
-		fill(p, 56, i);
-		pp_shm_ring_commit(&prod, 56);
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, ONE, &p), 0);
+		fill(p, ONE, i);
+		pp_shm_ring_commit(&prod, ONE);
 	}
 	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 0, &p), -EAGAIN);
-	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 56, &p), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, ONE, &p), -EAGAIN);
 	const void *q;
 	uint32_t len;
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-	CU_ASSERT(len == 56 && check(q, 56, 0));
+	CU_ASSERT(len == ONE && check(q, ONE, 0));
 	/* Peeked but not released: still full. */
-	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 56, &p), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, ONE, &p), -EAGAIN);
 	pp_shm_ring_release(&cons);
-	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 57, &p), -EAGAIN); /* two cells: no */
-	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 56, &p), 0);
-	fill(p, 56, 8);
-	pp_shm_ring_commit(&prod, 56);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, ONE + 1, &p), -EAGAIN); /* two cells: no */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, ONE, &p), 0);
+	fill(p, ONE, 8);
+	pp_shm_ring_commit(&prod, ONE);
 	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 0, &p), -EAGAIN);
 	for (uint32_t i = 1; i <= 8; i++) {
 		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-		CU_ASSERT(len == 56 && check(q, 56, i));
+		CU_ASSERT(len == ONE && check(q, ONE, i));
 		pp_shm_ring_release(&cons);
 	}
 	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
 	/* A record that would straddle the end is placed at cell 0 after a pad
 	 * record, and the pad and the record must both fit in the free cells. */
-	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 56, &p), 0);
-	pp_shm_ring_commit(&prod, 56); /* head at 10: position 2 */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, ONE, &p), 0);
+	pp_shm_ring_commit(&prod, ONE); /* head at 10: position 2 */
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
 	pp_shm_ring_release(&cons);
-	/* 4 cells (248 bytes) from position 2 fit before the end: no pad. */
-	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 248, &p), 0);
-	pp_shm_ring_commit(&prod, 248); /* head 14: position 6 */
+	/* 4 cells (FOUR bytes) from position 2 fit before the end: no pad. */
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, FOUR, &p), 0);
+	pp_shm_ring_commit(&prod, FOUR); /* head 14: position 6 */
 	/* 3 cells from position 6 need a 2-cell pad: 5 cells, and 4 are free. */
-	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 184, &p), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, THREE, &p), -EAGAIN);
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-	CU_ASSERT_EQUAL(len, 248);
+	CU_ASSERT_EQUAL(len, FOUR);
 	pp_shm_ring_release(&cons);
-	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, 184, &p), 0);
-	fill(p, 184, 99);
-	pp_shm_ring_commit(&prod, 184);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, THREE, &p), 0);
+	fill(p, THREE, 99);
+	pp_shm_ring_commit(&prod, THREE);
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-	CU_ASSERT(len == 184 && check(q, 184, 99));
-	CU_ASSERT_PTR_EQUAL(q, cons.cells + 8); /* placed at cell 0 */
+	CU_ASSERT(len == THREE && check(q, THREE, 99));
+	CU_ASSERT_PTR_EQUAL(q, cons.cells + PP_SHM_RING_REC_HDR); /* placed at cell 0 */
 	pp_shm_ring_release(&cons);
 	CU_ASSERT_EQUAL(cons.tail, 14 + 2 + 3);
 	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);

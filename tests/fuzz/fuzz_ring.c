@@ -11,6 +11,8 @@
  *
  * Input: [cells exponent 1..6] [head 8] [tail 8] [cells image ...]
  *        [ops: 1 byte each, some with arguments]
+ * The ring's key is FUZZ_KEY, so that an image can hold marked records (a
+ * record at index i is marked i ^ FUZZ_KEY).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -22,6 +24,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HDR_BYTES 384 /* the shared header: head, tail, geometry blocks */
+#define OFF_KEY	  264 /* the key, in the geometry block */
+#define FUZZ_KEY  (1ull << 63)
 
 struct in {
 	const uint8_t *p; /* next byte */
@@ -47,6 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!mem || pp_shm_ring_format(mem, ncells))
 		abort();
 	uint8_t *cells = mem + HDR_BYTES;
+	uint64_t key = FUZZ_KEY;
+	memcpy(mem + OFF_KEY, &key, 8);
 	uint64_t head = take(&in, 8), tail = take(&in, 8);
 	memcpy(mem, &head, 8);
 	memcpy(mem + 128, &tail, 8);
@@ -112,9 +118,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(mem + at, &v, 8);
 			break;
 		}
-		case 5: /* a hostile producer index near the consumer's */ {
-			uint64_t h = cons.tail + (uint64_t)(int8_t)take(&in, 1);
-			memcpy(mem, &h, 8);
+		case 5: /* a hostile record header, marked, near the consumer's index */ {
+			uint64_t at = cons.tail + (uint64_t)(int8_t)take(&in, 1);
+			uint64_t mark = at ^ FUZZ_KEY;
+			uint32_t len = (uint32_t)take(&in, 2), kind = (uint32_t)take(&in, 1);
+			uint8_t *c = cells + (size_t)(at & (ncells - 1)) * PP_SHM_RING_CELL;
+			memcpy(c + 8, &len, 4);
+			memcpy(c + 12, &kind, 4);
+			memcpy(c, &mark, 8);
 			break;
 		}
 		}

@@ -85,24 +85,30 @@ def ring(exp, head, tail, cells, ops):
     return bytes([exp]) + struct.pack("<QQ", head, tail) + img + ops
 
 
-def cellrec(length, kind=0):
-    """A cell holding a record header (len, kind) and nothing else."""
-    return struct.pack("<II", length, kind).ljust(64, b"\0")
+FUZZ_KEY = 1 << 63  # fuzz_ring.c's ring key
+
+
+def cellrec(length, kind=0, index=0):
+    """A cell holding a record header (mark of index, len, kind) and nothing
+    else."""
+    return struct.pack("<QII", index ^ FUZZ_KEY, length, kind).ljust(64, b"\0")
 
 
 PEEK, PEEK_REL, REL, PROD, POKE, NEAR = range(6)
 rings = {
     "sound": ring(3, 0, 0, [], bytes([PROD, 100, 0, PROD, 0, 0, PEEK_REL, PEEK_REL, PEEK_REL]
                                      + [PROD, 200, 1, PEEK_REL] * 6)),
-    "wrap_len": ring(3, 2, 0, [cellrec(0xFFFFFFB9)], bytes([PEEK, PEEK_REL, PEEK_REL])),
-    "bad_pad": ring(2, 10, 6, [cellrec(56)] * 6 + [cellrec(5, 1)], bytes([PEEK_REL] * 4)),
-    "bad_kind": ring(2, 1, 0, [struct.pack("<II", 10, 7).ljust(64, b"\0")],
-                     bytes([PEEK_REL, PEEK])),
-    "head_far": ring(3, 1000, 0, [cellrec(56)] * 16, bytes([PEEK_REL] * 3)),
-    "head_behind": ring(3, 0, 0, [cellrec(56)] * 16,
-                        bytes([PROD, 56, 0, PEEK_REL, NEAR, 0xFE, PEEK, PEEK])),
+    "wrap_len": ring(3, 0, 0, [cellrec(0xFFFFFFB1)], bytes([PEEK, PEEK_REL, PEEK_REL])),
+    "bad_pad": ring(2, 6, 6, [cellrec(48, 0, k) for k in range(6)] + [cellrec(5, 1, 6)],
+                    bytes([PEEK_REL] * 4)),
+    "bad_kind": ring(2, 0, 0, [cellrec(10, 7)], bytes([PEEK_REL, PEEK])),
+    "marks_ahead": ring(3, 0, 0, [cellrec(48, 0, k) for k in range(16)], bytes([PEEK_REL] * 3)),
+    "stale_marks": ring(3, 0, 0, [cellrec(48, 0, k + 16) for k in range(16)],
+                        bytes([PEEK, PROD, 48, 0, PEEK_REL, PEEK])),
+    "near": ring(3, 0, 0, [], bytes([PROD, 48, 0, PEEK_REL, NEAR, 0, 0xFF, 0xFF, 0, PEEK,
+                                     NEAR, 0, 100, 0, 1, PEEK])),
     "hostile_writes": ring(3, 0, 0, [],
-                           bytes([PROD, 120, 0, POKE, 128, 1]) + struct.pack("<Q", 0xFFFFFFB9)
+                           bytes([PROD, 120, 0, POKE, 136, 1]) + struct.pack("<Q", 0xFFFFFFB1)
                            + bytes([PEEK_REL, PROD, 40, 0, POKE, 0, 0])
                            + struct.pack("<Q", 1 << 40) + bytes([PEEK_REL, PEEK])),
 }

@@ -26,7 +26,9 @@
 #define OFF_TAIL   128
 #define OFF_MAGIC  256
 #define OFF_NCELLS 260
+#define OFF_KEY	   264
 #define HDR_BYTES  384
+#define ONE	   (CELL - PP_SHM_RING_REC_HDR) /* the payload of a one-cell record */
 
 static uint8_t *pages; /* two pages of memory, then a PROT_NONE page */
 static size_t page;    /* bytes per page */
@@ -72,12 +74,17 @@ static uint8_t *cell(uint32_t pos)
 	return mem + HDR_BYTES + (size_t)pos * CELL;
 }
 
-/* Write a record header (len, kind: 0 data, 1 pad) at pos, as a producer
- * may. */
-static void put_hdr(uint32_t pos, uint32_t len, uint32_t kind)
+/* Write a record header (len, kind: 0 data, 1 pad) for ring index at, and
+ * mark it published, as a producer may: the mark is the index XOR the
+ * ring's key, then len and kind. */
+static void put_hdr(uint64_t at, uint32_t len, uint32_t kind)
 {
-	memcpy(cell(pos), &len, 4);
-	memcpy(cell(pos) + 4, &kind, 4);
+	uint64_t key;
+	memcpy(&key, mem + OFF_KEY, 8);
+	uint8_t *c = cell((uint32_t)(at % CELLS));
+	memcpy(c + 8, &len, 4);
+	memcpy(c + 12, &kind, 4);
+	__atomic_store_n((uint64_t *)c, at ^ key, __ATOMIC_RELEASE);
 }
 
 static void send(uint32_t len, uint8_t fillc)
@@ -102,27 +109,26 @@ static void refused(void)
 		CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), -EPROTO);
 	pp_shm_ring_release(&cons);
 	CU_ASSERT_EQUAL(atomic_load(shared_tail()), tail);
-	/* Even once the producer writes sound records again: poisoned. */
-	atomic_store(shared_head(), cons.tail);
+	/* Even once the producer writes a sound record again: poisoned. */
+	put_hdr(cons.tail, 8, 0);
 	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), -EPROTO);
 }
 
-/* A length that wraps the cell count to 0 (0xFFFFFFB9 + 8 + 63 = 2^32) and
- * other lengths past what was published or what the ring allows. */
+/* A length that wraps the cell count to 0 (0xFFFFFFB1 + 16 + 63 = 2^32) and
+ * other lengths past what the ring allows. */
 static void test_lengths(void)
 {
-	static const uint32_t bad[] = {0xFFFFFFB9u, 0xFFFFFFFFu,	  0xFFFFFFC8u,
-				       0x80000000u, CELLS / 2 * CELL - 7, 3 * CELL};
+	static const uint32_t bad[] = {0xFFFFFFB1u, 0xFFFFFFFFu, 0xFFFFFFC8u, 0x80000000u,
+				       CELLS / 2 * CELL - PP_SHM_RING_REC_HDR + 1};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		fresh();
 		send(100, 1); /* 2 cells published */
 		put_hdr(0, bad[i], 0);
 		refused();
 	}
-	/* A record of more than half the ring, all published: refused too. */
+	/* A record of more than half the ring: refused too. */
 	fresh();
 	put_hdr(0, CELLS / 2 * CELL, 0);
-	atomic_store(shared_head(), CELLS / 2 + 1);
 	refused();
 	/* The largest legal record passes. */
 	fresh();
@@ -135,13 +141,12 @@ static void test_lengths(void)
 	CU_ASSERT_EQUAL(atomic_load(shared_tail()), CELLS / 2);
 }
 
-/* A data record near the end of the cells that would run past them, with
- * the producer index saying it is all published. */
+/* A marked data record near the end of the cells that would run past them. */
 static void test_past_end(void)
 {
 	fresh();
 	for (int i = 0; i < 31; i++) {
-		send(56, 2); /* one cell each */
+		send(ONE, 2); /* one cell each */
 		const void *q;
 		uint32_t len;
 		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
@@ -149,7 +154,7 @@ static void test_past_end(void)
 	}
 	/* Tail at 31; fill to cell 62, then a 3-cell record at 62. */
 	for (int i = 0; i < 31; i++)
-		send(56, 3);
+		send(ONE, 3);
 	for (int i = 0; i < 31; i++) {
 		const void *q;
 		uint32_t len;
@@ -158,7 +163,6 @@ static void test_past_end(void)
 	}
 	CU_ASSERT_EQUAL_FATAL(cons.tail, 62);
 	put_hdr(62, 2 * CELL, 0);
-	atomic_store(shared_head(), 65);
 	refused();
 }
 
@@ -170,7 +174,7 @@ static void test_pads(void)
 	for (size_t i = 0; i < sizeof(pads) / sizeof(pads[0]); i++) {
 		fresh();
 		for (int k = 0; k < 60; k++)
-			send(56, 4);
+			send(ONE, 4);
 		const void *q;
 		uint32_t len;
 		for (int k = 0; k < 60; k++) {
@@ -186,7 +190,7 @@ static void test_pads(void)
 	/* Sound pad, but a pad again at cell 0. */
 	fresh();
 	for (int k = 0; k < 60; k++)
-		send(56, 4);
+		send(ONE, 4);
 	const void *q;
 	uint32_t len;
 	for (int k = 0; k < 60; k++) {
@@ -195,25 +199,34 @@ static void test_pads(void)
 	}
 	send(260, 5);
 	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 1); /* as sent: fine */
-	CU_ASSERT(len == 260 && q == cell(0) + 8);
-	put_hdr(0, 4, 1);
+	CU_ASSERT(len == 260 && q == cell(0) + PP_SHM_RING_REC_HDR);
+	put_hdr(64, 4, 1);
 	refused();
 	/* A pad at cell 0 would be the whole ring. */
 	fresh();
 	put_hdr(0, CELLS, 1);
-	atomic_store(shared_head(), CELLS);
 	refused();
-	/* A pad and a record that is not all published yet. */
+	/* A marked pad whose record is not marked: a sound producer marks the
+	 * record first. */
 	fresh();
 	for (int k = 0; k < 60; k++)
-		send(56, 4);
+		send(ONE, 4);
 	for (int k = 0; k < 60; k++) {
 		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
 		pp_shm_ring_release(&cons);
 	}
 	put_hdr(60, 4, 1);
-	put_hdr(0, 200, 0);
-	atomic_store(shared_head(), 66); /* 4 + 2 cells of 4 + 4 */
+	refused();
+	/* A pad whose record carries another index's mark. */
+	fresh();
+	for (int k = 0; k < 60; k++)
+		send(ONE, 4);
+	for (int k = 0; k < 60; k++) {
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+		pp_shm_ring_release(&cons);
+	}
+	put_hdr(0, 200, 0); /* index 0, not 64 */
+	put_hdr(60, 4, 1);
 	refused();
 }
 
@@ -229,38 +242,54 @@ static void test_kind(void)
 	}
 }
 
-/* The producer index behind the consumer's, or more than the ring ahead. */
-static void test_head(void)
+/* Marks of other indices (a stale lap, a future one, one not XORed with the
+ * key, a neighbour's) are not records: the ring reads as empty, and is not
+ * poisoned. The producer index is not read at all. */
+static void test_marks(void)
 {
-	static const uint64_t heads[] = {CELLS + 4, 2 * CELLS, UINT64_MAX, 1, 0, 2};
-	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
-		fresh();
-		const void *q;
-		uint32_t len;
-		for (int k = 0; k < 3; k++) {
-			send(56, 8);
-			CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-			pp_shm_ring_release(&cons);
-		}
-		/* tail 3: a head of 0, 1 or 2 is behind it; CELLS + 4 is one
-		 * more than the ring ahead. */
-		atomic_store(shared_head(), heads[i]);
-		refused();
-	}
-	/* Exactly the ring ahead, every cell a sound record: all read. */
+	uint64_t key;
 	fresh();
-	for (uint32_t k = 0; k < CELLS; k++)
-		put_hdr(k, 56, 0);
-	atomic_store(shared_head(), CELLS);
-	uint32_t n = 0;
+	memcpy(&key, mem + OFF_KEY, 8);
 	const void *q;
 	uint32_t len;
+	for (int k = 0; k < 3; k++) {
+		send(ONE, 8);
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+		pp_shm_ring_release(&cons);
+	}
+	/* tail 3 */
+	static const uint64_t stale[] = {3 + CELLS, 3 + 2 * CELLS, 2, 0, 4, UINT64_MAX, 3 - CELLS};
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
+		put_hdr(stale[i], ONE, 0);
+		CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+		CU_ASSERT_EQUAL(pp_shm_ring_empty(&cons), 1);
+	}
+	uint64_t plain = 3; /* the index without the key */
+	memcpy(cell(3), &plain, 8);
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+	atomic_store(shared_head(), UINT64_MAX);
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+	put_hdr(3, ONE, 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_empty(&cons), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+	CU_ASSERT(len == ONE && q == cell(3) + PP_SHM_RING_REC_HDR);
+	pp_shm_ring_release(&cons);
+	/* Every cell a sound record, the ring's whole length ahead: all read. */
+	fresh();
+	for (uint32_t k = 0; k < CELLS; k++)
+		put_hdr(k, ONE, 0);
+	uint32_t n = 0;
 	while (pp_shm_ring_peek(&cons, &q, &len) == 1 && n <= CELLS) {
-		CU_ASSERT(len == 56 && q == cell(n) + 8);
+		CU_ASSERT(len == ONE && q == cell(n) + PP_SHM_RING_REC_HDR);
 		pp_shm_ring_release(&cons);
 		n++;
 	}
 	CU_ASSERT_EQUAL(n, CELLS);
+	/* Two formats give two keys, each with its top bit set. */
+	fresh();
+	uint64_t again;
+	memcpy(&again, mem + OFF_KEY, 8);
+	CU_ASSERT(again != key && (again >> 63) && (key >> 63));
 }
 
 /* The consumer's index is its own: a tail rewritten in shared memory does not
@@ -281,7 +310,7 @@ static void test_tail_rewritten(void)
 		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
 		CU_ASSERT(len == 100 && ((const uint8_t *)q)[0] == 10 + k &&
 			  ((const uint8_t *)q)[99] == 10 + k);
-		CU_ASSERT_PTR_EQUAL(q, cell(2u * k) + 8);
+		CU_ASSERT_PTR_EQUAL(q, cell(2u * k) + PP_SHM_RING_REC_HDR);
 		pp_shm_ring_release(&cons);
 		CU_ASSERT_EQUAL(atomic_load(shared_tail()), 2u * (k + 1));
 	}
@@ -295,15 +324,15 @@ static void test_tail_rewritten(void)
 	for (int k = 0; k < 2; k++) {
 		fresh();
 		for (uint32_t c = 0; c < CELLS / 2; c++)
-			send(56, 1); /* the cache says half free */
+			send(ONE, 1); /* the cache says half free */
 		/* Read when the head is at 64: one ahead of it, or 65 behind
 		 * (indices count modulo 2^64). */
 		atomic_store(shared_tail(), k ? CELLS + 1 : UINT64_MAX);
 		void *p;
 		int rc = 0;
 		for (uint32_t c = 0; c <= CELLS / 2 && rc == 0; c++)
-			if ((rc = pp_shm_ring_reserve(&prod, 56, &p)) == 0)
-				pp_shm_ring_commit(&prod, 56);
+			if ((rc = pp_shm_ring_reserve(&prod, ONE, &p)) == 0)
+				pp_shm_ring_commit(&prod, ONE);
 		CU_ASSERT_EQUAL(rc, -EPROTO);
 	}
 }
@@ -318,13 +347,16 @@ static void test_attach(void)
 	uint32_t n = 1u << 20;
 	memcpy(mem + OFF_NCELLS, &n, 4); /* cells far past the memory */
 	CU_ASSERT_EQUAL(pp_shm_ring_attach_cells(&r, mem, CELLS), -EINVAL);
-	/* After attach, the header's size is not read again. */
+	/* After attach, the header's size and key are not read again. */
 	CU_ASSERT_EQUAL(cons.ncells, CELLS);
 	put_hdr(0, 100, 0);
-	atomic_store(shared_head(), 2);
+	uint64_t key, other = 0x8000000012345678ull;
+	memcpy(&key, mem + OFF_KEY, 8);
+	memcpy(mem + OFF_KEY, &other, 8);
 	const void *q;
 	uint32_t len;
 	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+	memcpy(mem + OFF_KEY, &key, 8);
 	n = CELLS;
 	memcpy(mem + OFF_NCELLS, &n, 4);
 	/* Indices that no ring can have. */
@@ -346,7 +378,7 @@ static CU_TestInfo tests[] = {
     {"a record past the end of the cells", test_past_end},
     {"bad pad records", test_pads},
     {"bad record kinds", test_kind},
-    {"a producer index behind or too far ahead", test_head},
+    {"marks of other indices are no records", test_marks},
     {"rewritten consumer and producer indices", test_tail_rewritten},
     {"attach checks the geometry once", test_attach},
     CU_TEST_INFO_NULL,
