@@ -189,6 +189,7 @@ struct pp_proto {
 	struct pp_tagq posted;		     /* posted receives, in order (tagq.h) */
 	struct pp_tagq unexpected;	     /* unexpected messages, in arrival order */
 	uint32_t user_ops;		     /* sends + receives outstanding or unpolled */
+	int push_owed;			     /* a send queued frames (pp_proto_push_owed) */
 	struct pp_proto_cpl *cpl;	     /* completion ring */
 	uint32_t cpl_mask;		     /* ring size - 1 */
 	uint32_t cpl_head;		     /* next to poll */
@@ -268,8 +269,8 @@ void pp_proto_hdr_common(const struct pp_proto *e, const struct pp_proto_peer *p
 int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst, uint64_t tag,
 		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie);
 /* A lite record from p: 0 taken, -EAGAIN not now, -EPROTO dropped. */
-int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
-		     const uint8_t *pl);
+int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t from,
+		     const struct pp_wire_lite *l, const uint8_t *pl);
 
 /* ---- send.c ---- */
 

@@ -108,12 +108,6 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 	pp_proto_credit_seen(p, h.credit);
 	if (h.ack_stream == e->c.stream)
 		ack_release(e, p, h.ack, now);
-	if (h.xflags & PP_WIRE_XF_LITE) {
-		if (form == FORM_LOCAL)
-			return pp_proto_lite_in(e, p, &h, pl);
-		e->st.drops[PP_DROP_TYPE]++; /* never from a port */
-		return -EPROTO;
-	}
 	switch (h.type) {
 	case PP_WIRE_ACK:
 		/* A standalone ack shows the peer alive even without progress
@@ -169,8 +163,40 @@ int pp_proto_input_placed(struct pp_proto *e, const uint8_t *frame, size_t len, 
 	return input(e, frame, len, now, FORM_PLACED, 0);
 }
 
+/* A lite record (rule 6) from the ring of local peer from. */
+static int input_lite(struct pp_proto *e, uint32_t from, const uint8_t *rec, size_t len,
+		      uint64_t now)
+{
+	struct pp_wire_lite l;
+	const uint8_t *pl;
+	enum pp_drop_reason why;
+	struct pp_wire_check chk = {e->c.job, e->c.rank, e->c.nranks, e->c.mtu, e->c.inc};
+	e->st.frames_rx++;
+	if (pp_wire_decode_lite(rec, len, &chk, &l, &pl, &why)) {
+		e->st.drops[why]++;
+		return -EPROTO;
+	}
+	struct pp_proto_peer *p = &e->peers[from];
+	if (!p->present || p->lost) {
+		e->st.drops[PP_DROP_STATE]++;
+		return -EPROTO;
+	}
+	if (l.src_inc != p->inc) {
+		e->st.drops[PP_DROP_STALE]++;
+		return -EPROTO;
+	}
+	/* As every frame of the peer's own stream, it carries ack and credit
+	 * (cumulative: taking them again when the record waits costs nothing). */
+	pp_proto_credit_seen(p, l.credit);
+	if (l.ack_stream == e->c.stream)
+		ack_release(e, p, l.ack, now);
+	return pp_proto_lite_in(e, p, from, &l, pl);
+}
+
 int pp_proto_input_local(struct pp_proto *e, uint32_t from, const uint8_t *frame, size_t len,
 			 uint64_t now)
 {
+	if (len && frame[0] == PP_WIRE_LITE && from < e->c.nranks)
+		return input_lite(e, from, frame, len, now);
 	return input(e, frame, len, now, FORM_LOCAL, from);
 }

@@ -167,30 +167,31 @@ int pp_proto_rq_write(struct pp_proto *e, struct pp_proto_peer *p, struct pp_pro
 int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst, uint64_t tag,
 		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie)
 {
-	/* One frame's payload at most: a longer record is no frame the
-	 * receiver's decoder takes (LENGTH), and nothing would send it again. */
+	/* One frame's payload at most: the receiver's decoder bounds a record
+	 * so (LENGTH), and nothing would send a dropped one again. */
 	if (len > e->c.lite_max || len > e->maxp || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
 		return -EAGAIN;
 	uint32_t cells = pp_pushbuf_cells(len);
 	if (e->c.credits && (uint16_t)(p->credit_limit - p->credit_used) < cells)
 		return -EAGAIN;
-	uint32_t rec_len = PP_WIRE_LOCAL_HDR + (uint32_t)len;
+	uint32_t rec_len = PP_WIRE_LITE_HDR + (uint32_t)len;
 	uint8_t *rec = HOOK(e, lite_reserve, dst, rec_len);
 	if (!rec)
 		return -EAGAIN;
-	struct pp_wire_hdr h;
-	memset(&h, 0, sizeof(h));
-	pp_proto_hdr_common(e, p, dst, &h);
-	h.type = PP_WIRE_PUSH;
-	h.flags = PP_WIRE_F_FIRST | PP_WIRE_F_LAST | PP_WIRE_F_COPIED;
-	h.xflags = PP_WIRE_XF_LITE | (has_data ? PP_WIRE_XF_DATA : 0);
-	h.data = has_data ? data : 0;
-	h.seq = pp_gbn_tx_next(&p->tx);
-	h.msg_id = p->next_msg_id++;
-	h.tag = tag;
-	h.msg_len = len;
-	h.payload_len = (uint16_t)len;
-	pp_wire_encode_local(rec, rec_len, &h, buf);
+	struct pp_wire_lite l = {
+	    .kind = PP_WIRE_LITE,
+	    .flags = has_data ? PP_WIRE_LITE_DATA : 0,
+	    .len = (uint16_t)len,
+	    .src_inc = e->c.inc,
+	    .tag = tag,
+	    .dst_inc = p->inc,
+	    .ack = p->rx[0].rcv_nxt,
+	    .credit = p->credit_adv,
+	    .ack_stream = p->rx_stream,
+	    .msg_id = p->next_msg_id++,
+	    .data = has_data ? data : 0,
+	};
+	pp_wire_encode_lite(rec, &l, buf);
 	HOOK(e, lite_commit, dst, rec_len);
 	pp_gbn_rx_acked(&p->rx[0]); /* the record carries the ack */
 	if (e->c.credits)
@@ -207,46 +208,64 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
  * sender (rule 6's common case): its bytes go straight into the receive,
  * which completes, without the arrival bookkeeping push_in keeps for
  * messages of several frames. 1 when taken so, 0 for push_in's way. */
-static int lite_to_posted(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
-			  const uint8_t *pl)
+static int lite_to_posted(struct pp_proto *e, struct pp_proto_peer *p, uint32_t from,
+			  const struct pp_wire_lite *l, const uint8_t *pl)
 {
-	struct pp_tagq_entry *m = pp_tagq_find_recv(&e->posted, h->src_rank, h->tag);
+	struct pp_tagq_entry *m = pp_tagq_find_recv(&e->posted, from, l->tag);
 	if (!m)
 		return 0;
 	struct pp_proto_recv_rec *r = container_of(m, struct pp_proto_recv_rec, m);
 	if (r->rq_slot)
 		return 0; /* its entry must be taken back: push_in does */
 	pp_tagq_del(&e->posted, m);
-	uint64_t k = h->msg_len < r->cap ? h->msg_len : r->cap;
+	uint64_t k = l->len < r->cap ? l->len : r->cap;
 	memcpy(r->buf, pl, (size_t)k);
-	pp_proto_credit_return(p, pp_pushbuf_cells(h->payload_len), 0);
-	struct pp_proto_cpl *c = pp_proto_complete(e, r->cookie, 0, h->src_rank, h->tag, h->msg_len,
-						   h->msg_len > r->cap ? -EMSGSIZE : 0);
-	if (h->xflags & PP_WIRE_XF_DATA) {
-		c->data = h->data;
+	pp_proto_credit_return(p, pp_pushbuf_cells(l->len), 0);
+	struct pp_proto_cpl *c = pp_proto_complete(e, r->cookie, 0, from, l->tag, l->len,
+						   l->len > r->cap ? -EMSGSIZE : 0);
+	if (l->flags & PP_WIRE_LITE_DATA) {
+		c->data = l->data;
 		c->has_data = 1;
 	}
 	e->st.early_matches++;
 	e->st.msgs_rx++;
-	e->st.bytes_rx += h->payload_len;
+	e->st.bytes_rx += l->len;
 	e->st.copies_avoided += k;
 	r->state = RX_FREE;
 	list_add_head(&e->rx_pool, &r->q); /* reused first, while its lines are warm */
 	return 1;
 }
 
-int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, const struct pp_wire_hdr *h,
-		     const uint8_t *pl)
+/* The FIRST | LAST PUSH a lite record stands for, for push_in: what it
+ * takes from a frame that matches late, is kept, or waits for room. */
+static void lite_as_push(const struct pp_proto *e, uint32_t from, const struct pp_wire_lite *l,
+			 struct pp_wire_hdr *h)
 {
-	if (h->type != PP_WIRE_PUSH ||
-	    (h->flags & (PP_WIRE_F_FIRST | PP_WIRE_F_LAST | PP_WIRE_F_PULL | PP_WIRE_F_WRITTEN)) !=
-		(PP_WIRE_F_FIRST | PP_WIRE_F_LAST) ||
-	    h->payload_len != h->msg_len) {
-		e->st.drops[PP_DROP_STATE]++;
-		return -EPROTO;
+	memset(h, 0, sizeof(*h));
+	h->type = PP_WIRE_PUSH;
+	h->flags = PP_WIRE_F_FIRST | PP_WIRE_F_LAST | PP_WIRE_F_COPIED;
+	h->xflags = (l->flags & PP_WIRE_LITE_DATA) ? PP_WIRE_XF_DATA : 0;
+	h->payload_len = l->len;
+	h->job = e->c.job;
+	h->src_rank = from;
+	h->dst_rank = e->c.rank;
+	h->msg_id = l->msg_id;
+	h->tag = l->tag;
+	h->msg_len = l->len;
+	h->src_inc = l->src_inc;
+	h->dst_inc = l->dst_inc;
+	h->data = l->data;
+}
+
+int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t from,
+		     const struct pp_wire_lite *l, const uint8_t *pl)
+{
+	if (!lite_to_posted(e, p, from, l, pl)) {
+		struct pp_wire_hdr h;
+		lite_as_push(e, from, l, &h);
+		if (pp_proto_push_in(e, p, from, &h, pl) != TAKEN)
+			return -EAGAIN; /* nothing was taken: it comes again */
 	}
-	if (!lite_to_posted(e, p, h, pl) && pp_proto_push_in(e, p, h->src_rank, h, pl) != TAKEN)
-		return -EAGAIN; /* nothing was taken: it comes again */
-	p->rx_msg_next = h->msg_id + 1;
+	p->rx_msg_next = l->msg_id + 1;
 	return 0;
 }

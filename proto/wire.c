@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Wire codec: byte order, CRC and the validation rules of wire.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "crc32c.h"
@@ -231,6 +232,41 @@ int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_
 		goto drop;
 	*h = x;
 	*payload = frame + PP_WIRE_LOCAL_HDR;
+	return 0;
+drop:
+	*why = r;
+	return -EPROTO;
+}
+
+_Static_assert(offsetof(struct pp_wire_lite, data) + 4 == PP_WIRE_LITE_HDR, "lite header size");
+
+uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const void *payload)
+{
+	if (l->len)
+		memcpy(rec + PP_WIRE_LITE_HDR, payload, l->len);
+	memcpy(rec, l, PP_WIRE_LITE_HDR);
+	return PP_WIRE_LITE_HDR + l->len;
+}
+
+int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_check *chk,
+			struct pp_wire_lite *l, const uint8_t **payload, enum pp_drop_reason *why)
+{
+	enum pp_drop_reason r = PP_DROP_SHORT;
+	struct pp_wire_lite x;
+	if (len < PP_WIRE_LITE_HDR)
+		goto drop;
+	memcpy(&x, rec, PP_WIRE_LITE_HDR);
+	r = PP_DROP_TYPE;
+	if (x.kind != PP_WIRE_LITE || (x.flags & ~PP_WIRE_LITE_DATA))
+		goto drop;
+	r = PP_DROP_LENGTH;
+	if (len != PP_WIRE_LITE_HDR + (size_t)x.len || (size_t)x.len + PP_WIRE_HDR_LEN > chk->mtu)
+		goto drop;
+	r = PP_DROP_STALE;
+	if (x.dst_inc != chk->inc)
+		goto drop;
+	*l = x;
+	*payload = rec + PP_WIRE_LITE_HDR;
 	return 0;
 drop:
 	*why = r;

@@ -117,7 +117,6 @@ enum pp_wire_flag {
 
 enum pp_wire_xflag {
 	PP_WIRE_XF_DATA = 0x0001, /* on FIRST PUSH: the data field is the message's */
-	PP_WIRE_XF_LITE = 0x0002, /* local form only: a whole message, unsequenced (rule 6) */
 };
 
 /* The protocol header in host byte order. */
@@ -239,6 +238,43 @@ int pp_wire_encode_local(uint8_t *frame, size_t cap, const struct pp_wire_hdr *h
 /* Parse and validate one; as pp_wire_decode. */
 int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
 			 struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why);
+
+/*
+ * Lite records (docs/wire.md, "Lite records"; docs/protocol.md, rule 6): a
+ * whole small message to a node-mate as one ring record, outside the
+ * sequence, with only what its receiver uses. Host order. The ring names
+ * the sender; the first byte tells a lite record from a local-form frame,
+ * whose first byte is a wire type. 36 bytes: an 8-byte message and the
+ * ring's record header fit one 64-byte cell.
+ */
+#define PP_WIRE_LITE	  0x0Fu /* first byte of a lite record: no wire type */
+#define PP_WIRE_LITE_DATA 0x01u /* flags: data is the message's immediate data */
+#define PP_WIRE_LITE_HDR  36u	/* bytes of struct pp_wire_lite in a record */
+
+struct pp_wire_lite {
+	uint8_t kind;	     /* PP_WIRE_LITE */
+	uint8_t flags;	     /* PP_WIRE_LITE_DATA or 0 */
+	uint16_t len;	     /* message bytes, all of them in the record */
+	uint32_t src_inc;    /* the sender's incarnation */
+	uint64_t tag;	     /* message tag */
+	uint32_t dst_inc;    /* the receiver's, as the sender knows it */
+	uint32_t ack;	     /* next seq expected on ack_stream */
+	uint16_t credit;     /* pushed-buffer credit limit, 256-byte units */
+	uint16_t ack_stream; /* stream the ack refers to */
+	uint32_t msg_id;     /* per (src, dst) message counter */
+	uint32_t data;	     /* immediate data (flags DATA), else 0 */
+};
+
+/* Write a lite record of l->len payload bytes at rec (room for
+ * PP_WIRE_LITE_HDR + l->len): the payload first, then the header (the
+ * line a ring's consumer polls is written last). Returns the length. */
+uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const void *payload);
+
+/* Parse and validate one: its kind and flags (TYPE), its length against
+ * the record's and one frame's payload at the MTU (LENGTH), the receiver's
+ * incarnation (STALE). 0, or -EPROTO with *why set. */
+int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_check *chk,
+			struct pp_wire_lite *l, const uint8_t **payload, enum pp_drop_reason *why);
 
 /*
  * The routing fields of a frame of our EtherType and version, at least

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cu_main.h"
+#include "pp_eth.h"
 #include "test_proto_harness.h"
 #include "engine.h"
 #include "wire.h"
@@ -752,25 +753,64 @@ static void test_lite_frame_bound(void)
 	world_fini();
 }
 
-/* A lite record from a port (not a ring) is dropped. */
+/* A lite record is 36 bytes of header, so an 8-byte message and the ring's
+ * record header take one 64-byte cell. It is taken only from a ring: framed
+ * for a port it is dropped. From the ring, one with the wrong incarnation on
+ * either side, a length that disagrees with the record's, or an unknown flag
+ * is dropped, counted, and completes nothing; the sound one then matches. */
 static void test_lite_not_wire(void)
 {
 	lite_init(0, 0);
-	static uint8_t s[8], r[8], frame[200];
+	static uint8_t s[8] = {1, 2, 3, 4, 5, 6, 7, 8}, r[8], frame[200], bad[64];
 	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 1, s, 8, 1), 0);
 	CU_ASSERT_EQUAL_FATAL(q[0].lites, 1);
-	struct pp_wire_hdr h;
-	memcpy(&h, q[0].rec[0], sizeof(h));
-	CU_ASSERT(h.xflags & PP_WIRE_XF_LITE);
+	const uint8_t *rec = q[0].rec[0];
+	uint32_t len = q[0].len[0];
+	CU_ASSERT_EQUAL(rec[0], PP_WIRE_LITE);
+	CU_ASSERT_EQUAL(len, PP_WIRE_LITE_HDR + 8);
+	CU_ASSERT(len + 16 <= 64); /* shm/ring.h: a 16-byte record header, 64-byte cells */
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, r, 8, 2), 0);
+	/* Framed for a port. */
 	uint8_t mac[2][6];
 	net_mac(0, mac[0]);
 	net_mac(1, mac[1]);
-	int len = pp_wire_encode(frame, sizeof(frame), mac[1], mac[0], &h, s);
-	CU_ASSERT_FATAL(len > 0);
-	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, r, 8, 2), 0);
-	CU_ASSERT_EQUAL(pp_proto_input(w.e[1], frame, (size_t)len, w.now), -EPROTO);
+	pp_eth_set_dst(frame, mac[1]);
+	pp_eth_set_src(frame, mac[0]);
+	pp_eth_set_type(frame, PP_ETH_TYPE_PP);
+	memcpy(frame + PP_ETH_HLEN, rec, len);
+	CU_ASSERT_EQUAL(pp_proto_input(w.e[1], frame, PP_ETH_HLEN + len, w.now), -EPROTO);
+	/* From the ring, broken. */
+	struct pp_stats before, after;
+	pp_proto_stats(w.e[1], &before);
+	static const struct {
+		size_t at;     /* byte changed */
+		uint8_t add;   /* added to it */
+		int len_delta; /* and the record's length changed by */
+		int why;       /* the drop counted */
+	} breaks[] = {
+	    {4, 1, 0, PP_DROP_STALE},  /* src_inc */
+	    {16, 1, 0, PP_DROP_STALE}, /* dst_inc */
+	    {2, 1, 0, PP_DROP_LENGTH}, /* len */
+	    {0, 0, -1, PP_DROP_LENGTH},
+	    {1, 0x80, 0, PP_DROP_TYPE}, /* flags */
+	    {0, 0, -(int)PP_WIRE_LITE_HDR, PP_DROP_SHORT},
+	};
+	for (size_t i = 0; i < PP_ARRAY_SIZE(breaks); i++) {
+		memcpy(bad, rec, len);
+		bad[breaks[i].at] = (uint8_t)(bad[breaks[i].at] + breaks[i].add);
+		pp_proto_stats(w.e[1], &before);
+		CU_ASSERT_EQUAL(
+		    pp_proto_input_local(w.e[1], 0, bad, len + breaks[i].len_delta, w.now),
+		    -EPROTO);
+		pp_proto_stats(w.e[1], &after);
+		CU_ASSERT_EQUAL(after.drops[breaks[i].why], before.drops[breaks[i].why] + 1);
+	}
 	struct pp_proto_cpl c;
 	CU_ASSERT_EQUAL(take(1, &c), 0);
+	/* The sound record. */
+	CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], 0, rec, len, w.now), 0);
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.error == 0 && !c.is_send && c.len == 8 && !memcmp(r, s, 8));
 	world_fini();
 }
 
