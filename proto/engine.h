@@ -240,6 +240,12 @@ int pp_proto_send_late(struct pp_proto *eng, uint32_t dst, uint64_t tag, const v
  * caller's buffer if it completed at once. Nothing when none is left. */
 void pp_proto_settle(struct pp_proto *eng);
 
+/* 1 when a send since the last call went the sequenced way, so that frames
+ * wait in the engine for the caller to move them out (its push); 0 when
+ * every one was a lite message (rule 6), in its peer's ring already.
+ * Clears the mark. */
+int pp_proto_push_owed(struct pp_proto *eng);
+
 /* Post a receive from src (or PP_PROTO_ANY) for a message whose tag t has
  * ((t ^ tag) & ~ignore) == 0, as libfabric's tagged receives: ignore 0 is an
  * exact tag, PP_PROTO_IGNORE_ALL any tag. (pp.h's tags are the int values

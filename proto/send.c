@@ -107,6 +107,7 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 	s->error = 0;
 	list_add_tail(&p->sends, &s->all);
 	list_add_tail(&p->txq, &s->q);
+	e->push_owed = 1;
 	e->user_ops++;
 	/* Written straight into a receive the peer published: done too. */
 	int written = pp_proto_rq_write(e, p, s);
@@ -168,6 +169,13 @@ void pp_proto_settle(struct pp_proto *e)
 		s->late = 0;
 		copy_in(e, s);
 	}
+}
+
+int pp_proto_push_owed(struct pp_proto *e)
+{
+	int owed = e->push_owed;
+	e->push_owed = 0;
+	return owed;
 }
 
 uint64_t pp_proto_first_len(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t push,
