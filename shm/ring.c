@@ -49,15 +49,20 @@ static struct rec_hdr *hdr_at(const struct pp_shm_ring *r, uint32_t pos)
 	return (struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
 }
 
-/* The record header at pos, read once: the producer can rewrite it under us,
- * and the checks and the use must see the same values. The mark is read
- * first, with acquire: what follows it is what its record's producer wrote. */
-static struct rec_hdr read_hdr(const struct pp_shm_ring *r, uint32_t pos)
+/* 1 when the record header at pos is marked with index, and then *h is
+ * that header, read once: the producer can rewrite it under us, and the
+ * checks and the use must see the same values. The mark is read first, with
+ * acquire, and the rest only when it matches: what follows it is then what
+ * its record's producer wrote before marking it (a header not yet marked
+ * may be being written). */
+static int read_hdr(const struct pp_shm_ring *r, uint32_t pos, uint64_t index, struct rec_hdr *h)
 {
-	struct rec_hdr *h = hdr_at(r, pos);
-	uint64_t mark = __atomic_load_n(&h->mark, __ATOMIC_ACQUIRE);
-	const volatile struct rec_hdr *v = h;
-	return (struct rec_hdr){.mark = mark, .len = v->len, .kind = v->kind};
+	struct rec_hdr *x = hdr_at(r, pos);
+	if (__atomic_load_n(&x->mark, __ATOMIC_ACQUIRE) != (index ^ r->key))
+		return 0;
+	const volatile struct rec_hdr *v = x;
+	*h = (struct rec_hdr){.mark = index ^ r->key, .len = v->len, .kind = v->kind};
+	return 1;
 }
 
 /* A fresh key with its top bit set: no index (counted from 0) XORs a
@@ -224,8 +229,8 @@ int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len)
 		return r->err;
 	uint64_t tail = r->tail;
 	uint32_t pos = (uint32_t)(tail & r->mask), pad = 0;
-	struct rec_hdr h = read_hdr(r, pos);
-	if (h.mark != (tail ^ r->key))
+	struct rec_hdr h;
+	if (!read_hdr(r, pos, tail, &h))
 		return 0; /* empty */
 	if (pp_unlikely(h.kind != REC_DATA)) {
 		/* A pad fills exactly the cells left to the end; its record, at
@@ -234,8 +239,7 @@ int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len)
 			return poison(r);
 		pad = h.len;
 		pos = 0;
-		h = read_hdr(r, 0);
-		if (h.mark != ((tail + pad) ^ r->key) || h.kind != REC_DATA)
+		if (!read_hdr(r, 0, tail + pad, &h) || h.kind != REC_DATA)
 			return poison(r);
 	}
 	/* At most half the ring (then the count below cannot wrap) and inside
