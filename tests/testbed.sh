@@ -19,7 +19,10 @@
 # `ipv4 on` and `ipv4 off` (pprun's udp jobs): an address on the ports
 # changes what Open MPI's launcher sees of the nodes, and `up` takes a
 # leftover one away. Only pp0 gets it: ports of one node would share the
-# subnet, and the kernel would send from any of them.
+# subnet, and the kernel would send from any of them. Each node answers
+# ARP only on the port that holds the address asked for (arp_ignore 1,
+# arp_announce 2): as on any host with two ports on one segment, else the
+# other port answers too, and a peer may send there for good.
 # IPv6 is off on every port so the link carries only what the tests send.
 # `up` also mounts hugetlbfs on /dev/hugepages and reserves TESTBED_HUGEPAGES
 # 2 MiB pages (default 512) for DPDK.
@@ -161,6 +164,13 @@ up() {
     ns_exists "$ns" || ip netns add "$ns"
     ip -n "$ns" link set lo up
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    # A node's ports share one segment: by default each would answer ARP
+    # for pp0's address, and a peer that learnt pp1's MAC sends there for
+    # good (its probes go to pp1 and pp1 confirms), where the udp: port on
+    # pp0 never sees a datagram: a job lost its peer whenever pp0's reply
+    # was the one lost (runtime_lossy_udp, 1 run in 5). Only the port that
+    # holds an address answers for it, and speaks from it.
+    ip netns exec "$ns" sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
     for ((j = 0; j < ports; j++)); do
       local host=${P}n${i}p$j why
       why=$(pair_fault "$ns" "$host" "pp$j")
@@ -280,6 +290,7 @@ ipv4() {
   local nodes ports i
   read -r nodes ports <"$STATE"
   for ((i = 0; i < nodes; i++)); do
+    ip -n "${P}n$i" neigh flush all 2>/dev/null || true # what an earlier job learnt
     if [ "$1" = on ]; then
       ip -n "${P}n$i" addr replace "$(addr "$i" 0)/16" dev pp0 || die "ipv4: cannot give ${P}n$i/pp0 its address"
     else

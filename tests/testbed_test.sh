@@ -119,6 +119,23 @@ if [ -n "$xdp_obj" ]; then
 fi
 out=$("$tb" up 2 2) || fail "up after the repair: $out"
 ! grep -q repaired <<<"$out" || fail "a second up repaired again: $out"
+# ARP: only pp0 answers for pp0's address. With pptn1/pp0 down, pptn0 gets
+# no answer (pp1 would give its own MAC by default, and a peer would send
+# there for good); with it up, pp0's MAC. A datagram to the discard port
+# makes pptn0 ask.
+"$tb" ipv4 on || fail "ipv4 on"
+a1=$("$tb" addr 1 0)
+ask() { ip netns exec pptn0 bash -c "echo x >/dev/udp/$a1/9" 2>/dev/null; sleep 1; ip -n pptn0 neigh show "$a1"; }
+ip -n pptn1 link set pp0 down
+n=$(ask)
+grep -qi "$("$tb" mac 1 1)" <<<"$n" && fail "pptn0 learnt pptn1/pp1's MAC for $a1: $n"
+grep -qi "lladdr" <<<"$n" && fail "pptn1/pp0 down, yet $a1 was answered: $n"
+ip -n pptn1 link set pp0 up
+ip -n pptn0 neigh flush all
+n=$(ask)
+grep -qi "$("$tb" mac 1 0)" <<<"$n" || fail "pptn0 did not learn pptn1/pp0's MAC for $a1: $n"
+"$tb" ipv4 off
+echo "arp: ok"
 # From inside a node, up is refused and builds nothing there.
 out=$(ip netns exec pptn0 "$tb" up 2 1 2>&1) && fail "up inside pptn0 accepted"
 grep -q "not inside pptn0" <<<"$out" || fail "up inside pptn0: no reason given: $out"
