@@ -11,13 +11,18 @@
  * that does the thing: the key table of runtime/config.c, the backend table
  * of driver/port.c, runtime/topo.c, runtime/bootstrap.c.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "bootstrap.h"
 #include "config.h"
@@ -107,6 +112,30 @@ static void sysfs(const char *iface, const char *file, char *buf, size_t len)
 		fclose(f);
 }
 
+/* The first IPv4 address of iface into buf ("" when it has none). */
+static void ipv4_of(const struct ifaddrs *all, const char *iface, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (const struct ifaddrs *a = all; a; a = a->ifa_next)
+		if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+		    !strcmp(a->ifa_name, iface)) {
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)a->ifa_addr)->sin_addr,
+				  buf, (socklen_t)len);
+			return;
+		}
+}
+
+/* 1 when this process may open raw ports (packet:, pcap:, DPDK's af_packet):
+ * an AF_PACKET socket needs CAP_NET_RAW. */
+static int raw_allowed(void)
+{
+	int fd = socket(AF_PACKET, SOCK_RAW, 0);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -155,18 +184,37 @@ static void devices(void)
 			n++;
 	closedir(d);
 	qsort(names, (size_t)n, sizeof(names[0]), name_cmp);
+	struct ifaddrs *addrs = NULL;
+	if (getifaddrs(&addrs))
+		addrs = NULL;
 	printf("\nnetwork interfaces here (/sys/class/net):\n");
 	printf("  %-16s %6s %-8s %-17s  %s\n", "name", "mtu", "state", "mac", "dev");
 	for (int i = 0; i < n; i++) {
-		char mtu[32], state[32], mac[64];
+		char mtu[32], state[32], mac[64], ip[INET_ADDRSTRLEN], udp[64] = "";
 		sysfs(names[i], "mtu", mtu, sizeof(mtu));
 		sysfs(names[i], "operstate", state, sizeof(state));
 		sysfs(names[i], "address", mac, sizeof(mac));
+		ipv4_of(addrs, names[i], ip, sizeof(ip));
+		if (ip[0])
+			snprintf(udp, sizeof(udp), " | udp:%s:PORT", ip);
 		printf("  %-16s %6s %-8s %-17s  packet:%s | pcap:%s | "
-		       "--vdev=net_af_packet0,iface=%s\n",
-		       names[i], mtu, state, mac, names[i], names[i], names[i]);
+		       "--vdev=net_af_packet0,iface=%s%s\n",
+		       names[i], mtu, state, mac, names[i], names[i], names[i], udp);
 		free(names[i]);
 	}
+	if (addrs)
+		freeifaddrs(addrs);
+	/* Which kind to give a rank here, and why (README, "Port kinds"). */
+	if (raw_allowed())
+		printf("\nport kind for a rank here: packet:IFACE (raw ports open here: "
+		       "CAP_NET_RAW), pprun's default as root: the fastest on one L2 segment "
+		       "at small sizes; udp:ADDR:PORT where the link offloads large "
+		       "messages (GSO/GRO) or the ranks are on different subnets\n");
+	else
+		printf("\nport kind for a rank here: udp:ADDR:PORT (no raw port opens "
+		       "here: no CAP_NET_RAW; udp: needs no privilege and crosses "
+		       "routers), pprun's default without root; or a node daemon's "
+		       "ranks (daemon=SOCKET)\n");
 }
 
 /* --- configuration keys ------------------------------------------------------ */

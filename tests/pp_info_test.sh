@@ -37,6 +37,21 @@ grep -Eq "^  packet +yes +packet:IFACE " "$out" || { cat "$out"; fail "packet ba
 grep -Eq "^  udp +yes +udp:ADDR:PORT " "$out" || { cat "$out"; fail "udp backend not listed"; }
 lo_mtu=$(cat /sys/class/net/lo/mtu)
 grep -Eq "^  lo +$lo_mtu " "$out" || { cat "$out"; fail "lo with MTU $lo_mtu not listed"; }
+grep -Eq "^  lo .*\| udp:127\.0\.0\.1:PORT$" "$out" || { cat "$out"; fail "lo's udp: device not offered"; }
+# The kind to give a rank here, and why: packet: where raw ports open
+# (root), udp: where they do not (user nobody).
+if [ "$(id -u)" -eq 0 ]; then
+  grep -q "^port kind for a rank here: packet:IFACE (raw ports open here" "$out" ||
+    { cat "$out"; fail "as root: packet: not named"; }
+  as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  if "${as[@]}" test -x "$info"; then
+    "${as[@]}" "$info" --devices >"$out" 2>&1 || fail "--devices as nobody"
+    grep -q "^port kind for a rank here: udp:ADDR:PORT (no raw port opens here" "$out" ||
+      { cat "$out"; fail "as nobody: udp: not named"; }
+  else
+    echo "notice: user nobody cannot run $info: the unprivileged line not checked"
+  fi
+fi
 
 "$info" --topology >"$out" || fail "--topology"
 grep -q "^placement (default): [0-9]* pull handler(s):" "$out" || { cat "$out"; fail "no placement"; }
