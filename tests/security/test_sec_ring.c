@@ -166,28 +166,10 @@ static void test_past_end(void)
 	refused();
 }
 
-/* Pad records: a pad must reach exactly to the end of the cells and be
- * followed by a data record at cell 0. */
-static void test_pads(void)
+/* A fresh ring whose consumer is at cell 60: 60 one-cell records sent and
+ * taken, 4 cells left before the end. */
+static void at_cell_60(void)
 {
-	static const uint32_t pads[] = {0, 1, 3, 5, 0xFFFFFFFFu};
-	for (size_t i = 0; i < sizeof(pads) / sizeof(pads[0]); i++) {
-		fresh();
-		for (int k = 0; k < 60; k++)
-			send(ONE, 4);
-		const void *q;
-		uint32_t len;
-		for (int k = 0; k < 60; k++) {
-			CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-			pp_shm_ring_release(&cons);
-		}
-		/* 4 cells left to the end; a sound pad would say 4. */
-		send(260, 5); /* pad 4 + 5 cells at cell 0 */
-		CU_ASSERT_EQUAL_FATAL(atomic_load(shared_head()), 69);
-		put_hdr(60, pads[i], 1);
-		refused();
-	}
-	/* Sound pad, but a pad again at cell 0. */
 	fresh();
 	for (int k = 0; k < 60; k++)
 		send(ONE, 4);
@@ -197,6 +179,25 @@ static void test_pads(void)
 		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
 		pp_shm_ring_release(&cons);
 	}
+}
+
+/* Pad records: a pad must reach exactly to the end of the cells and be
+ * followed by a data record at cell 0. */
+static void test_pads(void)
+{
+	static const uint32_t pads[] = {0, 1, 3, 5, 0xFFFFFFFFu};
+	for (size_t i = 0; i < sizeof(pads) / sizeof(pads[0]); i++) {
+		at_cell_60();
+		/* 4 cells left to the end; a sound pad would say 4. */
+		send(260, 5); /* pad 4 + 5 cells at cell 0 */
+		CU_ASSERT_EQUAL_FATAL(atomic_load(shared_head()), 69);
+		put_hdr(60, pads[i], 1);
+		refused();
+	}
+	/* Sound pad, but a pad again at cell 0. */
+	at_cell_60();
+	const void *q;
+	uint32_t len;
 	send(260, 5);
 	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 1); /* as sent: fine */
 	CU_ASSERT(len == 260 && q == cell(0) + PP_SHM_RING_REC_HDR);
@@ -208,23 +209,11 @@ static void test_pads(void)
 	refused();
 	/* A marked pad whose record is not marked: a sound producer marks the
 	 * record first. */
-	fresh();
-	for (int k = 0; k < 60; k++)
-		send(ONE, 4);
-	for (int k = 0; k < 60; k++) {
-		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-		pp_shm_ring_release(&cons);
-	}
+	at_cell_60();
 	put_hdr(60, 4, 1);
 	refused();
 	/* A pad whose record carries another index's mark. */
-	fresh();
-	for (int k = 0; k < 60; k++)
-		send(ONE, 4);
-	for (int k = 0; k < 60; k++) {
-		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
-		pp_shm_ring_release(&cons);
-	}
+	at_cell_60();
 	put_hdr(0, 200, 0); /* index 0, not 64 */
 	put_hdr(60, 4, 1);
 	refused();
