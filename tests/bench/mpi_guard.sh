@@ -34,7 +34,10 @@
 # 8 B; seen: 1 MiB 1.0 to 1.1, 8 B 0.66 to 0.75 before lite records and
 # 0.41 to 0.63 since: they made native 8 B twice as fast in a window, and
 # Open MPI over pp, whose mtl and CQ add about 100 ns a message, 1.4 x).
-# Exit 77 when it cannot run (not root, no Open MPI or provider).
+# It also fails when native librt-pp's 8-byte one-way latency on one node
+# is not at least 1.1 x vader's speed (1.39 with lite records and ring
+# marks; 0.98 to 1.02 before them). Exit 77 when it cannot run (not root,
+# no Open MPI or provider).
 #
 # usage: mpi_guard.sh BUILD_DIR [--rounds R] [--iters N]
 set -uo pipefail
@@ -160,23 +163,23 @@ done
 echo "# latency in us (one way), window in MB/s; medians of $rounds rounds; ratios: medians of the rounds' own, >1 is ompi-pp better"
 echo
 echo "# two ranks on one node"
-printf '%-8s %8s  %10s %10s %10s  %8s %8s\n' test size native ompi-pp vader pp/nat pp/vader
+printf '%-8s %8s  %10s %10s %10s  %8s %8s %9s\n' test size native ompi-pp vader pp/nat pp/vader nat/vader
 for t in latency window; do
   f=3
   [ $t = window ] && f=4
   for s in 8 1048576; do
-    fn=() fp=() fv=() rn=() rv=()
+    fn=() fp=() fv=() rn=() rv=() rx=()
     for ((r = 1; r <= rounds; r++)); do
       n=$(value node-native $r $t $s $f) p=$(value node-ompi-pp $r $t $s $f)
       v=$(value node-vader $r $t $s $f)
       fn+=("$n") fp+=("$p") fv+=("$v")
-      rn+=("$(ratio $t "$p" "$n")") rv+=("$(ratio $t "$p" "$v")")
+      rn+=("$(ratio $t "$p" "$n")") rv+=("$(ratio $t "$p" "$v")") rx+=("$(ratio $t "$n" "$v")")
     done
-    a=$(median "${rn[@]}") b=$(median "${rv[@]}")
-    printf '%-8s %8s  %10s %10s %10s  %8s %8s\n' $t $s "$(median "${fn[@]}")" \
-      "$(median "${fp[@]}")" "$(median "${fv[@]}")" "$a" "$b"
-    echo "#   $t $s pp/nat by round: ${rn[*]}"
-    ratio[node.$t.$s]=$a
+    a=$(median "${rn[@]}") b=$(median "${rv[@]}") x=$(median "${rx[@]}")
+    printf '%-8s %8s  %10s %10s %10s  %8s %8s %9s\n' $t $s "$(median "${fn[@]}")" \
+      "$(median "${fp[@]}")" "$(median "${fv[@]}")" "$a" "$b" "$x"
+    echo "#   $t $s pp/nat by round: ${rn[*]}; nat/vader: ${rx[*]}"
+    ratio[node.$t.$s]=$a ratio[nodev.$t.$s]=$x
   done
 done
 bad=0
@@ -194,5 +197,8 @@ for t in latency window; do
       { echo "FAIL: one node, $s B $t: Open MPI over pp at ${ratio[node.$t.$s]} x native (< $line)"; bad=1; }
   done
 done
-[ $bad -eq 0 ] && echo "ok: Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB, and on one node"
+# Native librt-pp against vader, 8 B one way: the node path's headline.
+awk -v v="${ratio[nodev.latency.8]}" 'BEGIN { exit !(v >= 1.1) }' ||
+  { echo "FAIL: one node, 8 B latency: native librt-pp at ${ratio[nodev.latency.8]} x vader's speed (< 1.1)"; bad=1; }
+[ $bad -eq 0 ] && echo "ok: Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB, and on one node; native beats vader at 8 B"
 exit $bad
