@@ -49,19 +49,24 @@ static struct rec_hdr *hdr_at(const struct pp_shm_ring *r, uint32_t pos)
 	return (struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
 }
 
-/* 1 when the record header at pos is marked with index, and then *h is
- * that header, read once: the producer can rewrite it under us, and the
- * checks and the use must see the same values. The mark is read first, with
- * acquire, and the rest only when it matches: what follows it is then what
- * its record's producer wrote before marking it (a header not yet marked
- * may be being written). */
+/* 1 when the record at pos is marked as published with index (acquire:
+ * what its producer wrote before the mark is visible after it). */
+static int marked(const struct pp_shm_ring *r, uint32_t pos, uint64_t index)
+{
+	return __atomic_load_n(&hdr_at(r, pos)->mark, __ATOMIC_ACQUIRE) == (index ^ r->key);
+}
+
+/* 1 when the record header at pos is marked with index, and then *h holds
+ * its len and kind, read once: the producer can rewrite them under us, and
+ * the checks and the use must see the same values. They are read only once
+ * the mark matches: a header not yet marked may be being written. */
 static int read_hdr(const struct pp_shm_ring *r, uint32_t pos, uint64_t index, struct rec_hdr *h)
 {
-	struct rec_hdr *x = hdr_at(r, pos);
-	if (__atomic_load_n(&x->mark, __ATOMIC_ACQUIRE) != (index ^ r->key))
+	if (!marked(r, pos, index))
 		return 0;
-	const volatile struct rec_hdr *v = x;
-	*h = (struct rec_hdr){.mark = index ^ r->key, .len = v->len, .kind = v->kind};
+	const volatile struct rec_hdr *v = hdr_at(r, pos);
+	h->len = v->len;
+	h->kind = v->kind;
 	return 1;
 }
 
@@ -210,12 +215,6 @@ static int poison(struct pp_shm_ring *r)
 	r->err = -EPROTO;
 	r->held = 0;
 	return -EPROTO;
-}
-
-/* 1 when the record at the consumer's index is marked as published. */
-static int marked(const struct pp_shm_ring *r, uint32_t pos, uint64_t index)
-{
-	return __atomic_load_n(&hdr_at(r, pos)->mark, __ATOMIC_ACQUIRE) == (index ^ r->key);
 }
 
 int pp_shm_ring_empty(struct pp_shm_ring *r)
