@@ -509,6 +509,19 @@ static int plain_sender(const uint8_t to_mac[6], uint8_t own_mac[6], struct sock
 	return s;
 }
 
+/* len bytes from socket s to *to as one UDP_SEGMENT send the kernel cuts
+ * into datagrams of seg bytes (the last shorter); the socket is left
+ * sending plain datagrams again. The bytes sent, as sendto. */
+static ssize_t send_segments(int s, const struct sockaddr_in *to, const void *buf, size_t len,
+			     int seg)
+{
+	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
+	ssize_t n = sendto(s, buf, len, 0, (const struct sockaddr *)to, sizeof(*to));
+	int off = 0;
+	CU_ASSERT_EQUAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &off, sizeof(off)), 0);
+	return n;
+}
+
 /* With and without UDP_GRO: what does not pass is dropped either way (with
  * it, a datagram too long for a slot lands whole in a staging buffer). */
 static void spoofed_dropped(const char *opt)
@@ -761,9 +774,7 @@ static void gro_bad_segments(const char *opt)
 		fill(&fb, in[1].mac, i == 3 ? in[0].mac : own_mac, i < 9 ? 1000 : 500, 50 + i);
 	}
 	buf[7 * 1000 + 13] = 0x00;
-	int seg = 1000;
-	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
-	CU_ASSERT_EQUAL(sendto(s, buf, 9500, 0, (struct sockaddr *)&to, sizeof(to)), 9500);
+	CU_ASSERT_EQUAL(send_segments(s, &to, buf, 9500, 1000), 9500);
 	struct pp_buf *r[10];
 	CU_ASSERT_EQUAL_FATAL(rx_wait(p[1], r, 8, 2000), 8);
 	for (unsigned i = 0, j = 0; i < 10; i++)
@@ -781,9 +792,7 @@ static void gro_bad_segments(const char *opt)
 	/* Two of 10000 bytes: a peer with a larger MTU than this port's. */
 	fill(&(struct pp_buf){.data = buf, .cap = 10000}, in[1].mac, own_mac, 10000, 1);
 	fill(&(struct pp_buf){.data = buf + 10000, .cap = 10000}, in[1].mac, own_mac, 10000, 2);
-	seg = 10000;
-	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
-	CU_ASSERT_EQUAL(sendto(s, buf, 20000, 0, (struct sockaddr *)&to, sizeof(to)), 20000);
+	CU_ASSERT_EQUAL(send_segments(s, &to, buf, 20000, 10000), 20000);
 	CU_ASSERT_EQUAL(rx_wait(p[1], r, 1, 100), 0);
 	pp_port_stats(p[1], &st);
 	CU_ASSERT_EQUAL(st.rx_frames, 8);
@@ -836,11 +845,7 @@ static void gro_mixed(const char *opt)
 	memcpy(three, buf[1], 1200);
 	memcpy(three + 1200, buf[2], 1200);
 	memcpy(three + 2400, buf[3], 700);
-	int seg = 1200;
-	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
-	CU_ASSERT_EQUAL(sendto(s, three, 3100, 0, (struct sockaddr *)&to, sizeof(to)), 3100);
-	seg = 0;
-	CU_ASSERT_EQUAL_FATAL(setsockopt(s, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)), 0);
+	CU_ASSERT_EQUAL(send_segments(s, &to, three, 3100, 1200), 3100);
 	for (unsigned i = 4; i < 6; i++)
 		CU_ASSERT_EQUAL(sendto(s, buf[i], len[i], 0, (struct sockaddr *)&to, sizeof(to)),
 				(ssize_t)len[i]);

@@ -781,7 +781,6 @@ static void test_lite_not_wire(void)
 	CU_ASSERT_EQUAL(pp_proto_input(w.e[1], frame, PP_ETH_HLEN + len, w.now), -EPROTO);
 	/* From the ring, broken. */
 	struct pp_stats before, after;
-	pp_proto_stats(w.e[1], &before);
 	static const struct {
 		size_t at;     /* byte changed */
 		uint8_t add;   /* added to it */
