@@ -168,7 +168,7 @@ up() {
     # for pp0's address, and a peer that learnt pp1's MAC sends there for
     # good (its probes go to pp1 and pp1 confirms), where the udp: port on
     # pp0 never sees a datagram: a job lost its peer whenever pp0's reply
-    # was the one lost (runtime_lossy_udp, 1 run in 5). Only the port that
+    # was the one lost (5 of 13 udp: jobs under loss). Only the port that
     # holds an address answers for it, and speaks from it.
     ip netns exec "$ns" sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
     for ((j = 0; j < ports; j++)); do
