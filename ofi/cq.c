@@ -18,13 +18,13 @@
 
 #include "pp_fi.h"
 
-int pp_fi_ring_push(struct pp_fi_ring *r, const void *e)
+void *pp_fi_ring_slot(struct pp_fi_ring *r)
 {
 	if (r->tail - r->head == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 256;
 		uint8_t *mem = malloc(cap * r->esize);
 		if (!mem)
-			return -FI_ENOMEM;
+			return NULL;
 		for (size_t i = r->head; i != r->tail; i++)
 			memcpy(mem + (i - r->head) * r->esize,
 			       r->mem + (i & (r->cap - 1)) * r->esize, r->esize);
@@ -34,8 +34,16 @@ int pp_fi_ring_push(struct pp_fi_ring *r, const void *e)
 		r->head = 0;
 		r->cap = cap;
 	}
-	memcpy(r->mem + (r->tail & (r->cap - 1)) * r->esize, e, r->esize);
-	r->tail++;
+	return r->mem + (r->tail & (r->cap - 1)) * r->esize;
+}
+
+int pp_fi_ring_push(struct pp_fi_ring *r, const void *e)
+{
+	void *slot = pp_fi_ring_slot(r);
+	if (!slot)
+		return -FI_ENOMEM;
+	memcpy(slot, e, r->esize);
+	pp_fi_ring_commit(r);
 	return 0;
 }
 
@@ -48,10 +56,21 @@ int pp_fi_ring_pop(struct pp_fi_ring *r, void *e)
 	return 1;
 }
 
+struct pp_fi_cqe *pp_fi_cq_slot(struct pp_fi_cq *cq)
+{
+	struct pp_fi_cqe *e = pp_fi_ring_slot(&cq->ok);
+	if (!e)
+		PP_FI_WARN(FI_LOG_CQ, "completion lost: no memory\n");
+	return e;
+}
+
 void pp_fi_cq_write(struct pp_fi_cq *cq, const struct pp_fi_cqe *e)
 {
-	if (pp_fi_ring_push(&cq->ok, e))
-		PP_FI_WARN(FI_LOG_CQ, "completion lost: no memory\n");
+	struct pp_fi_cqe *slot = pp_fi_cq_slot(cq);
+	if (slot) {
+		*slot = *e;
+		pp_fi_ring_commit(&cq->ok);
+	}
 }
 
 void pp_fi_cq_write_err(struct pp_fi_cq *cq, const struct pp_fi_cqerr *e)
@@ -60,30 +79,31 @@ void pp_fi_cq_write_err(struct pp_fi_cq *cq, const struct pp_fi_cqerr *e)
 		PP_FI_WARN(FI_LOG_CQ, "error completion lost: no memory\n");
 }
 
+/* The bound endpoints are the first neps of eps, so a read's progress
+ * looks at no empty slot. */
 void pp_fi_cq_bind(struct pp_fi_cq *cq, struct pp_fi_ep *ep)
 {
-	for (int i = 0; i < PP_FI_BINDS; i++) {
+	for (int i = 0; i < cq->neps; i++)
 		if (cq->eps[i] == ep)
 			return;
-		if (!cq->eps[i]) {
-			cq->eps[i] = ep;
-			return;
-		}
-	}
+	if (cq->neps < PP_FI_BINDS)
+		cq->eps[cq->neps++] = ep;
 }
 
 void pp_fi_cq_unbind(struct pp_fi_cq *cq, struct pp_fi_ep *ep)
 {
-	for (int i = 0; i < PP_FI_BINDS; i++)
-		if (cq->eps[i] == ep)
-			cq->eps[i] = NULL;
+	for (int i = 0; i < cq->neps; i++)
+		if (cq->eps[i] == ep) {
+			cq->eps[i] = cq->eps[--cq->neps];
+			cq->eps[cq->neps] = NULL;
+			return;
+		}
 }
 
 static void progress(struct pp_fi_cq *cq)
 {
-	for (int i = 0; i < PP_FI_BINDS; i++)
-		if (cq->eps[i])
-			pp_fi_ep_progress(cq->eps[i]);
+	for (int i = 0; i < cq->neps; i++)
+		pp_fi_ep_progress(cq->eps[i]);
 }
 
 static ssize_t read_locked(struct pp_fi_cq *cq, void *buf, size_t count, fi_addr_t *src)
@@ -94,12 +114,13 @@ static ssize_t read_locked(struct pp_fi_cq *cq, void *buf, size_t count, fi_addr
 	if (pp_fi_ring_len(&cq->err))
 		return -FI_EAVAIL;
 	size_t n = 0;
-	struct pp_fi_cqe e;
-	while (n < count && pp_fi_ring_pop(&cq->ok, &e)) {
+	while (n < count && pp_fi_ring_len(&cq->ok)) {
+		const struct pp_fi_cqe *e = pp_fi_ring_head(&cq->ok);
 		/* Every format is a prefix of the tagged entry. */
-		memcpy((uint8_t *)buf + n * cq->esize, &e.e, cq->esize);
+		memcpy((uint8_t *)buf + n * cq->esize, &e->e, cq->esize);
 		if (src)
-			src[n] = e.src;
+			src[n] = e->src;
+		cq->ok.head++;
 		n++;
 	}
 	return n ? (ssize_t)n : -FI_EAGAIN;

@@ -128,11 +128,24 @@ struct pp_fi_ring {
 	size_t esize, cap, head, tail; /* cap a power of two; head, tail count */
 };
 
+/* slot: the next free entry, the ring grown when full (NULL without
+ * memory); it counts from pp_fi_ring_commit on. head: the oldest entry. */
+void *pp_fi_ring_slot(struct pp_fi_ring *r);
 int pp_fi_ring_push(struct pp_fi_ring *r, const void *e);
 int pp_fi_ring_pop(struct pp_fi_ring *r, void *e);
 static inline size_t pp_fi_ring_len(const struct pp_fi_ring *r)
 {
 	return r->tail - r->head;
+}
+
+static inline void pp_fi_ring_commit(struct pp_fi_ring *r)
+{
+	r->tail++;
+}
+
+static inline void *pp_fi_ring_head(const struct pp_fi_ring *r)
+{
+	return r->mem + (r->head & (r->cap - 1)) * r->esize;
 }
 
 /* What a completion carries here: the tagged entry and its source. */
@@ -153,6 +166,7 @@ struct pp_fi_cq {
 	size_t esize;			   /* bytes of one entry of that format */
 	struct pp_fi_ring ok, err;	   /* of pp_fi_cqe, pp_fi_cqerr */
 	struct pp_fi_ep *eps[PP_FI_BINDS]; /* bound endpoints: reads make them progress */
+	int neps;			   /* how many: the first neps of eps */
 	volatile int signaled;		   /* fi_cq_signal: a waiting sread returns */
 	int wait;			   /* FI_WAIT_FD or FI_WAIT_UNSPEC asked: sread sleeps */
 	int wake_fd;			   /* eventfd: fi_cq_signal wakes a sleeping sread */
@@ -162,6 +176,10 @@ struct pp_fi_cq {
 
 void pp_fi_cq_bind(struct pp_fi_cq *cq, struct pp_fi_ep *ep);
 void pp_fi_cq_unbind(struct pp_fi_cq *cq, struct pp_fi_ep *ep);
+/* The entry to fill for a completion (pp_fi_ring_commit(&cq->ok) then),
+ * or NULL when there is no memory for it (logged); write: a whole entry,
+ * copied in (the cold paths'). */
+struct pp_fi_cqe *pp_fi_cq_slot(struct pp_fi_cq *cq);
 void pp_fi_cq_write(struct pp_fi_cq *cq, const struct pp_fi_cqe *e);
 void pp_fi_cq_write_err(struct pp_fi_cq *cq, const struct pp_fi_cqerr *e);
 /* fi_trywait of a CQ: 0 when it is empty and nothing needs progress before

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_compiler.h"
 #include "pp_hash.h"
 #include "pp_log.h"
 #include "sim/pp_sim.h"
@@ -23,11 +24,14 @@
 static void engine_cpl(void *arg, const struct pp_proto_cpl *c)
 {
 	struct pp_embed *m = arg;
-	struct pp_proto_cpl x = *c;
-	if (x.source == m->ctx->size)
-		x.source = m->ctx->rank;
-	if (x.is_send)
+	if (c->is_send)
 		m->sends--;
+	if (pp_likely(c->source != m->ctx->size)) {
+		m->conf.cpl(m->conf.arg, c);
+		return;
+	}
+	struct pp_proto_cpl x = *c;
+	x.source = m->ctx->rank;
 	m->conf.cpl(m->conf.arg, &x);
 }
 
