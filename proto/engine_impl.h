@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "engine.h"
 #include "gbn.h"
@@ -105,10 +106,11 @@ struct pp_proto_recv_rec {
 	uint64_t xnext;		       /* next offset expected on an extra stream (0: none yet) */
 	uint64_t xgot;		       /* bytes that came on extra streams (after the pushes) */
 	uint8_t placed;		       /* place_post holds a description of buf */
-	struct pp_tagq_entry m;	       /* in the posted or unexpected queue (tagq.h) */
-	struct pp_link q;	       /* free pool */
-	struct pp_link by_peer;	       /* peer's list of arrived messages */
-	struct pp_link pq;	       /* peer's pullq or directq */
+	/* Links from here on, and m's: not cleared by pp_proto_rx_take. */
+	struct pp_tagq_entry m; /* in the posted or unexpected queue (tagq.h) */
+	struct pp_link q;	/* free pool */
+	struct pp_link by_peer; /* peer's list of arrived messages */
+	struct pp_link pq;	/* peer's pullq or directq */
 };
 
 /* One sequenced frame in the window, enough to regenerate it. */
@@ -323,12 +325,16 @@ void pp_proto_place_take(struct pp_proto *e, struct pp_proto_recv_rec *r);
 int pp_proto_rx_grow(struct pp_proto *e);
 int pp_proto_cpl_grow(struct pp_proto *e);
 
+/* A record from the pool, every field zero but its links (they are set as
+ * it joins a list): a third of the record less to clear on every receive. */
 static inline struct pp_proto_recv_rec *pp_proto_rx_take(struct pp_proto *e)
 {
 	if (list_empty(&e->rx_pool) && pp_proto_rx_grow(e))
 		return NULL;
 	struct pp_proto_recv_rec *r = container_of(e->rx_pool.next, struct pp_proto_recv_rec, q);
 	list_del(&r->q);
+	memset(r, 0, offsetof(struct pp_proto_recv_rec, m));
+	memset(&r->m.seq, 0, sizeof(r->m) - offsetof(struct pp_tagq_entry, seq));
 	return r;
 }
 

@@ -59,7 +59,6 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	struct pp_proto_recv_rec *r = pp_proto_rx_take(e);
 	if (!r)
 		return -ENOMEM;
-	memset(r, 0, sizeof(*r));
 	r->state = RX_POSTED;
 	r->want_src = src;
 	r->want_tag = tag;

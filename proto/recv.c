@@ -48,7 +48,6 @@ enum take pp_proto_push_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t
 			    e->pb.nfree < pp_pushbuf_cells(h->payload_len))
 				return REFUSED_NOBUF;
 			r = pp_proto_rx_take(e);
-			memset(r, 0, sizeof(*r));
 			pp_pushbuf_chain_init(&r->cells);
 			r->stage = blk;
 			r->state = RX_UNEXPECTED;

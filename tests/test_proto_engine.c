@@ -648,6 +648,48 @@ static void test_deep_queues(void)
 	net_fini(&net);
 }
 
+/* Receive records are reused: one that served a receive ignoring every tag
+ * bit (a wildcard) and then holds an unexpected message is filed by that
+ * message's own tag, so a receive naming the tag finds it. Twenty of each,
+ * past PP_TAGQ_LIST_MAX, so the unexpected queue is filed in buckets. */
+static void test_reused_records(void)
+{
+	enum { N = 20 };
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct net net;
+	CU_ASSERT_FATAL(net_init(&net, 2, &conf) == 0);
+	uint32_t val[N], got[N];
+	struct pp_proto_cpl c;
+	for (uint32_t i = 0; i < N; i++) {
+		val[i] = 0x5EED0000u + i;
+		CU_ASSERT_FATAL(pp_proto_recv(net.e[1], 0, 0, 0xFFFFFFFFu, &got[i], 4, i) == 0);
+		CU_ASSERT_FATAL(pp_proto_send(net.e[0], 1, 1000 + i, &val[i], 4, i) == 0);
+	}
+	net_run(&net, 1000000000);
+	uint32_t done = 0;
+	while (pp_proto_poll(net.e[1], &c) == 1)
+		done += c.error == 0 && c.tag == 1000 + c.cookie;
+	CU_ASSERT_EQUAL(done, N);
+	while (pp_proto_poll(net.e[0], &c) == 1)
+		;
+	/* Now unexpected: each takes a record a wildcard receive left. */
+	for (uint32_t i = 0; i < N; i++)
+		CU_ASSERT_FATAL(pp_proto_send(net.e[0], 1, 100 + i, &val[i], 4, i) == 0);
+	net_run(&net, 1000000000);
+	struct pp_proto_cpl p;
+	CU_ASSERT_EQUAL(pp_proto_probe(net.e[1], 0, 100 + N - 1, 0, &p), 1);
+	memset(got, 0, sizeof(got));
+	for (uint32_t i = N; i-- > 0;)
+		CU_ASSERT_FATAL(pp_proto_recv(net.e[1], 0, 100 + i, 0, &got[i], 4, 100 + i) == 0);
+	net_run(&net, 1000000000);
+	done = 0;
+	while (pp_proto_poll(net.e[1], &c) == 1)
+		done += c.error == 0 && c.tag == c.cookie && got[c.tag - 100] == val[c.tag - 100];
+	CU_ASSERT_EQUAL(done, N);
+	net_fini(&net);
+}
+
 /* An inject (pp_proto_send_copy): a message longer than the pushes, whose
  * buffer is overwritten as soon as the call returns, arrives as it was when
  * sent, and the send completes before any frame moved; longer than copy_max
@@ -682,6 +724,7 @@ static CU_TestInfo tests[] = {
     {"modes x early/late x sizes", test_modes_sizes},
     {"64 K receives posted, or unexpected, each matched", test_deep_queues},
     {"an inject is copied at once, whatever is pushed", test_send_copy},
+    {"a reused record holds an unexpected message under its own tag", test_reused_records},
     {"wildcards and order", test_wildcards_order},
     {"payloads by reference", test_output_ref},
     {"truncation", test_truncation},
