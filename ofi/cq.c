@@ -18,23 +18,22 @@
 
 #include "pp_fi.h"
 
-void *pp_fi_ring_slot(struct pp_fi_ring *r)
+/* A full ring (pp_fi_ring_slot): twice the entries, in order from 0. */
+void *pp_fi_ring_grow(struct pp_fi_ring *r)
 {
-	if (r->tail - r->head == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 256;
-		uint8_t *mem = malloc(cap * r->esize);
-		if (!mem)
-			return NULL;
-		for (size_t i = r->head; i != r->tail; i++)
-			memcpy(mem + (i - r->head) * r->esize,
-			       r->mem + (i & (r->cap - 1)) * r->esize, r->esize);
-		free(r->mem);
-		r->mem = mem;
-		r->tail -= r->head;
-		r->head = 0;
-		r->cap = cap;
-	}
-	return r->mem + (r->tail & (r->cap - 1)) * r->esize;
+	size_t cap = r->cap ? 2 * r->cap : 256;
+	uint8_t *mem = malloc(cap * r->esize);
+	if (!mem)
+		return NULL;
+	for (size_t i = r->head; i != r->tail; i++)
+		memcpy(mem + (i - r->head) * r->esize, r->mem + (i & (r->cap - 1)) * r->esize,
+		       r->esize);
+	free(r->mem);
+	r->mem = mem;
+	r->tail -= r->head;
+	r->head = 0;
+	r->cap = cap;
+	return r->mem + r->tail * r->esize;
 }
 
 int pp_fi_ring_push(struct pp_fi_ring *r, const void *e)

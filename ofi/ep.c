@@ -50,9 +50,12 @@ struct pp_fi_op *pp_fi_op_get(struct pp_fi_ep *ep)
 
 void pp_fi_op_put(struct pp_fi_ep *ep, struct pp_fi_op *op)
 {
-	free(op->bounce);
-	op->bounce = NULL;
-	pp_fi_iov_give(ep, op);
+	if (op->bounce) {
+		free(op->bounce);
+		op->bounce = NULL;
+	}
+	if (op->slot)
+		pp_fi_iov_give(ep, op);
 	op->next = ep->free;
 	ep->free = op;
 }

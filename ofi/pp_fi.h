@@ -130,12 +130,19 @@ struct pp_fi_ring {
 
 /* slot: the next free entry, the ring grown when full (NULL without
  * memory); it counts from pp_fi_ring_commit on. head: the oldest entry. */
-void *pp_fi_ring_slot(struct pp_fi_ring *r);
+void *pp_fi_ring_grow(struct pp_fi_ring *r);
 int pp_fi_ring_push(struct pp_fi_ring *r, const void *e);
 int pp_fi_ring_pop(struct pp_fi_ring *r, void *e);
 static inline size_t pp_fi_ring_len(const struct pp_fi_ring *r)
 {
 	return r->tail - r->head;
+}
+
+static inline void *pp_fi_ring_slot(struct pp_fi_ring *r)
+{
+	if (r->tail - r->head == r->cap)
+		return pp_fi_ring_grow(r);
+	return r->mem + (r->tail & (r->cap - 1)) * r->esize;
 }
 
 static inline void pp_fi_ring_commit(struct pp_fi_ring *r)

@@ -206,6 +206,7 @@ void pp_embed_close(struct pp_embed *m)
 		pp_warn("embed: rank %d: sends not acknowledged in %u ms", ctx->rank,
 			ctx->cfg.timeout_ms);
 	pp_embed_self_close(m);
+	pp_rt_stats_print(ctx); /* stats=text|json, as pp_finalize does */
 	pp_ctx_free(ctx);
 	free(m);
 	pthread_mutex_lock(&made_lock);
