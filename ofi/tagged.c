@@ -76,8 +76,8 @@ static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len,
 		} else if ((flags & FI_INJECT) && len) {
 			/* The caller may reuse buf at once: the engine copies it
 			 * (no allocation); to the own rank a copy is made here. */
-			rc = pp_embed_inject(ep->rt, (uint32_t)rank, t, buf, len, has_data,
-					     (uint32_t)data, cookie);
+			rc = pp_embed_send_now(ep->rt, (uint32_t)rank, t, buf, len, has_data,
+					       (uint32_t)data, 1, cookie);
 			if (rc == -ENOTSUP) {
 				op->bounce = malloc(len);
 				if (op->bounce)
@@ -89,12 +89,16 @@ static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len,
 			;
 		else if (nobuf)
 			rc = -ENOMEM; /* -FI_EAGAIN: sends in flight give theirs back */
-		else if (has_data)
-			rc = pp_embed_send_data(ep->rt, (uint32_t)rank, t, bytes, len,
-						(uint32_t)data, cookie);
 		else
-			rc = pp_embed_send(ep->rt, (uint32_t)rank, t, bytes, len, cookie);
-		if (rc) {
+			rc = pp_embed_send_now(ep->rt, (uint32_t)rank, t, bytes, len, has_data,
+					       (uint32_t)data, 0, cookie);
+		if (rc == 1) { /* done in the call: no completion will come */
+			struct pp_proto_cpl c = {
+			    .cookie = cookie, .is_send = 1, .tag = t, .len = len};
+			pp_fi_ep_complete(ep, op, &c);
+			pp_fi_op_put(ep, op);
+			rc = 0;
+		} else if (rc) {
 			pp_fi_op_put(ep, op);
 			rc = pp_fi_err((int)rc);
 			if (rc == -FI_EAGAIN) /* full: let what is in flight move on */

@@ -280,6 +280,15 @@ struct pp_proto_cpl *pp_proto_complete(struct pp_proto *e, uint64_t cookie, int 
 	return x;
 }
 
+int pp_proto_take_newest(struct pp_proto *e, uint64_t cookie)
+{
+	if (e->cpl_head == e->cpl_tail || e->cpl[(e->cpl_tail - 1) & e->cpl_mask].cookie != cookie)
+		return 0;
+	e->cpl_tail--;
+	e->user_ops--;
+	return 1;
+}
+
 int pp_proto_poll(struct pp_proto *e, struct pp_proto_cpl *cpl)
 {
 	if (e->cpl_head == e->cpl_tail)

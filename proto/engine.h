@@ -320,6 +320,12 @@ void pp_proto_handle_expiry(struct pp_proto *eng, uint64_t now);
 /* Take one completion. Returns 1 and fills *cpl, or 0 when none. */
 int pp_proto_poll(struct pp_proto *eng, struct pp_proto_cpl *cpl);
 
+/* For a caller that reports a send done at once itself: when the newest
+ * completion queued is cookie's (a send just posted that completed in the
+ * call: a node-mate's small message, an eager copy), take it back out and
+ * return 1; else 0. Successful by construction (errors come later). */
+int pp_proto_take_newest(struct pp_proto *eng, uint64_t cookie);
+
 /* The layer below finished serving the PULL of send msg_id to dst (error 0)
  * or gave up (error < 0: the send fails with -ECONNRESET). The send
  * completes once its pushed frames are acked too.

@@ -296,41 +296,40 @@ int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len)
 	return rc;
 }
 
+/* now: a send done in the call returns 1, its completion taken back
+ * (pp_embed_send_now). */
 static int send_post(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		     int has_data, uint32_t data, int copy, uint64_t cookie)
+		     int has_data, uint32_t data, int copy, int now, uint64_t cookie)
 {
 	pp_ctx *ctx = m->ctx;
-	int rc;
-	if (dst == (uint32_t)ctx->rank) {
-		rc = copy ? -ENOTSUP : pp_embed_self_send(m, tag, buf, len, has_data, data, cookie);
-	} else {
-		rc = copy ? pp_proto_send_copy(ctx->eng, dst, tag, buf, len, has_data, data, cookie)
-		     : has_data ? pp_proto_send_data(ctx->eng, dst, tag, buf, len, data, cookie)
-				: pp_proto_send(ctx->eng, dst, tag, buf, len, cookie);
-		if (rc == 0) {
-			m->sends++;
-			pp_ctx_push(ctx); /* the first push goes out now */
-		}
-	}
+	if (dst == (uint32_t)ctx->rank)
+		return copy ? -ENOTSUP
+			    : pp_embed_self_send(m, tag, buf, len, has_data, data, cookie);
+	int rc = copy ? pp_proto_send_copy(ctx->eng, dst, tag, buf, len, has_data, data, cookie)
+		 : has_data ? pp_proto_send_data(ctx->eng, dst, tag, buf, len, data, cookie)
+			    : pp_proto_send(ctx->eng, dst, tag, buf, len, cookie);
+	if (rc)
+		return rc;
+	/* Taken back before the push, whose pass would deliver it: a small
+	 * send then costs no trip through the completion callbacks (Open MPI
+	 * over pp: about 180 of a send's 990 instructions). */
+	rc = now && pp_proto_take_newest(ctx->eng, cookie);
+	if (!rc)
+		m->sends++;
+	pp_ctx_push(ctx); /* the first push goes out now */
 	return rc;
 }
 
 int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie)
 {
-	return send_post(m, dst, tag, buf, len, 0, 0, 0, cookie);
+	return send_post(m, dst, tag, buf, len, 0, 0, 0, 0, cookie);
 }
 
-int pp_embed_send_data(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf,
-		       uint64_t len, uint32_t data, uint64_t cookie)
+int pp_embed_send_now(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		      int has_data, uint32_t data, int copy, uint64_t cookie)
 {
-	return send_post(m, dst, tag, buf, len, 1, data, 0, cookie);
-}
-
-int pp_embed_inject(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		    int has_data, uint32_t data, uint64_t cookie)
-{
-	return send_post(m, dst, tag, buf, len, has_data, data, 1, cookie);
+	return send_post(m, dst, tag, buf, len, has_data, data, copy, 1, cookie);
 }
 
 int pp_embed_recv(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore, void *buf,

@@ -111,17 +111,17 @@ int pp_embed_peer_add(struct pp_embed *m, const struct pp_embed_addr *a);
 int pp_embed_send(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie);
 
-/* As pp_embed_send, with 32 bits of immediate data that the receiver's
- * completion and probes report (pp_proto_send_data; remote CQ data). */
-int pp_embed_send_data(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf,
-		       uint64_t len, uint32_t data, uint64_t cookie);
-
-/* As pp_embed_send(_data), for len up to the engine's copy (8 KiB): the
- * engine copies buf before this returns 0, and the send completes at once
- * (FI_INJECT with no copy of the caller's). -ENOTSUP to the own rank (the
- * caller copies), -EINVAL when longer. */
-int pp_embed_inject(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		    int has_data, uint32_t data, uint64_t cookie);
+/* As pp_embed_send, for a caller that reports a send completed in the
+ * call itself: 1 then (a node-mate's small message, an eager copy), and no
+ * completion will come for it; 0 when one will; or pp_embed_send's errors.
+ * has_data: 32 bits of immediate data go with it, which the receiver's
+ * completion and probes report (pp_proto_send_data; remote CQ data).
+ * copy: for len up to the engine's copy (8 KiB), the engine copies buf
+ * before this returns, and the send completes at once (FI_INJECT with no
+ * copy of the caller's); -ENOTSUP to the own rank (the caller copies),
+ * -EINVAL when longer. */
+int pp_embed_send_now(struct pp_embed *m, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		      int has_data, uint32_t data, int copy, uint64_t cookie);
 
 /* Take back a receive not matched yet (pp_proto_cancel): 0, -ENOENT, -EBUSY. */
 int pp_embed_cancel(struct pp_embed *m, uint64_t cookie);

@@ -648,6 +648,47 @@ static void test_deep_queues(void)
 	net_fini(&net);
 }
 
+/* pp_proto_take_newest: a send done in the call (an eager copy) has its
+ * completion taken back, once, and only while it is the newest; a send
+ * that waits for its acks has none to take, and reports through poll. */
+static void test_take_newest(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	struct net net;
+	CU_ASSERT_FATAL(net_init(&net, 2, &conf) == 0);
+	static uint8_t a[64], b[64], big[64 << 10], got[3][64 << 10];
+	pat_fill(a, sizeof(a), 1);
+	pat_fill(b, sizeof(b), 2);
+	pat_fill(big, sizeof(big), 3);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, 0, got[i], sizeof(got[i]), 10 + i),
+				0);
+	CU_ASSERT_EQUAL(pp_proto_send_copy(net.e[0], 1, 5, a, sizeof(a), 0, 0, 1), 0);
+	CU_ASSERT_EQUAL(pp_proto_send_copy(net.e[0], 1, 5, b, sizeof(b), 0, 0, 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 1), 0); /* not the newest */
+	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 2), 1);
+	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 2), 0); /* taken already */
+	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 5, big, sizeof(big), 3), 0);
+	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 3), 0); /* waits for its acks */
+	net_run(&net, 1000000000);
+	struct pp_proto_cpl c;
+	uint64_t seen = 0;
+	while (pp_proto_poll(net.e[0], &c) == 1) {
+		CU_ASSERT_EQUAL(c.error, 0);
+		seen |= 1u << c.cookie;
+	}
+	CU_ASSERT_EQUAL(seen, (1u << 1) | (1u << 3)); /* 2's was taken */
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+		CU_ASSERT_EQUAL(c.cookie, 10 + i);
+	}
+	CU_ASSERT(pat_check(got[0], sizeof(a), 1) && pat_check(got[1], sizeof(b), 2) &&
+		  pat_check(got[2], sizeof(big), 3));
+	CU_ASSERT_TRUE(pp_proto_idle(net.e[0]));
+	net_fini(&net);
+}
+
 /* Receive records are reused: one that served a receive ignoring every tag
  * bit (a wildcard) and then holds an unexpected message is filed by that
  * message's own tag, so a receive naming the tag finds it. Twenty of each,
@@ -725,6 +766,7 @@ static CU_TestInfo tests[] = {
     {"64 K receives posted, or unexpected, each matched", test_deep_queues},
     {"an inject is copied at once, whatever is pushed", test_send_copy},
     {"a reused record holds an unexpected message under its own tag", test_reused_records},
+    {"a send done at once: its completion taken back", test_take_newest},
     {"wildcards and order", test_wildcards_order},
     {"payloads by reference", test_output_ref},
     {"truncation", test_truncation},
