@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 
 #include "bootstrap.h"
 #include "config.h"
+#include "iface.h"
 #include "pp.h"
 #include "pp_build.h"
 #include "pp_port.h"
@@ -113,18 +113,6 @@ static void sysfs(const char *iface, const char *file, char *buf, size_t len)
 }
 
 /* The first IPv4 address of iface into buf ("" when it has none). */
-static void ipv4_of(const struct ifaddrs *all, const char *iface, char *buf, size_t len)
-{
-	buf[0] = '\0';
-	for (const struct ifaddrs *a = all; a; a = a->ifa_next)
-		if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
-		    !strcmp(a->ifa_name, iface)) {
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)a->ifa_addr)->sin_addr,
-				  buf, (socklen_t)len);
-			return;
-		}
-}
-
 /* 1 when this process may open raw ports (packet:, pcap:, DPDK's af_packet):
  * an AF_PACKET socket needs CAP_NET_RAW. */
 static int raw_allowed(void)
@@ -184,9 +172,6 @@ static void devices(void)
 			n++;
 	closedir(d);
 	qsort(names, (size_t)n, sizeof(names[0]), name_cmp);
-	struct ifaddrs *addrs = NULL;
-	if (getifaddrs(&addrs))
-		addrs = NULL;
 	printf("\nnetwork interfaces here (/sys/class/net):\n");
 	printf("  %-16s %6s %-8s %-17s  %s\n", "name", "mtu", "state", "mac", "dev");
 	for (int i = 0; i < n; i++) {
@@ -194,16 +179,13 @@ static void devices(void)
 		sysfs(names[i], "mtu", mtu, sizeof(mtu));
 		sysfs(names[i], "operstate", state, sizeof(state));
 		sysfs(names[i], "address", mac, sizeof(mac));
-		ipv4_of(addrs, names[i], ip, sizeof(ip));
-		if (ip[0])
+		if (pp_iface_ipv4(names[i], ip, sizeof(ip)) == 0)
 			snprintf(udp, sizeof(udp), " | udp:%s:PORT", ip);
 		printf("  %-16s %6s %-8s %-17s  packet:%s | pcap:%s | "
 		       "--vdev=net_af_packet0,iface=%s%s\n",
 		       names[i], mtu, state, mac, names[i], names[i], names[i], udp);
 		free(names[i]);
 	}
-	if (addrs)
-		freeifaddrs(addrs);
 	/* Which kind to give a rank here, and why (README, "Port kinds"). */
 	if (raw_allowed())
 		printf("\nport kind for a rank here: packet:IFACE (raw ports open here: "

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The interface query of the socket backends (iface.h). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <net/if.h> /* before the linux/ headers: glibc's if.h guards theirs */
 #include <net/if_arp.h>
 #include <linux/ethtool.h>
@@ -56,5 +58,21 @@ int pp_iface_query(const char *iface, struct pp_port_info *info, int *ifindex, i
 		return -errno;
 	int rc = query(fd, iface, info, ifindex, admin_up);
 	close(fd);
+	return rc;
+}
+
+int pp_iface_ipv4(const char *iface, char *buf, size_t len)
+{
+	struct ifaddrs *all;
+	if (getifaddrs(&all))
+		return -errno;
+	int rc = -EADDRNOTAVAIL;
+	for (const struct ifaddrs *a = all; a && rc; a = a->ifa_next)
+		if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+		    !strcmp(a->ifa_name, iface) &&
+		    inet_ntop(AF_INET, &((const struct sockaddr_in *)a->ifa_addr)->sin_addr, buf,
+			      (socklen_t)len))
+			rc = 0;
+	freeifaddrs(all);
 	return rc;
 }

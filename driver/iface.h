@@ -17,4 +17,9 @@
  */
 int pp_iface_query(const char *iface, struct pp_port_info *info, int *ifindex, int *admin_up);
 
+/* The first IPv4 address of iface, as text in buf (len >= INET_ADDRSTRLEN):
+ * 0, -EADDRNOTAVAIL when it has none (or there is no such interface), or
+ * -errno of getifaddrs. */
+int pp_iface_ipv4(const char *iface, char *buf, size_t len);
+
 #endif

@@ -5,6 +5,7 @@
  * progress happens inside pp_* calls and, with pull_cores, in pull-handler
  * threads.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "bootstrap.h"
 #include "ctx.h"
+#include "iface.h"
 #include "pp_log.h"
 
 static int check_config(const struct pp_config *c)
@@ -78,6 +80,37 @@ void pp_ctx_free(pp_ctx *ctx)
 	free(ctx);
 }
 
+/* A packet: or pcap: port refused for want of privilege (no CAP_NET_RAW)
+ * becomes a udp: port on the interface's first IPv4 address, a free port
+ * of the udp range: what an unprivileged rank can open. Only where the
+ * peers' addresses come from outside the port (embedded: an MPI's address
+ * vector; pp_init: PMIx's records), for a udp: port's HELLO reaches only
+ * the peers of its list, which nobody gave. 0 and the device in udp, or
+ * an error logged saying why there is none. */
+static int udp_fallback(const pp_ctx *ctx, int boot, const char *dev, char *udp, size_t len)
+{
+	const char *iface = NULL;
+	if (!strncmp(dev, "packet:", 7))
+		iface = dev + 7;
+	else if (!strncmp(dev, "pcap:", 5))
+		iface = dev + 5;
+	if (!iface || !ctx->cfg.udp_fallback)
+		return -EPERM;
+	if (boot && ctx->boot != PP_BOOT_PMIX) {
+		pp_err("pp_init: without CAP_NET_RAW a rank opens udp:ADDR:PORT,peers=... (pprun "
+		       "--dev-kind udp gives it), or packet:IFACE under a PMIx launcher (mpirun), "
+		       "which then falls back to udp: by itself");
+		return -EPERM;
+	}
+	char ip[INET_ADDRSTRLEN];
+	if (pp_iface_ipv4(iface, ip, sizeof(ip))) {
+		pp_err("pp_init: no udp: port to fall back to: %s has no IPv4 address", iface);
+		return -EPERM;
+	}
+	snprintf(udp, len, "udp:%s:0", ip);
+	return 0;
+}
+
 /* pp_init's first half, which the embedded context (embed.c) shares:
  * configuration, incarnation, requests, predictor, port and engine. */
 int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot)
@@ -118,6 +151,15 @@ int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot
 	else
 		snprintf(dev, sizeof(dev), "%s", ctx->cfg.dev);
 	rc = pp_port_open(&ctx->port, dev, &pconf);
+	char udp[INET_ADDRSTRLEN + 16];
+	if ((rc == -EPERM || rc == -EACCES) &&
+	    udp_fallback(ctx, boot, dev, udp, sizeof(udp)) == 0) {
+		pp_warn("pp_init: port '%s': %s (no CAP_NET_RAW): rank %d uses %s instead "
+			"(udp_fallback=off forbids)",
+			dev, pp_strerror(rc), ctx->rank, udp);
+		snprintf(dev, sizeof(dev), "%s", udp);
+		rc = pp_port_open(&ctx->port, dev, &pconf);
+	}
 	if (rc) {
 		pp_err("pp_init: cannot open port '%s': %s", dev, pp_strerror(rc));
 		rc = rc == -EINVAL || rc == -ENOMEM ? rc : -ENODEV;

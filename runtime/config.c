@@ -288,6 +288,11 @@ static int set_shm_write(struct pp_config *c, const char *v)
 	return set_bool(&c->shm_write, v);
 }
 
+static int set_udp_fallback(struct pp_config *c, const char *v)
+{
+	return set_bool(&c->udp_fallback, v);
+}
+
 static int set_shm_heap(struct pp_config *c, const char *v)
 {
 	return parse_bytes(v, &c->shm_heap);
@@ -368,6 +373,11 @@ static const struct key {
       "arguments",
       "", "the port this rank owns"},
      set_dev,
+     false},
+    {{"udp_fallback", BOOL, "on",
+      "a packet: or pcap: port this rank may not open (no CAP_NET_RAW) becomes udp: on the "
+      "interface's IPv4 address, when peers come from PMIx or an MPI's address vector"},
+     set_udp_fallback,
      false},
     {{"mode", "push-pull|push-all|push-zero", "push-pull",
       "BTP(1)+BTP(2) pushed and the rest pulled | everything pushed | everything pulled"},

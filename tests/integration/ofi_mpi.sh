@@ -14,7 +14,8 @@
 #    both ways. Over any other path (TCP, shared memory) this fails.
 #    On one node the node-mates talk through the node segment (every rank
 #    says so, and the ports carry less than 1 MiB), then with shm=off
-#    through their ports. Then 4 ranks on 2 nodes (node-mates through the
+#    through their ports, then as nobody, whose packet: ports fall back to
+#    udp: (udp_fallback). Then 4 ranks on 2 nodes (node-mates through the
 #    segment, the rest through the ports), 2 nodes at 5 % loss, and hpcc.
 # 2. Through the node daemons: one ppd per node on its port pp1, every rank
 #    attached to its node's daemon (PP_DAEMON; the job PP_JOB claimed on
@@ -152,6 +153,24 @@ max_bytes=$((1 << 20)) min_bytes=-1 log=info shm_write=on mpi_run one-node-write
 w=$(sed -n 's/.*shm: sender writes: \([0-9]*\) messages.*/\1/p' "$tmp/one-node-writes.log" | awk '{ s += $1 } END { print s + 0 }')
 [ "$w" -gt 0 ] || { cat "$tmp/one-node-writes.log"; fail "one-node-writes: no message written by its sender"; }
 echo "ok: one-node-writes: $w messages written into receives by their senders"
+# An unprivileged job: mpirun and its ranks as nobody, both on packet:pp0,
+# which needs CAP_NET_RAW: each provider falls back to udp: on pp0's
+# address (udp_fallback), its peers' from Open MPI's address vector, and
+# with shm=off every check goes over those ports. No captures (a udp:
+# port's frames are the kernel's datagrams): the ranks' own log says.
+nob=$(mktemp -d /tmp/pp-ofi-nobody.XXXXXX)
+chmod 755 "$nob" && cp "$tmp/mpi_check" "$nob/" || fail "a directory nobody can read"
+(cd "$nob" && timeout -k 5 240 ip netns exec ppn0 runuser -u nobody -- mpirun -np 2 --bind-to none \
+  --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp -x FI_PROVIDER_PATH="$ofi" \
+  -x PP_DEV=packet:pp0 -x PP_SHM=off -x PP_LOG=info "$nob/mpi_check") >"$tmp/unprivileged.log" 2>&1
+rc=$?
+k=$(grep -c "pp_init: port 'packet:pp0': .*uses udp:$ip0:0 instead" "$tmp/unprivileged.log")
+u=$(grep -c "udp:$ip0:[0-9]*: mtu" "$tmp/unprivileged.log")
+rm -rf "$nob"
+[ $rc -eq 0 ] && [ "$k" -eq 2 ] && [ "$u" -eq 2 ] &&
+  grep -Eq '^mpi_check: [1-9][0-9]* checks passed$' "$tmp/unprivileged.log" ||
+  { cat "$tmp/unprivileged.log"; fail "unprivileged: status $rc, $k ranks fell back, $u udp: ports"; }
+echo "ok: unprivileged: $(grep '^mpi_check:' "$tmp/unprivileged.log"), as nobody over udp: ports the provider fell back to"
 # Four ranks, two per node (each on a port of its own): Open MPI inserts
 # only the addresses of ranks it sends to, so rank 0 hears from ranks 2 and
 # 3 before it knows them (ranks 2 and 3 take part in the wildcards and the

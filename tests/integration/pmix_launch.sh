@@ -12,7 +12,10 @@
 # 2. 2 ranks on one node: the same through shared memory;
 # 3. a rank whose peer never reaches pp_init (a rank that is not a
 #    librt-pp program): pp_init fails with the fence's timeout and says
-#    so, and mpirun ends the job instead of hanging.
+#    so, and mpirun ends the job instead of hanging;
+# 4. 2 ranks of one node as nobody: the packet: port refused, each falls
+#    back to udp: (udp_fallback), every scenario over it; with
+#    udp_fallback=off pp_init refuses, saying why.
 # Each run checks the PMIx bootstrap was used (pp_init's line at
 # PP_LOG=info). Skips (77) without root, mpirun, or PMIx in the build.
 set -uo pipefail
@@ -108,4 +111,30 @@ grep -q 'pp_init: PMIx fence: not every rank of namespace [^ ]* reached pp_init 
   grep -q 'rt_check: pp_init: timed out' "$log" ||
   { cat "$log"; fail "a missing peer: no clear error"; }
 echo "ok: a peer that never reaches pp_init: pp_init times out in the fence, saying so"
+# --- 4. an unprivileged job ------------------------------------------------------
+# mpirun and its ranks as nobody: packet:pp0 needs CAP_NET_RAW, so each rank
+# falls back to udp: on pp0's address (udp_fallback), the peers' ports from
+# the PMIx records; shm=off puts every scenario on the udp: ports. With
+# udp_fallback=off pp_init fails and says why.
+unpriv='PP_DEV=packet:pp0 exec "$0" "$@"'
+nobody_job() { # SECS MPIRUN_ARGS...
+  local secs=$1
+  shift
+  (cd /tmp && timeout -k 5 "$secs" ip netns exec ppn0 runuser -u nobody -- mpirun     --bind-to none --tag-output -x PP_LOG=info "$@") >"$log" 2>&1
+}
+nobody_job 120 -np 2 -x PP_SHM=off -x PP_TIMEOUT_MS=3000 sh -c "$unpriv" "$rtc" all
+checked $? "an unprivileged job"
+pmix_used 2 "an unprivileged job"
+n=$(grep -c "pp_init: port 'packet:pp0': .*rank [01] uses udp:$ip0:0 instead" "$log")
+u=$(grep -c "udp:$ip0:[0-9]*: mtu" "$log")
+[ "$n" -eq 2 ] && [ "$u" -eq 2 ] ||
+  { cat "$log"; fail "an unprivileged job: $n ranks said they fell back, $u udp: ports opened"; }
+echo "ok: 2 ranks as nobody, started by mpirun: packet: refused, each fell back to udp:, every scenario"
+nobody_job 60 -np 2 -x PP_UDP_FALLBACK=off -x PP_TIMEOUT_MS=2000 sh -c "$unpriv" "$rtc" all
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] &&
+  grep -q "pp_init: cannot open port 'packet:pp0': Operation not permitted" "$log" &&
+  ! grep -q 'uses udp:' "$log" ||
+  { cat "$log"; fail "udp_fallback=off: status $rc, no clear refusal"; }
+echo "ok: udp_fallback=off: pp_init refuses the port, saying why"
 echo "PASS: native jobs started by mpirun through PMIx"
