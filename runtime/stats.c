@@ -10,19 +10,14 @@
 #include <stdio.h>
 
 #include "ctx.h"
+#include "pp_counters.h"
 #include "pp_json.h"
 #include "ppd/ppd_pull.h"
 #include "wire.h"
 
 /* The counters of struct pp_stats by name, in its order (drops apart). */
-static const struct {
-	const char *name;
-	size_t off;
-} fields[] = {
-#define F(x)                                                                                       \
-	{                                                                                          \
-#x, offsetof(struct pp_stats, x)                                                   \
-	}
+static const struct pp_counter_name fields[] = {
+#define F(x) PP_COUNTER(struct pp_stats, x)
     F(frames_tx),      F(frames_rx),	    F(bytes_tx),	 F(bytes_rx),
     F(msgs_tx),	       F(msgs_rx),	    F(retransmits),	 F(nacks_tx),
     F(acks_tx),	       F(pulls_tx),	    F(pulls_served),	 F(early_matches),
@@ -42,7 +37,7 @@ _Static_assert(sizeof(struct pp_stats) ==
 
 static uint64_t field(const struct pp_stats *s, size_t i)
 {
-	return *(const uint64_t *)((const char *)s + fields[i].off);
+	return pp_counter_get(s, &fields[i]);
 }
 
 static void text(const pp_ctx *ctx, const struct pp_stats *s)

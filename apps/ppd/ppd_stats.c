@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "pp_counters.h"
 #include "pp_json.h"
 #include "ppd.h"
 
@@ -71,14 +72,8 @@ void ppd_stats_format(const struct ppd *d, char *buf, size_t len)
 }
 
 /* The counters of struct ppd_counters by name (drops apart), for JSON. */
-static const struct {
-	const char *name;
-	size_t off;
-} fields[] = {
-#define F(x)                                                                                       \
-	{                                                                                          \
-#x, offsetof(struct ppd_counters, x)                                               \
-	}
+static const struct pp_counter_name fields[] = {
+#define F(x) PP_COUNTER(struct ppd_counters, x)
     F(nic_rx),	     F(nic_tx),	       F(from_ranks),	F(to_ranks),	  F(loopback),
     F(pulls),	     F(ext_bytes),     F(zc_frames),	F(busy_ns),	  F(run_ns),
     F(queue),	     F(pulls_served),  F(pulls_failed), F(pulls_left),	  F(pull_frames),
@@ -94,8 +89,7 @@ _Static_assert(sizeof(struct ppd_counters) ==
 
 static uint64_t counter(const struct ppd_counters *c, size_t i)
 {
-	return __atomic_load_n((const uint64_t *)((const char *)c + fields[i].off),
-			       __ATOMIC_RELAXED);
+	return pp_counter_get(c, &fields[i]);
 }
 
 int ppd_stats_json(const struct ppd *d, FILE *f)
