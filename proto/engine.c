@@ -48,14 +48,15 @@ void pp_proto_conf_job(struct pp_proto_conf *c)
 	 * instead of costing a frame of its own. */
 	c->copy_max = 8u << 10;
 	/* Node-mates' messages pushed whole through the rings: two copies
-	 * there beat the DONE round trip and a copy call below 16 KiB. Above it
+	 * there beat the DONE round trip and a copy call up to 8 KiB. Above it
 	 * one copy wins: a ring copy moves every line between the cores twice
 	 * (the sender's store takes it back from the reader first), so where a
 	 * line's round trip between the cores is slow (a virtual machine whose
 	 * cores the host placed apart, tests/bench/core_rtt.c) 32 KiB took 16.7
-	 * us through the ring and 5.7 by a direct copy, and where it is fast
-	 * 4.7 against 4.8; 16 KiB took 2.5 through the ring against 3.3. */
-	c->local_whole = 16u << 10;
+	 * us through the ring and 5.7 by a direct copy. One way, with lite
+	 * records and ring marks: 12 KiB 2.2 us through the ring, 1.75 by the
+	 * receiver's copy call; 16 KiB 2.55 against 1.82 (ob1+vader 1.69). */
+	c->local_whole = 8u << 10;
 	c->lite_max = 1024; /* rule 6: one ring record, outside the sequence */
 	/* Direct copy calls: big enough that the system call is noise, small
 	 * enough that other work goes on between the calls of a huge message;
@@ -63,6 +64,10 @@ void pp_proto_conf_job(struct pp_proto_conf *c)
 	 * more). */
 	c->direct_chunk = 4u << 20;
 	c->direct_min = 4096;
+	/* A message pushed whole, alone on its way, into a receive waiting
+	 * published: 8 KiB one way 1.25 us written against 1.62 through the
+	 * ring (ob1+vader 1.43). A stream keeps the ring (pp_proto_rq_write). */
+	c->write_min = 8u << 10;
 }
 
 /* 1 when a group of hooks is given in part. */

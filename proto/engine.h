@@ -135,6 +135,9 @@ struct pp_proto_conf {
 	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
 	uint64_t direct_chunk;	 /* bytes per direct copy call (hooks.direct) */
 	uint64_t direct_min;	 /* fewer bytes left than this: pulled as DATA instead */
+	uint64_t write_min;	 /* a message pushed whole that a published receive waits for
+				  * is written into it by its sender from this size on (0:
+				  * never): one copy instead of two through the ring */
 	uint32_t lite_max;	 /* node-mates (lite hooks): messages up to this go whole as
 				  * one ring record, unsequenced (0: none) */
 	struct pp_proto_hooks hooks; /* what the layer below lends; all NULL: nothing */

@@ -78,6 +78,14 @@ int pp_proto_pull_local(struct pp_proto *e, struct pp_proto_peer *p, struct pp_p
 	return 0;
 }
 
+int pp_proto_writable(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len)
+{
+	uint64_t push = pp_proto_push_of(e, p, len);
+	if (push >= len)
+		return e->c.write_min && len >= e->c.write_min;
+	return len - push >= e->c.direct_min;
+}
+
 void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
 	if (!e->recvq || r->want_src < 0 || e->c.mode == PP_PROTO_PUSH_ALL)
@@ -85,12 +93,11 @@ void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
 	struct pp_proto_peer *p = &e->peers[r->want_src];
 	if (!p->local)
 		return;
-	/* The sender writes only what it would not push (pp_proto_rq_write):
-	 * a receive no longer than the sender pushes whole (btp_fit, up to
-	 * local_whole) is never written, and publishing it would only cost
-	 * both cores the entry's cache lines. */
-	uint64_t push = pp_proto_push_of(e, p, r->cap);
-	if (r->cap <= push || r->cap - push < e->c.direct_min)
+	/* The sender writes what it would not push, and what it pushes whole
+	 * from write_min on (pp_proto_rq_write): a shorter receive is never
+	 * written, and publishing it would only cost both cores the entry's
+	 * cache lines. */
+	if (!pp_proto_writable(e, p, r->cap))
 		return;
 	/* A message from the peer must not find a receive the sender cannot
 	 * see before this one: one for any source, or one not published. */
@@ -142,8 +149,14 @@ void pp_proto_rq_withdraw(struct pp_proto *e, struct pp_proto_recv_rec *r)
 
 int pp_proto_rq_write(struct pp_proto *e, struct pp_proto_peer *p, struct pp_proto_send_rec *s)
 {
-	if (!e->recvq || !p->local || e->c.mode == PP_PROTO_PUSH_ALL || s->push_end >= s->len ||
-	    s->len - s->push_end < e->c.direct_min)
+	if (!e->recvq || !p->local || e->c.mode == PP_PROTO_PUSH_ALL ||
+	    !pp_proto_writable(e, p, s->len))
+		return 0;
+	/* One a ring would carry whole, only when it is the one message on
+	 * its way to p: one copy by a system call wins alone, but a stream
+	 * through the ring has both cores copying at once. */
+	if (s->push_end >= s->len &&
+	    (pp_gbn_tx_busy(&p->tx) || p->txq.next != &s->q || s->q.next != &p->txq))
 		return 0;
 	if (HOOK(e, rq_write, s->peer, s->msg_id, s->tag, s->buf, s->len))
 		return 0;

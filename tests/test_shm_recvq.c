@@ -210,6 +210,9 @@ static void set_recvq(struct pp_proto_hooks *h)
 	h->rq_write = rq_write;
 }
 
+/* The engine's write_min in the next world (0: none, the default's). */
+static uint64_t write_min;
+
 /* local_whole: with BTPs fitted, node-mates' messages up to it are pushed
  * whole (0: BTPs fixed). */
 static void world_init_with(enum pp_proto_mode mode, uint64_t local_whole)
@@ -224,6 +227,7 @@ static void world_init_with(enum pp_proto_mode mode, uint64_t local_whole)
 	c.mode = mode;
 	c.btp_fit = local_whole > 0;
 	c.local_whole = local_whole;
+	c.write_min = write_min;
 	c.hooks.direct = hook_direct;
 	c.hooks.publish = hook_publish;
 	set_recvq(&c.hooks);
@@ -357,6 +361,51 @@ static void test_pushed_whole_unpublished(void)
 	CU_ASSERT_EQUAL(one(1u << 20, 1u << 20, 0, 62, sbuf, rbuf + 1), 0);
 	CU_ASSERT_EQUAL(w.posts, 1);
 	CU_ASSERT_EQUAL(w.writes, 1);
+	world_fini();
+}
+
+/* write_min: a message pushed whole from write_min on, alone on its way to
+ * the receiver, is written into its published receive (one copy); a shorter
+ * one is not published. One sent while the last one's frame is not yet
+ * acknowledged goes whole through the frames, though its receive waits
+ * published: a stream through the ring keeps both cores copying. */
+static void test_pushed_whole_written(void)
+{
+	write_min = 8192;
+	world_init_with(PP_PROTO_PUSH_PULL, 64u << 10);
+	CU_ASSERT_EQUAL(one(4096, 4096, 0, 70, sbuf + 1, rbuf + 3), 0);
+	CU_ASSERT_EQUAL(w.posts, 0);
+	CU_ASSERT_EQUAL(one(8192, 8192, 0, 71, sbuf + 1, rbuf + 3), 0);
+	CU_ASSERT_EQUAL(one(16384, 16384, 0, 72, sbuf, rbuf), 0);
+	CU_ASSERT_EQUAL(w.posts, 2);
+	CU_ASSERT_EQUAL(w.writes, 2);
+	enum { N = 16384 };
+	uint8_t *r2 = rbuf + N + 64;
+	pat_fill(sbuf, N, 73);
+	pat_fill(sbuf + N, N, 74);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, rbuf, N, 11), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, sbuf, N, 21), 0);
+	CU_ASSERT_EQUAL(w.writes, 3);
+	/* Its frame to the receiver, no ack back yet; the next receive then
+	 * is published for the next message. */
+	int len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now);
+	CU_ASSERT_FATAL(len > 0);
+	CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], 0, w.frame, (size_t)len, w.now), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r2, N, 12), 0);
+	CU_ASSERT_EQUAL(w.posts, 4);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, sbuf + N, N, 22), 0);
+	CU_ASSERT_EQUAL(w.writes, 3);
+	pump();
+	struct pp_proto_cpl c;
+	int got = 0;
+	while (take(1, &c) == 1)
+		got += !c.error && c.len == N && c.cookie == 11 + (uint64_t)got;
+	CU_ASSERT_EQUAL(got, 2);
+	CU_ASSERT(pat_check(rbuf, N, 73) && pat_check(r2, N, 74));
+	while (take(0, &c) == 1)
+		CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
+	write_min = 0;
 	world_fini();
 }
 
@@ -735,6 +784,7 @@ static CU_TestInfo engine_tests[] = {
     {"early receiver: the sender writes, 4 KiB .. 8 MiB, unaligned", test_early_written},
     {"late receiver: the receiver reads", test_late_read},
     {"pushed whole (btp_fit): not published, not written", test_pushed_whole_unpublished},
+    {"pushed whole from write_min: written when alone on its way", test_pushed_whole_written},
     {"two tags from one source, sent in the other order", test_two_tags},
     {"MPI's 64-bit tags and ignore masks, matched and written", test_wide_tags},
     {"any source blocks publishing; order kept", test_any_source},
