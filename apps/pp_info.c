@@ -195,8 +195,10 @@ static void devices(void)
 	else
 		printf("\nport kind for a rank here: udp:ADDR:PORT (no raw port opens "
 		       "here: no CAP_NET_RAW; udp: needs no privilege and crosses "
-		       "routers), pprun's default without root; or a node daemon's "
-		       "ranks (daemon=SOCKET)\n");
+		       "routers), pprun's default without root; under a PMIx launcher "
+		       "or the libfabric provider packet:IFACE becomes udp: on IFACE's "
+		       "address by itself (udp_fallback); or a node daemon's ranks "
+		       "(daemon=SOCKET)\n");
 }
 
 /* --- configuration keys ------------------------------------------------------ */

@@ -46,8 +46,9 @@ if [ "$(id -u)" -eq 0 ]; then
   as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
   if "${as[@]}" test -x "$info"; then
     "${as[@]}" "$info" --devices >"$out" 2>&1 || fail "--devices as nobody"
-    grep -q "^port kind for a rank here: udp:ADDR:PORT (no raw port opens here" "$out" ||
-      { cat "$out"; fail "as nobody: udp: not named"; }
+    grep -q "^port kind for a rank here: udp:ADDR:PORT (no raw port opens here" "$out" &&
+      grep -q "becomes udp: on IFACE's address by itself (udp_fallback)" "$out" ||
+      { cat "$out"; fail "as nobody: udp: and the fallback not named"; }
   else
     echo "notice: user nobody cannot run $info: the unprivileged line not checked"
   fi
