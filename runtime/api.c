@@ -94,14 +94,8 @@ static int udp_fallback(const pp_ctx *ctx, int boot, const char *dev, char *udp,
 		iface = dev + 7;
 	else if (!strncmp(dev, "pcap:", 5))
 		iface = dev + 5;
-	if (!iface || !ctx->cfg.udp_fallback)
+	if (!iface || !ctx->cfg.udp_fallback || (boot && ctx->boot != PP_BOOT_PMIX))
 		return -EPERM;
-	if (boot && ctx->boot != PP_BOOT_PMIX) {
-		pp_err("pp_init: without CAP_NET_RAW a rank opens udp:ADDR:PORT,peers=... (pprun "
-		       "--dev-kind udp gives it), or packet:IFACE under a PMIx launcher (mpirun), "
-		       "which then falls back to udp: by itself");
-		return -EPERM;
-	}
 	char ip[INET_ADDRSTRLEN];
 	if (pp_iface_ipv4(iface, ip, sizeof(ip))) {
 		pp_err("pp_init: no udp: port to fall back to: %s has no IPv4 address", iface);
@@ -160,6 +154,11 @@ int pp_ctx_open(pp_ctx **out, const char *config, uint32_t extra_ranks, int boot
 		snprintf(dev, sizeof(dev), "%s", udp);
 		rc = pp_port_open(&ctx->port, dev, &pconf);
 	}
+	if (rc == -EPERM || rc == -EACCES)
+		pp_err("pp_init: a raw port needs CAP_NET_RAW (root, or setcap cap_net_raw+ep on "
+		       "the program); without it a rank opens udp:ADDR:PORT,peers=... (pprun "
+		       "--dev-kind udp gives it), or packet:IFACE under a PMIx launcher (mpirun), "
+		       "which falls back to udp: by itself (udp_fallback)");
 	if (rc) {
 		pp_err("pp_init: cannot open port '%s': %s", dev, pp_strerror(rc));
 		rc = rc == -EINVAL || rc == -ENOMEM ? rc : -ENODEV;

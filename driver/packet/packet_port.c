@@ -280,7 +280,9 @@ static int packet_port_open(struct pp_port **port, const char *iface,
 	if (p->fd < 0) {
 		int e = errno;
 		if (e == EPERM || e == EACCES) {
-			pp_err(
+			/* A warning: the caller may go on without it (udp_fallback),
+			 * else it says the open failed. */
+			pp_warn(
 			    "packet:%s: permission denied: an AF_PACKET socket needs CAP_NET_RAW "
 			    "(run as root, or setcap cap_net_raw+ep on the program)",
 			    iface);

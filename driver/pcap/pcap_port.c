@@ -45,7 +45,7 @@ static int activate_error(const char *iface, int status, pcap_t *pc)
 		       iface);
 		return -ENODEV;
 	case PCAP_ERROR_PERM_DENIED:
-		pp_err("pcap:%s: permission denied (needs root or CAP_NET_RAW)", iface);
+		pp_warn("pcap:%s: permission denied (needs root or CAP_NET_RAW)", iface);
 		return -EPERM;
 	case PCAP_ERROR_IFACE_NOT_UP:
 		pp_err("pcap:%s: interface is down (ip link set %s up)", iface, iface);

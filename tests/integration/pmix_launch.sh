@@ -134,6 +134,7 @@ nobody_job 60 -np 2 -x PP_UDP_FALLBACK=off -x PP_TIMEOUT_MS=2000 sh -c "$unpriv"
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] &&
   grep -q "pp_init: cannot open port 'packet:pp0': Operation not permitted" "$log" &&
+  grep -q "pp_init: a raw port needs CAP_NET_RAW (root, or setcap" "$log" &&
   ! grep -q 'uses udp:' "$log" ||
   { cat "$log"; fail "udp_fallback=off: status $rc, no clear refusal"; }
 echo "ok: udp_fallback=off: pp_init refuses the port, saying why"
