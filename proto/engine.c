@@ -32,6 +32,7 @@ void pp_proto_conf_default(struct pp_proto_conf *c)
 	c->max_msgs = 256;
 	c->copy_max = 1024;
 	c->direct_chunk = 1u << 20;
+	c->write_rest = 1;
 }
 
 void pp_proto_conf_job(struct pp_proto_conf *c)
@@ -66,8 +67,12 @@ void pp_proto_conf_job(struct pp_proto_conf *c)
 	c->direct_min = 4096;
 	/* A message pushed whole, alone on its way, into a receive waiting
 	 * published: 8 KiB one way 1.25 us written against 1.62 through the
-	 * ring (ob1+vader 1.43). A stream keeps the ring (pp_proto_rq_write). */
+	 * ring (ob1+vader 1.43). A stream keeps the ring (pp_proto_rq_write).
+	 * Longer ones are copied by their receiver: one way level with the
+	 * sender's write (16 KiB to 512 KiB within 0.1 us), windowed 5 to 10 %
+	 * faster (16 KiB 17.4 against 16.3 GB/s, 512 KiB 33.1 against 30.1). */
 	c->write_min = 8u << 10;
+	c->write_rest = 0;
 }
 
 /* 1 when a group of hooks is given in part. */

@@ -138,6 +138,8 @@ struct pp_proto_conf {
 	uint64_t write_min;	 /* a message pushed whole that a published receive waits for
 				  * is written into it by its sender from this size on (0:
 				  * never): one copy instead of two through the ring */
+	int write_rest;		 /* 1: one whose rest would be pulled (direct_min or more) is
+				  * written by its sender too; 0: its receiver copies it */
 	uint32_t lite_max;	 /* node-mates (lite hooks): messages up to this go whole as
 				  * one ring record, unsequenced (0: none) */
 	struct pp_proto_hooks hooks; /* what the layer below lends; all NULL: nothing */

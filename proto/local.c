@@ -83,7 +83,7 @@ int pp_proto_writable(const struct pp_proto *e, const struct pp_proto_peer *p, u
 	uint64_t push = pp_proto_push_of(e, p, len);
 	if (push >= len)
 		return e->c.write_min && len >= e->c.write_min;
-	return len - push >= e->c.direct_min;
+	return e->c.write_rest && len - push >= e->c.direct_min;
 }
 
 void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)

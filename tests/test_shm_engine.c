@@ -706,6 +706,7 @@ static void test_lite_published(void)
 	conf.hooks.rq_take = rq_take_count;
 	conf.hooks.rq_withdraw = rq_withdraw_count;
 	conf.hooks.rq_write = rq_write_none;
+	conf.write_rest = 1; /* the 64 KiB receive is published (a job's engine: not) */
 	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
 	pat_fill(s, 64, 5);
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, big, sizeof(big), 2), 0);
