@@ -289,6 +289,11 @@ static void refresh(struct pp_shm_link *L)
 		    pp_shm_ring_attach_cells(&pe->rx, pp_shm_seg_ring(&L->seg, pe->idx, L->seg.me),
 					     cells))
 			continue; /* not a sound ring: never polled */
+		int pop = pp_shm_seg_populate(&L->seg, pe->idx);
+		if (pop)
+			pp_debug("shm: rings with rank %u not faulted in (%s): their first pass "
+				 "pays a fault per page",
+				 pe->rank, strerror(-pop));
 		int pid = pp_shm_seg_peer_pid(&L->seg, pe->idx);
 		pe->pid = pid > 0 ? pid : 0;
 		/* Gone before we looked (it sent, then died): what is in its

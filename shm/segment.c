@@ -359,6 +359,30 @@ struct pp_shm_rq *pp_shm_seg_recvq(const struct pp_shm_seg *s, uint32_t i, uint3
 	return &q[pair(s, i, j)];
 }
 
+/* Fault in [p, p + len) for writing, whole pages. */
+static int populate(const uint8_t *p, uint64_t len)
+{
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~(pg - 1), b = ((uintptr_t)p + len + pg - 1) & ~(pg - 1);
+	return madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0 ? 0 : -errno;
+}
+
+int pp_shm_seg_populate(const struct pp_shm_seg *s, uint32_t peer)
+{
+	if (!s->base || peer >= s->geom.nlocal || peer == s->me)
+		return -EINVAL;
+	int rc = 0;
+	for (int dir = 0; dir < 2 && rc == 0; dir++) {
+		uint32_t i = dir ? peer : s->me, j = dir ? s->me : peer;
+		if ((rc = populate(pp_shm_seg_ring(s, i, j), s->lay.ring_bytes)) == 0 &&
+		    (rc = populate((const uint8_t *)pp_shm_seg_desc(s, i, j, 0),
+				   PP_SHM_DESC_SLOTS * sizeof(struct pp_shm_desc))) == 0)
+			rc = populate((const uint8_t *)pp_shm_seg_recvq(s, i, j),
+				      sizeof(struct pp_shm_rq));
+	}
+	return rc;
+}
+
 void *pp_shm_seg_heap(const struct pp_shm_seg *s, uint32_t i, size_t *bytes)
 {
 	*bytes = (size_t)s->lay.heap_bytes;

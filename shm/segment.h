@@ -215,6 +215,14 @@ struct pp_shm_rq;
  * receives j posted for messages from i. */
 struct pp_shm_rq *pp_shm_seg_recvq(const struct pp_shm_seg *s, uint32_t i, uint32_t j);
 
+/* Fault in this slot's mapping of everything it shares with slot peer: the
+ * rings, send descriptors and receive-queue areas both ways. Left to first
+ * touch, their pages cost a fault each on both sides the first time round
+ * a ring: a 100-iteration 8 B window read 35-53 MB/s, 120-125 populated.
+ * The heaps are not touched. Errors: -EINVAL, -errno of madvise (-EINVAL
+ * from kernels before 5.14, which lack MADV_POPULATE_WRITE). */
+int pp_shm_seg_populate(const struct pp_shm_seg *s, uint32_t peer);
+
 /* Heap area of slot i; *bytes gets its length (0: no heap). */
 void *pp_shm_seg_heap(const struct pp_shm_seg *s, uint32_t i, size_t *bytes);
 

@@ -377,6 +377,54 @@ static void test_heap(void)
 	CU_ASSERT_EQUAL(big, sizeof(area) - 64);
 }
 
+/* Pages of [p, p + len) this process maps (/proc/self/pagemap bit 63). */
+static uint64_t mapped_pages(const void *p, uint64_t len)
+{
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	uint64_t n = 0;
+	for (uintptr_t a = (uintptr_t)p & ~(pg - 1); a < (uintptr_t)p + len; a += pg) {
+		uint64_t e = 0;
+		CU_ASSERT_EQUAL(pread(fd, &e, sizeof(e), (off_t)(a / pg * sizeof(e))), sizeof(e));
+		n += e >> 63;
+	}
+	close(fd);
+	return n;
+}
+
+static void test_populate(void)
+{
+	make_name("p");
+	struct pp_shm_geom g = {3, 4096, 1 << 20};
+	struct pp_shm_seg a;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_create(&a, name, &g, ranks3, 42), 0);
+	const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), ring = a.lay.ring_bytes,
+		       descs = PP_SHM_DESC_SLOTS * sizeof(struct pp_shm_desc);
+	CU_ASSERT_EQUAL(pp_shm_seg_populate(&a, 0), -EINVAL); /* itself */
+	CU_ASSERT_EQUAL(pp_shm_seg_populate(&a, 3), -EINVAL);
+	/* Formatting a ring touched its header page only. */
+	CU_ASSERT(mapped_pages(pp_shm_seg_ring(&a, 0, 1), ring) < 2);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_seg_populate(&a, 1), 0);
+	/* Everything slots 0 and 1 share, both ways, is mapped... */
+	for (uint32_t dir = 0; dir < 2; dir++) {
+		uint32_t i = dir, j = 1 - dir;
+		CU_ASSERT_EQUAL(mapped_pages(pp_shm_seg_ring(&a, i, j), ring), ring / pg);
+		CU_ASSERT_EQUAL(mapped_pages(pp_shm_seg_desc(&a, i, j, 0), descs), descs / pg);
+		CU_ASSERT_EQUAL(mapped_pages(pp_shm_seg_recvq(&a, i, j), sizeof(struct pp_shm_rq)),
+				(sizeof(struct pp_shm_rq) + pg - 1) / pg);
+	}
+	/* ...and nothing of slot 2's, nor the heaps. */
+	CU_ASSERT(mapped_pages(pp_shm_seg_ring(&a, 0, 2), ring) < 2);
+	CU_ASSERT(mapped_pages(pp_shm_seg_ring(&a, 2, 1), ring) < 2);
+	CU_ASSERT_EQUAL(mapped_pages(pp_shm_seg_desc(&a, 0, 2, 0), descs), 0);
+	size_t hb;
+	void *heap = pp_shm_seg_heap(&a, 0, &hb);
+	CU_ASSERT_EQUAL(mapped_pages(heap, hb), 0);
+	pp_shm_seg_detach(&a);
+	pp_shm_seg_unlink(name);
+}
+
 static CU_TestInfo tests[] = {
     {"segment names", test_name},
     {"create, attach, unlink; rings, tables, heaps", test_create_attach},
@@ -385,6 +433,7 @@ static CU_TestInfo tests[] = {
     {"two processes: ring and single copy", test_two_processes},
     {"cross-memory attach refused", test_denied},
     {"heap: first fit, coalescing", test_heap},
+    {"populate maps what a pair shares, nothing else", test_populate},
     CU_TEST_INFO_NULL,
 };
 
