@@ -15,7 +15,9 @@
  * the whole message up to local_whole (two copies through the ring beat the
  * DONE round trip and a copy call there) or when the rest would be too short
  * for a direct copy (pulled as DATA, it would cost a round trip for
- * nothing). */
+ * nothing); a longer one to a node-mate pushes nothing, and the receiver's
+ * one copy call takes it all (16 KiB one way 1.43 us against 1.89 with the
+ * BTPs pushed first: their copies out of the ring came before the call). */
 uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len)
 {
 	if (e->c.mode != PP_PROTO_PUSH_PULL)
@@ -25,8 +27,8 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *
 		return len;
 	if (!e->c.btp_fit)
 		return push;
-	if (p->local)
-		return len <= e->c.local_whole || len - push < e->c.direct_min ? len : push;
+	if (p->local) /* pushed whole, or nothing: the receiver's one copy takes it all */
+		return len <= e->c.local_whole || len - push < e->c.direct_min ? len : 0;
 	uint64_t fit = pp_path_fit(&p->path);
 	if (fit > push) {
 		/* In whole frames (the first one full too, pp_proto_first_len):

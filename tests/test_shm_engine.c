@@ -245,7 +245,8 @@ static void test_direct_min(void)
 
 /* BTP fitted (btp_fit): a message whose rest after the pushes would be too
  * short for a direct copy, or no longer than local_whole, is pushed whole,
- * with no PULL round trip; past both, the pushes and one copy as before.
+ * with no PULL round trip; past both, nothing is pushed and one copy takes
+ * it all.
  * With btp_fit off the rest is pulled as DATA, or copied. */
 static void test_fit(void)
 {
@@ -270,12 +271,16 @@ static void test_fit(void)
 			for (size_t k = 0; k < PP_ARRAY_SIZE(sz); k++) {
 				pp_proto_stats(w.e[1], &a);
 				w.calls = 0;
+				w.copied = 0;
 				CU_ASSERT_EQUAL(one(sz[k], sz[k], late, (unsigned)k, s, r), 0);
 				pp_proto_stats(w.e[1], &b);
 				int whole = fit && (sz[k] - 760 < 4096 || sz[k] <= lw);
 				int copied = !whole && sz[k] - 760 >= 4096;
 				CU_ASSERT_EQUAL(b.pulls_tx - a.pulls_tx, whole ? 0u : 1u);
 				CU_ASSERT_EQUAL(w.calls, copied ? 1u : 0u);
+				/* Fitted, a copied message pushed nothing: one copy
+				 * takes it all. */
+				CU_ASSERT_EQUAL(w.copied, !copied ? 0 : fit ? sz[k] : sz[k] - 760);
 			}
 		}
 		world_fini();
