@@ -110,6 +110,7 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	if (!e)
 		return -ENOMEM;
 	e->c = *c;
+	e->chk = (struct pp_wire_check){c->job, c->rank, c->nranks, c->mtu, c->inc};
 	if (e->c.rto_max_ns < e->c.rto_ns)
 		e->c.rto_max_ns = e->c.rto_ns;
 	e->maxp = c->mtu - PP_WIRE_HDR_LEN;

@@ -171,6 +171,7 @@ struct pp_proto_peer {
 
 struct pp_proto {
 	struct pp_proto_conf c;		     /* configuration */
+	struct pp_wire_check chk;	     /* c's fields every received frame is checked against */
 	uint32_t maxp;			     /* payload bytes per frame */
 	uint32_t wmask;			     /* window - 1 */
 	uint32_t credit_share;		     /* cells each peer may hold */

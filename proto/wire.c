@@ -252,20 +252,18 @@ int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_che
 			struct pp_wire_lite *l, const uint8_t **payload, enum pp_drop_reason *why)
 {
 	enum pp_drop_reason r = PP_DROP_SHORT;
-	struct pp_wire_lite x;
 	if (len < PP_WIRE_LITE_HDR)
 		goto drop;
-	memcpy(&x, rec, PP_WIRE_LITE_HDR);
+	memcpy(l, rec, PP_WIRE_LITE_HDR); /* *l is the caller's: checked in place */
 	r = PP_DROP_TYPE;
-	if (x.kind != PP_WIRE_LITE || (x.flags & ~PP_WIRE_LITE_DATA))
+	if (l->kind != PP_WIRE_LITE || (l->flags & ~PP_WIRE_LITE_DATA))
 		goto drop;
 	r = PP_DROP_LENGTH;
-	if (len != PP_WIRE_LITE_HDR + (size_t)x.len || (size_t)x.len + PP_WIRE_HDR_LEN > chk->mtu)
+	if (len != PP_WIRE_LITE_HDR + (size_t)l->len || (size_t)l->len + PP_WIRE_HDR_LEN > chk->mtu)
 		goto drop;
 	r = PP_DROP_STALE;
-	if (x.dst_inc != chk->inc)
+	if (l->dst_inc != chk->inc)
 		goto drop;
-	*l = x;
 	*payload = rec + PP_WIRE_LITE_HDR;
 	return 0;
 drop:

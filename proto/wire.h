@@ -272,7 +272,8 @@ uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const v
 
 /* Parse and validate one: its kind and flags (TYPE), its length against
  * the record's and one frame's payload at the MTU (LENGTH), the receiver's
- * incarnation (STALE). 0, or -EPROTO with *why set. */
+ * incarnation (STALE). 0, or -EPROTO with *why set (*l then holds what was
+ * read, unchecked). */
 int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_check *chk,
 			struct pp_wire_lite *l, const uint8_t **payload, enum pp_drop_reason *why);
 

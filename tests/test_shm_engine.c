@@ -582,6 +582,50 @@ static void test_lite(void)
 	}
 }
 
+/* A lite reply carries the ack of what it answers: a sequenced send
+ * completes when the reply's record comes in, no standalone ACK behind it
+ * (no timer runs here, so none would be due). */
+static void test_lite_carries_ack(void)
+{
+	static uint8_t s[4000], r[4000], small[8], got[8];
+	struct pp_proto_cpl c;
+	struct pp_stats st;
+	struct pp_proto_conf conf;
+	lite_conf(&conf);
+	conf.copy_max = 0; /* the send completes on its ack, not on a copy */
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
+	pat_fill(s, sizeof(s), 5);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, r, sizeof(r), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[0], 1, 4, 0, got, sizeof(got), 3), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, sizeof(s), 1), 0);
+	CU_ASSERT_EQUAL(q[0].lites, 0u);
+	int len, frames = 0;
+	while ((len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now)) > 0) {
+		CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], 0, w.frame, (size_t)len, w.now), 0);
+		frames++;
+	}
+	CU_ASSERT(frames > 0);
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.cookie == 2 && c.len == sizeof(s) && pat_check(r, sizeof(s), 5));
+	CU_ASSERT_EQUAL(take(0, &c), 0); /* unacknowledged yet */
+	/* The reply, as a lite record: its ack releases the send. */
+	pat_fill(small, sizeof(small), 6);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[1], 0, 4, small, sizeof(small), 4), 0);
+	CU_ASSERT_EQUAL_FATAL(q[1].lites, 1u);
+	CU_ASSERT_EQUAL(pp_proto_input_local(w.e[0], 1, q[1].rec[0], q[1].len[0], w.now), 0);
+	int sent = 0, received = 0;
+	while (take(0, &c)) {
+		CU_ASSERT_EQUAL(c.error, 0);
+		sent += c.is_send && c.cookie == 1;
+		received += !c.is_send && c.cookie == 3 && pat_check(got, sizeof(got), 6);
+	}
+	CU_ASSERT_EQUAL(sent, 1);
+	CU_ASSERT_EQUAL(received, 1);
+	pp_proto_stats(w.e[1], &st);
+	CU_ASSERT_EQUAL(st.acks_tx, 0u);
+	world_fini();
+}
+
 /* Lite and sequenced messages mixed (small, large, small...): matched in the
  * order they were sent, by receives for any tag, posted before and after. */
 static void test_lite_order(void)
@@ -832,6 +876,7 @@ static CU_TestInfo tests[] = {
     {"a frame in a ring names its owner", test_ring_owner},
     {"lite: 0 B to lite_max whole in one record, data, early and late", test_lite},
     {"lite and sequenced messages matched in send order", test_lite_order},
+    {"lite: a reply's record carries the ack of what it answers", test_lite_carries_ack},
     {"lite: held at the ring's head without room; credit spent", test_lite_held},
     {"lite: never from a port", test_lite_not_wire},
     {"lite: no record longer than a frame", test_lite_frame_bound},
