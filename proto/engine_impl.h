@@ -170,19 +170,19 @@ struct pp_proto_peer {
 };
 
 struct pp_proto {
-	struct pp_proto_conf c;		     /* configuration */
-	struct pp_wire_check chk;	     /* c's fields every received frame is checked against */
-	uint32_t maxp;			     /* payload bytes per frame */
-	uint32_t wmask;			     /* window - 1 */
-	uint32_t credit_share;		     /* cells each peer may hold */
-	uint64_t push_cap;		     /* btp_fit: most bytes a message pushes unasked */
-	struct pp_proto_peer *peers;	     /* indexed by rank */
-	uint32_t rr;			     /* next peer output looks at */
-	struct pp_proto_send_rec *sends;     /* send pool */
-	uint8_t *copies;		     /* copy_max bytes per send, for small sends */
-	struct pp_proto_ref *ref_out;	     /* pp_proto_output_ref's result, NULL otherwise */
-	uint32_t ref_min;		     /* its smallest payload sent by reference */
-	uint32_t nsends_copied;		     /* sends completed early, awaiting acks */
+	struct pp_proto_conf c;		 /* configuration */
+	struct pp_wire_check chk;	 /* c's fields every received frame is checked against */
+	uint32_t maxp;			 /* payload bytes per frame */
+	uint32_t wmask;			 /* window - 1 */
+	uint32_t credit_share;		 /* cells each peer may hold */
+	uint64_t push_cap;		 /* btp_fit: most bytes a message pushes unasked */
+	struct pp_proto_peer *peers;	 /* indexed by rank */
+	uint32_t rr;			 /* next peer output looks at */
+	struct pp_proto_send_rec *sends; /* send pool */
+	uint8_t *copies;		 /* copy_max bytes per send, for small sends */
+	struct pp_proto_ref *ref_out;	 /* pp_proto_output_ref's result, NULL otherwise */
+	uint32_t ref_min;		 /* its smallest payload sent by reference */
+	uint32_t nsends_copied;		 /* sends completed early, awaiting acks */
 	struct pp_proto_recv_rec **rx_chunk; /* receive records, PP_PROTO_RX_CHUNK per chunk */
 	uint32_t nrx;			     /* records made (a multiple of the chunk) */
 	uint32_t max_rx;		     /* ... at most (max_recvs) */
