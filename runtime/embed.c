@@ -51,13 +51,6 @@ static char *config_string(const struct pp_embed_conf *c)
 		k += (size_t)snprintf(s + k, n - k, "rank=%d,size=%d,", l.rank, l.size);
 	if (l.job && !getenv("PP_JOB"))
 		k += (size_t)snprintf(s + k, n - k, "job=%u,", l.job);
-	/* Sender writes (shm_write) are off unless asked for: Open MPI over
-	 * pp, two ranks of one node, alternated runs: 64 KiB one way 4.19 and
-	 * 4.03 us with them, 3.76 and 3.88 without; 256 KiB 13.3 and 11.6
-	 * against 10.3 and 10.5; windowed 64 KiB 19.1 and 21.2 GB/s against
-	 * 21.3 and 22.3. */
-	if (!getenv("PP_SHM_WRITE"))
-		k += (size_t)snprintf(s + k, n - k, "shm_write=off,");
 	snprintf(s + k, n - k, "%s", user);
 	pp_debug("embed: launcher %s, configuration \"%s\"", l.name, s);
 	return s;
