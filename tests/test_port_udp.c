@@ -151,6 +151,8 @@ static void test_bad_strings(void)
 	    {"udp:127.0.0.1:70000", -EINVAL, "bad UDP port"},
 	    {"udp:127.0.0.1:8080", -EINVAL, "outside 49152..65535"},
 	    {"udp:localhost:50000", -EINVAL, "not an IPv4 address"},
+	    {"udp:nosuchif0:50000", -EINVAL, "nor an interface that has one"},
+	    {"udp:127.0.0.1:50000,peers=lo:50000", -EINVAL, "not an IPv4 address"},
 	    {"udp:127.1:50000", -EINVAL, "not an IPv4 address"},
 	    {"udp:0.0.0.0:50000", -EINVAL, "not a wildcard"},
 	    {"udp:239.1.1.1:50000", -EINVAL, "not a wildcard"},
@@ -890,6 +892,13 @@ static void test_port_taken(void)
 	CU_ASSERT_EQUAL(pp_udp_mac_decode(in.mac, &a), 0);
 	CU_ASSERT(ntohs(a.sin_port) >= PP_UDP_PORT_MIN);
 	CU_ASSERT_EQUAL(a.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	pp_port_close(q);
+	/* The address by its interface's name: lo's is 127.0.0.1. */
+	CU_ASSERT_EQUAL_FATAL(pp_port_open(&q, "udp:lo:0", NULL), 0);
+	pp_port_info(q, &in);
+	CU_ASSERT_EQUAL(pp_udp_mac_decode(in.mac, &a), 0);
+	CU_ASSERT_EQUAL(a.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	CU_ASSERT(ntohs(a.sin_port) >= PP_UDP_PORT_MIN);
 	pp_port_close(q);
 	close_ports(p, 1);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iface.h"
 #include "pp_log.h"
 
 /* Digits only, 0..65535. */
@@ -36,7 +37,8 @@ static int port_ok(unsigned port)
 /*
  * "ADDR:PORT" or, with last, "ADDR:PORT-PORT" in s[0..n): the address in
  * *sa, the range's last port in *last (PORT when no range). Says what is
- * wrong, naming dev. port 0 passes only for the port's own address (no last).
+ * wrong, naming dev. port 0, and an interface's name for ADDR, pass only for
+ * the port's own address (no last).
  */
 static int parse_endpoint(const char *dev, const char *s, size_t n, struct sockaddr_in *sa,
 			  unsigned *last)
@@ -52,8 +54,14 @@ static int parse_endpoint(const char *dev, const char *s, size_t n, struct socka
 	ip[colon - s] = '\0';
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
-	if (inet_pton(AF_INET, ip, &sa->sin_addr) != 1) {
-		pp_err("udp:%s: '%s' is not an IPv4 address (dotted quad; no host names)", dev, ip);
+	/* The port's own address may be named by its interface (udp:eth0:0):
+	 * one device string then serves every rank of a job. */
+	char named[INET_ADDRSTRLEN];
+	if (inet_pton(AF_INET, ip, &sa->sin_addr) != 1 &&
+	    (last || pp_iface_ipv4(ip, named, sizeof(named)) ||
+	     inet_pton(AF_INET, named, &sa->sin_addr) != 1)) {
+		pp_err("udp:%s: '%s' is not an IPv4 address (dotted quad; no host names)%s", dev,
+		       ip, last ? "" : " nor an interface that has one");
 		return -EINVAL;
 	}
 	const char *p = colon + 1, *end = s + n;

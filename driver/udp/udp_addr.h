@@ -67,7 +67,9 @@ struct pp_udp_dev {
 };
 
 /*
- * Parse dev (after "udp:"). LIST is ITEM[+ITEM...], ITEM ADDR:PORT or
+ * Parse dev (after "udp:"). The port's own ADDR may be an interface's
+ * name, for its first IPv4 address (udp:eth0:0). LIST is ITEM[+ITEM...],
+ * ITEM ADDR:PORT or
  * ADDR:PORT-PORT (a range); PATH names a file of such items, one or more a
  * line, '#' comments. Every error is logged in words.
  * Errors: -EINVAL malformed, -ENOMEM. On success free with pp_udp_dev_free.

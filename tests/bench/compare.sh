@@ -85,8 +85,8 @@
 #                   packet: backend, AF_PACKET rings without DPDK; the default,
 #                   as pprun's), af_packet (DPDK's net_af_packet) or udp (udp:
 #                   ports on the test bed's port addresses, GSO and GRO; Open
-#                   MPI over pp and pp_probe, which take one device string for
-#                   both sides, are left out)
+#                   MPI over pp on udp:pp0:0, each rank's own pp0 address;
+#                   pp_probe --blast, which needs the peer's MAC, left out)
 #   --offload on|off  TCP segmentation offloads of the veth ends (default on, as
 #                   the test bed leaves them). off: TSO, GSO and GRO are turned
 #                   off on both ends of ppn0's and ppn1's pp0 for the run (and
@@ -265,14 +265,15 @@ mpi_job() { # NAME SYSTEM MPIRUN-ARGS...: mpi_pingpong's rows into SYSTEM
 }
 # Over librt-pp: the provider takes the port from PP_DEV (the kind of
 # --dev-kind, as pp_probe's below), its rank and job from mpirun's environment.
+# udp: one string serves both ranks, the address named by its interface.
 case $dev_kind in
-  af_packet) dev=--vdev=net_af_packet0,iface=pp0 ;;
-  packet) dev=packet:pp0 ;;
-  udp) dev= ;; # each rank's differs: pprun gives them
+  af_packet) dev=--vdev=net_af_packet0,iface=pp0; ompi_dev=$dev ;;
+  packet) dev=packet:pp0; ompi_dev=$dev ;;
+  udp) dev=; ompi_dev=udp:pp0:0 ;; # pp_pingpong's: pprun gives them
 esac
 [ ${#ompi_pp[@]} -gt 0 ] ||
   log "$build/ofi/libpp-fi.so not built (meson -Dofi=enabled): Open MPI over pp left out"
-[ -n "$dev" ] || { ompi_pp=(); log "--dev-kind udp: Open MPI over pp and pp_probe --blast left out"; }
+[ -n "$dev" ] || log "--dev-kind udp: pp_probe --blast left out"
 # Each round takes its share of the iterations and bytes (pp_job and mpi_job
 # read iters and same). A step that fails in any round fails the run: the
 # other rounds' figures fill its points, so the tables alone would not show it.
@@ -296,7 +297,7 @@ for ((round = 1; round <= rounds; round++)); do
   step "$at Open MPI over librt-pp (mtl ofi, provider pp): latency and window, every size"
   if [ ${#ompi_pp[@]} -gt 0 ]; then
     mpi_job ompi-pp ompi-pp --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
-      -x FI_PROVIDER_PATH="$build/ofi" -x PP_DEV="$dev" || failed=$((failed + 1))
+      -x FI_PROVIDER_PATH="$build/ofi" -x PP_DEV="$ompi_dev" || failed=$((failed + 1))
   fi
 done
 iters=$all_iters
