@@ -99,7 +99,7 @@ int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
 int pp_proto_probe(const struct pp_proto *e, int src, uint64_t tag, uint64_t ignore,
 		   struct pp_proto_cpl *cpl)
 {
-	const struct pp_tagq_entry *m = pp_tagq_find_msg(&e->unexpected, src, tag, ignore);
+	const struct pp_tagq_entry *m = pp_tagq_look_msg(&e->unexpected, src, tag, ignore);
 	if (m) {
 		const struct pp_proto_recv_rec *r = container_of(m, struct pp_proto_recv_rec, m);
 		memset(cpl, 0, sizeof(*cpl));

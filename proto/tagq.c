@@ -87,12 +87,27 @@ void pp_tagq_add_slow(struct pp_tagq *q, struct pp_tagq_entry *e)
 			return;
 		}
 	}
-	if (q->filed) {
+	if (q->filed)
 		file(q, e);
-	} else if (q->n > PP_TAGQ_LIST_MAX) {
-		q->filed = 1; /* deep now: hashed from here on */
-		refile(q);
+}
+
+void pp_tagq_file(struct pp_tagq *q)
+{
+	if (q->filed)
+		return;
+	/* Buckets for the depth it has now (the old ones stay if there is
+	 * no memory). */
+	uint32_t nb = q->nbucket;
+	while (q->n > 4 * nb && nb < (1u << 24))
+		nb *= 2;
+	struct pp_link *b = nb != q->nbucket ? malloc(sizeof(*b) * nb) : NULL;
+	if (b) {
+		free(q->bucket);
+		q->bucket = b;
+		q->nbucket = nb;
 	}
+	q->filed = 1;
+	refile(q);
 }
 
 struct pp_tagq_entry *pp_tagq_find_recv_filed(const struct pp_tagq *q, uint32_t src, uint64_t tag)
@@ -129,5 +144,6 @@ struct pp_tagq_entry *pp_tagq_find_msg_filed(const struct pp_tagq *q, int32_t sr
 		}
 		return NULL;
 	}
-	return pp_tagq_walk_msg(q, src, tag, ignore);
+	uint32_t passed;
+	return pp_tagq_walk_msg(q, src, tag, ignore, &passed);
 }

@@ -21,8 +21,13 @@
  * once per bit in a queue's life); one that ignores more (MPI_ANY_TAG) is
  * left a wildcard. Buckets are allocated at init for the queue's expected
  * depth and doubled when it holds more than 4 entries a bucket (a new
- * deepest: the allocation happens only on the way to it). A queue that has never held more than
- * PP_TAGQ_LIST_MAX entries is only a list, walked in order.
+ * deepest: the allocation happens only on the way to it). A queue is only
+ * a list, walked in order, until a walk has to pass more than
+ * PP_TAGQ_LIST_MAX entries: a window of receives that all share one key,
+ * or messages that come in the order their receives were posted, find
+ * theirs at the front however deep the queue, and pay for no buckets
+ * (Open MPI over pp, one node, a window of 64 at 8 B: about 60 of the
+ * receiver's instructions a message).
  */
 #ifndef PP_PROTO_TAGQ_H
 #define PP_PROTO_TAGQ_H
@@ -30,6 +35,7 @@
 #include <stdint.h>
 
 #include "dlist.h"
+#include "pp_compiler.h"
 #include "pp_tag.h"
 
 #define PP_TAGQ_ANY (-1) /* a receive from any source */
@@ -37,9 +43,8 @@
 /* Ignored bits a receive may take out of the mask; more make it a
  * wildcard. */
 #define PP_TAGQ_NARROW_MAX 4
-/* Entries a queue holds before it starts filing them: a walk of so few
- * costs less than keeping buckets (a ping-pong's queue never gets there;
- * once a queue was deeper it stays filed). */
+/* Entries a walk may pass before the queue starts filing them: a walk of
+ * so few costs less than keeping buckets (once filed, a queue stays so). */
 #define PP_TAGQ_LIST_MAX 16
 
 /* Embedded in what a queue holds (the engine's receives and messages). */
@@ -62,8 +67,8 @@ struct pp_tagq {
 	uint64_t seq;		/* the next insertion number */
 	uint64_t narrowed;	/* times the mask narrowed */
 	uint32_t n;		/* entries */
-	uint8_t filed;		/* entries are in buckets and wild (it was deeper than
-				 * PP_TAGQ_LIST_MAX once) */
+	uint8_t filed;		/* entries are in buckets and wild (a walk once passed
+				 * more than PP_TAGQ_LIST_MAX) */
 };
 
 /* A queue for up to about cap entries (buckets: cap / 2, at least 16);
@@ -88,6 +93,10 @@ struct pp_tagq_entry *pp_tagq_find_msg_filed(const struct pp_tagq *q, int32_t sr
 
 void pp_tagq_narrow_slow(struct pp_tagq *q, int32_t src, uint64_t ignore);
 
+/* Start filing q's entries (a walk was long): buckets for its depth, every
+ * entry filed in order. */
+void pp_tagq_file(struct pp_tagq *q);
+
 /* A receive (src, ignore) is about to look: when it ignores a few bits the
  * mask keeps and names its source, they leave the mask and the queue is
  * filed again (add does this for the receives it takes). */
@@ -97,11 +106,13 @@ static inline void pp_tagq_narrow(struct pp_tagq *q, int32_t src, uint64_t ignor
 		pp_tagq_narrow_slow(q, src, ignore);
 }
 
-/* The first message of q, in order, that a receive matches. */
+/* The first message of q, in order, that a receive matches; *passed gets
+ * the entries walked past. */
 static inline struct pp_tagq_entry *pp_tagq_walk_msg(const struct pp_tagq *q, int32_t src,
-						     uint64_t tag, uint64_t ignore)
+						     uint64_t tag, uint64_t ignore, uint32_t *passed)
 {
-	for (const struct pp_link *l = q->all.next; l != &q->all; l = l->next) {
+	*passed = 0;
+	for (const struct pp_link *l = q->all.next; l != &q->all; l = l->next, ++*passed) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
 		if (pp_tagq_match(src, tag, ignore, (uint32_t)e->src, e->tag))
 			return e;
@@ -109,11 +120,11 @@ static inline struct pp_tagq_entry *pp_tagq_walk_msg(const struct pp_tagq *q, in
 	return NULL;
 }
 
-/* Append e, whose src, tag and ignore are set (a message: ignore 0). The
- * short queue's case inline: it is every message of a ping-pong. */
+/* Append e, whose src, tag and ignore are set (a message: ignore 0). A
+ * list's case inline. */
 static inline void pp_tagq_add(struct pp_tagq *q, struct pp_tagq_entry *e)
 {
-	if (q->filed || q->n >= PP_TAGQ_LIST_MAX || (e->ignore & q->mask)) {
+	if (q->filed || (e->ignore & q->mask)) {
 		pp_tagq_add_slow(q, e);
 		return;
 	}
@@ -132,29 +143,50 @@ static inline void pp_tagq_del(struct pp_tagq *q, struct pp_tagq_entry *e)
 }
 
 /* In a queue of receives: the earliest that a message from src with tag
- * matches, or NULL. */
-static inline struct pp_tagq_entry *pp_tagq_find_recv(const struct pp_tagq *q, uint32_t src,
+ * matches, or NULL. A walk that passes more than PP_TAGQ_LIST_MAX entries
+ * files the queue. */
+static inline struct pp_tagq_entry *pp_tagq_find_recv(struct pp_tagq *q, uint32_t src,
 						      uint64_t tag)
 {
 	if (q->filed)
 		return pp_tagq_find_recv_filed(q, src, tag);
-	for (const struct pp_link *l = q->all.next; l != &q->all; l = l->next) {
+	uint32_t passed = 0;
+	struct pp_tagq_entry *found = NULL;
+	for (const struct pp_link *l = q->all.next; l != &q->all; l = l->next, passed++) {
 		struct pp_tagq_entry *e = container_of(l, struct pp_tagq_entry, all);
-		if (pp_tagq_match(e->src, e->tag, e->ignore, src, tag))
-			return e;
+		if (pp_tagq_match(e->src, e->tag, e->ignore, src, tag)) {
+			found = e;
+			break;
+		}
 	}
-	return NULL;
+	if (pp_unlikely(passed > PP_TAGQ_LIST_MAX))
+		pp_tagq_file(q);
+	return found;
 }
 
 /* In a queue of messages: the earliest that a receive (src or PP_TAGQ_ANY,
  * tag, ignore) matches, or NULL: one bucket when the receive is hashed
- * under the queue's mask, else a walk of the queue (narrow first). */
-static inline struct pp_tagq_entry *pp_tagq_find_msg(const struct pp_tagq *q, int32_t src,
+ * under the queue's mask, else a walk of the queue (narrow first). look
+ * only looks (a probe); find files a list its walk found long. */
+static inline struct pp_tagq_entry *pp_tagq_look_msg(const struct pp_tagq *q, int32_t src,
 						     uint64_t tag, uint64_t ignore)
 {
+	uint32_t passed;
 	if (q->filed)
 		return pp_tagq_find_msg_filed(q, src, tag, ignore);
-	return pp_tagq_walk_msg(q, src, tag, ignore);
+	return pp_tagq_walk_msg(q, src, tag, ignore, &passed);
+}
+
+static inline struct pp_tagq_entry *pp_tagq_find_msg(struct pp_tagq *q, int32_t src, uint64_t tag,
+						     uint64_t ignore)
+{
+	uint32_t passed;
+	if (q->filed)
+		return pp_tagq_find_msg_filed(q, src, tag, ignore);
+	struct pp_tagq_entry *found = pp_tagq_walk_msg(q, src, tag, ignore, &passed);
+	if (pp_unlikely(passed > PP_TAGQ_LIST_MAX))
+		pp_tagq_file(q);
+	return found;
 }
 
 #endif

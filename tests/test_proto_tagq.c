@@ -180,6 +180,8 @@ static void test_wildcard_order(void)
 		pad[i] = (struct pp_tagq_entry){.src = 100, .tag = (uint64_t)i};
 		pp_tagq_add(&q, &pad[i]);
 	}
+	CU_ASSERT(!q.filed); /* a list until a walk is long */
+	CU_ASSERT_PTR_NULL(pp_tagq_find_recv(&q, 100, 99)); /* passes all 19 */
 	CU_ASSERT(q.filed);
 	CU_ASSERT(a.hashed && !w.hashed && b.hashed);
 	CU_ASSERT_PTR_EQUAL(pp_tagq_find_recv(&q, 3, 9), &a);
@@ -201,9 +203,56 @@ static void test_wildcard_order(void)
 	pp_tagq_fini(&q);
 }
 
+/* A deep queue whose matches are at its front stays a list: a window of
+ * receives under one key, taken in order; likewise messages taken in the
+ * order they came. One walk past PP_TAGQ_LIST_MAX entries files it, its
+ * buckets sized for its depth, and the answers stay the same. */
+static void test_front_stays_list(void)
+{
+	enum { DEPTH = 1000 };
+	static struct pp_tagq_entry r[DEPTH], m[DEPTH];
+	for (int msgs = 0; msgs < 2; msgs++) {
+		struct pp_tagq q;
+		struct pp_tagq_entry *e = msgs ? m : r;
+		CU_ASSERT_FATAL(pp_tagq_init(&q, 16) == 0);
+		for (int round = 0; round < 3; round++) {
+			for (int i = 0; i < DEPTH; i++) {
+				e[i] = (struct pp_tagq_entry){.src = 2, .tag = msgs ? (uint64_t)i : 7};
+				pp_tagq_add(&q, &e[i]);
+			}
+			for (int i = 0; i < DEPTH; i++) {
+				struct pp_tagq_entry *got =
+				    msgs ? pp_tagq_find_msg(&q, 2, (uint64_t)i, 0)
+					 : pp_tagq_find_recv(&q, 2, 7);
+				CU_ASSERT_PTR_EQUAL(got, &e[i]);
+				if (got)
+					pp_tagq_del(&q, got);
+			}
+			CU_ASSERT(!q.filed);
+		}
+		/* Out of order: the walk for the last passes the rest. */
+		for (int i = 0; i < DEPTH; i++) {
+			e[i] = (struct pp_tagq_entry){.src = 2, .tag = (uint64_t)i};
+			pp_tagq_add(&q, &e[i]);
+		}
+		for (int i = DEPTH - 1; i >= 0; i--) {
+			struct pp_tagq_entry *got = msgs ? pp_tagq_find_msg(&q, 2, (uint64_t)i, 0)
+							 : pp_tagq_find_recv(&q, 2, (uint64_t)i);
+			CU_ASSERT_PTR_EQUAL(got, &e[i]);
+			CU_ASSERT(q.filed);
+			if (got)
+				pp_tagq_del(&q, got);
+		}
+		CU_ASSERT(q.nbucket * 4 >= DEPTH); /* sized for the depth it was filed at */
+		CU_ASSERT_EQUAL(q.n, 0u);
+		pp_tagq_fini(&q);
+	}
+}
+
 static CU_TestInfo tests[] = {
     {"a message takes the earlier of bucket and wildcard", test_wildcard_order},
     {"short queues are lists", test_short},
+    {"a deep queue matched at its front stays a list", test_front_stays_list},
     {"as a list would: few keys", test_few_keys},
     {"as a list would: some keys", test_mid},
     {"as a list would: many keys, deep queues", test_many_keys},
