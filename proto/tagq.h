@@ -109,7 +109,8 @@ static inline void pp_tagq_narrow(struct pp_tagq *q, int32_t src, uint64_t ignor
 /* The first message of q, in order, that a receive matches; *passed gets
  * the entries walked past. */
 static inline struct pp_tagq_entry *pp_tagq_walk_msg(const struct pp_tagq *q, int32_t src,
-						     uint64_t tag, uint64_t ignore, uint32_t *passed)
+						     uint64_t tag, uint64_t ignore,
+						     uint32_t *passed)
 {
 	*passed = 0;
 	for (const struct pp_link *l = q->all.next; l != &q->all; l = l->next, ++*passed) {
@@ -145,8 +146,7 @@ static inline void pp_tagq_del(struct pp_tagq *q, struct pp_tagq_entry *e)
 /* In a queue of receives: the earliest that a message from src with tag
  * matches, or NULL. A walk that passes more than PP_TAGQ_LIST_MAX entries
  * files the queue. */
-static inline struct pp_tagq_entry *pp_tagq_find_recv(struct pp_tagq *q, uint32_t src,
-						      uint64_t tag)
+static inline struct pp_tagq_entry *pp_tagq_find_recv(struct pp_tagq *q, uint32_t src, uint64_t tag)
 {
 	if (q->filed)
 		return pp_tagq_find_recv_filed(q, src, tag);

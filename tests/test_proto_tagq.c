@@ -180,7 +180,7 @@ static void test_wildcard_order(void)
 		pad[i] = (struct pp_tagq_entry){.src = 100, .tag = (uint64_t)i};
 		pp_tagq_add(&q, &pad[i]);
 	}
-	CU_ASSERT(!q.filed); /* a list until a walk is long */
+	CU_ASSERT(!q.filed);				    /* a list until a walk is long */
 	CU_ASSERT_PTR_NULL(pp_tagq_find_recv(&q, 100, 99)); /* passes all 19 */
 	CU_ASSERT(q.filed);
 	CU_ASSERT(a.hashed && !w.hashed && b.hashed);
@@ -217,7 +217,8 @@ static void test_front_stays_list(void)
 		CU_ASSERT_FATAL(pp_tagq_init(&q, 16) == 0);
 		for (int round = 0; round < 3; round++) {
 			for (int i = 0; i < DEPTH; i++) {
-				e[i] = (struct pp_tagq_entry){.src = 2, .tag = msgs ? (uint64_t)i : 7};
+				e[i] =
+				    (struct pp_tagq_entry){.src = 2, .tag = msgs ? (uint64_t)i : 7};
 				pp_tagq_add(&q, &e[i]);
 			}
 			for (int i = 0; i < DEPTH; i++) {
