@@ -379,10 +379,12 @@ int pp_proto_done_desc(struct pp_proto *e, struct pp_proto_peer *p, struct pp_pr
  * one when the engine goes). write: let the receiver take s whole; returns
  * 1 when it did. */
 void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r);
-/* 1 when a message of len bytes to or from node-mate p is one its sender
- * writes into a published receive: the rest it does not push is at least
- * direct_min, or it is pushed whole and at least write_min. Both sides ask,
+/* Whether a message of len bytes to or from node-mate p is one its sender
+ * writes into a published receive: PP_PROTO_WRITE_WHOLE when it is pushed
+ * whole and at least write_min, PP_PROTO_WRITE_REST when the rest it does
+ * not push is at least direct_min (and write_rest), else 0. Both sides ask,
  * the receiver of its receive's length. */
+enum { PP_PROTO_WRITE_WHOLE = 1, PP_PROTO_WRITE_REST = 2 };
 int pp_proto_writable(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len);
 int pp_proto_rq_match(struct pp_proto *e, struct pp_proto_recv_rec *r, const struct pp_wire_hdr *h);
 void pp_proto_rq_withdraw(struct pp_proto *e, struct pp_proto_recv_rec *r);

@@ -82,8 +82,8 @@ int pp_proto_writable(const struct pp_proto *e, const struct pp_proto_peer *p, u
 {
 	uint64_t push = pp_proto_push_of(e, p, len);
 	if (push >= len)
-		return e->c.write_min && len >= e->c.write_min;
-	return e->c.write_rest && len - push >= e->c.direct_min;
+		return e->c.write_min && len >= e->c.write_min ? PP_PROTO_WRITE_WHOLE : 0;
+	return e->c.write_rest && len - push >= e->c.direct_min ? PP_PROTO_WRITE_REST : 0;
 }
 
 void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
@@ -97,7 +97,8 @@ void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
 	 * from write_min on (pp_proto_rq_write): a shorter receive is never
 	 * written, and publishing it would only cost both cores the entry's
 	 * cache lines. */
-	if (!pp_proto_writable(e, p, r->cap))
+	int kind = pp_proto_writable(e, p, r->cap);
+	if (!kind)
 		return;
 	/* A message from the peer must not find a receive the sender cannot
 	 * see before this one: one for any source, or one not published. One
@@ -105,7 +106,7 @@ void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
 	 * (pp_proto_rq_write), so only the first receive from that peer is
 	 * worth an entry: a window's others would cost both cores their lines
 	 * (8 KiB windowed: 5 % with all 64 published). */
-	int whole = pp_proto_push_of(e, p, r->cap) >= r->cap;
+	int whole = kind == PP_PROTO_WRITE_WHOLE;
 	for (struct pp_link *l = e->posted.all.next; l != &r->m.all; l = l->next) {
 		const struct pp_proto_recv_rec *x =
 		    container_of(l, struct pp_proto_recv_rec, m.all);
