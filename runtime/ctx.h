@@ -155,6 +155,7 @@ struct pp_ctx {
 	uint32_t max_reqs;	   /* ... at most */
 	struct pp_req *free_req;   /* first free request, NULL if none */
 	uint32_t active;	   /* requests handed to the engine */
+	uint8_t said_full;	   /* the operations' limit was reported once */
 
 	struct pp_membership mem; /* membership.c's */
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cu_main.h"
+#include "engine.h"
 #include "pp.h"
 #include "pp_log.h"
 #include "sim/pp_sim.h"
@@ -229,6 +230,42 @@ static void test_eager_flood(void)
 	run_ranks(2, sc_eager_flood, NULL, 0);
 }
 
+/* MPI codes post thousands of receives: a rank may have 64 K outstanding,
+ * and the next fails with -ENOMEM (the limit named once on stderr); every
+ * one of them then takes its message, in the reverse order of posting,
+ * bytes intact. */
+static int sc_deep(pp_ctx *ctx, int rank)
+{
+	enum { N = PP_PROTO_JOB_MAX_RECVS };
+	static uint32_t got[N];
+	static pp_req *req[N];
+	int bad = 0;
+	if (rank == 1) {
+		for (int i = 0; i < N; i++)
+			bad += pp_irecv(ctx, &got[i], 4, 0, i, &req[i]) != 0;
+		pp_req *extra = NULL;
+		uint32_t x;
+		bad += pp_irecv(ctx, &x, 4, 0, N, &extra) != -ENOMEM || extra != NULL;
+		bad += pp_send(ctx, &x, 0, 0, 1 << 30) != 0; /* all posted */
+		for (int i = 0; i < N; i++) {
+			pp_status st;
+			bad += pp_wait(&req[i], &st) != 0 || st.len != 4 || got[i] != ~(uint32_t)i;
+		}
+	} else {
+		bad += pp_recv(ctx, NULL, 0, 1, 1 << 30, NULL) != 0;
+		for (int i = N - 1; i >= 0; i--) {
+			uint32_t v = ~(uint32_t)i;
+			bad += pp_send(ctx, &v, 4, 1, i) != 0;
+		}
+	}
+	return bad;
+}
+
+static void test_deep(void)
+{
+	run_ranks(2, sc_deep, NULL, 0);
+}
+
 /* Barrier and stats with 4 ranks; a ring exchange between barriers. */
 static int sc_barrier(pp_ctx *ctx, int rank)
 {
@@ -401,6 +438,7 @@ static CU_TestInfo tests[] = {
     {"wildcards, order, truncation", test_match},
     {"many outstanding", test_many},
     {"small sends past the slot count", test_eager_flood},
+    {"64 K receives outstanding, the next refused", test_deep},
     {"barrier, 4 ranks", test_barrier},
     {"30% loss", test_lossy_30},
     {"peer gone", test_gone},
