@@ -285,10 +285,10 @@ static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer,
 	if (rc == -ENOMEM && !ctx->said_full) {
 		ctx->said_full = 1; /* the limits, or memory: said once, not per call */
 		pp_err("rank %d: %s refused with %u requests outstanding: a rank may have "
-			"%u receives and %u sends outstanding at most (or memory ran out); "
-			"-ENOMEM",
-			ctx->rank, is_send ? "a send" : "a receive", ctx->active,
-			PP_PROTO_JOB_MAX_RECVS, PP_PROTO_JOB_MAX_MSGS);
+		       "%u receives and %u sends outstanding at most (or memory ran out); "
+		       "-ENOMEM",
+		       ctx->rank, is_send ? "a send" : "a receive", ctx->active,
+		       PP_PROTO_JOB_MAX_RECVS, PP_PROTO_JOB_MAX_MSGS);
 	}
 	pp_ctx_leave(ctx);
 	if (rc)
