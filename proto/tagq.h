@@ -26,8 +26,9 @@
  * PP_TAGQ_LIST_MAX entries: a window of receives that all share one key,
  * or messages that come in the order their receives were posted, find
  * theirs at the front however deep the queue, and pay for no buckets
- * (Open MPI over pp, one node, a window of 64 at 8 B: about 60 of the
- * receiver's instructions a message).
+ * (Open MPI over pp, one node, a window of 64 at 8 B, callgrind: the
+ * receiver's MPI_Irecv 710 -> 687 instructions a message, its input 230 ->
+ * 126).
  */
 #ifndef PP_PROTO_TAGQ_H
 #define PP_PROTO_TAGQ_H
