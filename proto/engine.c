@@ -291,15 +291,6 @@ struct pp_proto_cpl *pp_proto_complete(struct pp_proto *e, uint64_t cookie, int 
 	return x;
 }
 
-int pp_proto_take_newest(struct pp_proto *e, uint64_t cookie)
-{
-	if (e->cpl_head == e->cpl_tail || e->cpl[(e->cpl_tail - 1) & e->cpl_mask].cookie != cookie)
-		return 0;
-	e->cpl_tail--;
-	e->user_ops--;
-	return 1;
-}
-
 int pp_proto_poll(struct pp_proto *e, struct pp_proto_cpl *cpl)
 {
 	if (e->cpl_head == e->cpl_tail)
@@ -331,7 +322,7 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 	for (struct pp_link *l = e->posted.all.next; l != &e->posted.all;) {
 		struct pp_proto_recv_rec *r = container_of(l, struct pp_proto_recv_rec, m.all);
 		l = l->next;
-		if (r->want_src == (int)rank)
+		if (r->m.src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
 	}
 	pp_gbn_tx_drop(&p->tx);
@@ -364,7 +355,7 @@ void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
 	for (struct pp_link *l = e->posted.all.next; l != &e->posted.all;) {
 		struct pp_proto_recv_rec *r = container_of(l, struct pp_proto_recv_rec, m.all);
 		l = l->next;
-		if (r->want_src == (int)rank)
+		if (r->m.src == (int)rank)
 			pp_proto_rx_finish(e, r, -ECONNRESET);
 	}
 }

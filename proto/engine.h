@@ -232,6 +232,20 @@ int pp_proto_send_data(struct pp_proto *eng, uint32_t dst, uint64_t tag, const v
 int pp_proto_send_copy(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, int has_data, uint32_t data, uint64_t cookie);
 
+/* Send flags (pp_proto_sendf). */
+#define PP_PROTO_SEND_DATA 0x1u /* data is the message's immediate data (pp_proto_send_data) */
+#define PP_PROTO_SEND_COPY 0x2u /* copied at once: an inject (pp_proto_send_copy) */
+#define PP_PROTO_SEND_LATE 0x4u /* a node-mate's eager copy made late (pp_proto_send_late) */
+#define PP_PROTO_SEND_NOW  0x8u /* done in the call: 1 returned, no completion queued */
+
+/* The one send the four above are forms of. With PP_PROTO_SEND_NOW, a send
+ * that completes in the call (a node-mate's small message, an eager copy,
+ * a write into a published receive) returns 1 and queues no completion:
+ * its caller reports it done itself, without a trip through pp_proto_poll.
+ * Otherwise as the forms: 0, or their errors. */
+int pp_proto_sendf(struct pp_proto *eng, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		   uint32_t data, unsigned flags, uint64_t cookie);
+
 /* As pp_proto_send, but the copy that makes a small send to a node-mate
  * complete at once (eager) is made by the next pp_proto_settle, not now:
  * its frames can leave first, copied into the ring from buf, and the copy
@@ -324,12 +338,6 @@ void pp_proto_handle_expiry(struct pp_proto *eng, uint64_t now);
 
 /* Take one completion. Returns 1 and fills *cpl, or 0 when none. */
 int pp_proto_poll(struct pp_proto *eng, struct pp_proto_cpl *cpl);
-
-/* For a caller that reports a send done at once itself: when the newest
- * completion queued is cookie's (a send just posted that completed in the
- * call: a node-mate's small message, an eager copy), take it back out and
- * return 1; else 0. Successful by construction (errors come later). */
-int pp_proto_take_newest(struct pp_proto *eng, uint64_t cookie);
 
 /* The layer below finished serving the PULL of send msg_id to dst (error 0)
  * or gave up (error < 0: the send fails with -ECONNRESET). The send

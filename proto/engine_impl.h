@@ -81,30 +81,30 @@ struct pp_proto_send_rec {
 };
 
 struct pp_proto_recv_rec {
-	enum rx_state state;	       /* where it is in its life */
-	int want_src;		       /* posted: source or PP_PROTO_ANY */
-	uint64_t want_tag;	       /* posted: the tag ... */
-	uint64_t want_ignore;	       /* ... and the bits of it ignored */
+	/* A posted receive's source (or PP_PROTO_ANY), tag and ignored bits are
+	 * its queue entry's, m.src, m.tag and m.ignore. Largest fields first:
+	 * pp_proto_rx_take clears all of these on every receive. */
 	uint8_t *buf;		       /* user buffer (posted, active) */
 	uint64_t cap;		       /* its length */
 	uint64_t cookie;	       /* caller's value */
-	uint32_t peer;		       /* source rank of the message */
 	uint64_t tag;		       /* tag of the message */
-	uint32_t data;		       /* its immediate data, when has_data */
-	uint8_t has_data;	       /* its FIRST frame carried data */
-	uint32_t msg_id;	       /* message number */
 	uint64_t msg_len;	       /* message length */
 	uint64_t got;		       /* bytes received so far */
-	uint8_t wants_pull;	       /* sender waits for a PULL */
-	uint8_t pull_queued;	       /* on the peer's pullq or directq */
 	uint64_t direct_from;	       /* local peer: bytes it pushes; the copy starts there */
-	struct pp_pushbuf_chain cells; /* pushed bytes (unexpected) */
-	uint8_t *stage;		       /* staging block holding the message, or NULL */
-	uint8_t evicted;	       /* pushed bytes given up: pull all again */
-	uint8_t rewind;		       /* the PULL carries AGAIN */
-	int rq_slot;		       /* receive-queue entry + 1 when published, else 0 */
 	uint64_t xnext;		       /* next offset expected on an extra stream (0: none yet) */
 	uint64_t xgot;		       /* bytes that came on extra streams (after the pushes) */
+	uint8_t *stage;		       /* staging block holding the message, or NULL */
+	struct pp_pushbuf_chain cells; /* pushed bytes (unexpected) */
+	enum rx_state state;	       /* where it is in its life */
+	uint32_t peer;		       /* source rank of the message */
+	uint32_t data;		       /* its immediate data, when has_data */
+	uint32_t msg_id;	       /* message number */
+	int rq_slot;		       /* receive-queue entry + 1 when published, else 0 */
+	uint8_t has_data;	       /* its FIRST frame carried data */
+	uint8_t wants_pull;	       /* sender waits for a PULL */
+	uint8_t pull_queued;	       /* on the peer's pullq or directq */
+	uint8_t evicted;	       /* pushed bytes given up: pull all again */
+	uint8_t rewind;		       /* the PULL carries AGAIN */
 	uint8_t placed;		       /* place_post holds a description of buf */
 	/* Links from here on, and m's: not cleared by pp_proto_rx_take. */
 	struct pp_tagq_entry m; /* in the posted or unexpected queue (tagq.h) */
@@ -266,11 +266,13 @@ void pp_proto_hdr_common(const struct pp_proto *e, const struct pp_proto_peer *p
 /* ---- local.c: lite messages (rule 6) ---- */
 
 /* Send len bytes at buf to local peer p (rank dst) whole as one record of
- * its ring, complete at once: 0, or -EAGAIN when it must go the sequenced
- * way (too long, something of ours to p unacknowledged or queued, no
- * credit, the ring full). */
+ * its ring, complete at once (a completion queued unless flags has
+ * PP_PROTO_SEND_NOW; immediate data with PP_PROTO_SEND_DATA): 0, or
+ * -EAGAIN when it must go the sequenced way (too long, something of ours
+ * to p unacknowledged or queued, no credit, the ring full). */
 int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst, uint64_t tag,
-		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie);
+		       const void *buf, uint64_t len, unsigned flags, uint32_t data,
+		       uint64_t cookie);
 /* A lite record from p: 0 taken, -EAGAIN not now, -EPROTO dropped. */
 int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t from,
 		     const struct pp_wire_lite *l, const uint8_t *pl);

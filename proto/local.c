@@ -88,9 +88,9 @@ int pp_proto_writable(const struct pp_proto *e, const struct pp_proto_peer *p, u
 
 void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
-	if (!e->recvq || r->want_src < 0 || e->c.mode == PP_PROTO_PUSH_ALL)
+	if (!e->recvq || r->m.src < 0 || e->c.mode == PP_PROTO_PUSH_ALL)
 		return;
-	struct pp_proto_peer *p = &e->peers[r->want_src];
+	struct pp_proto_peer *p = &e->peers[r->m.src];
 	if (!p->local)
 		return;
 	/* The sender writes what it would not push, and what it pushes whole
@@ -110,12 +110,11 @@ void pp_proto_rq_post(struct pp_proto *e, struct pp_proto_recv_rec *r)
 	for (struct pp_link *l = e->posted.all.next; l != &r->m.all; l = l->next) {
 		const struct pp_proto_recv_rec *x =
 		    container_of(l, struct pp_proto_recv_rec, m.all);
-		if (x->want_src == PP_PROTO_ANY ||
-		    (x->want_src == r->want_src && (whole || !x->rq_slot)))
+		if (x->m.src == PP_PROTO_ANY || (x->m.src == r->m.src && (whole || !x->rq_slot)))
 			return;
 	}
-	int slot = HOOK(e, rq_post, (uint32_t)r->want_src, r->want_tag, r->want_ignore, r->buf,
-			r->cap, p->rx_msg_next);
+	int slot = HOOK(e, rq_post, (uint32_t)r->m.src, r->m.tag, r->m.ignore, r->buf, r->cap,
+			p->rx_msg_next);
 	if (slot >= 0)
 		r->rq_slot = slot + 1;
 }
@@ -150,7 +149,7 @@ void pp_proto_rq_withdraw(struct pp_proto *e, struct pp_proto_recv_rec *r)
 	/* A claimed entry (-EBUSY) means the sender is writing this message:
 	 * the receive ends anyway (its peer is lost or the engine goes). */
 	if (r->rq_slot && e->recvq)
-		HOOK(e, rq_withdraw, (uint32_t)r->want_src, r->rq_slot - 1);
+		HOOK(e, rq_withdraw, (uint32_t)r->m.src, r->rq_slot - 1);
 	r->rq_slot = 0;
 }
 
@@ -185,8 +184,10 @@ int pp_proto_rq_write(struct pp_proto *e, struct pp_proto_peer *p, struct pp_pro
  * until it does (-EAGAIN). */
 
 int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst, uint64_t tag,
-		       const void *buf, uint64_t len, int has_data, uint32_t data, uint64_t cookie)
+		       const void *buf, uint64_t len, unsigned flags, uint32_t data,
+		       uint64_t cookie)
 {
+	int has_data = (flags & PP_PROTO_SEND_DATA) != 0;
 	/* One frame's payload at most: the receiver's decoder bounds a record
 	 * so (LENGTH), and nothing would send a dropped one again. */
 	if (len > e->c.lite_max || len > e->maxp || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
@@ -216,8 +217,10 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	pp_gbn_rx_acked(&p->rx[0]); /* the record carries the ack */
 	if (e->c.credits)
 		p->credit_used = (uint16_t)(p->credit_used + cells);
-	e->user_ops++;
-	pp_proto_complete(e, cookie, 1, dst, tag, len, 0);
+	if (!(flags & PP_PROTO_SEND_NOW)) {
+		e->user_ops++;
+		pp_proto_complete(e, cookie, 1, dst, tag, len, 0);
+	}
 	e->st.msgs_tx++;
 	e->st.bytes_tx += len;
 	e->st.frames_tx++;

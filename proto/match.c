@@ -60,9 +60,6 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	if (!r)
 		return -ENOMEM;
 	r->state = RX_POSTED;
-	r->want_src = src;
-	r->want_tag = tag;
-	r->want_ignore = ignore;
 	r->buf = buf;
 	r->cap = len;
 	r->cookie = cookie;
@@ -85,11 +82,11 @@ int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
 		/* Published to a node-mate (rule 6): unless it is writing into
 		 * the buffer already, the entry is withdrawn. */
 		if (r->rq_slot && e->recvq &&
-		    HOOK(e, rq_withdraw, (uint32_t)r->want_src, r->rq_slot - 1) == -EBUSY)
+		    HOOK(e, rq_withdraw, (uint32_t)r->m.src, r->rq_slot - 1) == -EBUSY)
 			return -EBUSY;
 		r->rq_slot = 0;
-		pp_proto_complete(e, cookie, 0, r->want_src < 0 ? 0 : (uint32_t)r->want_src,
-				  r->want_tag, 0, -ECANCELED);
+		pp_proto_complete(e, cookie, 0, r->m.src < 0 ? 0 : (uint32_t)r->m.src, r->m.tag, 0,
+				  -ECANCELED);
 		pp_proto_rx_free(e, r);
 		return 0;
 	}

@@ -140,6 +140,17 @@ static int emit_xctl(struct pp_proto *e, struct pp_proto_peer *p, uint32_t rank,
 	return 0;
 }
 
+/* 1 when peer_output would find nothing to send to p and change nothing,
+ * asked before calling it: a node-mate's link asks after every message,
+ * and lite messages (rule 6) leave a peer so. */
+static inline int peer_quiet(const struct pp_proto_peer *p)
+{
+	uint32_t seq;
+	return !pp_gbn_tx_resend_due(&p->tx, &seq) && !pp_gbn_rx_owes(&p->rx[0]) && !p->xowe &&
+	       list_empty(&p->directq) && p->done_head == p->done_tail && !p->ping_owed &&
+	       list_empty(&p->pullq) && list_empty(&p->txq) && !p->await_pull;
+}
+
 static int peer_output(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_t cap, uint64_t now)
 {
 	struct pp_proto_peer *p = &e->peers[rank];
@@ -221,7 +232,7 @@ int pp_proto_output(struct pp_proto *e, uint8_t *buf, size_t cap, uint64_t now)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t rank = (e->rr + i) % n;
 		struct pp_proto_peer *p = &e->peers[rank];
-		if (!p->present || p->lost || p->local)
+		if (!p->present || p->lost || p->local || peer_quiet(p))
 			continue;
 		int len = peer_output(e, rank, buf, cap, now);
 		if (len > 0) {
@@ -250,7 +261,7 @@ int pp_proto_output_local(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_
 		return -EINVAL;
 	if (cap < pp_eth_frame_max(e->c.mtu))
 		return -ENOSPC;
-	if (e->peers[rank].lost)
+	if (e->peers[rank].lost || peer_quiet(&e->peers[rank]))
 		return 0;
 	e->local_out = 1;
 	int len = peer_output(e, rank, buf, cap, now);

@@ -51,30 +51,21 @@ static void copy_in(struct pp_proto *e, struct pp_proto_send_rec *s)
 	s->buf = copy;
 }
 
-/* Immediate data of a send: none, or the value in the low 32 bits. */
-#define NO_DATA UINT64_MAX
-
-/* How send_post treats the user's buffer. */
-enum send_how {
-	SEND_NOW,  /* copied when pushed whole and short (copy_max), else read until done */
-	SEND_LATE, /* as NOW, a node-mate's copy made off its frames' path (settle) */
-	SEND_COPY, /* copied now whatever the push (len <= copy_max): an inject */
-};
-
-static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
-		     uint64_t data, uint64_t cookie, enum send_how how)
+int pp_proto_sendf(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
+		   uint32_t data, unsigned flags, uint64_t cookie)
 {
-	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present || (!buf && len))
+	if (!e || dst >= e->c.nranks || dst == e->c.rank || !e->peers[dst].present ||
+	    (!buf && len) || ((flags & PP_PROTO_SEND_COPY) && len > e->c.copy_max))
 		return -EINVAL;
 	struct pp_proto_peer *p = &e->peers[dst];
 	if (p->lost || p->gone)
 		return -ECONNRESET;
 	if (pp_proto_ops_room(e))
 		return -ENOMEM;
+	int now = (flags & PP_PROTO_SEND_NOW) != 0;
 	if (p->local && e->lite && e->c.mode == PP_PROTO_PUSH_PULL &&
-	    pp_proto_lite_send(e, p, dst, tag, buf, len, data != NO_DATA, (uint32_t)data, cookie) ==
-		0)
-		return 0;
+	    pp_proto_lite_send(e, p, dst, tag, buf, len, flags, data, cookie) == 0)
+		return now;
 	if (list_empty(&e->send_free))
 		return e->nsends_copied ? -EAGAIN : -ENOMEM;
 	struct pp_proto_send_rec *s = container_of(e->send_free.next, struct pp_proto_send_rec, q);
@@ -93,8 +84,8 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 	s->cookie = cookie;
 	s->peer = dst;
 	s->tag = tag;
-	s->has_data = data != NO_DATA;
-	s->data = (uint32_t)data;
+	s->has_data = (flags & PP_PROTO_SEND_DATA) != 0;
+	s->data = s->has_data ? data : 0;
 	s->msg_id = p->next_msg_id++;
 	s->unacked = 0;
 	s->first_sent = 0;
@@ -110,15 +101,15 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 	list_add_tail(&p->sends, &s->all);
 	list_add_tail(&p->txq, &s->q);
 	e->push_owed = 1;
-	e->user_ops++;
 	/* Written straight into a receive the peer published: done too. */
 	int written = pp_proto_rq_write(e, p, s);
-	if (written ||
-	    (e->c.copy_max && len <= e->c.copy_max && (push == len || how == SEND_COPY))) {
+	int done = written || (e->c.copy_max && len <= e->c.copy_max &&
+			       (push == len || (flags & PP_PROTO_SEND_COPY)));
+	if (done) {
 		/* Eager: pushed whole, so nothing waits for a PULL that a
 		 * sender gone computing would serve late; the user's buffer is
 		 * free again now. */
-		if (!written && how == SEND_LATE && p->local && len) {
+		if (!written && (flags & PP_PROTO_SEND_LATE) && p->local && len) {
 			/* Its frames go into the ring from buf; the copy
 			 * waits for pp_proto_settle, off their path. */
 			s->late = 1;
@@ -128,38 +119,41 @@ static int send_post(struct pp_proto *e, uint32_t dst, uint64_t tag, const void 
 		}
 		s->copied = 1;
 		e->nsends_copied++;
-		pp_proto_complete(e, cookie, 1, dst, tag, len, 0);
 		e->st.msgs_tx++;
+	}
+	if (!done || !now) { /* else the caller reports it done: no completion */
+		e->user_ops++;
+		if (done)
+			pp_proto_complete(e, cookie, 1, dst, tag, len, 0);
 	}
 	if (p->local && push < len && e->c.hooks.publish && !written)
 		HOOK(e, publish, dst, s->msg_id, buf, len);
-	return 0;
+	return done && now;
 }
 
 int pp_proto_send(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf, uint64_t len,
 		  uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, SEND_NOW);
+	return pp_proto_sendf(e, dst, tag, buf, len, 0, 0, cookie);
 }
 
 int pp_proto_send_data(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, uint32_t data, uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, data, cookie, SEND_NOW);
+	return pp_proto_sendf(e, dst, tag, buf, len, data, PP_PROTO_SEND_DATA, cookie);
 }
 
 int pp_proto_send_copy(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, int has_data, uint32_t data, uint64_t cookie)
 {
-	if (!e || len > e->c.copy_max)
-		return -EINVAL;
-	return send_post(e, dst, tag, buf, len, has_data ? data : NO_DATA, cookie, SEND_COPY);
+	return pp_proto_sendf(e, dst, tag, buf, len, data,
+			      PP_PROTO_SEND_COPY | (has_data ? PP_PROTO_SEND_DATA : 0), cookie);
 }
 
 int pp_proto_send_late(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *buf,
 		       uint64_t len, uint64_t cookie)
 {
-	return send_post(e, dst, tag, buf, len, NO_DATA, cookie, SEND_LATE);
+	return pp_proto_sendf(e, dst, tag, buf, len, 0, PP_PROTO_SEND_LATE, cookie);
 }
 
 void pp_proto_settle(struct pp_proto *e)

@@ -270,17 +270,22 @@ static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer,
 		uint64_t cookie = (uint64_t)(uintptr_t)r;
 		/* Alone in the engine, the push below runs and settles: a
 		 * small send's eager copy can wait until its frames are out. */
-		if (is_send && !ctx->locking)
-			rc = pp_proto_send_late(ctx->eng, (uint32_t)peer, tag, buf, len, cookie);
-		else if (is_send)
-			rc = pp_proto_send(ctx->eng, (uint32_t)peer, tag, buf, len, cookie);
+		if (is_send)
+			rc = pp_proto_sendf(
+			    ctx->eng, (uint32_t)peer, tag, buf, len, 0,
+			    PP_PROTO_SEND_NOW | (ctx->locking ? 0 : PP_PROTO_SEND_LATE), cookie);
 		else
 			rc = pp_proto_recv(ctx->eng, peer, pp_ctx_tag(tag), pp_ctx_tag_ignore(tag),
 					   buf, len, cookie);
-		if (rc)
+		if (rc == 1) { /* a send done in the call: no completion comes */
+			r->st = (pp_status){.source = peer, .tag = tag, .len = len};
+			r->state = PP_REQ_DONE;
+			rc = 0;
+		} else if (rc) {
 			pp_req_put(r);
-		else
+		} else {
 			ctx->active++;
+		}
 	}
 	if (rc == -ENOMEM && !ctx->said_full) {
 		ctx->said_full = 1; /* the limits, or memory: said once, not per call */

@@ -648,10 +648,10 @@ static void test_deep_queues(void)
 	net_fini(&net);
 }
 
-/* pp_proto_take_newest: a send done in the call (an eager copy) has its
- * completion taken back, once, and only while it is the newest; a send
- * that waits for its acks has none to take, and reports through poll. */
-static void test_take_newest(void)
+/* PP_PROTO_SEND_NOW: a send done in the call (an eager copy) returns 1 and
+ * queues no completion; without the flag, or for a send that waits for its
+ * acks, it returns 0 and reports through poll. Every byte arrives either way. */
+static void test_send_now(void)
 {
 	struct pp_proto_conf conf;
 	pp_proto_conf_default(&conf);
@@ -665,12 +665,12 @@ static void test_take_newest(void)
 		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, 0, got[i], sizeof(got[i]), 10 + i),
 				0);
 	CU_ASSERT_EQUAL(pp_proto_send_copy(net.e[0], 1, 5, a, sizeof(a), 0, 0, 1), 0);
-	CU_ASSERT_EQUAL(pp_proto_send_copy(net.e[0], 1, 5, b, sizeof(b), 0, 0, 2), 0);
-	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 1), 0); /* not the newest */
-	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 2), 1);
-	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 2), 0); /* taken already */
-	CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 5, big, sizeof(big), 3), 0);
-	CU_ASSERT_EQUAL(pp_proto_take_newest(net.e[0], 3), 0); /* waits for its acks */
+	CU_ASSERT_EQUAL(pp_proto_sendf(net.e[0], 1, 5, b, sizeof(b), 0,
+				       PP_PROTO_SEND_COPY | PP_PROTO_SEND_NOW, 2),
+			1);
+	memset(b, 0, sizeof(b)); /* copied: the buffer is the caller's again */
+	CU_ASSERT_EQUAL(pp_proto_sendf(net.e[0], 1, 5, big, sizeof(big), 0, PP_PROTO_SEND_NOW, 3),
+			0); /* waits for its acks */
 	net_run(&net, 1000000000);
 	struct pp_proto_cpl c;
 	uint64_t seen = 0;
@@ -678,12 +678,12 @@ static void test_take_newest(void)
 		CU_ASSERT_EQUAL(c.error, 0);
 		seen |= 1u << c.cookie;
 	}
-	CU_ASSERT_EQUAL(seen, (1u << 1) | (1u << 3)); /* 2's was taken */
+	CU_ASSERT_EQUAL(seen, (1u << 1) | (1u << 3)); /* 2 was reported by its return */
 	for (int i = 0; i < 3; i++) {
 		CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
 		CU_ASSERT_EQUAL(c.cookie, 10 + i);
 	}
-	CU_ASSERT(pat_check(got[0], sizeof(a), 1) && pat_check(got[1], sizeof(b), 2) &&
+	CU_ASSERT(pat_check(got[0], sizeof(a), 1) && pat_check(got[1], sizeof(a), 2) &&
 		  pat_check(got[2], sizeof(big), 3));
 	CU_ASSERT_TRUE(pp_proto_idle(net.e[0]));
 	net_fini(&net);
@@ -766,7 +766,7 @@ static CU_TestInfo tests[] = {
     {"64 K receives posted, or unexpected, each matched", test_deep_queues},
     {"an inject is copied at once, whatever is pushed", test_send_copy},
     {"a reused record holds an unexpected message under its own tag", test_reused_records},
-    {"a send done at once: its completion taken back", test_take_newest},
+    {"a send done at once with SEND_NOW: 1 returned, no completion", test_send_now},
     {"wildcards and order", test_wildcards_order},
     {"payloads by reference", test_output_ref},
     {"truncation", test_truncation},

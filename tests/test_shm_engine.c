@@ -626,6 +626,39 @@ static void test_lite_carries_ack(void)
 	world_fini();
 }
 
+/* A lite send with PP_PROTO_SEND_NOW is done in the call: 1 returned, its
+ * record in the ring, no completion on the sending side; the receiver gets
+ * every byte and its immediate data. Without the flag one completion comes. */
+static void test_lite_send_now(void)
+{
+	static uint8_t s[100], r[2][100];
+	struct pp_proto_cpl c;
+	lite_init(0, 0);
+	pat_fill(s, sizeof(s), 7);
+	for (int k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 9, 0, r[k], sizeof(r[k]), 20 + k), 0);
+	CU_ASSERT_EQUAL(pp_proto_sendf(w.e[0], 1, 9, s, sizeof(s), 0xAB,
+				       PP_PROTO_SEND_NOW | PP_PROTO_SEND_DATA, 1),
+			1);
+	CU_ASSERT_EQUAL(q[0].lites, 1u);
+	CU_ASSERT_EQUAL(take(0, &c), 0);
+	CU_ASSERT_EQUAL(pp_proto_sendf(w.e[0], 1, 9, s, sizeof(s), 0, 0, 2), 0);
+	CU_ASSERT_EQUAL(q[0].lites, 2u);
+	CU_ASSERT_EQUAL_FATAL(take(0, &c), 1);
+	CU_ASSERT(c.is_send && c.cookie == 2 && c.error == 0);
+	CU_ASSERT_EQUAL(take(0, &c), 0);
+	ring_pump();
+	for (int k = 0; k < 2; k++) {
+		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+		CU_ASSERT(c.cookie == 20u + (unsigned)k && c.len == sizeof(s) && c.error == 0);
+		CU_ASSERT_EQUAL(c.has_data, !k);
+		CU_ASSERT_EQUAL(c.data, k ? 0u : 0xABu);
+		CU_ASSERT(pat_check(r[k], sizeof(s), 7));
+	}
+	CU_ASSERT_TRUE(pp_proto_idle(w.e[0]));
+	world_fini();
+}
+
 /* Lite and sequenced messages mixed (small, large, small...): matched in the
  * order they were sent, by receives for any tag, posted before and after. */
 static void test_lite_order(void)
@@ -877,6 +910,7 @@ static CU_TestInfo tests[] = {
     {"lite: 0 B to lite_max whole in one record, data, early and late", test_lite},
     {"lite and sequenced messages matched in send order", test_lite_order},
     {"lite: a reply's record carries the ack of what it answers", test_lite_carries_ack},
+    {"lite: a send with SEND_NOW is done in the call, no completion", test_lite_send_now},
     {"lite: held at the ring's head without room; credit spent", test_lite_held},
     {"lite: never from a port", test_lite_not_wire},
     {"lite: no record longer than a frame", test_lite_frame_bound},
