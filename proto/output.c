@@ -300,9 +300,8 @@ void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
 		struct pp_proto_peer *p = &e->peers[r];
 		if (!p->present || p->lost)
 			continue;
-		for (uint32_t i = 0; i < PP_PROTO_STREAMS; i++)
-			if (!i || (p->xowe & (1u << i)))
-				pp_gbn_rx_timer(&p->rx[i], now);
+		for (unsigned m = p->xowe | 1u; m; m &= m - 1) /* stream 0, and extras owing */
+			pp_gbn_rx_timer(&p->rx[__builtin_ctz(m)], now);
 		if (pp_gbn_tx_timer(&p->tx, now, e->c.rto_tries) == PP_GBN_LOST)
 			pp_proto_peer_lose(e, r);
 	}
