@@ -320,7 +320,8 @@ void pp_ctx_push(pp_ctx *ctx)
 			pp_shm_link_tx(ctx, now);
 	}
 	pp_proto_settle(ctx->eng); /* its frames are out: the eager copy now */
-	completions(ctx);	   /* a small send is complete already (eager copy) */
+	/* No completions pass: a send done in the call was reported by its
+	 * caller (PP_PROTO_SEND_NOW), and nothing else completes here. */
 	if (ctx->locking)
 		atomic_flag_clear_explicit(&ctx->lock, memory_order_release);
 }

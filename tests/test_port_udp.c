@@ -887,7 +887,7 @@ static void test_port_taken(void)
 	/* Port 0: a free one of the range, and its MAC says which. */
 	CU_ASSERT_EQUAL_FATAL(pp_port_open(&q, "udp:127.0.0.1:0", NULL), 0);
 	struct pp_port_info in;
-	struct sockaddr_in a;
+	struct sockaddr_in a = {0}; /* filled when the decode succeeds (asserted) */
 	pp_port_info(q, &in);
 	CU_ASSERT_EQUAL(pp_udp_mac_decode(in.mac, &a), 0);
 	CU_ASSERT(ntohs(a.sin_port) >= PP_UDP_PORT_MIN);
