@@ -97,6 +97,13 @@ static int hooks_valid(const struct pp_proto_hooks *h)
 	return !partial(handoff, 3) && !partial(place, 2) && !partial(rq, 4) && !partial(stage, 4);
 }
 
+/* Operations that fit the limits and the completion ring as it is. */
+static void ops_easy_set(struct pp_proto *e)
+{
+	uint32_t limit = e->c.max_msgs + e->max_rx;
+	e->ops_easy = limit < e->cpl_mask + 1 ? limit : e->cpl_mask + 1;
+}
+
 int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 {
 	if (!engp || !c || c->nranks == 0 || c->rank >= c->nranks || c->window == 0 ||
@@ -134,6 +141,7 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 		return -ENOMEM;
 	}
 	e->cpl_mask = cpl_n - 1;
+	ops_easy_set(e);
 	e->credit_share = pp_proto_credit_share(&e->pb, c->nranks);
 	/* A fitted push may take half a peer's share: two such messages in
 	 * flight never wait for credit. */
@@ -144,7 +152,9 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 		e->push_cap = PP_PROTO_PUSH_CAP;
 	e->staging = c->hooks.stage != NULL;
 	e->recvq = c->hooks.rq_post != NULL;
-	e->lite = c->hooks.lite_reserve && c->hooks.lite_commit && c->lite_max;
+	e->lite = c->hooks.lite_reserve && c->hooks.lite_commit && c->lite_max &&
+		  c->mode == PP_PROTO_PUSH_PULL;
+	e->lite_len = c->lite_max < e->maxp ? c->lite_max : e->maxp;
 	list_init(&e->send_free);
 	list_init(&e->late);
 	for (uint32_t i = 0; i < c->max_msgs; i++)
@@ -273,6 +283,7 @@ int pp_proto_cpl_grow(struct pp_proto *e)
 	free(e->cpl);
 	e->cpl = c;
 	e->cpl_mask = 2 * n - 1;
+	ops_easy_set(e);
 	return 0;
 }
 

@@ -192,17 +192,19 @@ struct pp_proto {
 	struct pp_tagq posted;		     /* posted receives, in order (tagq.h) */
 	struct pp_tagq unexpected;	     /* unexpected messages, in arrival order */
 	uint32_t user_ops;		     /* sends + receives outstanding or unpolled */
-	int push_owed;			     /* a send queued frames (pp_proto_push_owed) */
-	struct pp_proto_cpl *cpl;	     /* completion ring */
-	uint32_t cpl_mask;		     /* ring size - 1 */
-	uint32_t cpl_head;		     /* next to poll */
-	uint32_t cpl_tail;		     /* next to fill */
-	struct pp_pushbuf pb;		     /* the pushed buffer */
-	struct pp_stats st;		     /* counters */
-	uint8_t staging;		     /* the staging hooks are there */
-	uint8_t recvq;			     /* the receive-queue hooks are there */
-	uint8_t local_out; /* in pp_proto_output_local: frames in the local form */
-	uint8_t lite;	   /* the lite hooks are there and lite_max > 0 */
+	uint32_t ops_easy;	  /* user_ops below this: room, no check (pp_proto_ops_room) */
+	int push_owed;		  /* a send queued frames (pp_proto_push_owed) */
+	struct pp_proto_cpl *cpl; /* completion ring */
+	uint32_t cpl_mask;	  /* ring size - 1 */
+	uint32_t cpl_head;	  /* next to poll */
+	uint32_t cpl_tail;	  /* next to fill */
+	struct pp_pushbuf pb;	  /* the pushed buffer */
+	struct pp_stats st;	  /* counters */
+	uint8_t staging;	  /* the staging hooks are there */
+	uint8_t recvq;		  /* the receive-queue hooks are there */
+	uint8_t local_out;	  /* in pp_proto_output_local: frames in the local form */
+	uint8_t lite;		  /* the lite hooks are there, lite_max > 0, Push-Pull */
+	uint32_t lite_len;	  /* longest lite message: lite_max, one frame's payload at most */
 };
 
 /* What a frame in sequence did: taken, or refused for now (it comes again,
@@ -349,9 +351,11 @@ static inline struct pp_proto_recv_rec *pp_proto_rx_take(struct pp_proto *e)
 
 static inline int pp_proto_ops_room(struct pp_proto *e)
 {
+	if (pp_likely(e->user_ops < e->ops_easy))
+		return 0;
 	if (e->user_ops >= e->c.max_msgs + e->max_rx)
 		return -ENOMEM;
-	return e->user_ops <= e->cpl_mask ? 0 : pp_proto_cpl_grow(e);
+	return pp_proto_cpl_grow(e);
 }
 
 void pp_proto_rx_free(struct pp_proto *e, struct pp_proto_recv_rec *r);

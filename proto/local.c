@@ -190,7 +190,7 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	int has_data = (flags & PP_PROTO_SEND_DATA) != 0;
 	/* One frame's payload at most: the receiver's decoder bounds a record
 	 * so (LENGTH), and nothing would send a dropped one again. */
-	if (len > e->c.lite_max || len > e->maxp || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
+	if (len > e->lite_len || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
 		return -EAGAIN;
 	uint32_t cells = pp_pushbuf_cells(len);
 	if (e->c.credits && (uint16_t)(p->credit_limit - p->credit_used) < cells)

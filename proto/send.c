@@ -63,7 +63,7 @@ int pp_proto_sendf(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *b
 	if (pp_proto_ops_room(e))
 		return -ENOMEM;
 	int now = (flags & PP_PROTO_SEND_NOW) != 0;
-	if (p->local && e->lite && e->c.mode == PP_PROTO_PUSH_PULL &&
+	if (p->local && e->lite &&
 	    pp_proto_lite_send(e, p, dst, tag, buf, len, flags, data, cookie) == 0)
 		return now;
 	if (list_empty(&e->send_free))
