@@ -238,14 +238,20 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, cons
 
 /* Lite messages (rule 6): the engine writes the record itself, into the
  * record pp_shm_link_tx keeps reserved or a new one. */
+/* A lite record takes the cells its length needs (a frame's reservation,
+ * frame_cap, when the tx pass kept one), and is committed at once. */
 static void *lite_reserve(void *arg, uint32_t dst, uint32_t len)
 {
 	pp_ctx *ctx = arg;
 	struct shm_peer *pe = live_peer(ctx, dst);
-	if (!pe || len > ctx->shm->frame_cap ||
-	    (!pe->rec && pp_shm_ring_reserve(&pe->tx, ctx->shm->frame_cap, &pe->rec)))
+	if (!pe || len > ctx->shm->frame_cap)
 		return NULL;
-	return pe->rec;
+	if (pe->rec)
+		return pe->rec;
+	void *rec = pp_shm_ring_reserve_fast(&pe->tx, len);
+	if (!rec && pp_shm_ring_reserve(&pe->tx, len, &rec))
+		return NULL;
+	return rec;
 }
 
 static void lite_commit(void *arg, uint32_t dst, uint32_t len)

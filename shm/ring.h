@@ -110,6 +110,21 @@ uint32_t pp_shm_ring_max_record(const struct pp_shm_ring *r);
  * behind than the ring holds; the ring is broken). */
 int pp_shm_ring_reserve(struct pp_shm_ring *r, uint32_t len, void **ptr);
 
+/* Producer, pp_shm_ring_reserve's common case inline: the payload pointer
+ * when a record of len bytes fits before the end of the cells in what the
+ * consumer was last seen to have released, else NULL (call
+ * pp_shm_ring_reserve, which reads the consumer index or pads). */
+static inline void *pp_shm_ring_reserve_fast(struct pp_shm_ring *r, uint32_t len)
+{
+	uint32_t need = (len + PP_SHM_RING_REC_HDR + PP_SHM_RING_CELL - 1) / PP_SHM_RING_CELL;
+	uint32_t pos = (uint32_t)(r->head & r->mask);
+	if (len > r->max_len || pos + need > r->ncells || r->head + need - r->tail > r->ncells)
+		return NULL;
+	r->held = 0;
+	r->held_pos = pos;
+	return r->cells + (size_t)pos * PP_SHM_RING_CELL + PP_SHM_RING_REC_HDR;
+}
+
 /* Producer: publish the reserved record with its real length len (at most
  * what was reserved). */
 void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len);

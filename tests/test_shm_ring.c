@@ -226,10 +226,61 @@ static void test_stress(void)
 	free(s.mem);
 }
 
+/* The inline reserve takes the common case only: a record that fits before
+ * the end of the cells in what the consumer was last seen to release. It
+ * gives NULL where pp_shm_ring_reserve must pad, read the consumer index or
+ * refuse, and the same place as pp_shm_ring_reserve otherwise. */
+static void test_reserve_fast(void)
+{
+	void *m = ring_mem(8);
+	struct pp_shm_ring prod, cons;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&prod, m), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&cons, m), 0);
+	CU_ASSERT_PTR_NULL(pp_shm_ring_reserve_fast(&prod, pp_shm_ring_max_record(&prod) + 1));
+	void *p, *f;
+	const void *q;
+	uint32_t len;
+	for (uint32_t i = 0; i < 6; i++) { /* six cells of eight */
+		f = pp_shm_ring_reserve_fast(&prod, ONE);
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, ONE, &p), 0);
+		CU_ASSERT_PTR_EQUAL(f, p);
+		fill(p, ONE, i);
+		pp_shm_ring_commit(&prod, ONE);
+	}
+	CU_ASSERT_PTR_NULL(pp_shm_ring_reserve_fast(&prod, THREE)); /* past the end */
+	f = pp_shm_ring_reserve_fast(&prod, ONE + 1);		    /* cells 6 and 7 */
+	CU_ASSERT_PTR_EQUAL(f, prod.cells + 6 * PP_SHM_RING_CELL + PP_SHM_RING_REC_HDR);
+	fill(f, ONE + 1, 6);
+	pp_shm_ring_commit(&prod, ONE + 1);
+	CU_ASSERT_PTR_NULL(pp_shm_ring_reserve_fast(&prod, 0)); /* full */
+	for (uint32_t i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+		pp_shm_ring_release(&cons);
+	}
+	/* Released, but not seen by the producer yet: the slow way reads it. */
+	CU_ASSERT_PTR_NULL(pp_shm_ring_reserve_fast(&prod, ONE));
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, ONE, &p), 0);
+	fill(p, ONE, 7);
+	pp_shm_ring_commit(&prod, ONE);
+	f = pp_shm_ring_reserve_fast(&prod, ONE); /* now it knows */
+	CU_ASSERT_PTR_EQUAL(f, prod.cells + PP_SHM_RING_CELL + PP_SHM_RING_REC_HDR);
+	fill(f, ONE, 8);
+	pp_shm_ring_commit(&prod, ONE);
+	for (uint32_t i = 2; i <= 8; i++) {
+		uint32_t want = i == 6 ? ONE + 1 : ONE;
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+		CU_ASSERT(len == want && check(q, want, i));
+		pp_shm_ring_release(&cons);
+	}
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+	free(m);
+}
+
 static CU_TestInfo tests[] = {
     {"geometry and argument checks", test_geometry},
     {"wrap-around with pad records", test_wrap},
     {"full ring back-pressure", test_full},
+    {"the inline reserve: the common case, NULL for the rest", test_reserve_fast},
     {"two-thread producer/consumer stress", test_stress},
     CU_TEST_INFO_NULL,
 };
