@@ -19,7 +19,7 @@ struct pp_fi_op_chunk {
 	struct pp_fi_op ops[OPS_CHUNK];
 };
 
-struct pp_fi_op *pp_fi_op_get(struct pp_fi_ep *ep)
+struct pp_fi_op *pp_fi_op_next(struct pp_fi_ep *ep)
 {
 	if (!ep->free) {
 		struct pp_fi_op_chunk *c = calloc(1, sizeof(*c));
@@ -32,11 +32,19 @@ struct pp_fi_op *pp_fi_op_get(struct pp_fi_ep *ep)
 			ep->free = &c->ops[i];
 		}
 	}
+	return ep->free;
+}
+
+struct pp_fi_op *pp_fi_op_take(struct pp_fi_ep *ep, struct pp_fi_op *op)
+{
+	/* At the head, unless a completion gave records back meanwhile. */
+	struct pp_fi_op **at = &ep->free;
+	while (*at != op)
+		at = &(*at)->next;
+	*at = op->next;
 	/* Every field the data path reads is set here or by the caller; bounce
 	 * and slot are NULL already (pp_fi_op_put). Not a memset: the iov
 	 * array alone is 128 bytes, and most operations have none. */
-	struct pp_fi_op *op = ep->free;
-	ep->free = op->next;
 	op->context = NULL;
 	op->flags = 0;
 	op->report = 0;
@@ -46,6 +54,12 @@ struct pp_fi_op *pp_fi_op_get(struct pp_fi_ep *ep)
 	op->claim = NULL;
 	op->next = NULL;
 	return op;
+}
+
+struct pp_fi_op *pp_fi_op_get(struct pp_fi_ep *ep)
+{
+	struct pp_fi_op *op = pp_fi_op_next(ep);
+	return op ? pp_fi_op_take(ep, op) : NULL;
 }
 
 void pp_fi_op_put(struct pp_fi_ep *ep, struct pp_fi_op *op)
@@ -58,6 +72,23 @@ void pp_fi_op_put(struct pp_fi_ep *ep, struct pp_fi_op *op)
 		pp_fi_iov_give(ep, op);
 	op->next = ep->free;
 	ep->free = op;
+}
+
+/* A success entry. */
+static void cq_ok(struct pp_fi_cq *cq, fi_addr_t src, void *context, uint64_t flags, uint64_t len,
+		  void *buf, uint64_t tag, uint64_t data)
+{
+	struct pp_fi_cqe *e = pp_fi_cq_slot(cq);
+	if (!e)
+		return;
+	e->src = src;
+	e->e.op_context = context;
+	e->e.flags = flags;
+	e->e.len = len;
+	e->e.buf = buf;
+	e->e.tag = tag;
+	e->e.data = data;
+	pp_fi_ring_commit(&cq->ok);
 }
 
 /* The CQ entry of a finished operation: success, or an error entry. */
@@ -90,22 +121,17 @@ void pp_fi_ep_complete(struct pp_fi_ep *ep, struct pp_fi_op *op, const struct pp
 		}
 		pp_fi_cq_write_err(cq, &e);
 	} else if (op->report) {
-		struct pp_fi_cqe *e = pp_fi_cq_slot(cq);
-		if (!e)
-			return;
-		e->src = src;
-		e->e.op_context = op->context;
-		e->e.flags = op->flags;
-		e->e.len = got;
-		e->e.buf = is_send || !got ? NULL : op->buf;
-		e->e.tag = tag;
-		e->e.data = 0;
-		if (!is_send && c->has_data) {
-			e->e.flags |= FI_REMOTE_CQ_DATA;
-			e->e.data = c->data;
-		}
-		pp_fi_ring_commit(&cq->ok);
+		int data = !is_send && c->has_data;
+		cq_ok(cq, src, op->context, op->flags | (data ? FI_REMOTE_CQ_DATA : 0), got,
+		      is_send || !got ? NULL : op->buf, tag, data ? c->data : 0);
 	}
+}
+
+void pp_fi_ep_send_done(struct pp_fi_ep *ep, void *context, uint64_t flags, uint64_t tag)
+{
+	if (ep->tx_cq)
+		cq_ok(ep->tx_cq, FI_ADDR_NOTAVAIL, context, flags, 0, NULL,
+		      flags & FI_TAGGED ? tag : 0, 0);
 }
 
 /* The engine's completion (from inside a progress pass or a send). */

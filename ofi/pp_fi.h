@@ -264,7 +264,13 @@ struct pp_fi_ep {
 /* ep.c */
 int pp_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		  void *context);
+/* Operation records: get takes one from the pool (NULL: no memory); next
+ * is the one get would take, left in the pool (a cookie for a send that may
+ * complete in the call and need none), and take takes that one out (it is
+ * still in the pool, not always at its head); put gives one back. */
 struct pp_fi_op *pp_fi_op_get(struct pp_fi_ep *ep);
+struct pp_fi_op *pp_fi_op_next(struct pp_fi_ep *ep);
+struct pp_fi_op *pp_fi_op_take(struct pp_fi_ep *ep, struct pp_fi_op *op);
 void pp_fi_op_put(struct pp_fi_ep *ep, struct pp_fi_op *op);
 /* Progress of one endpoint (the domain lock held). */
 void pp_fi_ep_progress(struct pp_fi_ep *ep);
@@ -275,6 +281,8 @@ int pp_fi_ep_wait(struct pp_fi_ep *ep, int *fd, uint64_t *expiry);
 int pp_fi_ep_peer(struct pp_fi_ep *ep, const struct pp_embed_addr *a);
 /* A completion of the application's operation (success or error). */
 void pp_fi_ep_complete(struct pp_fi_ep *ep, struct pp_fi_op *op, const struct pp_proto_cpl *c);
+/* The CQ entry of a send that completed in the call (no record taken). */
+void pp_fi_ep_send_done(struct pp_fi_ep *ep, void *context, uint64_t flags, uint64_t tag);
 
 /* tagged.c */
 extern struct fi_ops_tagged pp_fi_tagged_ops;

@@ -50,56 +50,72 @@ static ssize_t send_common(struct pp_fi_ep *ep, const void *buf, size_t len,
 	ssize_t rc;
 	pp_fi_lock(ep->dom);
 	int rank = pp_fi_av_rank(ep->av, dest);
+	/* The record a send in flight needs; one that completes in the call
+	 * (most small ones) leaves it in the pool and reports itself. */
 	struct pp_fi_op *op = NULL;
 	if (!ep->rt) {
 		rc = -FI_EOPBADSTATE;
 	} else if (rank < 0) {
 		rc = -FI_EINVAL;
-	} else if (!(op = pp_fi_op_get(ep))) {
+	} else if (!(op = pp_fi_op_next(ep))) {
 		rc = -FI_EAGAIN;
 	} else {
-		op->kind = PP_FI_SEND;
-		op->context = context;
-		op->flags = FI_SEND | (flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
-		op->report = !(flags & FI_INJECT) && wants(ep->tx_selective, flags);
-		const void *bytes = buf;
-		int nobuf = 0, has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+		uint64_t cflags = FI_SEND | (flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
+		int report = !(flags & FI_INJECT) && wants(ep->tx_selective, flags);
+		int has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+		int inject = (flags & FI_INJECT) && len;
 		uint64_t t = flags & FI_TAGGED ? tag : PP_FI_MSG_TAG;
 		uint64_t cookie = (uint64_t)(uintptr_t)op;
-		rc = -ENOTSUP;
+		/* Out of the pool before the send when it holds a buffer (a
+		 * gather, an inject's copy) or when its completion can come
+		 * inside the call (to the own rank: embed_self.c). */
+		int taken = (iov && len) || rank == pp_rank(ep->rt->ctx);
+		if (taken) {
+			op = pp_fi_op_take(ep, op);
+			op->kind = PP_FI_SEND;
+			op->context = context;
+			op->flags = cflags;
+			op->report = report;
+		}
 		if (iov && len) { /* gathered: a copy, so an inject's too */
 			void *g = pp_fi_iov_take(ep, op, len);
 			if (g)
 				pp_fi_iov_gather(g, iov, count);
-			bytes = g;
-			nobuf = !g;
-		} else if ((flags & FI_INJECT) && len) {
-			/* The caller may reuse buf at once: the engine copies it
-			 * (no allocation); to the own rank a copy is made here. */
+			rc = g ? pp_embed_send_now(ep->rt, (uint32_t)rank, t, g, len, has_data,
+						   (uint32_t)data, 0, cookie)
+			       : -ENOMEM; /* -FI_EAGAIN: sends in flight give theirs back */
+		} else {
+			/* An inject's buffer may be reused at once: the engine
+			 * copies it (no allocation); to the own rank it does not
+			 * (-ENOTSUP), and the copy is made here. */
 			rc = pp_embed_send_now(ep->rt, (uint32_t)rank, t, buf, len, has_data,
-					       (uint32_t)data, 1, cookie);
-			if (rc == -ENOTSUP) {
+					       (uint32_t)data, inject, cookie);
+			if (rc == -ENOTSUP && taken) {
 				op->bounce = malloc(len);
-				if (op->bounce)
-					bytes = memcpy(op->bounce, buf, len);
-				nobuf = !op->bounce;
+				rc = op->bounce
+					 ? pp_embed_send_now(ep->rt, (uint32_t)rank, t,
+							     memcpy(op->bounce, buf, len), len,
+							     has_data, (uint32_t)data, 0, cookie)
+					 : -ENOMEM;
 			}
 		}
-		if (rc != -ENOTSUP) /* injected, or refused */
-			;
-		else if (nobuf)
-			rc = -ENOMEM; /* -FI_EAGAIN: sends in flight give theirs back */
-		else
-			rc = pp_embed_send_now(ep->rt, (uint32_t)rank, t, bytes, len, has_data,
-					       (uint32_t)data, 0, cookie);
 		if (rc == 1) { /* done in the call: no completion will come */
-			struct pp_proto_cpl c = {
-			    .cookie = cookie, .is_send = 1, .tag = t, .len = len};
-			pp_fi_ep_complete(ep, op, &c);
-			pp_fi_op_put(ep, op);
+			if (report)
+				pp_fi_ep_send_done(ep, context, cflags, t);
+			if (taken)
+				pp_fi_op_put(ep, op);
 			rc = 0;
-		} else if (rc) {
-			pp_fi_op_put(ep, op);
+		} else if (rc == 0) {
+			if (!taken) { /* in flight: the record the cookie names reports it */
+				op = pp_fi_op_take(ep, op);
+				op->kind = PP_FI_SEND;
+				op->context = context;
+				op->flags = cflags;
+				op->report = report;
+			}
+		} else {
+			if (taken)
+				pp_fi_op_put(ep, op);
 			rc = pp_fi_err((int)rc);
 			if (rc == -FI_EAGAIN) /* full: let what is in flight move on */
 				pp_embed_progress(ep->rt);
