@@ -155,6 +155,10 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	e->lite = c->hooks.lite_reserve && c->hooks.lite_commit && c->lite_max &&
 		  c->mode == PP_PROTO_PUSH_PULL;
 	e->lite_len = c->lite_max < e->maxp ? c->lite_max : e->maxp;
+	/* pp_proto_writable: whole from write_min, the rest from direct_min */
+	uint64_t whole = c->write_min ? c->write_min : UINT64_MAX;
+	uint64_t rest = c->write_rest ? c->direct_min : UINT64_MAX;
+	e->writable_min = whole < rest ? whole : rest;
 	list_init(&e->send_free);
 	list_init(&e->late);
 	for (uint32_t i = 0; i < c->max_msgs; i++)

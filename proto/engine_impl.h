@@ -205,6 +205,7 @@ struct pp_proto {
 	uint8_t local_out;	  /* in pp_proto_output_local: frames in the local form */
 	uint8_t lite;		  /* the lite hooks are there, lite_max > 0, Push-Pull */
 	uint32_t lite_len;	  /* longest lite message: lite_max, one frame's payload at most */
+	uint64_t writable_min;	  /* shorter messages are never written (pp_proto_writable) */
 };
 
 /* What a frame in sequence did: taken, or refused for now (it comes again,

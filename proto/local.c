@@ -80,6 +80,8 @@ int pp_proto_pull_local(struct pp_proto *e, struct pp_proto_peer *p, struct pp_p
 
 int pp_proto_writable(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len)
 {
+	if (len < e->writable_min) /* most receives: no push_of to compute */
+		return 0;
 	uint64_t push = pp_proto_push_of(e, p, len);
 	if (push >= len)
 		return e->c.write_min && len >= e->c.write_min ? PP_PROTO_WRITE_WHOLE : 0;
