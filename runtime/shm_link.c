@@ -237,9 +237,8 @@ static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, cons
 }
 
 /* Lite messages (rule 6): the engine writes the record itself, into the
- * record pp_shm_link_tx keeps reserved or a new one. */
-/* A lite record takes the cells its length needs (a frame's reservation,
- * frame_cap, when the tx pass kept one), and is committed at once. */
+ * record pp_shm_link_tx keeps reserved (frame_cap) or a new one of the
+ * cells its length needs, and commits it at once. */
 static void *lite_reserve(void *arg, uint32_t dst, uint32_t len)
 {
 	pp_ctx *ctx = arg;
