@@ -12,6 +12,12 @@
 #                 (btl_vader_single_copy_mechanism cma), and pml ucx over
 #                 UCX_TLS=sm,self (UCX's shared memory, CMA included;
 #                 pml_ucx_tls any, or Open MPI refuses UCX without InfiniBand)
+#   Open MPI over librt-pp   the same mpi_pingpong, pml cm over mtl ofi and
+#                 the provider pp (build/ofi), each rank on its own packet:
+#                 port of one test-bed node (pp0, pp1): node-mates through the
+#                 node segment, as a user's MPI job on one node; against
+#                 vader and against native push-pull (left out, with a
+#                 note, when the build has no provider)
 #   memcpy        tests/bench/memcpy_bw.c, one thread, two buffers, every size
 #   UCX           ucx_perftest tag_lat 8 B and tag_bw 4 MiB over sm,self: UCX's
 #                 own tool, measuring its own way (summary rows)
@@ -114,7 +120,8 @@ while [ $# -gt 0 ]; do
 done
 [[ $build = /* ]] || build=$root/$build
 [ -z "$csv" ] || [[ $csv = /* ]] || csv=$PWD/$csv
-steps=$((4 * rounds + 3))
+[ -e "$build/ofi/libpp-fi.so" ] && ompi_pp=1 || ompi_pp=0
+steps=$(((4 + ompi_pp) * rounds + 3))
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (pprun enters network namespaces)"
 for t in taskset timeout pgrep mpicc mpirun ucx_perftest cc awk sort; do
@@ -160,6 +167,26 @@ mpi() { # KEY MPIRUN-ARGS...
     return 1
   fi
 }
+# Open MPI over librt-pp: both ranks in the test bed's node 0, each on the
+# port its local rank names (node_rank.sh).
+mpi_pp() { # KEY
+  local key=$1 limit
+  limit=$(budget 120) || return 1
+  if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    run timeout -k 5 "$limit" ip netns exec ppn0 mpirun -np 2 --host localhost:2 --bind-to core \
+    --map-by core --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
+    -x FI_PROVIDER_PATH="$build/ofi" -x LD_LIBRARY_PATH="$build/runtime:$build/ofi" \
+    "$here/node_rank.sh" "$tmp/mpi_pingpong" --test latency,window --window "$window" \
+    "${same[@]}" --iters "$iters" \
+    >"$tmp/$key.log" 2>&1; then
+    mpi_rows "$tmp/$key.log" "$key"
+  else
+    log "mpirun ($key) failed:"
+    tail -20 "$tmp/$key.log" >&2
+    return 1
+  fi
+}
+[ "$ompi_pp" -eq 1 ] || log "no $build/ofi/libpp-fi.so (libfabric-dev): Open MPI over librt-pp left out"
 # Each round takes its share of the iterations and bytes (pp_job and mpi
 # read iters and same). A step that fails in any round fails the run: the
 # other rounds' figures fill its points, so the tables alone would not show it.
@@ -185,6 +212,11 @@ for ((round = 1; round <= rounds; round++)); do
   # (InfiniBand's by default); "any" lets it use sm.
   mpi mpi-ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self ||
     failed=$((failed + 1))
+  if [ "$ompi_pp" -eq 1 ]; then
+    probe
+    step "$at Open MPI over librt-pp (mtl ofi, provider pp): latency and window (W=$window), every size"
+    mpi_pp mpi-pp || failed=$((failed + 1))
+  fi
 done
 iters=$all_iters
 round_medians L B M
@@ -261,6 +293,18 @@ echo "# windowed bandwidth, MB/s; r:MODE = librt-pp / Open MPI over UCX sm"
 size_table bw shm- mpi-ucx OMPI-UCX "${modes[@]}"
 echo "# windowed bandwidth, MB/s; r:MODE = librt-pp / memcpy (one thread): the share of the ceiling"
 size_table bw shm- memcpy memcpy "${modes[@]}"
+if [ "$ompi_pp" -eq 1 ]; then
+  echo "# Open MPI over librt-pp (pml cm, mtl ofi, provider pp; node-mates through the segment)"
+  echo "# one-way latency, us; r:mpi-pp = Open MPI vader / Open MPI over librt-pp (> 1: over librt-pp faster)"
+  size_table lat shm- mpi OMPI-vader mpi-pp
+  echo "# one-way latency, us; r:mpi-pp = native push-pull / Open MPI over librt-pp (1: what native gets)"
+  size_table lat shm- push-pull native mpi-pp
+  echo "# windowed bandwidth, MB/s; r:mpi-pp = Open MPI over librt-pp / Open MPI vader"
+  size_table bw shm- mpi OMPI-vader mpi-pp
+  echo "# windowed bandwidth, MB/s; r:mpi-pp = Open MPI over librt-pp / native push-pull"
+  size_table bw shm- push-pull native mpi-pp
+  size_csv shm- mpi-pp
+fi
 size_csv shm- "${modes[@]}" mpi mpi-ucx memcpy
 
 # The summary: latency at 8 B (or the smallest size), bandwidth at 4 MiB (or
@@ -322,6 +366,7 @@ ratios "intranode bandwidth ratio = librt-pp / baseline (> 1: librt-pp faster; m
 
 missing=0
 size_complete "${modes[@]}" mpi mpi-ucx || missing=1
+[ "$ompi_pp" -eq 0 ] || size_complete mpi-pp || missing=1
 for s in "${sizes[@]}"; do [ "$s" -eq 0 ] || [ -n "${B[memcpy $s]:-}" ] || missing=1; done
 [ -n "${lat[ucx]:-}" ] && [ -n "${bw[ucx]:-}" ] && [ -n "${bw[pmalloc]:-}" ] || missing=1
 [ "$failed" -eq 0 ] || die "$failed step(s) of the rounds failed (logged above)"

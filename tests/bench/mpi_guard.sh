@@ -101,10 +101,8 @@ ompi() { # SYS ROUND MPIRUN-ARGS...: pinned unless SYS is ompi-pp-default
 }
 pp=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp -x FI_PROVIDER_PATH="$build/ofi"
   -x PP_DEV=packet:pp0)
-# One node: each rank on its own port (the port by local rank), both in ppn0.
-printf '#!/bin/sh\nexport PP_DEV=packet:pp$OMPI_COMM_WORLD_LOCAL_RANK\nexec %s "$@"\n' \
-  "$tmp/mpi_pingpong" >"$tmp/node_rank.sh"
-chmod +x "$tmp/node_rank.sh"
+# One node: each rank on its own port (the port by local rank), both in ppn0
+# (node_rank.sh).
 node_native() { # ROUND
   "$build/apps/pprun" -n 2 --nodes 1 --dev-kind packet --timeout 300 -- \
     "$build/apps/pp_pingpong" --test latency,window --window 64 --sizes 8,1m \
@@ -116,7 +114,7 @@ node_ompi() { # SYS ROUND MPIRUN-ARGS...
   local sys=$1 r=$2
   shift 2
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 300 ip netns exec ppn0 \
-    mpirun -np 2 --host localhost:2 --bind-to core "$@" "$tmp/node_rank.sh" --test latency,window \
+    mpirun -np 2 --host localhost:2 --bind-to core "$@" "$here/node_rank.sh" "$tmp/mpi_pingpong" --test latency,window \
     --window 64 --sizes 8,1m --iters "$iters" >"$tmp/$sys.log" 2>&1 ||
     { tail -20 "$tmp/$sys.log"; fail "mpirun ($sys)"; }
   awk '$1 == "RESULT" { print $2, $3, $4, $7 }' "$tmp/$sys.log" >"$tmp/$sys.$r"
