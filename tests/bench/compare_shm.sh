@@ -85,7 +85,7 @@ bw_size=4194304
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare_shm.sh
 pp_nodes=1
-steps=7 # the calls of step below (the first four once per round: set below)
+steps=8 # the calls of step below (the first five once per round, four without the provider: set below)
 # shellcheck source=tests/bench/lib.sh
 . "$here/lib.sh"
 size_spec=$default_sizes
