@@ -152,32 +152,23 @@ pm_iters=$((mb / bw_size))
 [ "$pm_iters" -le "$iters" ] || pm_iters=$iters
 
 # --- the rounds: librt-pp (three modes) and Open MPI (vader, UCX sm) ---------------
-mpi() { # KEY MPIRUN-ARGS...
+# mpi KEY [--node] MPIRUN-ARGS...: mpi_pingpong's latency and window tests
+# under mpirun, cores 0 and 1. --node: both ranks in the test bed's node 0,
+# each on the packet: port its local rank names (node_rank.sh), as Open MPI
+# over librt-pp needs.
+mpi() {
   local key=$1 limit
+  local ns=() prog=("$tmp/mpi_pingpong")
   shift
-  limit=$(budget 120) || return 1
-  if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    run timeout -k 5 "$limit" mpirun -np 2 --bind-to core --map-by core "$@" \
-    "$tmp/mpi_pingpong" --test latency,window --window "$window" "${same[@]}" --iters "$iters" \
-    >"$tmp/$key.log" 2>&1; then
-    mpi_rows "$tmp/$key.log" "$key"
-  else
-    log "mpirun ($key) failed:"
-    tail -20 "$tmp/$key.log" >&2
-    return 1
+  if [ "${1:-}" = --node ]; then
+    ns=(ip netns exec ppn0)
+    prog=("$here/node_rank.sh" "$tmp/mpi_pingpong")
+    set -- --host localhost:2 "${@:2}"
   fi
-}
-# Open MPI over librt-pp: both ranks in the test bed's node 0, each on the
-# port its local rank names (node_rank.sh).
-mpi_pp() { # KEY
-  local key=$1 limit
   limit=$(budget 120) || return 1
   if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    run timeout -k 5 "$limit" ip netns exec ppn0 mpirun -np 2 --host localhost:2 --bind-to core \
-    --map-by core --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
-    -x FI_PROVIDER_PATH="$build/ofi" -x LD_LIBRARY_PATH="$build/runtime:$build/ofi" \
-    "$here/node_rank.sh" "$tmp/mpi_pingpong" --test latency,window --window "$window" \
-    "${same[@]}" --iters "$iters" \
+    run timeout -k 5 "$limit" "${ns[@]}" mpirun -np 2 --bind-to core --map-by core "$@" \
+    "${prog[@]}" --test latency,window --window "$window" "${same[@]}" --iters "$iters" \
     >"$tmp/$key.log" 2>&1; then
     mpi_rows "$tmp/$key.log" "$key"
   else
@@ -215,7 +206,9 @@ for ((round = 1; round <= rounds; round++)); do
   if [ "$ompi_pp" -eq 1 ]; then
     probe
     step "$at Open MPI over librt-pp (mtl ofi, provider pp): latency and window (W=$window), every size"
-    mpi_pp mpi-pp || failed=$((failed + 1))
+    mpi mpi-pp --node --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
+      -x FI_PROVIDER_PATH="$build/ofi" -x LD_LIBRARY_PATH="$build/runtime:$build/ofi" ||
+      failed=$((failed + 1))
   fi
 done
 iters=$all_iters
