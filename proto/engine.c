@@ -143,6 +143,10 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	e->cpl_mask = cpl_n - 1;
 	ops_easy_set(e);
 	e->credit_share = pp_proto_credit_share(&e->pb, c->nranks);
+	/* A lite record tells a quarter of the share given back (or an owed
+	 * ack): the sender's view lags by that much at most, and a ping-pong's
+	 * records mostly go without the 8 bytes. */
+	e->credit_news = (uint16_t)(e->credit_share / 4 ? e->credit_share / 4 : 1);
 	/* A fitted push may take half a peer's share: two such messages in
 	 * flight never wait for credit. */
 	e->push_cap = (c->credits ? (uint64_t)e->credit_share * PP_PUSHBUF_CELL
@@ -227,6 +231,7 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6], u
 	}
 	p->credit_limit = (uint16_t)e->credit_share;
 	p->credit_adv = (uint16_t)e->credit_share;
+	p->credit_told = p->credit_adv;
 	return 0;
 }
 

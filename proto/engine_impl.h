@@ -166,6 +166,7 @@ struct pp_proto_peer {
 	struct pp_gbn_rx rx[PP_PROTO_STREAMS]; /* go-back-N receivers, by stream */
 	uint32_t xowe;			       /* bit s: extra stream s owes an ACK or NACK */
 	uint16_t credit_adv;		       /* cells allowed to it, cumulative (advertised) */
+	uint16_t credit_told;		       /* credit_adv as a lite record last told it */
 	struct pp_link arrived;		       /* unexpected and active receives from it */
 };
 
@@ -175,6 +176,7 @@ struct pp_proto {
 	uint32_t maxp;			 /* payload bytes per frame */
 	uint32_t wmask;			 /* window - 1 */
 	uint32_t credit_share;		 /* cells each peer may hold */
+	uint16_t credit_news;		 /* cells given back that a lite record tells */
 	uint64_t push_cap;		 /* btp_fit: most bytes a message pushes unasked */
 	struct pp_proto_peer *peers;	 /* indexed by rank */
 	uint32_t rr;			 /* next peer output looks at */

@@ -179,15 +179,13 @@ static int input_lite(struct pp_proto *e, uint32_t from, const uint8_t *rec, siz
 		e->st.drops[PP_DROP_STATE]++;
 		return -EPROTO;
 	}
-	if (l.src_inc != p->inc) {
-		e->st.drops[PP_DROP_STALE]++;
-		return -EPROTO;
+	/* Ack and credit when the sender had news (cumulative: taking them
+	 * again when the record waits costs nothing). */
+	if (l.flags & PP_WIRE_LITE_ACK) {
+		pp_proto_credit_seen(p, l.credit);
+		if (l.ack_stream == e->c.stream && l.ack != p->tx.una)
+			ack_release(e, p, l.ack, now);
 	}
-	/* As every frame of the peer's own stream, it carries ack and credit
-	 * (cumulative: taking them again when the record waits costs nothing). */
-	pp_proto_credit_seen(p, l.credit);
-	if (l.ack_stream == e->c.stream && l.ack != p->tx.una) /* news: rarely, between lites */
-		ack_release(e, p, l.ack, now);
 	return pp_proto_lite_in(e, p, from, &l, pl);
 }
 

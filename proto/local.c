@@ -197,26 +197,32 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	uint32_t cells = pp_pushbuf_cells(len);
 	if (e->c.credits && (uint16_t)(p->credit_limit - p->credit_used) < cells)
 		return -EAGAIN;
-	uint32_t rec_len = PP_WIRE_LITE_HDR + (uint32_t)len;
+	/* Ack and credit only when they are news: an ack is owed, or enough
+	 * credit was given back (engine.c, credit_news). */
+	int news = pp_gbn_rx_owes_ack(&p->rx[0]) ||
+		   (uint16_t)(p->credit_adv - p->credit_told) >= e->credit_news;
+	uint8_t fl = (uint8_t)((has_data ? PP_WIRE_LITE_DATA : 0) | (news ? PP_WIRE_LITE_ACK : 0));
+	uint32_t rec_len = pp_wire_lite_hdr_len(fl) + (uint32_t)len;
 	uint8_t *rec = HOOK(e, lite_reserve, dst, rec_len);
 	if (!rec)
 		return -EAGAIN;
 	struct pp_wire_lite l = {
 	    .kind = PP_WIRE_LITE,
-	    .flags = has_data ? PP_WIRE_LITE_DATA : 0,
+	    .flags = fl,
 	    .len = (uint16_t)len,
-	    .src_inc = e->c.inc,
-	    .tag = tag,
-	    .dst_inc = p->inc,
-	    .ack = p->rx[0].rcv_nxt,
-	    .credit = p->credit_adv,
-	    .ack_stream = p->rx_stream,
 	    .msg_id = p->next_msg_id++,
-	    .data = has_data ? data : 0,
+	    .tag = tag,
+	    .data = data,
 	};
+	if (news) {
+		l.ack = p->rx[0].rcv_nxt;
+		l.credit = p->credit_adv;
+		l.ack_stream = p->rx_stream;
+		p->credit_told = p->credit_adv;
+		pp_gbn_rx_acked(&p->rx[0]); /* the record carries the ack */
+	}
 	pp_wire_encode_lite(rec, &l, buf);
 	HOOK(e, lite_commit, dst, rec_len);
-	pp_gbn_rx_acked(&p->rx[0]); /* the record carries the ack */
 	if (e->c.credits)
 		p->credit_used = (uint16_t)(p->credit_used + cells);
 	if (!(flags & PP_PROTO_SEND_NOW)) {
@@ -277,8 +283,8 @@ static void lite_as_push(const struct pp_proto *e, uint32_t from, const struct p
 	h->msg_id = l->msg_id;
 	h->tag = l->tag;
 	h->msg_len = l->len;
-	h->src_inc = l->src_inc;
-	h->dst_inc = l->dst_inc;
+	h->src_inc = e->peers[from].inc; /* the ring's pair (wire.h) */
+	h->dst_inc = e->c.inc;
 	h->data = l->data;
 }
 

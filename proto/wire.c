@@ -238,14 +238,35 @@ drop:
 	return -EPROTO;
 }
 
-_Static_assert(offsetof(struct pp_wire_lite, data) + 4 == PP_WIRE_LITE_HDR, "lite header size");
+_Static_assert(offsetof(struct pp_wire_lite, ack) == PP_WIRE_LITE_HDR, "lite header size");
+_Static_assert(offsetof(struct pp_wire_lite, data) == PP_WIRE_LITE_HDR + PP_WIRE_LITE_ACK_LEN,
+	       "lite ack part size");
 
 uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const void *payload)
 {
-	if (l->len)
-		memcpy(rec + PP_WIRE_LITE_HDR, payload, l->len);
+	uint32_t off = pp_wire_lite_hdr_len(l->flags);
+	uint32_t head = PP_WIRE_LITE_LINE - off; /* message bytes in the first line */
+	const uint8_t *pl = payload;
+	if (l->len > head && off > PP_WIRE_LITE_HDR) {
+		memcpy(rec + PP_WIRE_LITE_LINE, pl + head, l->len - head);
+		switch (off) { /* a copy of a constant size, inline */
+		case PP_WIRE_LITE_HDR + PP_WIRE_LITE_DATA_LEN:
+			memcpy(rec + PP_WIRE_LITE_HDR + PP_WIRE_LITE_DATA_LEN, pl,
+			       PP_WIRE_LITE_LINE - PP_WIRE_LITE_HDR - PP_WIRE_LITE_DATA_LEN);
+			break;
+		default:
+			memcpy(rec + off, pl, head);
+		}
+	} else if (l->len) {
+		memcpy(rec + off, pl, l->len);
+	}
+	if (l->flags & PP_WIRE_LITE_DATA)
+		memcpy(rec + off - PP_WIRE_LITE_DATA_LEN, &l->data, PP_WIRE_LITE_DATA_LEN);
+	if (l->flags & PP_WIRE_LITE_ACK)
+		memcpy(rec + PP_WIRE_LITE_HDR, (const uint8_t *)l + PP_WIRE_LITE_HDR,
+		       PP_WIRE_LITE_ACK_LEN);
 	memcpy(rec, l, PP_WIRE_LITE_HDR);
-	return PP_WIRE_LITE_HDR + l->len;
+	return off + l->len;
 }
 
 int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_check *chk,
@@ -256,15 +277,22 @@ int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_che
 		goto drop;
 	memcpy(l, rec, PP_WIRE_LITE_HDR); /* *l is the caller's: checked in place */
 	r = PP_DROP_TYPE;
-	if (l->kind != PP_WIRE_LITE || (l->flags & ~PP_WIRE_LITE_DATA))
+	if (l->kind != PP_WIRE_LITE || (l->flags & ~(PP_WIRE_LITE_DATA | PP_WIRE_LITE_ACK)))
 		goto drop;
+	/* len was read once into *l: the record's length is checked against it. */
+	uint32_t off = pp_wire_lite_hdr_len(l->flags);
 	r = PP_DROP_LENGTH;
-	if (len != PP_WIRE_LITE_HDR + (size_t)l->len || (size_t)l->len + PP_WIRE_HDR_LEN > chk->mtu)
+	if (len != off + (size_t)l->len || (size_t)l->len + PP_WIRE_HDR_LEN > chk->mtu)
 		goto drop;
-	r = PP_DROP_STALE;
-	if (l->dst_inc != chk->inc)
-		goto drop;
-	*payload = rec + PP_WIRE_LITE_HDR;
+	l->ack = 0;
+	l->credit = l->ack_stream = 0;
+	l->data = 0;
+	if (l->flags & PP_WIRE_LITE_ACK)
+		memcpy((uint8_t *)l + PP_WIRE_LITE_HDR, rec + PP_WIRE_LITE_HDR,
+		       PP_WIRE_LITE_ACK_LEN);
+	if (l->flags & PP_WIRE_LITE_DATA)
+		memcpy(&l->data, rec + off - PP_WIRE_LITE_DATA_LEN, PP_WIRE_LITE_DATA_LEN);
+	*payload = rec + off;
 	return 0;
 drop:
 	*why = r;

@@ -243,37 +243,60 @@ int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_
  * Lite records (docs/wire.md, "Lite records"; docs/protocol.md, rule 6): a
  * whole small message to a node-mate as one ring record, outside the
  * sequence, with only what its receiver uses. Host order. The ring names
- * the sender; the first byte tells a lite record from a local-form frame,
- * whose first byte is a wire type. 36 bytes: an 8-byte message and the
- * ring's record header fit one 64-byte cell.
+ * the sender, and its segment binds the pair's incarnations (a ring is set
+ * up once per process pair), so no record repeats them. The first byte
+ * tells a lite record from a local-form frame, whose first byte is a wire
+ * type. 16 bytes always; the ack and credit (8) only when the sender has
+ * news for the peer, the immediate data (4) only when the message has it:
+ * a 32-byte message and the ring's record header fit one 64-byte cell.
  */
-#define PP_WIRE_LITE	  0x0Fu /* first byte of a lite record: no wire type */
-#define PP_WIRE_LITE_DATA 0x01u /* flags: data is the message's immediate data */
-#define PP_WIRE_LITE_HDR  36u	/* bytes of struct pp_wire_lite in a record */
+#define PP_WIRE_LITE	      0x0Fu /* first byte of a lite record: no wire type */
+#define PP_WIRE_LITE_DATA     0x01u /* flags: 4 bytes of immediate data follow */
+#define PP_WIRE_LITE_ACK      0x02u /* flags: ack, credit and ack_stream follow (8 bytes) */
+#define PP_WIRE_LITE_HDR      16u   /* bytes every record has: kind to tag */
+#define PP_WIRE_LITE_ACK_LEN  8u    /* ... then ack, credit, ack_stream (flag ACK) */
+#define PP_WIRE_LITE_DATA_LEN 4u    /* ... then data (flag DATA), then the message */
+#define PP_WIRE_LITE_LINE                                                                          \
+	48u /* a record's bytes in its first line: a ring's 64-byte                                \
+	     * cell less its 16-byte record header (shm/ring.h) */
 
 struct pp_wire_lite {
-	uint8_t kind;	     /* PP_WIRE_LITE */
-	uint8_t flags;	     /* PP_WIRE_LITE_DATA or 0 */
-	uint16_t len;	     /* message bytes, all of them in the record */
-	uint32_t src_inc;    /* the sender's incarnation */
-	uint64_t tag;	     /* message tag */
-	uint32_t dst_inc;    /* the receiver's, as the sender knows it */
+	/* In every record, as laid out there. */
+	uint8_t kind;	 /* PP_WIRE_LITE */
+	uint8_t flags;	 /* PP_WIRE_LITE_DATA, PP_WIRE_LITE_ACK or 0 */
+	uint16_t len;	 /* message bytes, all of them in the record */
+	uint32_t msg_id; /* per (src, dst) message counter */
+	uint64_t tag;	 /* message tag */
+	/* Flag ACK (0 otherwise), laid out as in the record. */
 	uint32_t ack;	     /* next seq expected on ack_stream */
 	uint16_t credit;     /* pushed-buffer credit limit, 256-byte units */
 	uint16_t ack_stream; /* stream the ack refers to */
-	uint32_t msg_id;     /* per (src, dst) message counter */
-	uint32_t data;	     /* immediate data (flags DATA), else 0 */
+	/* Flag DATA (0 otherwise). */
+	uint32_t data; /* immediate data */
 };
 
+/* Bytes of a record's header with these flags (the message follows). */
+static inline uint32_t pp_wire_lite_hdr_len(uint8_t flags)
+{
+	return PP_WIRE_LITE_HDR + ((flags & PP_WIRE_LITE_ACK) ? PP_WIRE_LITE_ACK_LEN : 0) +
+	       ((flags & PP_WIRE_LITE_DATA) ? PP_WIRE_LITE_DATA_LEN : 0);
+}
+
 /* Write a lite record of l->len payload bytes at rec (room for
- * PP_WIRE_LITE_HDR + l->len): the payload first, then the header (the
- * line a ring's consumer polls is written last). Returns the length. */
+ * pp_wire_lite_hdr_len(l->flags) + l->len). Returns the length. A record
+ * with ack or data writes what lies past its first PP_WIRE_LITE_LINE bytes
+ * first, then that line in one burst: a consumer that has caught up polls
+ * it for the ring's mark, and each store to it the producer spreads out
+ * can cost one more transfer of the line between the cores (Open MPI over
+ * pp, whose messages all carry data, a window of 64 messages of 128 bytes:
+ * 7.5 us against 9.7 with the message first, 11 with the parts first). One
+ * without them copies the message whole and the 16 bytes after it: the
+ * split copy cost native messages of 64 bytes 0.24 against 0.21 us one way. */
 uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const void *payload);
 
 /* Parse and validate one: its kind and flags (TYPE), its length against
- * the record's and one frame's payload at the MTU (LENGTH), the receiver's
- * incarnation (STALE). 0, or -EPROTO with *why set (*l then holds what was
- * read, unchecked). */
+ * the record's and one frame's payload at the MTU (LENGTH). 0, or -EPROTO
+ * with *why set (*l then holds what was read, unchecked). */
 int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_check *chk,
 			struct pp_wire_lite *l, const uint8_t **payload, enum pp_drop_reason *why);
 

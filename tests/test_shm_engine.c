@@ -587,7 +587,7 @@ static void test_lite(void)
  * (no timer runs here, so none would be due). */
 static void test_lite_carries_ack(void)
 {
-	static uint8_t s[4000], r[4000], small[8], got[8];
+	static uint8_t s[4000], r[4000], small[40], got[40];
 	struct pp_proto_cpl c;
 	struct pp_stats st;
 	struct pp_proto_conf conf;
@@ -610,14 +610,20 @@ static void test_lite_carries_ack(void)
 	CU_ASSERT_EQUAL(take(0, &c), 0); /* unacknowledged yet */
 	/* The reply, as a lite record: its ack releases the send. */
 	pat_fill(small, sizeof(small), 6);
-	CU_ASSERT_EQUAL(pp_proto_send(w.e[1], 0, 4, small, sizeof(small), 4), 0);
+	CU_ASSERT_EQUAL(pp_proto_send_data(w.e[1], 0, 4, small, sizeof(small), 0xd00d, 4), 0);
 	CU_ASSERT_EQUAL_FATAL(q[1].lites, 1u);
+	/* An ack was owed: ack, credit and the data, and a message longer
+	 * than what fits the first line beside them. */
+	CU_ASSERT_EQUAL(q[1].rec[0][1], PP_WIRE_LITE_ACK | PP_WIRE_LITE_DATA);
+	CU_ASSERT_EQUAL(q[1].len[0], PP_WIRE_LITE_HDR + PP_WIRE_LITE_ACK_LEN +
+					 PP_WIRE_LITE_DATA_LEN + sizeof(small));
 	CU_ASSERT_EQUAL(pp_proto_input_local(w.e[0], 1, q[1].rec[0], q[1].len[0], w.now), 0);
 	int sent = 0, received = 0;
 	while (take(0, &c)) {
 		CU_ASSERT_EQUAL(c.error, 0);
 		sent += c.is_send && c.cookie == 1;
-		received += !c.is_send && c.cookie == 3 && pat_check(got, sizeof(got), 6);
+		received += !c.is_send && c.cookie == 3 && c.has_data && c.data == 0xd00d &&
+			    pat_check(got, sizeof(got), 6);
 	}
 	CU_ASSERT_EQUAL(sent, 1);
 	CU_ASSERT_EQUAL(received, 1);
@@ -836,11 +842,43 @@ static void test_lite_frame_bound(void)
 	world_fini();
 }
 
-/* A lite record is 36 bytes of header, so an 8-byte message and the ring's
- * record header take one 64-byte cell. It is taken only from a ring: framed
- * for a port it is dropped. From the ring, one with the wrong incarnation on
- * either side, a length that disagrees with the record's, or an unknown flag
- * is dropped, counted, and completes nothing; the sound one then matches. */
+/* A ping-pong of lite messages: a record carries ack and credit only when
+ * a quarter of the share came back since the last that did (16 cells of
+ * 256 bytes: every fourth message of one cell), and the credit so told is
+ * enough that every message goes lite, bytes intact. */
+static void test_lite_credit_news(void)
+{
+	enum { N = 100 };
+	static uint8_t s[64], r[64];
+	struct pp_proto_cpl c;
+	lite_init(0, 16 * 256); /* proto/pushbuf.h: 256-byte cells */
+	unsigned told[2] = {0, 0}, got = 0;
+	for (int k = 0; k < 2 * N; k++) {
+		uint32_t from = (uint32_t)k & 1, to = 1 - from;
+		pat_fill(s, sizeof(s), (unsigned)k);
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[to], from, 5, 0, r, sizeof(r), 2), 0);
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[from], to, 5, s, sizeof(s), 1), 0);
+		CU_ASSERT_EQUAL_FATAL(q[from].lites, (unsigned)k / 2 + 1);
+		const uint8_t *rec = q[from].rec[(q[from].tail - 1) % RING_RECS];
+		told[from] += (rec[1] & PP_WIRE_LITE_ACK) != 0;
+		CU_ASSERT_EQUAL(ring_pump(), 1);
+		while (take(from, &c))
+			CU_ASSERT(c.is_send && !c.error);
+		CU_ASSERT_EQUAL_FATAL(take(to, &c), 1);
+		got += c.len == sizeof(r) && !c.error && pat_check(r, sizeof(r), (unsigned)k);
+	}
+	CU_ASSERT_EQUAL(got, 2 * N);
+	CU_ASSERT_EQUAL(told[1], N / 4);     /* replies 4, 8, ..., 100 */
+	CU_ASSERT_EQUAL(told[0], N / 4 - 1); /* sends 5, 9, ..., 97 */
+	world_fini();
+}
+
+/* A lite record with no news is 16 bytes of header, so a 32-byte message
+ * and the ring's record header take one 64-byte cell. It is taken only from
+ * a ring: framed for a port it is dropped. From the ring, one whose length
+ * disagrees with the record's (its own len, or a flag that says a part is
+ * there that is not), or with an unknown flag, is dropped, counted, and
+ * completes nothing; the sound one then matches. */
 static void test_lite_not_wire(void)
 {
 	lite_init(0, 0);
@@ -850,8 +888,9 @@ static void test_lite_not_wire(void)
 	const uint8_t *rec = q[0].rec[0];
 	uint32_t len = q[0].len[0];
 	CU_ASSERT_EQUAL(rec[0], PP_WIRE_LITE);
+	CU_ASSERT_EQUAL(rec[1], 0); /* no data, no news */
 	CU_ASSERT_EQUAL(len, PP_WIRE_LITE_HDR + 8);
-	CU_ASSERT(len + 16 <= 64); /* shm/ring.h: a 16-byte record header, 64-byte cells */
+	CU_ASSERT(PP_WIRE_LITE_HDR + 32 + 16 <= 64); /* shm/ring.h: a 16-byte record header */
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, r, 8, 2), 0);
 	/* Framed for a port. */
 	uint8_t mac[2][6];
@@ -870,11 +909,12 @@ static void test_lite_not_wire(void)
 		int len_delta; /* and the record's length changed by */
 		int why;       /* the drop counted */
 	} breaks[] = {
-	    {4, 1, 0, PP_DROP_STALE},  /* src_inc */
-	    {16, 1, 0, PP_DROP_STALE}, /* dst_inc */
 	    {2, 1, 0, PP_DROP_LENGTH}, /* len */
 	    {0, 0, -1, PP_DROP_LENGTH},
-	    {1, 0x80, 0, PP_DROP_TYPE}, /* flags */
+	    {1, PP_WIRE_LITE_ACK, 0, PP_DROP_LENGTH},  /* no room for ack and credit */
+	    {1, PP_WIRE_LITE_DATA, 0, PP_DROP_LENGTH}, /* nor for the data */
+	    {1, 0x80, 0, PP_DROP_TYPE},		       /* flags */
+	    {1, 0x04, 0, PP_DROP_TYPE},
 	    {0, 0, -(int)PP_WIRE_LITE_HDR, PP_DROP_SHORT},
 	};
 	for (size_t i = 0; i < PP_ARRAY_SIZE(breaks); i++) {
@@ -913,6 +953,7 @@ static CU_TestInfo tests[] = {
     {"lite: a send with SEND_NOW is done in the call, no completion", test_lite_send_now},
     {"lite: held at the ring's head without room; credit spent", test_lite_held},
     {"lite: never from a port", test_lite_not_wire},
+    {"lite: ack and credit ride only when they are news", test_lite_credit_news},
     {"lite: no record longer than a frame", test_lite_frame_bound},
     {"lite: a published receive is taken back as it matches", test_lite_published},
     CU_TEST_INFO_NULL,
