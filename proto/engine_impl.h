@@ -149,6 +149,7 @@ struct pp_proto_peer {
 	struct pp_proto_desc *ring;  /* window descriptors, indexed seq & mask */
 	uint32_t next_msg_id;	     /* next message number to this peer */
 	uint32_t rx_msg_next;	     /* next message number from it not seen yet */
+	uint32_t id_told;	     /* its rx_msg_next once it took what we sent (lite) */
 	uint16_t credit_limit;	     /* cells the peer has allowed us, cumulative */
 	uint16_t credit_used;	     /* cells we pushed, cumulative */
 	struct pp_link sends;	     /* active sends to it */

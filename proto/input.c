@@ -186,6 +186,7 @@ static int input_lite(struct pp_proto *e, uint32_t from, const uint8_t *rec, siz
 		if (l.ack_stream == e->c.stream && l.ack != p->tx.una)
 			ack_release(e, p, l.ack, now);
 	}
+	l.msg_id = p->rx_msg_next; /* not in the record (wire.h) */
 	return pp_proto_lite_in(e, p, from, &l, pl);
 }
 

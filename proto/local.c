@@ -180,7 +180,11 @@ int pp_proto_rq_write(struct pp_proto *e, struct pp_proto_peer *p, struct pp_pro
  * holds because the ring keeps it and because a lite record is sent only
  * when nothing sequenced of ours to that peer is unacknowledged or queued:
  * a sequenced frame before it was taken already, and none the receiver
- * refused can come again behind it. The receiver never refuses it either:
+ * refused can come again behind it. Nor does it carry its message number:
+ * it is the one after the last message whose first frame (or lite record)
+ * the receiver took, which the sender knows as id_told once nothing of it
+ * is unacknowledged; a message with another number goes sequenced. The
+ * receiver never refuses it either:
  * the sender spent the credit its pushed bytes take, and a record that
  * still finds no room (no receive record) stays at the head of the ring
  * until it does (-EAGAIN). */
@@ -192,7 +196,8 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	int has_data = (flags & PP_PROTO_SEND_DATA) != 0;
 	/* One frame's payload at most: the receiver's decoder bounds a record
 	 * so (LENGTH), and nothing would send a dropped one again. */
-	if (len > e->lite_len || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq))
+	if (len > e->lite_len || pp_gbn_tx_busy(&p->tx) || !list_empty(&p->txq) ||
+	    p->next_msg_id != p->id_told)
 		return -EAGAIN;
 	uint32_t cells = pp_pushbuf_cells(len);
 	if (e->c.credits && (uint16_t)(p->credit_limit - p->credit_used) < cells)
@@ -210,7 +215,7 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	    .kind = PP_WIRE_LITE,
 	    .flags = fl,
 	    .len = (uint16_t)len,
-	    .msg_id = p->next_msg_id++,
+	    .msg_id = p->next_msg_id++, /* the receiver's count: not written */
 	    .tag = tag,
 	    .data = data,
 	};
@@ -223,6 +228,7 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	}
 	pp_wire_encode_lite(rec, &l, buf);
 	HOOK(e, lite_commit, dst, rec_len);
+	p->id_told = p->next_msg_id;
 	if (e->c.credits)
 		p->credit_used = (uint16_t)(p->credit_used + cells);
 	if (!(flags & PP_PROTO_SEND_NOW)) {

@@ -73,6 +73,10 @@ static int emit_desc(struct pp_proto *e, struct pp_proto_peer *p, uint32_t rank,
 			h.xflags = PP_WIRE_XF_DATA;
 			h.data = s->data;
 		}
+		/* The peer's rx_msg_next once it takes this (in sequence
+		 * order, as it goes now): what a lite record's number is. */
+		if ((h.flags & PP_WIRE_F_FIRST) && d->type == PP_WIRE_PUSH && !(extra & PP_WIRE_F_RETX))
+			p->id_told = s->msg_id + 1;
 		pl = s->buf + d->offset;
 		e->st.bytes_tx += d->len;
 		/* By reference: never the FIRST frame, so whatever the caller

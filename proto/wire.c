@@ -238,8 +238,12 @@ drop:
 	return -EPROTO;
 }
 
-_Static_assert(offsetof(struct pp_wire_lite, ack) == PP_WIRE_LITE_HDR, "lite header size");
-_Static_assert(offsetof(struct pp_wire_lite, data) == PP_WIRE_LITE_HDR + PP_WIRE_LITE_ACK_LEN,
+/* A record's fixed part: kind, flags and len as in the struct, then the tag. */
+#define LITE_KFL 4u /* kind, flags, len */
+_Static_assert(offsetof(struct pp_wire_lite, msg_id) == LITE_KFL, "lite kind, flags, len");
+_Static_assert(LITE_KFL + sizeof(uint64_t) == PP_WIRE_LITE_HDR, "lite header size");
+_Static_assert(offsetof(struct pp_wire_lite, data) - offsetof(struct pp_wire_lite, ack) ==
+		   PP_WIRE_LITE_ACK_LEN,
 	       "lite ack part size");
 
 uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const void *payload)
@@ -263,9 +267,10 @@ uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const v
 	if (l->flags & PP_WIRE_LITE_DATA)
 		memcpy(rec + off - PP_WIRE_LITE_DATA_LEN, &l->data, PP_WIRE_LITE_DATA_LEN);
 	if (l->flags & PP_WIRE_LITE_ACK)
-		memcpy(rec + PP_WIRE_LITE_HDR, (const uint8_t *)l + PP_WIRE_LITE_HDR,
+		memcpy(rec + PP_WIRE_LITE_HDR, (const uint8_t *)l + offsetof(struct pp_wire_lite, ack),
 		       PP_WIRE_LITE_ACK_LEN);
-	memcpy(rec, l, PP_WIRE_LITE_HDR);
+	memcpy(rec + LITE_KFL, &l->tag, sizeof(l->tag));
+	memcpy(rec, l, LITE_KFL);
 	return off + l->len;
 }
 
@@ -275,7 +280,7 @@ int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_che
 	enum pp_drop_reason r = PP_DROP_SHORT;
 	if (len < PP_WIRE_LITE_HDR)
 		goto drop;
-	memcpy(l, rec, PP_WIRE_LITE_HDR); /* *l is the caller's: checked in place */
+	memcpy(l, rec, LITE_KFL); /* *l is the caller's: checked in place */
 	r = PP_DROP_TYPE;
 	if (l->kind != PP_WIRE_LITE || (l->flags & ~(PP_WIRE_LITE_DATA | PP_WIRE_LITE_ACK)))
 		goto drop;
@@ -284,11 +289,13 @@ int pp_wire_decode_lite(const uint8_t *rec, size_t len, const struct pp_wire_che
 	r = PP_DROP_LENGTH;
 	if (len != off + (size_t)l->len || (size_t)l->len + PP_WIRE_HDR_LEN > chk->mtu)
 		goto drop;
+	memcpy(&l->tag, rec + LITE_KFL, sizeof(l->tag));
+	l->msg_id = 0;
 	l->ack = 0;
 	l->credit = l->ack_stream = 0;
 	l->data = 0;
 	if (l->flags & PP_WIRE_LITE_ACK)
-		memcpy((uint8_t *)l + PP_WIRE_LITE_HDR, rec + PP_WIRE_LITE_HDR,
+		memcpy((uint8_t *)l + offsetof(struct pp_wire_lite, ack), rec + PP_WIRE_LITE_HDR,
 		       PP_WIRE_LITE_ACK_LEN);
 	if (l->flags & PP_WIRE_LITE_DATA)
 		memcpy(&l->data, rec + off - PP_WIRE_LITE_DATA_LEN, PP_WIRE_LITE_DATA_LEN);

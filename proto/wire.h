@@ -244,16 +244,19 @@ int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_
  * whole small message to a node-mate as one ring record, outside the
  * sequence, with only what its receiver uses. Host order. The ring names
  * the sender, and its segment binds the pair's incarnations (a ring is set
- * up once per process pair), so no record repeats them. The first byte
+ * up once per process pair), so no record repeats them; nor its message
+ * number, which is the one after the last message the receiver saw begin
+ * (the sender sends a lite record only when that holds). The first byte
  * tells a lite record from a local-form frame, whose first byte is a wire
- * type. 16 bytes always; the ack and credit (8) only when the sender has
+ * type. 12 bytes always; the ack and credit (8) only when the sender has
  * news for the peer, the immediate data (4) only when the message has it:
- * a 32-byte message and the ring's record header fit one 64-byte cell.
+ * a 36-byte message (32 with data) and the ring's record header fit one
+ * 64-byte cell.
  */
 #define PP_WIRE_LITE	      0x0Fu /* first byte of a lite record: no wire type */
 #define PP_WIRE_LITE_DATA     0x01u /* flags: 4 bytes of immediate data follow */
 #define PP_WIRE_LITE_ACK      0x02u /* flags: ack, credit and ack_stream follow (8 bytes) */
-#define PP_WIRE_LITE_HDR      16u   /* bytes every record has: kind to tag */
+#define PP_WIRE_LITE_HDR      12u   /* bytes every record has: kind, flags, len, tag */
 #define PP_WIRE_LITE_ACK_LEN  8u    /* ... then ack, credit, ack_stream (flag ACK) */
 #define PP_WIRE_LITE_DATA_LEN 4u    /* ... then data (flag DATA), then the message */
 #define PP_WIRE_LITE_LINE                                                                          \
@@ -261,11 +264,11 @@ int pp_wire_decode_local(const uint8_t *frame, size_t len, const struct pp_wire_
 	     * cell less its 16-byte record header (shm/ring.h) */
 
 struct pp_wire_lite {
-	/* In every record, as laid out there. */
+	/* In every record: kind, flags and len at 0, tag at 4. */
 	uint8_t kind;	 /* PP_WIRE_LITE */
 	uint8_t flags;	 /* PP_WIRE_LITE_DATA, PP_WIRE_LITE_ACK or 0 */
 	uint16_t len;	 /* message bytes, all of them in the record */
-	uint32_t msg_id; /* per (src, dst) message counter */
+	uint32_t msg_id; /* not in the record: the receiver's count (above) */
 	uint64_t tag;	 /* message tag */
 	/* Flag ACK (0 otherwise), laid out as in the record. */
 	uint32_t ack;	     /* next seq expected on ack_stream */
@@ -290,7 +293,7 @@ static inline uint32_t pp_wire_lite_hdr_len(uint8_t flags)
  * can cost one more transfer of the line between the cores (Open MPI over
  * pp, whose messages all carry data, a window of 64 messages of 128 bytes:
  * 7.5 us against 9.7 with the message first, 11 with the parts first). One
- * without them copies the message whole and the 16 bytes after it: the
+ * without them copies the message whole and the 12 bytes after it: the
  * split copy cost native messages of 64 bytes 0.24 against 0.21 us one way. */
 uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const void *payload);
 

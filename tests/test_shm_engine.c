@@ -753,16 +753,19 @@ static void test_lite_held(void)
 /* Receive-queue hooks that only count (no sender writes): what the engine
  * publishes, takes back and withdraws. */
 static int rq_posted, rq_taken, rq_withdrawn;
+static uint32_t rq_next_posted, rq_id_taken; /* the last entry's message numbers */
 static int rq_post_count(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void *buf,
 			 uint64_t cap, uint32_t msg_next)
 {
-	(void)arg, (void)src, (void)tag, (void)ignore, (void)buf, (void)cap, (void)msg_next;
+	(void)arg, (void)src, (void)tag, (void)ignore, (void)buf, (void)cap;
+	rq_next_posted = msg_next;
 	return rq_posted++;
 }
 static int rq_take_count(void *arg, uint32_t src, int slot, uint32_t msg_id, int written)
 {
-	(void)arg, (void)src, (void)slot, (void)msg_id;
+	(void)arg, (void)src, (void)slot;
 	CU_ASSERT_FALSE(written);
+	rq_id_taken = msg_id;
 	rq_taken++;
 	return 0;
 }
@@ -777,6 +780,56 @@ static int rq_write_none(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag,
 {
 	(void)arg, (void)dst, (void)msg_id, (void)tag, (void)buf, (void)len;
 	return -ENOTSUP;
+}
+
+/* A lite record leaves its message number out: the receiver counts it, one
+ * after the last message that began, sequenced or lite. Each lite message
+ * here meets a receive published to the sender with the number the
+ * receiver expects next, and takes it back with the number it counted:
+ * the two agree, after a sequenced message and after a lite one. */
+static void test_lite_counted(void)
+{
+	static uint8_t s[4000], r[4000], big[64 << 10];
+	struct pp_proto_cpl c;
+	rq_posted = rq_taken = rq_withdrawn = 0;
+	struct pp_proto_conf conf;
+	lite_conf(&conf);
+	conf.hooks.rq_post = rq_post_count;
+	conf.hooks.rq_take = rq_take_count;
+	conf.hooks.rq_withdraw = rq_withdraw_count;
+	conf.hooks.rq_write = rq_write_none;
+	conf.write_rest = 1; /* the 64 KiB receives are published */
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
+	pat_fill(s, sizeof(s), 1);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, r, sizeof(r), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, sizeof(s), 1), 0); /* message 0 */
+	ring_pump();
+	CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+	CU_ASSERT(c.len == sizeof(s) && !c.error && pat_check(r, sizeof(r), 1));
+	w.now += 100 * 1000 * 1000; /* past the ack's delay: the sender hears it */
+	ring_pump();
+	while (take(0, &c))
+		CU_ASSERT_EQUAL(c.error, 0);
+	CU_ASSERT_EQUAL(q[0].lites, 0u);
+	for (uint32_t k = 1; k <= 2; k++) { /* messages 1 and 2, lite */
+		pat_fill(s, 64, 10 + k);
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, big, sizeof(big), 2), 0);
+		CU_ASSERT_EQUAL(rq_posted, (int)k);
+		CU_ASSERT_EQUAL(rq_next_posted, k);
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, 64, 1), 0);
+		CU_ASSERT_EQUAL(q[0].lites, k);
+		ring_pump();
+		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+		CU_ASSERT(c.len == 64 && !c.error && pat_check(big, 64, 10 + k));
+		CU_ASSERT_EQUAL(rq_taken, (int)k);
+		CU_ASSERT_EQUAL(rq_id_taken, k);
+		while (take(0, &c))
+			CU_ASSERT_EQUAL(c.error, 0);
+	}
+	struct pp_stats st;
+	pp_proto_stats(w.e[1], &st);
+	CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 0u);
+	world_fini();
 }
 
 /* A lite message for a receive the engine published to its sender (longer
@@ -890,7 +943,8 @@ static void test_lite_not_wire(void)
 	CU_ASSERT_EQUAL(rec[0], PP_WIRE_LITE);
 	CU_ASSERT_EQUAL(rec[1], 0); /* no data, no news */
 	CU_ASSERT_EQUAL(len, PP_WIRE_LITE_HDR + 8);
-	CU_ASSERT(PP_WIRE_LITE_HDR + 32 + 16 <= 64); /* shm/ring.h: a 16-byte record header */
+	/* shm/ring.h: a 16-byte record header; 32 bytes with data in one cell */
+	CU_ASSERT(PP_WIRE_LITE_HDR + PP_WIRE_LITE_DATA_LEN + 32 + 16 <= 64);
 	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 1, 0, r, 8, 2), 0);
 	/* Framed for a port. */
 	uint8_t mac[2][6];
@@ -956,6 +1010,7 @@ static CU_TestInfo tests[] = {
     {"lite: ack and credit ride only when they are news", test_lite_credit_news},
     {"lite: no record longer than a frame", test_lite_frame_bound},
     {"lite: a published receive is taken back as it matches", test_lite_published},
+    {"lite: the message number is the receiver's count", test_lite_counted},
     CU_TEST_INFO_NULL,
 };
 
