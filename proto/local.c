@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "pp_copy.h"
 
 void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct pp_proto_peer *p)
 {
@@ -256,7 +257,7 @@ static int lite_to_posted(struct pp_proto *e, struct pp_proto_peer *p, uint32_t 
 		return 0; /* its entry must be taken back: push_in does */
 	pp_tagq_del(&e->posted, m);
 	uint64_t k = l->len < r->cap ? l->len : r->cap;
-	memcpy(r->buf, pl, (size_t)k);
+	pp_copy_short(r->buf, pl, (size_t)k);
 	pp_proto_credit_return(p, pp_pushbuf_cells(l->len), 0);
 	struct pp_proto_cpl *c = pp_proto_complete(e, r->cookie, 0, from, l->tag, l->len,
 						   l->len > r->cap ? -EMSGSIZE : 0);

@@ -6,6 +6,7 @@
 
 #include "crc32c.h"
 #include "pp_bytes.h"
+#include "pp_copy.h"
 #include "wire.h"
 
 static int type_valid(uint8_t t)
@@ -261,13 +262,14 @@ uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const v
 		default:
 			memcpy(rec + off, pl, head);
 		}
-	} else if (l->len) {
-		memcpy(rec + off, pl, l->len);
+	} else {
+		pp_copy_short(rec + off, pl, l->len);
 	}
 	if (l->flags & PP_WIRE_LITE_DATA)
 		memcpy(rec + off - PP_WIRE_LITE_DATA_LEN, &l->data, PP_WIRE_LITE_DATA_LEN);
 	if (l->flags & PP_WIRE_LITE_ACK)
-		memcpy(rec + PP_WIRE_LITE_HDR, (const uint8_t *)l + offsetof(struct pp_wire_lite, ack),
+		memcpy(rec + PP_WIRE_LITE_HDR,
+		       (const uint8_t *)l + offsetof(struct pp_wire_lite, ack),
 		       PP_WIRE_LITE_ACK_LEN);
 	memcpy(rec + LITE_KFL, &l->tag, sizeof(l->tag));
 	memcpy(rec, l, LITE_KFL);
