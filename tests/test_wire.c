@@ -424,14 +424,14 @@ static void test_peek(void)
 	CU_ASSERT_EQUAL(pp_wire_peek(f, n, &pk), -EPROTO);
 }
 
-/* pp_copy_short moves exactly n bytes, 0 to 64, at any alignment: the
+/* pp_copy_short moves exactly n bytes, 0 to 160, at any alignment: the
  * bytes around the copy stay as they were. */
 static void test_copy_short(void)
 {
-	uint8_t src[80], dst[96];
+	uint8_t src[176], dst[192];
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 7 + 1);
-	for (size_t n = 0; n <= 64; n++)
+	for (size_t n = 0; n <= 160; n++)
 		for (size_t at = 0; at < 8; at++) {
 			memset(dst, 0xA5, sizeof(dst));
 			pp_copy_short(dst + 8 + at, src + at, n);
