@@ -254,14 +254,7 @@ uint32_t pp_wire_encode_lite(uint8_t *rec, const struct pp_wire_lite *l, const v
 	const uint8_t *pl = payload;
 	if (l->len > head && off > PP_WIRE_LITE_HDR) {
 		memcpy(rec + PP_WIRE_LITE_LINE, pl + head, l->len - head);
-		switch (off) { /* a copy of a constant size, inline */
-		case PP_WIRE_LITE_HDR + PP_WIRE_LITE_DATA_LEN:
-			memcpy(rec + PP_WIRE_LITE_HDR + PP_WIRE_LITE_DATA_LEN, pl,
-			       PP_WIRE_LITE_LINE - PP_WIRE_LITE_HDR - PP_WIRE_LITE_DATA_LEN);
-			break;
-		default:
-			memcpy(rec + off, pl, head);
-		}
+		pp_copy_short(rec + off, pl, head); /* at most 32 bytes: inline */
 	} else {
 		pp_copy_short(rec + off, pl, l->len);
 	}
