@@ -374,7 +374,11 @@ int pp_embed_progress(struct pp_embed *m)
 {
 	/* The twin first: what it hands the engine completes in this pass. */
 	int n = m->self_busy ? (int)pp_embed_self_pump(m) : 0;
-	n += pp_ctx_progress(m->ctx);
+	/* A pass after an idle one is most likely the caller's poll loop
+	 * (fi_cq_read until a completion): it may reuse the clock of a recent
+	 * pass, as pp_wait's passes do (progress.c: at most PP_CLOCK_EVERY - 1
+	 * of them; a reading a few us old only makes a timer fire late). */
+	n += m->idle ? pp_ctx_spin(m->ctx) : pp_ctx_progress(m->ctx);
 	if (n) {
 		m->idle = 0;
 	} else if (++m->idle >= EMBED_IDLE_YIELD) {
