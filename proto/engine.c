@@ -213,6 +213,7 @@ int pp_proto_peer_add(struct pp_proto *e, uint32_t rank, const uint8_t mac[6], u
 {
 	if (!e || !mac || rank >= e->c.nranks || rank == e->c.rank)
 		return -EINVAL;
+	e->local_due = 1;
 	struct pp_proto_peer *p = &e->peers[rank];
 	if (!p->ring) {
 		/* Cold path: the window ring is the only per-peer allocation. */
@@ -239,6 +240,7 @@ int pp_proto_peer_local(struct pp_proto *e, uint32_t rank, uint32_t btp1, uint32
 {
 	if (!e || rank >= e->c.nranks || rank == e->c.rank || !e->peers[rank].present)
 		return -EINVAL;
+	e->local_due = 1;
 	struct pp_proto_peer *p = &e->peers[rank];
 	if (!p->doneq) {
 		/* Each owed DONE is a send of the peer: it has max_msgs at most. */
@@ -354,12 +356,14 @@ void pp_proto_peer_lose(struct pp_proto *e, uint32_t rank)
 
 void pp_proto_peer_fail(struct pp_proto *e, uint32_t rank)
 {
+	e->local_due = 1;
 	if (rank < e->c.nranks && e->peers[rank].present && !e->peers[rank].lost)
 		pp_proto_peer_lose(e, rank);
 }
 
 void pp_proto_ping(struct pp_proto *e, uint32_t rank)
 {
+	e->local_due = 1;
 	if (rank >= e->c.nranks || rank == e->c.rank)
 		return;
 	struct pp_proto_peer *p = &e->peers[rank];
@@ -369,6 +373,7 @@ void pp_proto_ping(struct pp_proto *e, uint32_t rank)
 
 void pp_proto_peer_gone(struct pp_proto *e, uint32_t rank)
 {
+	e->local_due = 1;
 	if (rank >= e->c.nranks || !e->peers[rank].present)
 		return;
 	e->peers[rank].gone = 1;

@@ -202,6 +202,17 @@ int pp_proto_peer_local(struct pp_proto *eng, uint32_t rank, uint32_t btp1, uint
 int pp_proto_output_local(struct pp_proto *eng, uint32_t rank, uint8_t *buf, size_t cap,
 			  uint64_t now);
 
+/* For a link that would ask pp_proto_output_local after every pass: 1 when
+ * a node-mate may have a frame due, and cleared. It is set by every call
+ * that can give a node-mate something to send (sends, receives, cancels,
+ * input, timers, changes of peers, pings) and by pp_proto_output_local when
+ * it leaves one with something still to send (a delayed ack, a closed
+ * window). 0 means pp_proto_output_local would return 0 for every
+ * node-mate: an idle pass skips those calls. A link that could not take a
+ * frame (its ring full) sets it again with pp_proto_local_kick. */
+int pp_proto_local_take(struct pp_proto *eng);
+void pp_proto_local_kick(struct pp_proto *eng);
+
 /* rank is known dead (its process is gone without a goodbye): declare it
  * lost now, as the retransmission timer would: its operations fail with
  * -ECONNRESET. */

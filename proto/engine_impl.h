@@ -197,6 +197,7 @@ struct pp_proto {
 	uint32_t user_ops;		     /* sends + receives outstanding or unpolled */
 	uint32_t ops_easy;	  /* user_ops below this: room, no check (pp_proto_ops_room) */
 	int push_owed;		  /* a send queued frames (pp_proto_push_owed) */
+	uint8_t local_due;	  /* a node-mate may have a frame due (pp_proto_local_take) */
 	struct pp_proto_cpl *cpl; /* completion ring */
 	uint32_t cpl_mask;	  /* ring size - 1 */
 	uint32_t cpl_head;	  /* next to poll */

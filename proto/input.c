@@ -154,11 +154,13 @@ static int input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t 
 
 int pp_proto_input(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
 {
+	e->local_due = 1;
 	return input(e, frame, len, now, FORM_WIRE, 0);
 }
 
 int pp_proto_input_placed(struct pp_proto *e, const uint8_t *frame, size_t len, uint64_t now)
 {
+	e->local_due = 1;
 	return input(e, frame, len, now, FORM_PLACED, 0);
 }
 
@@ -182,6 +184,7 @@ static int input_lite(struct pp_proto *e, uint32_t from, const uint8_t *rec, siz
 	/* Ack and credit when the sender had news (cumulative: taking them
 	 * again when the record waits costs nothing). */
 	if (l.flags & PP_WIRE_LITE_ACK) {
+		e->local_due = 1; /* what waited for the ack or the credit may go */
 		pp_proto_credit_seen(p, l.credit);
 		if (l.ack_stream == e->c.stream && l.ack != p->tx.una)
 			ack_release(e, p, l.ack, now);
@@ -195,5 +198,6 @@ int pp_proto_input_local(struct pp_proto *e, uint32_t from, const uint8_t *frame
 {
 	if (len && frame[0] == PP_WIRE_LITE && from < e->c.nranks)
 		return input_lite(e, from, frame, len, now);
+	e->local_due = 1;
 	return input(e, frame, len, now, FORM_LOCAL, from);
 }

@@ -299,6 +299,7 @@ int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t from,
 		     const struct pp_wire_lite *l, const uint8_t *pl)
 {
 	if (!lite_to_posted(e, p, from, l, pl)) {
+		e->local_due = 1; /* push_in may owe an ack, a PULL */
 		struct pp_wire_hdr h;
 		lite_as_push(e, from, l, &h);
 		if (pp_proto_push_in(e, p, from, &h, pl) != TAKEN)

@@ -33,6 +33,7 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 		/* Late receiver: copy the pushed bytes once, then pull the rest. */
 		struct pp_proto_recv_rec *r = container_of(m, struct pp_proto_recv_rec, m);
 		struct pp_proto_peer *p = &e->peers[r->peer];
+		e->local_due = 1; /* a PULL, the credit given back */
 		pp_tagq_del(&e->unexpected, m);
 		r->state = RX_ACTIVE;
 		r->buf = buf;
@@ -75,6 +76,7 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 
 int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
 {
+	e->local_due = 1;
 	for (struct pp_link *l = e->posted.all.next; l != &e->posted.all; l = l->next) {
 		struct pp_proto_recv_rec *r = container_of(l, struct pp_proto_recv_rec, m.all);
 		if (r->cookie != cookie)

@@ -75,7 +75,8 @@ static int emit_desc(struct pp_proto *e, struct pp_proto_peer *p, uint32_t rank,
 		}
 		/* The peer's rx_msg_next once it takes this (in sequence
 		 * order, as it goes now): what a lite record's number is. */
-		if ((h.flags & PP_WIRE_F_FIRST) && d->type == PP_WIRE_PUSH && !(extra & PP_WIRE_F_RETX))
+		if ((h.flags & PP_WIRE_F_FIRST) && d->type == PP_WIRE_PUSH &&
+		    !(extra & PP_WIRE_F_RETX))
 			p->id_told = s->msg_id + 1;
 		pl = s->buf + d->offset;
 		e->st.bytes_tx += d->len;
@@ -272,7 +273,21 @@ int pp_proto_output_local(struct pp_proto *e, uint32_t rank, uint8_t *buf, size_
 	e->local_out = 0;
 	if (len > 0)
 		e->st.frames_tx++;
+	else
+		e->local_due = 1; /* something waits: a deadline, the window */
 	return len;
+}
+
+int pp_proto_local_take(struct pp_proto *e)
+{
+	int due = e->local_due;
+	e->local_due = 0;
+	return due;
+}
+
+void pp_proto_local_kick(struct pp_proto *e)
+{
+	e->local_due = 1;
 }
 
 /* ---- timers ---- */
@@ -300,6 +315,7 @@ uint64_t pp_proto_expiry(const struct pp_proto *e)
 
 void pp_proto_handle_expiry(struct pp_proto *e, uint64_t now)
 {
+	e->local_due = 1;
 	for (uint32_t r = 0; r < e->c.nranks; r++) {
 		struct pp_proto_peer *p = &e->peers[r];
 		if (!p->present || p->lost)

@@ -65,7 +65,8 @@ int pp_proto_sendf(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *b
 	int now = (flags & PP_PROTO_SEND_NOW) != 0;
 	if (p->local && e->lite &&
 	    pp_proto_lite_send(e, p, dst, tag, buf, len, flags, data, cookie) == 0)
-		return now;
+		return now; /* nothing to send after it: no local_due */
+	e->local_due = 1;
 	if (list_empty(&e->send_free))
 		return e->nsends_copied ? -EAGAIN : -ENOMEM;
 	struct pp_proto_send_rec *s = container_of(e->send_free.next, struct pp_proto_send_rec, q);
@@ -311,6 +312,7 @@ int pp_proto_handoff_done(struct pp_proto *e, uint32_t dst, uint32_t msg_id, int
 {
 	if (!e || dst >= e->c.nranks || !e->peers[dst].present)
 		return -EINVAL;
+	e->local_due = 1;
 	struct pp_proto_peer *p = &e->peers[dst];
 	for (struct pp_link *l = p->sends.next; l != &p->sends; l = l->next) {
 		struct pp_proto_send_rec *s = container_of(l, struct pp_proto_send_rec, all);

@@ -339,6 +339,9 @@ void pp_zc_fini(pp_ctx *ctx);
 int pp_shm_link_init(pp_ctx *ctx);
 void pp_shm_link_fini(pp_ctx *ctx);
 unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now);
+/* Called only when pp_proto_local_take says a node-mate may have a frame
+ * due: an idle pass asks the engine nothing (a call per peer, about 100
+ * instructions a pass under Open MPI). */
 unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now);
 void pp_shm_link_hooks(pp_ctx *ctx, struct pp_proto_hooks *h);
 /* Every record written to a live local peer was taken (its lite messages

@@ -283,7 +283,7 @@ static int progress_locked(pp_ctx *ctx, int spin)
 	}
 	if (!ctx->shm_only || ctx->ntxq)
 		n += tx(ctx, now);
-	if (ctx->shm)
+	if (ctx->shm && pp_proto_local_take(ctx->eng))
 		n += pp_shm_link_tx(ctx, now);
 	if (ctx->cfg.daemon[0]) { /* a load or two unless the daemon finished a pull */
 		n += ppd_port_pull_poll(ctx->port, handoff_done, ctx);
@@ -316,7 +316,7 @@ void pp_ctx_push(pp_ctx *ctx)
 		ctx->clock_skip = clock_skips(ctx);
 		if (!ctx->shm_only || ctx->ntxq)
 			tx(ctx, now);
-		if (ctx->shm)
+		if (ctx->shm && pp_proto_local_take(ctx->eng))
 			pp_shm_link_tx(ctx, now);
 	}
 	pp_proto_settle(ctx->eng); /* its frames are out: the eager copy now */

@@ -386,12 +386,14 @@ unsigned pp_shm_link_tx(pp_ctx *ctx, uint64_t now)
 	for (uint32_t i = 0; i < L->npeers; i++) {
 		struct shm_peer *pe = &L->peer[i];
 		if (!pe->tx_on)
-			continue;
+			continue; /* not the engine's node-mate (yet): its frames take the port */
 		/* The engine writes each frame straight into a ring record; a
 		 * record it did not fill is kept for the next pass. */
 		for (;;) {
-			if (!pe->rec && pp_shm_ring_reserve(&pe->tx, L->frame_cap, &pe->rec))
-				break; /* full: the peer has not caught up */
+			if (!pe->rec && pp_shm_ring_reserve(&pe->tx, L->frame_cap, &pe->rec)) {
+				pp_proto_local_kick(ctx->eng); /* full: again next pass */
+				break;			       /* the peer has not caught up */
+			}
 			int len =
 			    pp_proto_output_local(ctx->eng, pe->rank, pe->rec, L->frame_cap, now);
 			if (len <= 0)

@@ -184,8 +184,11 @@ static inline int local_pair(struct pp_proto *e[2], const struct pp_proto_conf *
  * e[0] and e[1] through pp_proto_output_local and pp_proto_input_local, and
  * run their timers, until nothing has happened for 8 rounds (when only a
  * timer can move things, time jumps to it). Returns the frames moved, or -1
- * when an output call failed or, with strict, when a frame was refused or
- * anything came out of the port path (nothing for a local peer may).
+ * when an output call failed, when a frame came while pp_proto_local_take
+ * said none could (the runtime's link would never have asked), or, with
+ * strict, when a frame was refused or anything came out of the port path
+ * (nothing for a local peer may). As the runtime's pass, a timer runs when
+ * it is due, before the link's look.
  */
 static inline int local_pump(struct pp_proto *e[2], uint8_t *f, size_t cap, uint64_t *now,
 			     int strict)
@@ -194,13 +197,18 @@ static inline int local_pump(struct pp_proto *e[2], uint8_t *f, size_t cap, uint
 	for (int quiet = 0; quiet < 8;) {
 		int moved = 0;
 		for (uint32_t i = 0; i < 2; i++) {
-			pp_proto_handle_expiry(e[i], *now);
+			if (*now >= pp_proto_expiry(e[i]))
+				pp_proto_handle_expiry(e[i], *now);
 			if (strict && pp_proto_output(e[i], f, cap, *now) != 0)
 				return -1;
+			int due = pp_proto_local_take(e[i]);
 			int len = pp_proto_output_local(e[i], 1 - i, f, cap, *now);
-			if (len < 0)
+			if (len < 0 || (len > 0 && !due))
 				return -1;
 			if (len > 0) {
+				/* The link asks again in the same pass, until 0:
+				 * here, in the next round. */
+				pp_proto_local_kick(e[i]);
 				if (pp_proto_input_local(e[1 - i], i, f, (size_t)len, *now) &&
 				    strict)
 					return -1;

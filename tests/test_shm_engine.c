@@ -632,6 +632,39 @@ static void test_lite_carries_ack(void)
 	world_fini();
 }
 
+/* An ack in a lite record opens the sender's window: its link must look
+ * again (pp_proto_local_take), or the rest of the message would wait for
+ * the retransmission timer. */
+static void test_lite_ack_opens_window(void)
+{
+	static uint8_t s[8000], r[8000], small[8], got[8];
+	struct pp_proto_cpl c;
+	struct pp_proto_conf conf;
+	lite_conf(&conf);
+	conf.copy_max = 0;
+	conf.window = 2;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
+	pat_fill(s, sizeof(s), 7);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 3, 0, r, sizeof(r), 2), 0);
+	CU_ASSERT_EQUAL(pp_proto_recv(w.e[0], 1, 4, 0, got, sizeof(got), 3), 0);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 3, s, sizeof(s), 1), 0);
+	int len, frames = 0;
+	while ((len = pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now)) > 0) {
+		CU_ASSERT_EQUAL(pp_proto_input_local(w.e[1], 0, w.frame, (size_t)len, w.now), 0);
+		frames++;
+	}
+	CU_ASSERT_EQUAL(frames, 2); /* the window is shut */
+	CU_ASSERT_EQUAL(take(1, &c), 0);
+	pp_proto_local_take(w.e[0]);
+	CU_ASSERT_EQUAL(pp_proto_send(w.e[1], 0, 4, small, sizeof(small), 4), 0);
+	CU_ASSERT_EQUAL_FATAL(q[1].lites, 1u);
+	CU_ASSERT(q[1].rec[0][1] & PP_WIRE_LITE_ACK);
+	CU_ASSERT_EQUAL(pp_proto_input_local(w.e[0], 1, q[1].rec[0], q[1].len[0], w.now), 0);
+	CU_ASSERT_EQUAL(pp_proto_local_take(w.e[0]), 1);
+	CU_ASSERT(pp_proto_output_local(w.e[0], 1, w.frame, sizeof(w.frame), w.now) > 0);
+	world_fini();
+}
+
 /* A lite send with PP_PROTO_SEND_NOW is done in the call: 1 returned, its
  * record in the ring, no completion on the sending side; the receiver gets
  * every byte and its immediate data. Without the flag one completion comes. */
@@ -1012,6 +1045,7 @@ static CU_TestInfo tests[] = {
     {"lite: held at the ring's head without room; credit spent", test_lite_held},
     {"lite: never from a port", test_lite_not_wire},
     {"lite: ack and credit ride only when they are news", test_lite_credit_news},
+    {"lite: an ack in a record opens the window, and the link looks", test_lite_ack_opens_window},
     {"lite: no record longer than a frame", test_lite_frame_bound},
     {"lite: a published receive is taken back as it matches", test_lite_published},
     {"lite: the message number is the receiver's count", test_lite_counted},
