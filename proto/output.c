@@ -302,10 +302,8 @@ uint64_t pp_proto_expiry(const struct pp_proto *e)
 		uint64_t x = pp_gbn_tx_expiry(&p->tx);
 		if (x < t)
 			t = x;
-		for (uint32_t i = 0; i < PP_PROTO_STREAMS; i++) {
-			if (i && !(p->xowe & (1u << i)))
-				continue;
-			x = pp_gbn_rx_expiry(&p->rx[i]);
+		for (unsigned m = p->xowe | 1u; m; m &= m - 1) { /* as pp_proto_handle_expiry */
+			x = pp_gbn_rx_expiry(&p->rx[__builtin_ctz(m)]);
 			if (x < t)
 				t = x;
 		}
