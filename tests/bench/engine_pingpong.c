@@ -4,7 +4,8 @@
  * one thread, local peers of each other, exchanging messages through
  * pp_proto_output_local / pp_proto_input_local as the runtime's shared-memory
  * link does, with the same calls per message (post the receive for the
- * reply, send, one output pass, input, poll). No ring, no second core, no
+ * reply, send, one output pass when pp_proto_local_take says a frame may be
+ * due, input, poll). No ring, no second core, no
  * clock: what is left is the protocol work alone, so
  *   valgrind --tool=callgrind engine_pingpong 8 100000
  * gives instructions per message by function, and a plain run gives ns per
@@ -49,12 +50,14 @@ static void die(const char *what)
 /* Move every frame e[i] has for its peer, then take e[1-i]'s completions. */
 static void pass(int i)
 {
-	int len;
+	int len = 0;
 	if (box_len[i]) { /* written before anything output makes now */
 		if (pp_proto_input_local(e[1 - i], (uint32_t)i, box[i], box_len[i], now))
 			die("a lite record was refused");
 		box_len[i] = 0;
 	}
+	if (!pp_proto_local_take(e[i])) /* as the runtime's link: nothing due */
+		return;
 	while ((len = pp_proto_output_local(e[i], (uint32_t)(1 - i), frame, sizeof(frame), now)) >
 	       0)
 		if (pp_proto_input_local(e[1 - i], (uint32_t)i, frame, (size_t)len, now))
@@ -78,9 +81,11 @@ static int drain(int i, uint64_t size, const uint8_t *buf, uint8_t want)
 				die("wrong length");
 			/* memcmp, not a loop: the check must not outweigh
 			 * the engine's copy it checks. */
-			memset(expect, want, (size_t)size);
-			if (memcmp(buf, expect, (size_t)size))
-				die("wrong byte");
+			if (size) { /* libc's calls for 0 bytes took half the run */
+				memset(expect, want, (size_t)size);
+				if (memcmp(buf, expect, (size_t)size))
+					die("wrong byte");
+			}
 			recvs++;
 		}
 	}
