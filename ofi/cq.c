@@ -107,9 +107,19 @@ static void progress(struct pp_fi_cq *cq)
 
 static ssize_t read_locked(struct pp_fi_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
-	/* A read of 0 entries is a request for progress alone (fabtests' way). */
-	if (pp_fi_ring_len(&cq->ok) < count || !count)
+	/* A read of 0 entries is a request for progress alone (fabtests' way).
+	 * A read right after one whose pass gave entries skips the pass: an
+	 * MPI reads until the queue is empty (Open MPI's mtl ofi: again after
+	 * every entry), and a second pass at once finds nothing new but costs
+	 * as much as the first, on the path of the message just taken (under
+	 * Open MPI, 340 instructions of a 540-instruction idle progress call).
+	 * The read after it makes progress again. */
+	int skip = cq->fruitful && count;
+	cq->fruitful = 0;
+	if ((pp_fi_ring_len(&cq->ok) < count || !count) && !skip) {
 		progress(cq);
+		cq->fruitful = pp_fi_ring_len(&cq->ok) != 0;
+	}
 	if (pp_fi_ring_len(&cq->err))
 		return -FI_EAVAIL;
 	size_t n = 0;

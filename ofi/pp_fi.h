@@ -174,6 +174,7 @@ struct pp_fi_cq {
 	struct pp_fi_ring ok, err;	   /* of pp_fi_cqe, pp_fi_cqerr */
 	struct pp_fi_ep *eps[PP_FI_BINDS]; /* bound endpoints: reads make them progress */
 	int neps;			   /* how many: the first neps of eps */
+	int fruitful;			   /* the last read's progress gave entries (read_locked) */
 	volatile int signaled;		   /* fi_cq_signal: a waiting sread returns */
 	int wait;			   /* FI_WAIT_FD or FI_WAIT_UNSPEC asked: sread sleeps */
 	int wake_fd;			   /* eventfd: fi_cq_signal wakes a sleeping sread */

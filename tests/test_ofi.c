@@ -526,6 +526,40 @@ static void test_truncation(void)
 	close_side(&a);
 }
 
+/* A read right after one whose pass gave entries makes no pass (an MPI
+ * reads until the queue is empty, and a second pass at once would cost as
+ * much as the first and find nothing); the read after it makes one. A
+ * reader that loops is not starved: a message that came meanwhile is in the
+ * second read. A read of 0 entries always makes its pass. */
+static void test_read_after_entries(void)
+{
+	struct side a, b;
+	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
+	uint8_t out[3][8], in[3][8];
+	char ctx[3];
+	struct fi_cq_tagged_entry e;
+	for (int i = 0; i < 3; i++) {
+		fill(out[i], sizeof(out[i]), (unsigned)i);
+		CU_ASSERT_EQUAL(fi_trecv(b.ep, in[i], sizeof(in[i]), NULL, FI_ADDR_UNSPEC,
+					 (uint64_t)i + 1, 0, &ctx[i]),
+				0);
+	}
+	CU_ASSERT_EQUAL(fi_tinject(a.ep, out[0], sizeof(out[0]), a.addr[1], 1), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_one(&b, &a, &e, NULL), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &ctx[0]);
+	CU_ASSERT_EQUAL(fi_tinject(a.ep, out[1], sizeof(out[1]), a.addr[1], 2), 0);
+	CU_ASSERT_EQUAL(fi_cq_read(b.cq, &e, 1), -FI_EAGAIN); /* no pass */
+	CU_ASSERT_EQUAL_FATAL(fi_cq_read(b.cq, &e, 1), 1);    /* its pass */
+	CU_ASSERT_PTR_EQUAL(e.op_context, &ctx[1]);
+	CU_ASSERT_EQUAL(memcmp(in[1], out[1], sizeof(out[1])), 0);
+	CU_ASSERT_EQUAL(fi_tinject(a.ep, out[2], sizeof(out[2]), a.addr[1], 3), 0);
+	CU_ASSERT_EQUAL(fi_cq_read(b.cq, NULL, 0), -FI_EAGAIN); /* progress only: a pass */
+	CU_ASSERT_EQUAL_FATAL(fi_cq_read(b.cq, &e, 1), 1);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &ctx[2]);
+	close_side(&b);
+	close_side(&a);
+}
+
 /* fi_cancel takes back a receive no message matched (an FI_ECANCELED error
  * entry with its context; MPI_Cancel waits for it) and nothing else: the
  * message then goes to the next receive. */
@@ -1900,6 +1934,8 @@ static CU_TestInfo tests[] = {
     {"addresses: insert, lookup, straddr, refusals", test_av},
     {"tagged: sizes, inject, ignore masks, order", test_tagged_masks},
     {"truncation: FI_ETRUNC with olen", test_truncation},
+    {"cq: no pass right after a read that gave entries, one the read after",
+     test_read_after_entries},
     {"peek, claim, discard", test_peek_claim},
     {"remote CQ data: eager, 1 MiB, to oneself, every call", test_cq_data},
     {"remote CQ data through peek, claim and truncation", test_cq_data_peek},
