@@ -356,8 +356,8 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 		const void *rec;
 		uint32_t len;
 		int got = 0;
-		for (unsigned k = 0;
-		     k < PP_SHM_RX_BURST && (got = pp_shm_ring_peek(&pe->rx, &rec, &len)) > 0;
+		for (unsigned k = 0; k < PP_SHM_RX_BURST && pp_shm_ring_ready(&pe->rx) &&
+				     (got = pp_shm_ring_peek(&pe->rx, &rec, &len)) > 0;
 		     k++) {
 			/* A lite message that finds no room yet stays at the
 			 * head, and what is behind it waits (engine.h). */

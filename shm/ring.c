@@ -36,6 +36,7 @@ struct rec_hdr {
 };
 
 _Static_assert(sizeof(struct rec_hdr) == PP_SHM_RING_REC_HDR, "record header size");
+_Static_assert(offsetof(struct rec_hdr, mark) == 0, "pp_shm_ring_ready reads the mark first");
 
 /* Cells of a record of len payload bytes, len at most max_len (a larger one
  * would wrap the count: 0xFFFFFFB9 to 0 cells). */

@@ -137,6 +137,19 @@ int pp_shm_ring_drained(struct pp_shm_ring *r);
  * 0 when a record waits; a poisoned ring counts as empty. */
 int pp_shm_ring_empty(struct pp_shm_ring *r);
 
+/* Consumer: 0 when pp_shm_ring_peek would return 0 now (the cell at its
+ * index is not marked with it), else 1: a poll loop's look without a call.
+ * A cell's mark is its first 8 bytes (ring.c); a poisoned ring says 1, so
+ * peek reports it. */
+static inline int pp_shm_ring_ready(const struct pp_shm_ring *r)
+{
+	if (r->err)
+		return 1;
+	const uint64_t *mark =
+	    (const uint64_t *)(r->cells + (size_t)(r->tail & r->mask) * PP_SHM_RING_CELL);
+	return __atomic_load_n(mark, __ATOMIC_RELAXED) == (r->tail ^ r->key);
+}
+
 /* Consumer: the oldest record. Returns 1 and sets *ptr, *len (the payload
  * lies wholly inside the cells), or 0 when the ring is empty. The record
  * stays until pp_shm_ring_release. Its payload is in memory the producer can
