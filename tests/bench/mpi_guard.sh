@@ -41,8 +41,12 @@
 # CI runs: 0.85 and 0.90 one way, 0.72 and 0.45 windowed: a window point
 # of --iters 100 is a millisecond, and its rounds moved from 0.40 to 0.80;
 # in runs of 20 000 iterations 0.93 to 0.97 and 0.85 to 0.88 with
-# completions written in their CQ slot, 0.80 and 0.70 before). Exit 77 when it cannot run (not root,
-# no Open MPI or provider).
+# completions written in their CQ slot, 0.80 and 0.70 before). The one-node
+# 8 B points run 100 x --iters iterations: at --iters alone (30 us of
+# measurement) one machine's rounds read 0.45 to 0.79 x vader one way and
+# its runs failed and passed by turns; at 10 000, 0.73 to 0.89 (Open MPI
+# over pp; native 1.19 to 1.41). Exit 77 when it cannot run (not root, no
+# Open MPI or provider).
 #
 # usage: mpi_guard.sh BUILD_DIR [--rounds R] [--iters N]
 set -uo pipefail
@@ -102,11 +106,14 @@ ompi() { # SYS ROUND MPIRUN-ARGS...: pinned unless SYS is ompi-pp-default
 pp=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp -x FI_PROVIDER_PATH="$build/ofi"
   -x PP_DEV=packet:pp0)
 # One node: each rank on its own port (the port by local rank), both in ppn0
-# (node_rank.sh).
+# (node_rank.sh). 8 B points run 100 x --iters (each a few ms: 100 of them
+# at 0.3 us, 30 us in all, read 0.45 to 0.79 x vader round by round on one
+# machine), 1 MiB points as many as --iters x 1 MiB allows (at least 10).
+node_iters=(--iters $((iters * 100)) --max-bytes $((iters * 1048576)))
 node_native() { # ROUND
   "$build/apps/pprun" -n 2 --nodes 1 --dev-kind packet --timeout 300 -- \
     "$build/apps/pp_pingpong" --test latency,window --window 64 --sizes 8,1m \
-    --iters "$iters" --mode push-pull --csv "$tmp/node-native.csv" >"$tmp/node-native.log" 2>&1 ||
+    "${node_iters[@]}" --mode push-pull --csv "$tmp/node-native.csv" >"$tmp/node-native.log" 2>&1 ||
     { tail -20 "$tmp/node-native.log"; fail "node-native pp_pingpong"; }
   awk -F, 'NR > 1 { print $1, $6, $8, ($11 == "" ? "-" : $11) }' "$tmp/node-native.csv" >"$tmp/node-native.$1"
 }
@@ -115,7 +122,7 @@ node_ompi() { # SYS ROUND MPIRUN-ARGS...
   shift 2
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 300 ip netns exec ppn0 \
     mpirun -np 2 --host localhost:2 --bind-to core "$@" "$here/node_rank.sh" "$tmp/mpi_pingpong" --test latency,window \
-    --window 64 --sizes 8,1m --iters "$iters" >"$tmp/$sys.log" 2>&1 ||
+    --window 64 --sizes 8,1m "${node_iters[@]}" >"$tmp/$sys.log" 2>&1 ||
     { tail -20 "$tmp/$sys.log"; fail "mpirun ($sys)"; }
   awk '$1 == "RESULT" { print $2, $3, $4, $7 }' "$tmp/$sys.log" >"$tmp/$sys.$r"
   [ -s "$tmp/$sys.$r" ] || { tail -20 "$tmp/$sys.log"; fail "$sys printed no RESULT rows"; }
