@@ -170,7 +170,7 @@ void pp_proto_conf_default(struct pp_proto_conf *c);
  * it, and set only what is the job's own: ranks, MTU, BTPs, pushed buffer,
  * timeouts): the defaults above, and PP_PROTO_JOB_MAX_MSGS sends,
  * PP_PROTO_JOB_MAX_RECVS receives, btp_fit, sends up to 8 KiB copied,
- * node-mates' messages pushed whole up to 16 KiB and lite up to 1 KiB,
+ * node-mates' messages pushed whole up to 16 KiB and lite up to 4 KiB,
  * direct copies in 4 MiB calls and of at least 4 KiB (engine.c says why). */
 #define PP_PROTO_JOB_MAX_MSGS  1024u
 #define PP_PROTO_JOB_MAX_RECVS 65536u

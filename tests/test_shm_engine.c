@@ -35,7 +35,7 @@ static struct world {
 	int calls;		  /* direct calls made */
 	uint64_t copied;	  /* bytes they copied */
 	int published;		  /* publish calls */
-	uint8_t frame[2000];	  /* scratch */
+	uint8_t frame[4300];	  /* scratch: a frame at MTU 4200 */
 	uint64_t now;		  /* virtual time */
 } w;
 
@@ -442,7 +442,7 @@ static void test_ring_owner(void)
 /* Each direction's ring: lite records and sequenced frames in one FIFO. */
 #define RING_RECS 512
 static struct ring {
-	uint8_t rec[RING_RECS][2100];
+	uint8_t rec[RING_RECS][4300]; /* a frame at MTU 4200 at most */
 	uint32_t len[RING_RECS];
 	unsigned head, tail;
 	unsigned lites; /* lite records committed */
@@ -479,6 +479,7 @@ static void lite_conf(struct pp_proto_conf *c)
 	c->hooks.lite_reserve = lite_reserve;
 	c->hooks.lite_commit = lite_commit;
 	c->mtu = 1500;
+	c->lite_max = 1024; /* the tests' bound; the job's is test_lite_job_bound's */
 }
 
 static void lite_init(uint32_t max_recvs, uint32_t pushbuf)
@@ -927,6 +928,34 @@ static void test_lite_frame_bound(void)
 	world_fini();
 }
 
+/* The job's bound (pp_proto_conf_job): 4 KiB go as one record where a frame
+ * holds them, 4 KiB and a byte sequenced. */
+static void test_lite_job_bound(void)
+{
+	static uint8_t s[4097], r[4097];
+	struct pp_proto_cpl c;
+	struct pp_proto_conf conf, job;
+	pp_proto_conf_job(&job);
+	CU_ASSERT_EQUAL(job.lite_max, 4096u);
+	lite_conf(&conf);
+	conf.lite_max = job.lite_max;
+	conf.mtu = 4200;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &conf, 16, 744), 0);
+	for (int k = 0; k < 2; k++) {
+		uint64_t n = k ? 4097 : 4096;
+		pat_fill(s, n, (unsigned)k + 3);
+		CU_ASSERT_EQUAL(pp_proto_recv(w.e[1], 0, 4, 0, r, sizeof(r), 2), 0);
+		CU_ASSERT_EQUAL(pp_proto_send(w.e[0], 1, 4, s, n, 1), 0);
+		CU_ASSERT_EQUAL(q[0].lites, 1u); /* 4096 B as a record, 4097 B not */
+		ring_pump();
+		CU_ASSERT_EQUAL_FATAL(take(1, &c), 1);
+		CU_ASSERT(c.len == n && !c.error && pat_check(r, n, (unsigned)k + 3));
+		while (take(0, &c))
+			CU_ASSERT_EQUAL(c.error, 0);
+	}
+	world_fini();
+}
+
 /* A ping-pong of lite messages: a record carries ack and credit only when
  * a quarter of the share came back since the last that did (16 cells of
  * 256 bytes: every fourth message of one cell), and the credit so told is
@@ -1045,6 +1074,7 @@ static CU_TestInfo tests[] = {
     {"lite: held at the ring's head without room; credit spent", test_lite_held},
     {"lite: never from a port", test_lite_not_wire},
     {"lite: ack and credit ride only when they are news", test_lite_credit_news},
+    {"lite: the job's bound, 4 KiB", test_lite_job_bound},
     {"lite: an ack in a record opens the window, and the link looks", test_lite_ack_opens_window},
     {"lite: no record longer than a frame", test_lite_frame_bound},
     {"lite: a published receive is taken back as it matches", test_lite_published},
