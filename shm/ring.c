@@ -50,20 +50,13 @@ static struct rec_hdr *hdr_at(const struct pp_shm_ring *r, uint32_t pos)
 	return (struct rec_hdr *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
 }
 
-/* 1 when the record at pos is marked as published with index (acquire:
- * what its producer wrote before the mark is visible after it). */
-static int marked(const struct pp_shm_ring *r, uint32_t pos, uint64_t index)
-{
-	return __atomic_load_n(&hdr_at(r, pos)->mark, __ATOMIC_ACQUIRE) == (index ^ r->key);
-}
-
 /* 1 when the record header at pos is marked with index, and then *h holds
  * its len and kind, read once: the producer can rewrite them under us, and
  * the checks and the use must see the same values. They are read only once
  * the mark matches: a header not yet marked may be being written. */
 static int read_hdr(const struct pp_shm_ring *r, uint32_t pos, uint64_t index, struct rec_hdr *h)
 {
-	if (!marked(r, pos, index))
+	if (!pp_shm_ring_marked(r, pos, index))
 		return 0;
 	const volatile struct rec_hdr *v = hdr_at(r, pos);
 	h->len = v->len;
@@ -220,7 +213,7 @@ static int poison(struct pp_shm_ring *r)
 
 int pp_shm_ring_empty(struct pp_shm_ring *r)
 {
-	return r->err || !marked(r, (uint32_t)(r->tail & r->mask), r->tail);
+	return r->err || !pp_shm_ring_marked(r, (uint32_t)(r->tail & r->mask), r->tail);
 }
 
 int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len)

@@ -137,17 +137,21 @@ int pp_shm_ring_drained(struct pp_shm_ring *r);
  * 0 when a record waits; a poisoned ring counts as empty. */
 int pp_shm_ring_empty(struct pp_shm_ring *r);
 
+/* 1 when the record at cell pos is marked as published with index
+ * (acquire: what its producer wrote before the mark is visible after it).
+ * A cell's mark is its first 8 bytes (ring.c). */
+static inline int pp_shm_ring_marked(const struct pp_shm_ring *r, uint32_t pos, uint64_t index)
+{
+	const uint64_t *mark = (const uint64_t *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
+	return __atomic_load_n(mark, __ATOMIC_ACQUIRE) == (index ^ r->key);
+}
+
 /* Consumer: 0 when pp_shm_ring_peek would return 0 now (the cell at its
  * index is not marked with it), else 1: a poll loop's look without a call.
- * A cell's mark is its first 8 bytes (ring.c); a poisoned ring says 1, so
- * peek reports it. */
+ * A poisoned ring says 1, so peek reports it. */
 static inline int pp_shm_ring_ready(const struct pp_shm_ring *r)
 {
-	if (r->err)
-		return 1;
-	const uint64_t *mark =
-	    (const uint64_t *)(r->cells + (size_t)(r->tail & r->mask) * PP_SHM_RING_CELL);
-	return __atomic_load_n(mark, __ATOMIC_RELAXED) == (r->tail ^ r->key);
+	return r->err || pp_shm_ring_marked(r, (uint32_t)(r->tail & r->mask), r->tail);
 }
 
 /* Consumer: the oldest record. Returns 1 and sets *ptr, *len (the payload
