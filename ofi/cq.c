@@ -112,7 +112,8 @@ static ssize_t read_locked(struct pp_fi_cq *cq, void *buf, size_t count, fi_addr
 	 * MPI reads until the queue is empty (Open MPI's mtl ofi: again after
 	 * every entry), and a second pass at once finds nothing new but costs
 	 * as much as the first, on the path of the message just taken (under
-	 * Open MPI, 340 instructions of a 540-instruction idle progress call).
+	 * Open MPI over pp, 8 B: about 340 instructions a provider read, of
+	 * about 530 to 630 a progress call, callgrind).
 	 * The read after it makes progress again. */
 	int skip = cq->fruitful && count;
 	cq->fruitful = 0;

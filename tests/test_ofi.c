@@ -535,10 +535,10 @@ static void test_read_after_entries(void)
 {
 	struct side a, b;
 	CU_ASSERT_EQUAL_FATAL(open_pair(&a, &b, NULL, 0), 0);
-	uint8_t out[3][8], in[3][8];
-	char ctx[3];
-	struct fi_cq_tagged_entry e;
-	for (int i = 0; i < 3; i++) {
+	uint8_t out[4][8], in[4][8];
+	char ctx[4];
+	struct fi_cq_tagged_entry e, two[2];
+	for (int i = 0; i < 4; i++) {
 		fill(out[i], sizeof(out[i]), (unsigned)i);
 		CU_ASSERT_EQUAL(fi_trecv(b.ep, in[i], sizeof(in[i]), NULL, FI_ADDR_UNSPEC,
 					 (uint64_t)i + 1, 0, &ctx[i]),
@@ -552,10 +552,16 @@ static void test_read_after_entries(void)
 	CU_ASSERT_EQUAL_FATAL(fi_cq_read(b.cq, &e, 1), 1);    /* its pass */
 	CU_ASSERT_PTR_EQUAL(e.op_context, &ctx[1]);
 	CU_ASSERT_EQUAL(memcmp(in[1], out[1], sizeof(out[1])), 0);
+	/* Right after that fruitful read, a read of 0 entries still makes its
+	 * pass (message 3 comes in), and the read after that pass, of 2, makes
+	 * none: message 4 waits for the next. */
 	CU_ASSERT_EQUAL(fi_tinject(a.ep, out[2], sizeof(out[2]), a.addr[1], 3), 0);
-	CU_ASSERT_EQUAL(fi_cq_read(b.cq, NULL, 0), -FI_EAGAIN); /* progress only: a pass */
+	CU_ASSERT_EQUAL(fi_cq_read(b.cq, NULL, 0), -FI_EAGAIN);
+	CU_ASSERT_EQUAL(fi_tinject(a.ep, out[3], sizeof(out[3]), a.addr[1], 4), 0);
+	CU_ASSERT_EQUAL_FATAL(fi_cq_read(b.cq, two, 2), 1);
+	CU_ASSERT_PTR_EQUAL(two[0].op_context, &ctx[2]);
 	CU_ASSERT_EQUAL_FATAL(fi_cq_read(b.cq, &e, 1), 1);
-	CU_ASSERT_PTR_EQUAL(e.op_context, &ctx[2]);
+	CU_ASSERT_PTR_EQUAL(e.op_context, &ctx[3]);
 	close_side(&b);
 	close_side(&a);
 }
