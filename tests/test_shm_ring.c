@@ -3,6 +3,7 @@
  * and a producer and a consumer thread checking every record's contents. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,8 +189,10 @@ static void *stress_producer(void *arg)
 	for (uint32_t i = 0; i < STRESS_RECORDS;) {
 		uint32_t n = 4 + (i * 2654435761u) % 500u;
 		void *p;
-		if (pp_shm_ring_reserve(&r, n, &p) == -EAGAIN)
+		if (pp_shm_ring_reserve(&r, n, &p) == -EAGAIN) {
+			sched_yield(); /* the consumer may share this core */
 			continue;
+		}
 		memcpy(p, &i, 4);
 		fill((uint8_t *)p + 4, n - 4, i);
 		pp_shm_ring_commit(&r, n);
@@ -207,8 +210,10 @@ static void *stress_consumer(void *arg)
 	while (s->received < STRESS_RECORDS) {
 		const void *q;
 		uint32_t len, seq;
-		if (!pp_shm_ring_peek(&r, &q, &len))
+		if (!pp_shm_ring_peek(&r, &q, &len)) {
+			sched_yield(); /* the producer may share this core */
 			continue;
+		}
 		memcpy(&seq, q, 4);
 		if (seq != s->received || len != 4 + (seq * 2654435761u) % 500u ||
 		    !check((const uint8_t *)q + 4, len - 4, seq))

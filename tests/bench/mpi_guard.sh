@@ -37,7 +37,10 @@
 # It also fails when native librt-pp's 8-byte one-way latency on one node
 # is not at least 1.1 x vader's speed (1.39 with lite records and ring
 # marks; 0.98 to 1.02 before them), and when Open MPI over pp at 8 B is
-# below 0.7 x ob1+vader's speed one way or 0.25 x its windowed rate (two
+# below 0.5 x ob1+vader's speed one way (0.7 until the one-node rounds of
+# 10 000 iterations read 0.50 to 0.96 in one CI run on a CPU where the
+# ratio sits near 0.75: a line inside the spread; what it guards against,
+# node-mates through their ports, is 0.04) or 0.25 x its windowed rate (two
 # CI runs: 0.85 and 0.90 one way, 0.72 and 0.45 windowed: a window point
 # of --iters 100 is a millisecond, and its rounds moved from 0.40 to 0.80;
 # in runs of 20 000 iterations 0.93 to 0.97 and 0.85 to 0.88 with
@@ -210,7 +213,7 @@ done
 # Open MPI over pp against ob1+vader at 8 B, what an MPI user of one node
 # sees first.
 for t in latency window; do
-  line=0.7
+  line=0.5
   [ $t = window ] && line=0.25
   awk -v v="${ratio[nodepv.$t.8]}" -v l=$line 'BEGIN { exit !(v >= l) }' ||
     { echo "FAIL: one node, 8 B $t: Open MPI over pp at ${ratio[nodepv.$t.8]} x ob1+vader (< $line)"; bad=1; }
