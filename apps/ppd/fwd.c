@@ -606,6 +606,27 @@ static int doze(struct ppd_handler *h)
 	return 1;
 }
 
+unsigned ppd_handler_pass(struct ppd_handler *h)
+{
+	struct ppd *d = h->d;
+	atomic_fetch_add_explicit(&h->epoch, 1, memory_order_acq_rel);
+	unsigned n = nic_rx(h);
+	for (int i = 0; i < PPD_MAX_RANKS; i++) {
+		struct ppd_rank *r = &d->ranks[i];
+		int st = atomic_load_explicit(&r->state, memory_order_acquire);
+		if ((st != PPD_RANK_ACTIVE && st != PPD_RANK_DYING) || r->home != h->id)
+			continue;
+		if (st == PPD_RANK_ACTIVE) {
+			n += rank_tx(h, r);
+		} else {
+			say_bye(h, r);
+			atomic_store_explicit(&r->state, PPD_RANK_GONE, memory_order_release);
+		}
+	}
+	n += ppd_pull_run(h);
+	return n + flush(h);
+}
+
 static void *handler_main(void *arg)
 {
 	struct ppd_handler *h = arg;
@@ -620,24 +641,8 @@ static void *handler_main(void *arg)
 	uint64_t busy = h->c.busy_ns, start = ppd_now_ns() - h->c.run_ns;
 	unsigned idle = 0;
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
-		atomic_fetch_add_explicit(&h->epoch, 1, memory_order_acq_rel);
 		uint64_t t0 = ppd_now_ns(), delivered = h->c.to_ranks;
-		unsigned n = nic_rx(h);
-		for (int i = 0; i < PPD_MAX_RANKS; i++) {
-			struct ppd_rank *r = &d->ranks[i];
-			int st = atomic_load_explicit(&r->state, memory_order_acquire);
-			if ((st != PPD_RANK_ACTIVE && st != PPD_RANK_DYING) || r->home != h->id)
-				continue;
-			if (st == PPD_RANK_ACTIVE) {
-				n += rank_tx(h, r);
-			} else {
-				say_bye(h, r);
-				atomic_store_explicit(&r->state, PPD_RANK_GONE,
-						      memory_order_release);
-			}
-		}
-		n += ppd_pull_run(h);
-		n += flush(h);
+		unsigned n = ppd_handler_pass(h);
 		uint64_t t1 = ppd_now_ns();
 		if (n) {
 			busy += t1 - t0;
@@ -665,6 +670,40 @@ static void *handler_main(void *arg)
 	return NULL;
 }
 
+void ppd_init(struct ppd *d)
+{
+	for (int i = 0; i < PPD_CLAIMS; i++)
+		d->claims[i].fd = -1;
+	d->doze_fd = -1;
+}
+
+int ppd_use_port(struct ppd *d, struct pp_port *port)
+{
+	int rc = pp_port_info(port, &d->info);
+	if (rc)
+		return rc;
+	d->port = port;
+	d->slot_bytes = (uint32_t)((pp_eth_frame_max(d->info.mtu) + 63) / 64 * 64);
+	if (d->slot_bytes < 128)
+		d->slot_bytes = 128;
+	return 0;
+}
+
+int ppd_handler_setup(struct ppd *d, int i, int core)
+{
+	struct ppd_handler *h = &d->h[i];
+	h->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (h->wake_fd < 0)
+		return -errno;
+	h->d = d;
+	h->id = i;
+	h->core = core;
+	h->queue = (uint16_t)i;
+	h->rng = (ppd_now_ns() | 1) * 0x9E3779B97F4A7C15ull + (uint64_t)i;
+	atomic_flag_clear(&h->inbox_lock);
+	return 0;
+}
+
 int ppd_handlers_start(struct ppd *d, const int *cores, int n)
 {
 	/* Dozing needs the NIC's wait descriptor, and one handler: it wakes
@@ -673,20 +712,13 @@ int ppd_handlers_start(struct ppd *d, const int *cores, int n)
 	d->doze_fd = fd >= 0 ? fd : -1;
 	for (int i = 0; i < n; i++) {
 		struct ppd_handler *h = &d->h[i];
-		h->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (h->wake_fd < 0) {
-			int rc = -errno;
+		int rc = ppd_handler_setup(d, i, cores[i]);
+		if (rc) {
 			pp_err("ppd: cannot make handler %d's eventfd: %s", i, strerror(-rc));
 			ppd_handlers_stop(d);
 			return rc;
 		}
-		h->d = d;
-		h->id = i;
-		h->core = cores[i];
-		h->queue = (uint16_t)i;
-		h->rng = (ppd_now_ns() | 1) * 0x9E3779B97F4A7C15ull + (uint64_t)i;
-		atomic_flag_clear(&h->inbox_lock);
-		int rc = pthread_create(&h->thread, NULL, handler_main, h);
+		rc = pthread_create(&h->thread, NULL, handler_main, h);
 		if (rc) {
 			pp_err("ppd: cannot start handler %d: %s", i, strerror(rc));
 			close(h->wake_fd);

@@ -475,22 +475,22 @@ static int start(struct ppd *d, const struct opts *o, int *cores, int *ncores)
 			 eal);
 	else
 		snprintf(dev, sizeof(dev), "%s", o->dev);
-	rc = pp_port_open(&d->port, dev, &pc);
+	struct pp_port *port;
+	rc = pp_port_open(&port, dev, &pc);
 	if (rc) {
 		fprintf(stderr, "ppd: cannot open port '%s': %s\n", o->dev, strerror(-rc));
 		return rc;
 	}
-	if ((rc = pp_port_info(d->port, &d->info)))
+	if ((rc = ppd_use_port(d, port))) {
+		pp_port_close(port);
 		return rc;
+	}
 	if (d->info.nb_queues < *ncores) {
 		fprintf(stderr,
 			"ppd: notice: port gives %u queue pair(s); running %u handler(s), not %d\n",
 			d->info.nb_queues, d->info.nb_queues, *ncores);
 		*ncores = d->info.nb_queues;
 	}
-	d->slot_bytes = (uint32_t)((pp_eth_frame_max(d->info.mtu) + 63) / 64 * 64);
-	if (d->slot_bytes < 128)
-		d->slot_bytes = 128;
 	return 0;
 }
 
@@ -523,14 +523,13 @@ int main(int argc, char **argv)
 	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 
 	static struct ppd d;
+	ppd_init(&d);
 	d.tx_copy = o.tx_copy;
 	d.no_pull_serve = o.no_pull_serve;
 	d.no_place = o.no_place;
 	d.doze = o.doze;
 	d.bind_first = o.bind_first;
 	d.max_ranks_uid = o.max_ranks_uid;
-	for (int i = 0; i < PPD_CLAIMS; i++)
-		d.claims[i].fd = -1;
 	int cores[PPD_MAX_HANDLERS], ncores;
 	static struct ppd_server srv;
 	int rc = start(&d, &o, cores, &ncores);

@@ -387,9 +387,22 @@ int ppd_mem_thread(struct ppd_handler *h);
 int ppd_mem_watch(struct ppd *d, uint64_t now);
 int ppd_mem_uid_stuck(struct ppd *d, uid_t uid);
 
+/* A daemon before its port and handlers: no claim, no doze descriptor. */
+void ppd_init(struct ppd *d);
+/* The NIC: d serves port (its info and the slot size come from it); 0 or
+ * -errno. The caller closes it after ppd_handlers_stop. */
+int ppd_use_port(struct ppd *d, struct pp_port *port);
+
 /* Start and stop the handler threads (fwd.c). start: -errno. */
 int ppd_handlers_start(struct ppd *d, const int *cores, int n);
 void ppd_handlers_stop(struct ppd *d);
+/* The handler threads' parts, for a caller that drives a handler itself
+ * (the unit tests): setup makes handler i (pinned to core when it runs),
+ * 0 or -errno; pass is one turn of its loop (the NIC, its ranks' tx
+ * rings, its pull jobs, then what waits for the NIC) and returns the work
+ * it found. */
+int ppd_handler_setup(struct ppd *d, int i, int core);
+unsigned ppd_handler_pass(struct ppd_handler *h);
 /* A new thread for handler h, whose thread was abandoned (mem.c): 0 or
  * -errno. */
 int ppd_handler_restart(struct ppd_handler *h);
