@@ -675,6 +675,7 @@ void ppd_init(struct ppd *d)
 	for (int i = 0; i < PPD_CLAIMS; i++)
 		d->claims[i].fd = -1;
 	d->doze_fd = -1;
+	d->pull_rto_ns = PPD_PULL_RTO_NS;
 }
 
 int ppd_use_port(struct ppd *d, struct pp_port *port)

@@ -69,20 +69,22 @@
 #include "ring.h"
 #include "wire.h"
 
-#define PPD_MAX_RANKS	  64
-#define PPD_MAX_JOB_RANKS (1u << 20)	/* ranks in a job at most */
-#define PPD_PENDING	  32		/* connections waiting for their request */
-#define PPD_PENDING_UID	  8		/* ... of one uid (server.c) */
-#define PPD_CLAIMS	  64		/* jobs bound at once (claims.c) */
-#define PPD_RANKS_UID	  32		/* --max-ranks-per-uid default (ranks.c) */
-#define PPD_CONN_NS	  1000000000ull /* ... each for at most 1 s */
-#define PPD_MAX_HANDLERS  16
-#define PPD_BURST	  32
-#define PPD_PJOBS	  64   /* pull jobs a handler holds */
-#define PPD_FLOWS	  1024 /* (job, rank, peer) sequences a handler keeps */
-#define PPD_INBOX	  256  /* messages waiting for a handler */
-#define PPD_SERVERS	  7    /* handlers that serve pulls (streams 1..7) */
-#define PPD_STUCK	  8    /* abandoned copies held at once (mem.c) */
+#define PPD_MAX_RANKS	    64
+#define PPD_MAX_JOB_RANKS   (1u << 20)	  /* ranks in a job at most */
+#define PPD_PENDING	    32		  /* connections waiting for their request */
+#define PPD_PENDING_UID	    8		  /* ... of one uid (server.c) */
+#define PPD_CLAIMS	    64		  /* jobs bound at once (claims.c) */
+#define PPD_RANKS_UID	    32		  /* --max-ranks-per-uid default (ranks.c) */
+#define PPD_CONN_NS	    1000000000ull /* ... each for at most 1 s */
+#define PPD_MAX_HANDLERS    16
+#define PPD_BURST	    32
+#define PPD_PJOBS	    64	      /* pull jobs a handler holds */
+#define PPD_FLOWS	    1024      /* (job, rank, peer) sequences a handler keeps */
+#define PPD_INBOX	    256	      /* messages waiting for a handler */
+#define PPD_SERVERS	    7	      /* handlers that serve pulls (streams 1..7) */
+#define PPD_STUCK	    8	      /* abandoned copies held at once (mem.c) */
+#define PPD_PULL_RTO_NS	    1000000u  /* pull jobs' least timeout: ranks share cores with us */
+#define PPD_PULL_RTO_MAX_NS 50000000u /* ... their largest after back-off */
 
 enum ppd_rank_state {
 	PPD_RANK_FREE = 0, /* unused entry */
@@ -290,6 +292,7 @@ struct ppd {
 	int doze;				/* --doze: idle handlers may sleep */
 	int bind_first;				/* --bind-first-attacher (claims.c) */
 	int max_ranks_uid;			/* --max-ranks-per-uid (ranks.c) */
+	uint64_t pull_rto_ns;			/* pull jobs' least timeout (pull.c) */
 	struct ppd_claim claims[PPD_CLAIMS];	/* job bindings, main thread only */
 	struct ppd_stuck {
 		_Atomic int used;   /* a copy abandoned and still held in the kernel */

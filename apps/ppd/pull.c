@@ -15,8 +15,6 @@
 #include "wire.h"
 
 #define WINDOW	       64u	  /* frames in flight per job */
-#define RTO_NS	       1000000u	  /* smallest timeout: ranks share cores with the daemon */
-#define RTO_MAX_NS     50000000u  /* largest after back-off */
 #define TIMEOUT_MIN_NS 100000000u /* least silence before a job fails */
 #define TX_ROOM	       PPD_BURST  /* frames a pass may queue for the NIC */
 #define FAIL_NOW       2 /* j->failing bit: end at once (bit 1: once nothing is in flight) */
@@ -233,6 +231,14 @@ static int attached(const struct ppd *d, uint32_t job, uint32_t src, uint32_t in
 	return 0;
 }
 
+/* Start t's sequence at seq with the daemon's timer. */
+static void flow_start(const struct ppd *d, struct pp_gbn_tx *t, uint32_t seq)
+{
+	pp_gbn_tx_start(t, seq, d->pull_rto_ns,
+			d->pull_rto_ns > PPD_PULL_RTO_MAX_NS ? d->pull_rto_ns
+							     : PPD_PULL_RTO_MAX_NS);
+}
+
 static uint32_t rnd32(struct ppd_handler *h)
 {
 	return (uint32_t)(pp_xorshift64(&h->rng) >> 16);
@@ -284,7 +290,7 @@ static struct ppd_flow *flow_get(struct ppd_handler *h, const struct ppd_pjob *j
 				  .fresh = (uint8_t)evicted,
 				  .last = now,
 				  .used = 1};
-	pp_gbn_tx_start(&slot->tx, evicted ? rnd32(h) : 0, RTO_NS, RTO_MAX_NS);
+	flow_start(h->d, &slot->tx, evicted ? rnd32(h) : 0);
 	COUNT(h, flows_evicted, (uint64_t)evicted);
 	return slot;
 }
@@ -439,7 +445,7 @@ static void take_msgs(struct ppd_handler *h, uint64_t now)
 				 * unacked, or the flow is new after its entry was
 				 * given up): nothing of this one is in, so it starts
 				 * again there. */
-				pp_gbn_tx_start(t, m->ack, RTO_NS, RTO_MAX_NS);
+				flow_start(h->d, t, m->ack);
 				j->seq0 = m->ack;
 				break;
 			}
@@ -479,7 +485,7 @@ unsigned ppd_pull_run(struct ppd_handler *h)
 				continue; /* one job per flow at a time */
 			f->busy = 1;
 			j->flow = f;
-			pp_gbn_tx_start(&f->tx, pp_gbn_tx_next(&f->tx), RTO_NS, RTO_MAX_NS);
+			flow_start(h->d, &f->tx, pp_gbn_tx_next(&f->tx));
 			j->seq0 = pp_gbn_tx_next(&f->tx);
 			j->started = 1;
 			j->progress = now;
