@@ -10,8 +10,9 @@
  * dropped and counted, node-mates' frames never on the wire, pull serving
  * (DATA frames of the rank's own memory, acked to DONE, sent again from a
  * NACK, failed for a range the rank cannot read and for a silent
- * receiver), and the BYE a dead rank's home handler sends, signed with
- * the rank's key.
+ * receiver), placement of DATA payloads into a rank's buffer (and the
+ * frames that must not be placed), and the BYE a dead rank's home handler
+ * sends, signed with the rank's key.
  */
 #include <errno.h>
 #include <poll.h>
@@ -518,6 +519,104 @@ static void test_pull_silent(void)
 	bed_down(r0, NULL);
 }
 
+/* ---- placement ---- */
+
+#define PL_LEN 6000u
+#define PL_ID  9u
+
+/* The other node's DATA frame of message PL_ID (PL_LEN bytes) from rank 1
+ * in incarnation inc: n pattern bytes (seed s) at off; bad: one payload
+ * byte flipped after the CRC was made. */
+static void send_data(uint32_t inc, uint64_t off, uint32_t n, uint8_t s, int bad)
+{
+	uint8_t payload[MTU];
+	for (uint32_t i = 0; i < n; i++)
+		payload[i] = (uint8_t)(s + i * 7);
+	struct pp_wire_hdr w = hdr(PP_WIRE_DATA, 1, 0, inc, 1);
+	w.msg_id = PL_ID;
+	w.msg_len = PL_LEN;
+	w.offset = off;
+	w.payload_len = (uint16_t)n;
+	struct pp_buf *b;
+	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(bed.other, &b, 1), 1);
+	int len = pp_wire_encode(b->data, b->cap, nic_mac, other_mac, &w, payload);
+	CU_ASSERT_FATAL(len > 0);
+	if (bad)
+		b->data[len - 1] ^= 0x40;
+	b->len = (uint32_t)len;
+	CU_ASSERT_EQUAL_FATAL(pp_port_tx_burst(bed.other, 0, &b, 1), 1);
+}
+
+/* What rank port p got: for each frame, 1 when its payload was placed (its
+ * headers alone came), 0 when it came whole; their count. */
+static unsigned rank_got(struct pp_port *p, int *placed, unsigned max)
+{
+	struct pp_buf *bufs[16];
+	unsigned n = pp_port_rx_burst(p, 0, bufs, 16);
+	CU_ASSERT_FATAL(n <= max);
+	for (unsigned i = 0; i < n; i++) {
+		placed[i] = ppd_port_rx_placed(p, bufs[i]);
+		CU_ASSERT_EQUAL(bufs[i]->len == PP_WIRE_MIN_FRAME, placed[i]);
+	}
+	pp_port_free(p, bufs, n);
+	return n;
+}
+
+static int zeros(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* DATA from the wire into a receive the rank described: the payloads of
+ * the frames its engine takes next are written into its buffer and their
+ * headers alone reach it; a frame out of order, of another incarnation of
+ * the sender, with a bad CRC, or after the description was taken back
+ * comes whole and writes nothing. */
+static void test_placement(void)
+{
+	bed_up();
+	struct pp_port *r0 = attach(0, 1);
+	uint8_t *buf = calloc(1, PL_LEN);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	CU_ASSERT_EQUAL(ppd_port_place_post(r0, 1, 1, PL_ID, buf, PL_LEN, 0), 0);
+	send_data(1, 0, 1400, 1, 0);
+	send_data(1, 1400, 1400, 2, 0);
+	send_data(1, 4200, 1400, 3, 0); /* 2800 is next: out of order */
+	send_data(2, 2800, 1400, 4, 0); /* another life of rank 1 */
+	send_data(1, 2800, 1400, 5, 1); /* bad CRC */
+	pp_sim_link_set_time(bed.link, 0);
+	pass();
+	int placed[16];
+	CU_ASSERT_EQUAL(rank_got(r0, placed, 16), 5);
+	CU_ASSERT(placed[0] && placed[1]);
+	CU_ASSERT(!placed[2] && !placed[3] && !placed[4]);
+	CU_ASSERT(pattern_ok(buf, 1400, 1));
+	CU_ASSERT(pattern_ok(buf + 1400, 1400, 2));
+	CU_ASSERT(zeros(buf + 2800, PL_LEN - 2800));
+	CU_ASSERT_EQUAL(d.h[0].c.placed_frames, 2);
+	CU_ASSERT_EQUAL(d.h[0].c.placed_bytes, 2800);
+	/* The next frame in order is placed; once taken back, none is. */
+	send_data(1, 2800, 1400, 6, 0);
+	pp_sim_link_set_time(bed.link, 0);
+	pass();
+	CU_ASSERT_EQUAL(rank_got(r0, placed, 16), 1);
+	CU_ASSERT(placed[0]);
+	CU_ASSERT(pattern_ok(buf + 2800, 1400, 6));
+	ppd_port_place_cancel(r0, 1, PL_ID);
+	send_data(1, 4200, 1400, 7, 0);
+	pp_sim_link_set_time(bed.link, 0);
+	pass();
+	CU_ASSERT_EQUAL(rank_got(r0, placed, 16), 1);
+	CU_ASSERT(!placed[0]);
+	CU_ASSERT(zeros(buf + 4200, PL_LEN - 4200));
+	CU_ASSERT_EQUAL(d.h[0].c.placed_frames, 3);
+	free(buf);
+	bed_down(r0, NULL);
+}
+
 /* ---- a rank's death ---- */
 
 static void test_bye_for_dead(void)
@@ -556,6 +655,8 @@ static CU_TestInfo tests[] = {
     {"pull serving: a NACK sends the rest again, same bytes", test_pull_nack},
     {"pull serving: a range the rank cannot read fails, nothing sent", test_pull_bad_range},
     {"pull serving: a silent receiver fails the pull after its timeout", test_pull_silent},
+    {"placement: in-order DATA written into the rank; others whole, nothing written",
+     test_placement},
     {"a dead rank's BYE is sent for it, signed with its key", test_bye_for_dead},
     CU_TEST_INFO_NULL,
 };
