@@ -119,6 +119,8 @@ struct pp_proto_conf {
 	int btp_fit;		 /* 1: push more when the path holds more (rule 1) */
 	uint64_t rate_hint;	 /* btp_fit: the link's rate, bytes/s, until measured (0: none) */
 	uint64_t local_whole;	 /* btp_fit: node-mates' messages up to this are pushed whole */
+	uint64_t local_stream;	 /* btp_fit: ... and from this on (0: none): streamed through
+				  * the ring, both cores copying, not copied by the receiver */
 	uint32_t window;	 /* go-back-N window, frames, power of two */
 	uint64_t rto_ns;	 /* initial retransmission timeout */
 	uint64_t rto_max_ns;	 /* largest timeout after back-off */

@@ -289,6 +289,13 @@ int pp_proto_lite_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t from,
 /* Bytes a message of len bytes to p pushes unasked (rule 1). */
 uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len);
 
+/* 1 when a node-mate's message of len bytes streams through the ring
+ * whole (local_stream), with BTPs fitted. */
+static inline int pp_proto_local_streamed(const struct pp_proto *e, uint64_t len)
+{
+	return e->c.local_stream && len >= e->c.local_stream;
+}
+
 /* Payload bytes of the first frame of a message of len bytes that pushes
  * push of them. */
 uint64_t pp_proto_first_len(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t push,

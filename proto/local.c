@@ -84,8 +84,10 @@ int pp_proto_writable(const struct pp_proto *e, const struct pp_proto_peer *p, u
 	if (len < e->writable_min) /* most receives: no push_of to compute */
 		return 0;
 	uint64_t push = pp_proto_push_of(e, p, len);
-	if (push >= len)
-		return e->c.write_min && len >= e->c.write_min ? PP_PROTO_WRITE_WHOLE : 0;
+	if (push >= len) /* one streamed through the ring is never written */
+		return e->c.write_min && len >= e->c.write_min && !pp_proto_local_streamed(e, len)
+			   ? PP_PROTO_WRITE_WHOLE
+			   : 0;
 	return e->c.write_rest && len - push >= e->c.direct_min ? PP_PROTO_WRITE_REST : 0;
 }
 

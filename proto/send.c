@@ -17,7 +17,8 @@
  * for a direct copy (pulled as DATA, it would cost a round trip for
  * nothing); a longer one to a node-mate pushes nothing, and the receiver's
  * one copy call takes it all (16 KiB one way 1.43 us against 1.89 with the
- * BTPs pushed first: their copies out of the ring came before the call). */
+ * BTPs pushed first: their copies out of the ring came before the call),
+ * up to local_stream, from which it streams through the ring whole. */
 uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *p, uint64_t len)
 {
 	if (e->c.mode != PP_PROTO_PUSH_PULL)
@@ -28,7 +29,10 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *
 	if (!e->c.btp_fit)
 		return push;
 	if (p->local) /* pushed whole, or nothing: the receiver's one copy takes it all */
-		return len <= e->c.local_whole || len - push < e->c.direct_min ? len : 0;
+		return len <= e->c.local_whole || pp_proto_local_streamed(e, len) ||
+			       len - push < e->c.direct_min
+			   ? len
+			   : 0;
 	uint64_t fit = pp_path_fit(&p->path);
 	if (fit > push) {
 		/* In whole frames (the first one full too, pp_proto_first_len):

@@ -298,6 +298,11 @@ static int set_shm_heap(struct pp_config *c, const char *v)
 	return parse_bytes(v, &c->shm_heap);
 }
 
+static int set_shm_stream(struct pp_config *c, const char *v)
+{
+	return parse_bytes(v, &c->shm_stream);
+}
+
 /* A byte count that fits 32 bits. */
 static int set_bytes32(uint32_t *dst, const char *v)
 {
@@ -437,6 +442,11 @@ static const struct key {
      false},
     {{"shm_heap", BYTES, "64m", "pp_malloc memory per rank in the node segment"},
      set_shm_heap,
+     false},
+    {{"shm_stream", BYTES, "1m",
+      "node-mates' messages from this size stream through the rings, both cores copying "
+      "(0: never; shorter ones past 8k are copied by their receiver)"},
+     set_shm_stream,
      false},
     {{"stage_bytes", BYTES, "4m", "prediction staging memory (0: no staging)"},
      set_stage_bytes,

@@ -71,6 +71,8 @@ struct pp_config {
 	bool credits;		    /* pushed-buffer credits (false: Push-All overflow) */
 	enum pp_shm_mode shm;	    /* intranode transport: on, off, twocopy */
 	uint64_t shm_heap;	    /* pp_malloc bytes per rank in the segment (0: none) */
+	uint64_t shm_stream;	    /* node-mates' messages from this size stream through the
+				     * rings (0: never; longer ones are copied by the receiver) */
 	bool shm_write;		    /* shm=on: a sender writes into a receive posted early */
 	bool udp_fallback;	    /* a raw port refused for want of privilege: udp: instead */
 	enum pp_stats_out stats;    /* counters on stderr at pp_finalize */

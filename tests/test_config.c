@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "cu_main.h"
+#include "engine.h"
 #include "pp_log.h"
 #include "predict.h"
 
@@ -45,12 +46,29 @@ static void test_defaults(void)
 	CU_ASSERT_TRUE(c.credits);
 	CU_ASSERT_FALSE(c.zerocopy);
 	CU_ASSERT_EQUAL(c.shm_heap, 64u << 20);
+	CU_ASSERT_EQUAL(c.shm_stream, 1u << 20);
 	CU_ASSERT_EQUAL(c.stage_bytes, 4u << 20);
 	CU_ASSERT_EQUAL(c.stage_remap, 0);
 	CU_ASSERT_EQUAL(c.pushbuf_bytes, 1u << 20);
 	CU_ASSERT_EQUAL(c.stats, PP_STATS_OFF);
 	CU_ASSERT_EQUAL(c.job, 0);
 	CU_ASSERT_EQUAL(c.token, 0);
+}
+
+/* The keys the engine reads keep its defaults: the table's strings and the
+ * engine's numbers cannot drift apart. */
+static void test_engine_defaults(void)
+{
+	struct pp_config c;
+	struct pp_proto_conf e;
+	CU_ASSERT_EQUAL(pp_config_load(&c, NULL), 0);
+	pp_proto_conf_job(&e); /* what a job runs */
+	CU_ASSERT_EQUAL(c.btp1, e.btp1);
+	CU_ASSERT_EQUAL(c.btp2, e.btp2);
+	CU_ASSERT_EQUAL(c.pushbuf_bytes, e.pushbuf_bytes);
+	CU_ASSERT_EQUAL(c.credits, e.credits != 0);
+	CU_ASSERT_EQUAL((int)c.mode, (int)e.mode);
+	CU_ASSERT_EQUAL(c.shm_stream, e.local_stream);
 }
 
 static void test_string(void)
@@ -201,7 +219,9 @@ static void test_numbers(void)
 	CU_ASSERT_EQUAL(c.btp1, 10);
 	CU_ASSERT_EQUAL(c.btp2, 32);
 	CU_ASSERT_EQUAL(c.timeout_ms, 16);
-	CU_ASSERT_EQUAL(pp_config_load(&c, "stage_bytes=2m,pushbuf_bytes=64k,shm_heap=0x10k"), 0);
+	CU_ASSERT_EQUAL(
+	    pp_config_load(&c, "stage_bytes=2m,pushbuf_bytes=64k,shm_heap=0x10k,shm_stream=0"), 0);
+	CU_ASSERT_EQUAL(c.shm_stream, 0);
 	CU_ASSERT_EQUAL(c.stage_bytes, 2u << 20);
 	CU_ASSERT_EQUAL(c.pushbuf_bytes, 64u << 10);
 	CU_ASSERT_EQUAL(c.shm_heap, 16u << 10);
@@ -274,6 +294,7 @@ static void test_key_table(void)
 
 static CU_TestInfo tests[] = {
     {"defaults", test_defaults},
+    {"the engine's keys keep the engine's defaults", test_engine_defaults},
     {"string", test_string},
     {"env then string", test_env_then_string},
     {"job key", test_job_key},

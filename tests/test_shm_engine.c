@@ -244,16 +244,17 @@ static void test_direct_min(void)
 }
 
 /* BTP fitted (btp_fit): a message whose rest after the pushes would be too
- * short for a direct copy, or no longer than local_whole, is pushed whole,
- * with no PULL round trip; past both, nothing is pushed and one copy takes
- * it all.
+ * short for a direct copy, no longer than local_whole, or from local_stream
+ * on, is pushed whole, with no PULL round trip; else nothing is pushed and
+ * one copy takes it all.
  * With btp_fit off the rest is pulled as DATA, or copied. */
 static void test_fit(void)
 {
 	static uint8_t s[40000], r[40000 + 16];
-	for (int cfg = 0; cfg < 3; cfg++) {
+	for (int cfg = 0; cfg < 4; cfg++) {
 		int fit = cfg > 0;
 		uint64_t lw = cfg == 2 ? 32768 : 0;
+		uint64_t ls = cfg == 3 ? 20000 : 0;
 		memset(&w, 0, sizeof(w));
 		w.fail_from = -1;
 		w.now = 1000;
@@ -264,6 +265,7 @@ static void test_fit(void)
 		c.direct_min = 4096;
 		c.btp_fit = fit;
 		c.local_whole = lw;
+		c.local_stream = ls;
 		CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
 		for (int late = 0; late < 2; late++) {
 			struct pp_stats a, b;
@@ -274,7 +276,8 @@ static void test_fit(void)
 				w.copied = 0;
 				CU_ASSERT_EQUAL(one(sz[k], sz[k], late, (unsigned)k, s, r), 0);
 				pp_proto_stats(w.e[1], &b);
-				int whole = fit && (sz[k] - 760 < 4096 || sz[k] <= lw);
+				int whole = fit && (sz[k] - 760 < 4096 || sz[k] <= lw ||
+						    (ls && sz[k] >= ls));
 				int copied = !whole && sz[k] - 760 >= 4096;
 				CU_ASSERT_EQUAL(b.pulls_tx - a.pulls_tx, whole ? 0u : 1u);
 				CU_ASSERT_EQUAL(w.calls, copied ? 1u : 0u);

@@ -380,6 +380,38 @@ static void take_pair(uint64_t n, uint64_t cookie, const uint8_t *a, const uint8
 	CU_ASSERT(pp_proto_idle(w.e[0]) && pp_proto_idle(w.e[1]));
 }
 
+/* A message streamed through the ring (local_stream) is never written: its
+ * receive is not published, and with write_min at 8 KiB a 1 MiB message
+ * that a published receive would have taken by the sender's write comes
+ * through the frames. */
+static void test_streamed_unpublished(void)
+{
+	write_min = 8192;
+	world_init_with(PP_PROTO_PUSH_PULL, 8192);
+	pp_proto_destroy(w.e[0]);
+	pp_proto_destroy(w.e[1]);
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	c.btp_fit = 1;
+	c.local_whole = 8192;
+	c.local_stream = 1u << 20;
+	c.write_min = write_min;
+	c.hooks.direct = hook_direct;
+	c.hooks.publish = hook_publish;
+	set_recvq(&c.hooks);
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
+	CU_ASSERT_EQUAL(one(8192, 8192, 0, 80, sbuf, rbuf), 0); /* written */
+	CU_ASSERT_EQUAL(w.posts, 1);
+	CU_ASSERT_EQUAL(w.writes, 1);
+	CU_ASSERT_EQUAL(one(1u << 20, 1u << 20, 0, 81, sbuf + 1, rbuf + 3), 0);
+	CU_ASSERT_EQUAL(one((1u << 20) + 5, (1u << 20) + 5, 1, 82, sbuf, rbuf), 0);
+	CU_ASSERT_EQUAL(w.posts, 1);
+	CU_ASSERT_EQUAL(w.writes, 1);
+	CU_ASSERT_EQUAL(w.copied, 0); /* nor copied by the receiver */
+	write_min = 0;
+	world_fini();
+}
+
 /* write_min: a message pushed whole from write_min on, alone on its way to
  * the receiver, is written into its published receive (one copy); a shorter
  * one is not published. One sent while the last one's frame is not yet
@@ -804,6 +836,7 @@ static CU_TestInfo engine_tests[] = {
     {"late receiver: the receiver reads", test_late_read},
     {"pushed whole (btp_fit): not published, not written", test_pushed_whole_unpublished},
     {"pushed whole from write_min: written when alone on its way", test_pushed_whole_written},
+    {"streamed through the ring: never published nor written", test_streamed_unpublished},
     {"two tags from one source, sent in the other order", test_two_tags},
     {"MPI's 64-bit tags and ignore masks, matched and written", test_wide_tags},
     {"any source blocks publishing; order kept", test_any_source},
