@@ -250,6 +250,9 @@ int pp_proto_send_copy(struct pp_proto *eng, uint32_t dst, uint64_t tag, const v
 #define PP_PROTO_SEND_COPY 0x2u /* copied at once: an inject (pp_proto_send_copy) */
 #define PP_PROTO_SEND_LATE 0x4u /* a node-mate's eager copy made late (pp_proto_send_late) */
 #define PP_PROTO_SEND_NOW  0x8u /* done in the call: 1 returned, no completion queued */
+/* buf lies in memory node-mates map (pp_malloc): their receiver copies it
+ * with one memcpy at any size, never streamed through the ring. */
+#define PP_PROTO_SEND_SHARED 0x10u
 
 /* The one send the four above are forms of. With PP_PROTO_SEND_NOW, a send
  * that completes in the call (a node-mate's small message, an eager copy,

@@ -272,9 +272,11 @@ static int start_once(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer,
 		/* Alone in the engine, the push below runs and settles: a
 		 * small send's eager copy can wait until its frames are out. */
 		if (is_send)
-			rc = pp_proto_sendf(
-			    ctx->eng, (uint32_t)peer, tag, buf, len, 0,
-			    PP_PROTO_SEND_NOW | (ctx->locking ? 0 : PP_PROTO_SEND_LATE), cookie);
+			rc = pp_proto_sendf(ctx->eng, (uint32_t)peer, tag, buf, len, 0,
+					    PP_PROTO_SEND_NOW |
+						(ctx->locking ? 0 : PP_PROTO_SEND_LATE) |
+						pp_ctx_shm_send_flags(ctx, buf, len),
+					    cookie);
 		else
 			rc = pp_proto_recv(ctx->eng, peer, pp_ctx_tag(tag), pp_ctx_tag_ignore(tag),
 					   buf, len, cookie);

@@ -351,6 +351,14 @@ int pp_shm_link_drained(pp_ctx *ctx);
  * -ENOENT when p is not from there. */
 void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);
 int pp_shm_link_free(pp_ctx *ctx, void *p);
+/* PP_PROTO_SEND_SHARED when a send of len bytes from buf is long enough to
+ * stream (shm_stream) and lies in the node segment, else 0. */
+unsigned pp_shm_link_send_flags(const pp_ctx *ctx, const void *buf, uint64_t len);
+/* The same, without a call for the sends too short to stream. */
+static inline unsigned pp_ctx_shm_send_flags(const pp_ctx *ctx, const void *buf, uint64_t len)
+{
+	return len >= ctx->cfg.shm_stream ? pp_shm_link_send_flags(ctx, buf, len) : 0;
+}
 
 /* Daemon mode (daemon=SOCKET): set the engine's handoff hooks in h so the
  * daemon's pull handlers may serve our PULLs (progress.c polls their

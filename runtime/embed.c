@@ -301,7 +301,7 @@ static int send_post(struct pp_embed *m, uint32_t dst, uint64_t tag, const void 
 	/* now: a send done in the call costs no trip through the completion
 	 * callbacks (Open MPI over pp: about 180 of a send's 990 instructions). */
 	unsigned flags = (copy ? PP_PROTO_SEND_COPY : 0) | (has_data ? PP_PROTO_SEND_DATA : 0) |
-			 (now ? PP_PROTO_SEND_NOW : 0);
+			 (now ? PP_PROTO_SEND_NOW : 0) | pp_ctx_shm_send_flags(ctx, buf, len);
 	int rc = pp_proto_sendf(ctx->eng, dst, tag, buf, len, data, flags, cookie);
 	if (rc < 0)
 		return rc;

@@ -673,6 +673,14 @@ void *pp_shm_link_malloc(pp_ctx *ctx, size_t len)
 	return p;
 }
 
+unsigned pp_shm_link_send_flags(const pp_ctx *ctx, const void *buf, uint64_t len)
+{
+	const struct pp_shm_link *L = ctx->shm;
+	if (!L || !ctx->cfg.shm_stream || len < ctx->cfg.shm_stream)
+		return 0;
+	return pp_shm_seg_offset(&L->seg, buf, len) != PP_SHM_NO_OFFSET ? PP_PROTO_SEND_SHARED : 0;
+}
+
 int pp_shm_link_free(pp_ctx *ctx, void *p)
 {
 	struct pp_shm_link *L = ctx->shm;

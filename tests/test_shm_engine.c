@@ -100,6 +100,9 @@ static int take(uint32_t i, struct pp_proto_cpl *c)
  * after (late) the pushes arrive, into a buffer of cap bytes (r has 16 more,
  * to see that nothing is written past it). Returns the
  * receive's completion error. */
+/* The send flags one() gives (pp_proto_sendf). */
+static unsigned send_flags;
+
 static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, uint8_t *r)
 {
 	struct pp_proto_cpl c;
@@ -107,7 +110,7 @@ static int one(uint64_t n, uint64_t cap, int late, unsigned seed, uint8_t *s, ui
 	memset(r, 0xEE, cap + 16);
 	if (!late)
 		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r, cap, 2), 0);
-	CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, s, n, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_proto_sendf(w.e[0], 1, 5, s, n, 0, send_flags, 1), 0);
 	pump();
 	if (late) {
 		CU_ASSERT_EQUAL(pp_proto_probe(w.e[1], 0, 5, 0, &c), 1);
@@ -246,15 +249,17 @@ static void test_direct_min(void)
 /* BTP fitted (btp_fit): a message whose rest after the pushes would be too
  * short for a direct copy, no longer than local_whole, or from local_stream
  * on, is pushed whole, with no PULL round trip; else nothing is pushed and
- * one copy takes it all.
+ * one copy takes it all. One from a buffer node-mates map
+ * (PP_PROTO_SEND_SHARED) is never streamed.
  * With btp_fit off the rest is pulled as DATA, or copied. */
 static void test_fit(void)
 {
 	static uint8_t s[40000], r[40000 + 16];
-	for (int cfg = 0; cfg < 4; cfg++) {
+	for (int cfg = 0; cfg < 5; cfg++) {
 		int fit = cfg > 0;
 		uint64_t lw = cfg == 2 ? 32768 : 0;
-		uint64_t ls = cfg == 3 ? 20000 : 0;
+		uint64_t ls = cfg >= 3 ? 20000 : 0;
+		send_flags = cfg == 4 ? PP_PROTO_SEND_SHARED : 0;
 		memset(&w, 0, sizeof(w));
 		w.fail_from = -1;
 		w.now = 1000;
@@ -277,7 +282,7 @@ static void test_fit(void)
 				CU_ASSERT_EQUAL(one(sz[k], sz[k], late, (unsigned)k, s, r), 0);
 				pp_proto_stats(w.e[1], &b);
 				int whole = fit && (sz[k] - 760 < 4096 || sz[k] <= lw ||
-						    (ls && sz[k] >= ls));
+						    (ls && sz[k] >= ls && !send_flags));
 				int copied = !whole && sz[k] - 760 >= 4096;
 				CU_ASSERT_EQUAL(b.pulls_tx - a.pulls_tx, whole ? 0u : 1u);
 				CU_ASSERT_EQUAL(w.calls, copied ? 1u : 0u);
@@ -288,6 +293,7 @@ static void test_fit(void)
 		}
 		world_fini();
 	}
+	send_flags = 0;
 }
 
 /* Many messages outstanding both ways, matched in order. */

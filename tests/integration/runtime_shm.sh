@@ -49,8 +49,13 @@ for mode in push-pull push-all push-zero; do
   run "2 ranks on 1 node, $mode, all scenarios" 9 -n 2 --nodes 1 --mode "$mode" -- "$rtc" all
   shm_used 2
 done
+# From shm_stream (1 MiB) a message streams through the rings: the copy
+# call is checked at every size with streaming off, and the stream's bytes
+# with it on. A pp_malloc buffer is never streamed (one memcpy wins).
 run "2 ranks, 0 B .. 64 MiB, unaligned, single copy" 4 -n 2 --nodes 1 -- \
-  "$rtc" --max-size 67108864 --offset 3 --expect-copy direct sizes
+  "$rtc" -c shm_stream=0 --max-size 67108864 --offset 3 --expect-copy direct sizes
+run "2 ranks, 0 B .. 64 MiB, unaligned, streamed from 1 MiB" 2 -n 2 --nodes 1 -- \
+  "$rtc" --max-size 67108864 --offset 5 sizes
 run "2 ranks, pp_malloc buffers (memcpy in the segment)" 4 -n 2 --nodes 1 -- \
   "$rtc" -c shm_heap=80m --pp-malloc --max-size 33554432 --offset 1 --expect-copy direct sizes
 grep -q 'two copies' "$log" && fail "single copy expected"
