@@ -30,7 +30,7 @@ _Static_assert(_Alignof(struct pp_shm_ring_shared) == PP_SHM_RING_ALIGN, "ring a
 
 /* The header at the start of a record's first cell. */
 struct rec_hdr {
-	uint64_t mark; /* index of this cell ^ key: published, written last */
+	uint64_t mark; /* pp_shm_ring_mark_of this cell's index: published, written last */
 	uint32_t len;  /* payload bytes (REC_DATA) or cells (REC_PAD) */
 	uint32_t kind; /* REC_DATA or REC_PAD */
 };
@@ -64,8 +64,8 @@ static int read_hdr(const struct pp_shm_ring *r, uint32_t pos, uint64_t index, s
 	return 1;
 }
 
-/* A fresh key with its top bit set: no index (counted from 0) XORs a
- * cleared cell's mark of 0 into a match. */
+/* A fresh key with its top bit set: index 0's mark (the key itself) is
+ * never a cleared cell's 0; another index's is with odds of 2^-64. */
 static uint64_t new_key(void)
 {
 	uint64_t k = 0;
@@ -185,10 +185,11 @@ void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len)
 	struct rec_hdr *h = hdr_at(r, r->held_pos);
 	h->len = len;
 	h->kind = REC_DATA;
-	__atomic_store_n(&h->mark, (r->head + r->held) ^ r->key, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->mark, pp_shm_ring_mark_of(r->key, r->head + r->held),
+			 __ATOMIC_RELEASE);
 	if (r->held) /* the pad, marked after its record: a consumer past it finds one */
-		__atomic_store_n(&hdr_at(r, (uint32_t)(r->head & r->mask))->mark, r->head ^ r->key,
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(&hdr_at(r, (uint32_t)(r->head & r->mask))->mark,
+				 pp_shm_ring_mark_of(r->key, r->head), __ATOMIC_RELEASE);
 	uint64_t head = r->head + r->held + cells_of(len);
 	r->held = 0;
 	r->head = head;

@@ -14,20 +14,24 @@
  * and starts the record at cell 0. A record may take at most half the ring.
  *
  * Ordering: the producer writes a record, then publishes it with a release
- * store of its mark: the index of its first cell XOR the ring's key, in the
- * record header. The consumer polls the mark in the cell at its own index
- * with an acquire load, so a message costs the one line it is written in:
- * polling the producer index instead would put a second line, read before
- * the record's, on every message's path (88-byte records one way between two
- * cores: 200 against 310 ns, tests/bench/ring_pingpong). The consumer gives
- * cells back with a release store of the consumer index, which the producer
- * reads with an acquire load only when its cached copy says the ring is
- * full. The producer index is published too, for attach and for the
- * producer's own restart; the consumer does not poll it.
+ * store of its mark (pp_shm_ring_mark_of: the index of its first cell,
+ * mixed, XOR the ring's key), in the record header. The consumer polls the mark in the cell at its
+ * own index with an acquire load, so a message costs the one line it is written in: polling the
+ * producer index instead would put a second line, read before the record's, on every message's path
+ * (88-byte records one way between two cores: 200 against 310 ns, tests/bench/ring_pingpong). The
+ * consumer gives cells back with a release store of the consumer index, which the producer reads
+ * with an acquire load only when its cached copy says the ring is full. The producer index is
+ * published too, for attach and for the producer's own restart; the consumer does not poll it.
  *
- * The key is random, chosen at format: a stale cell (the middle of an old
- * record, data a remote peer chose included) holds the mark of an index yet
- * to come only with odds of 2^-64 per cell and lap.
+ * The key is random, chosen at format, and the index is multiplied by an
+ * odd constant before the XOR, so that marks of indices a lap or two apart
+ * differ in every byte. A stale cell (the middle of an old record, data a
+ * remote peer chose included) then holds the mark of an index yet to come
+ * only with odds of about 2^-64 per cell and lap, also when the last bytes
+ * of a record's payload overwrote only the first bytes of an old mark.
+ * With the index XOR the key alone, such a word kept the old mark's high
+ * bytes, which a later index's mark shares: one payload byte then matched
+ * with odds of 1 in 256, and a stress run read a stale record as new.
  *
  * Trust: the other side may be broken or hostile and write anything into the
  * shared memory at any moment. Neither side reads its own index back from
@@ -137,13 +141,20 @@ int pp_shm_ring_drained(struct pp_shm_ring *r);
  * 0 when a record waits; a poisoned ring counts as empty. */
 int pp_shm_ring_empty(struct pp_shm_ring *r);
 
+/* The mark that publishes the record whose first cell has index, in a
+ * ring with key (see Ordering above). */
+static inline uint64_t pp_shm_ring_mark_of(uint64_t key, uint64_t index)
+{
+	return index * 0x9E3779B97F4A7C15ull ^ key;
+}
+
 /* 1 when the record at cell pos is marked as published with index
  * (acquire: what its producer wrote before the mark is visible after it).
  * A cell's mark is its first 8 bytes (ring.c). */
 static inline int pp_shm_ring_marked(const struct pp_shm_ring *r, uint32_t pos, uint64_t index)
 {
 	const uint64_t *mark = (const uint64_t *)(r->cells + (size_t)pos * PP_SHM_RING_CELL);
-	return __atomic_load_n(mark, __ATOMIC_ACQUIRE) == (index ^ r->key);
+	return __atomic_load_n(mark, __ATOMIC_ACQUIRE) == pp_shm_ring_mark_of(r->key, index);
 }
 
 /* Consumer: 0 when pp_shm_ring_peek would return 0 now (the cell at its

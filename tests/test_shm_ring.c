@@ -172,6 +172,64 @@ static void test_full(void)
 	free(m);
 }
 
+/* Records of len bytes, n of them, each made and taken at once. */
+static void pass_through(struct pp_shm_ring *prod, struct pp_shm_ring *cons, uint32_t len,
+			 unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		void *p;
+		const void *q;
+		uint32_t got;
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(prod, len, &p), 0);
+		fill(p, len, i);
+		pp_shm_ring_commit(prod, len);
+		CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(cons, &q, &got), 1);
+		CU_ASSERT(got == len && check(q, len, i));
+		pp_shm_ring_release(cons);
+	}
+}
+
+/* A record's last payload byte may land on the first byte of the next
+ * cell, over the mark an older record left there. The word then holds one
+ * byte of payload and seven of an old mark: it must not read as the mark
+ * of the index the consumer waits for, whatever that byte is. With marks
+ * of index XOR key alone it did whenever the byte was the awaited mark's
+ * low byte (the two marks shared the other seven), and the consumer took
+ * the old record as new. */
+static void test_stale_mark(void)
+{
+	void *m = ring_mem(8);
+	struct pp_shm_ring prod, cons;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&prod, m), 0);
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_attach(&cons, m), 0);
+	/* Lap 0: a one-cell record starts at every cell (index 2 at cell 2). */
+	pass_through(&prod, &cons, ONE, 8);
+	/* Lap 1: at index 9 (cell 1) a record of 49 bytes, whose last byte is
+	 * the first of cell 2; that byte is the low byte of index 18's mark. */
+	pass_through(&prod, &cons, ONE, 1);
+	void *p;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, ONE + 1, &p), 0);
+	memset(p, 0x5a, ONE + 1);
+	((uint8_t *)p)[ONE] = (uint8_t)pp_shm_ring_mark_of(prod.key, 18);
+	pp_shm_ring_commit(&prod, ONE + 1);
+	const void *q;
+	uint32_t len;
+	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
+	CU_ASSERT_EQUAL(len, ONE + 1);
+	pp_shm_ring_release(&cons);
+	pass_through(&prod, &cons, ONE, 5); /* to index 16 */
+	/* Lap 2: indices 16 and 17; the consumer then waits at 18, cell 2. */
+	pass_through(&prod, &cons, ONE, 2);
+	CU_ASSERT_EQUAL_FATAL(cons.tail, 18);
+	CU_ASSERT_EQUAL(pp_shm_ring_ready(&cons), 0);
+	CU_ASSERT_EQUAL(pp_shm_ring_empty(&cons), 1);
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+	/* And the record written there is the one it gets. */
+	pass_through(&prod, &cons, 8, 1);
+	CU_ASSERT_EQUAL(pp_shm_ring_peek(&cons, &q, &len), 0);
+	free(m);
+}
+
 #define STRESS_RECORDS 400000u
 
 struct stress {
@@ -294,6 +352,7 @@ static CU_TestInfo tests[] = {
     {"wrap-around with pad records", test_wrap},
     {"full ring back-pressure", test_full},
     {"the inline reserve: the common case, NULL for the rest", test_reserve_fast},
+    {"a mark overwritten in part by payload is no mark", test_stale_mark},
     {"two-thread producer/consumer stress", test_stress},
     CU_TEST_INFO_NULL,
 };

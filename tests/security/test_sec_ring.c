@@ -75,8 +75,8 @@ static uint8_t *cell(uint32_t pos)
 }
 
 /* Write a record header (len, kind: 0 data, 1 pad) for ring index at, and
- * mark it published, as a producer may: the mark is the index XOR the
- * ring's key, then len and kind. */
+ * mark it published, as a producer may (pp_shm_ring_mark_of the ring's key
+ * and the index). */
 static void put_hdr(uint64_t at, uint32_t len, uint32_t kind)
 {
 	uint64_t key;
@@ -84,7 +84,7 @@ static void put_hdr(uint64_t at, uint32_t len, uint32_t kind)
 	uint8_t *c = cell((uint32_t)(at % CELLS));
 	memcpy(c + 8, &len, 4);
 	memcpy(c + 12, &kind, 4);
-	__atomic_store_n((uint64_t *)c, at ^ key, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)c, pp_shm_ring_mark_of(key, at), __ATOMIC_RELEASE);
 }
 
 static void send(uint32_t len, uint8_t fillc)
