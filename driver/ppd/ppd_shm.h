@@ -85,7 +85,7 @@
 #define PPD_STATS_MAGIC 0x70707331u /* "pps1": print counters */
 #define PPD_STATS_JSON	1u	    /* ... as JSON (in the request's rank) */
 #define PPD_CLAIM_MAGIC 0x70706331u /* "ppc1": bind a job (root) */
-#define PPD_VERSION	8u
+#define PPD_VERSION	9u	    /* 9: ring marks mixed (shm/ring.h) */
 
 /* Monotonic time in ns: the daemon's clock, and the one both sides of the
  * dozing handshake stamp spin_ns with. */

@@ -153,7 +153,7 @@ static void test_attach_checks(void)
 	    {"nlocal", offsetof(struct pp_shm_hdr, nlocal), 4, 64},
 	    {"ring_cells", offsetof(struct pp_shm_hdr, ring_cells), 4, 1u << 20},
 	    {"slot rank", offsetof(struct pp_shm_hdr, slot[1].rank), 4, 6},
-	    {"version", offsetof(struct pp_shm_hdr, version), 4, 3},
+	    {"version", offsetof(struct pp_shm_hdr, version), 4, PP_SHM_SEG_VERSION + 1},
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		make_name("c");
