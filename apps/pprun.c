@@ -58,7 +58,8 @@ struct opts {
 	int udp;	      /* dev_kind is udp: no namespaces, no root */
 	const char *udp_addr; /* --udp-addr */
 	int udp_addr_set;     /* --udp-addr given */
-	int udp_tb;	      /* udp on the test bed: root, no --udp-addr */
+	int udp_tb;	      /* udp on the test bed: root, no --udp-addr; or frame_udp */
+	int frame_udp;	      /* --frame udp: packet: ports framing in UDP/IPv4 */
 	char peerfile[64];    /* udp_tb: every rank's address, for broadcasts */
 	unsigned udp_base;    /* rank r's UDP port is udp_base + r */
 	const char *mode;     /* passed through as PP_MODE */
@@ -102,6 +103,9 @@ static void usage(FILE *f)
 	    "                        here, no root needed; the default when not root)\n"
 	    "      --udp-addr ADDR   with --dev-kind udp: every rank here, on this IPv4 address\n"
 	    "                        (default 127.0.0.1)\n"
+	    "      --frame eth|udp   with --dev-kind packet: frames in UDP/IPv4 (packet:pp0,\n"
+	    "                        frame=udp: runs of frames as one GSO message, routable;\n"
+	    "                        one rank per node, on the test bed's port addresses)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
 	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
@@ -148,6 +152,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_PPD_CORES,
 		O_FAULT,
 		O_UDP_ADDR,
+		O_FRAME,
 	};
 	static const struct option lo[] = {
 	    {"np", required_argument, NULL, 'n'},
@@ -164,6 +169,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"ppd-cores", required_argument, NULL, O_PPD_CORES},
 	    {"fault", required_argument, NULL, O_FAULT},
 	    {"udp-addr", required_argument, NULL, O_UDP_ADDR},
+	    {"frame", required_argument, NULL, O_FRAME},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -215,6 +221,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->udp_addr = optarg;
 			o->udp_addr_set = 1;
 			break;
+		case O_FRAME:
+			if (strcmp(optarg, "udp") && strcmp(optarg, "eth")) {
+				fprintf(stderr, "pprun: --frame must be eth or udp (got '%s')\n",
+					optarg);
+				exit(2);
+			}
+			o->frame_udp = strcmp(optarg, "udp") == 0;
+			break;
 		case 'h': {
 			char tb[PATH_MAX + 32];
 			usage(stdout);
@@ -265,14 +279,19 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		exit(2);
 	}
 	o->udp = strcmp(o->dev_kind, "udp") == 0;
-	o->udp_tb = o->udp && geteuid() == 0 && !o->udp_addr_set;
+	if (o->frame_udp && (strcmp(o->dev_kind, "packet") || o->daemon)) {
+		fprintf(stderr, "pprun: --frame udp is for --dev-kind packet (not --daemon)\n");
+		exit(2);
+	}
+	o->udp_tb = (o->udp && geteuid() == 0 && !o->udp_addr_set) || o->frame_udp;
 	if (o->udp_tb && o->nranks != o->nodes) {
 		/* Ports of one node would share a subnet, and the kernel would
 		 * send from any of them (testbed.sh ipv4). */
 		fprintf(stderr,
-			"pprun: --dev-kind udp on the test bed takes one rank per node "
-			"(--nodes %d for -n %d), or --udp-addr for every rank here\n",
-			o->nranks, o->nranks);
+			"pprun: --%s on the test bed takes one rank per node "
+			"(--nodes %d for -n %d)%s\n",
+			o->frame_udp ? "frame udp" : "dev-kind udp", o->nranks, o->nranks,
+			o->frame_udp ? "" : ", or --udp-addr for every rank here");
 		exit(2);
 	}
 	if (o->udp && o->daemon) {
@@ -533,6 +552,13 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 		 * of its ranks, or bind its number first. */
 		snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)token);
 		set_env("PP_TOKEN", buf);
+	} else if (o->frame_udp) {
+		/* pp0 of its node, framing in UDP on its address (testbed.sh
+		 * addr), every rank's in the file. */
+		snprintf(buf, sizeof(buf), "packet:pp%d,frame=udp,port=%u,peerfile=%s", port,
+			 UDP_TB_PORT, o->peerfile);
+		faulty(o, buf, sizeof(buf), 1 + rank);
+		set_env("PP_DEV", buf);
 	} else if (o->udp_tb) {
 		/* Its port's address in its node (testbed.sh addr), every
 		 * rank's in the file. */

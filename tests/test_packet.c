@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <linux/capability.h>
+#include <arpa/inet.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <sched.h>
@@ -27,6 +28,7 @@
 
 #include "cu_main.h"
 #include "packet/packet_ring.h"
+#include "udp/udp_addr.h"
 #include "pp_log.h"
 #include "pp_port.h"
 
@@ -635,6 +637,142 @@ static void test_tx_random_order(void)
 	free(k.mem);
 }
 
+/* --- headers before TX frames, several frames in an RX slot ---------------- */
+
+#define ROOM 24
+
+static void room_hook(void *arg, uint8_t *room, uint32_t len)
+{
+	unsigned *calls = arg;
+	(*calls)++;
+	memset(room, 0xa0, ROOM);
+	memcpy(room, &len, 4);
+}
+
+/* With room, each frame sits ROOM bytes into the kernel's, the hook writes
+ * those bytes once the slot is final (after a move too), and the kernel's
+ * length counts them. */
+static void test_tx_room(void)
+{
+	struct fake k;
+	struct pp_pkt_tx tx;
+	unsigned calls = 0, marked;
+	fake_init(&k, 8);
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_tx_init(&tx, k.slot, 8, FRAME, TX_CAP), 0);
+	CU_ASSERT_EQUAL(
+	    pp_pkt_tx_set_room(&tx, FRAME - TX_CAP - PP_PKT_TX_DATA_OFF + 1, room_hook, &calls),
+	    -EINVAL);
+	CU_ASSERT_EQUAL(pp_pkt_tx_set_room(&tx, ROOM, NULL, NULL), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_tx_set_room(&tx, ROOM, room_hook, &calls), 0);
+	struct pp_buf *b[4];
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_tx_alloc(&tx, b, 4), 4);
+	CU_ASSERT_EQUAL(pp_pkt_tx_set_room(&tx, ROOM, room_hook, &calls), -EINVAL);
+	for (unsigned i = 0; i < 4; i++) {
+		CU_ASSERT_PTR_EQUAL(b[i]->data, k.slot[3 - i] + PP_PKT_TX_DATA_OFF + ROOM);
+		CU_ASSERT_EQUAL(b[i]->cap, TX_CAP);
+		fill(b[i], (uint8_t)i, 60 + 10 * i);
+	}
+	/* b[0] holds the highest slot: sent first, it moves to the lowest */
+	CU_ASSERT_EQUAL(pp_pkt_tx_submit(&tx, NULL, b, 4, &marked), 4);
+	CU_ASSERT_EQUAL(marked, 4);
+	CU_ASSERT_EQUAL(calls, 4);
+	CU_ASSERT(tx.moved > 0);
+	for (unsigned i = 0; i < 4; i++) {
+		uint8_t *s = k.slot[i];
+		uint32_t len = 60 + 10 * i, got;
+		CU_ASSERT_EQUAL(h2(s)->tp_status, TP_STATUS_SEND_REQUEST);
+		CU_ASSERT_EQUAL(h2(s)->tp_len, len + ROOM);
+		memcpy(&got, s + PP_PKT_TX_DATA_OFF, 4);
+		CU_ASSERT_EQUAL(got, len);
+		CU_ASSERT_EQUAL(s[PP_PKT_TX_DATA_OFF + ROOM - 1], 0xa0);
+		struct pp_buf v = {.data = s + PP_PKT_TX_DATA_OFF + ROOM, .len = len};
+		CU_ASSERT(intact(&v, (uint8_t)i, len));
+	}
+	pp_pkt_tx_fini(&tx);
+	free(k.mem);
+}
+
+struct splitter {
+	uint32_t size; /* each frame's bytes */
+	unsigned calls;
+};
+
+/* Frames of sp->size bytes one after another; a slot starting 0xdd holds
+ * none that passes. */
+static unsigned split_fixed(void *arg, uint8_t *f, uint32_t len, uint8_t **seg, uint32_t *seg_len,
+			    unsigned max)
+{
+	struct splitter *sp = arg;
+	unsigned k = 0;
+	sp->calls++;
+	if (f[0] == 0xdd)
+		return 0;
+	for (uint32_t off = 0; off < len && k < max; off += sp->size) {
+		seg[k] = f + off;
+		seg_len[k++] = len - off < sp->size ? len - off : sp->size;
+	}
+	return k;
+}
+
+/* A slot of several frames: each handed out in place, those past the
+ * caller's burst at the next take, and the slot the kernel's again only
+ * when the last of them is freed, in whatever order. */
+static void test_rx_split(void)
+{
+	struct fake k;
+	struct pp_pkt_rx rx;
+	struct splitter sp = {.size = 30};
+	fake_init(&k, 4);
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_rx_init(&rx, k.slot, 4, FRAME), 0);
+	CU_ASSERT_EQUAL(pp_pkt_rx_set_split(&rx, 0, split_fixed, &sp), -EINVAL);
+	CU_ASSERT_EQUAL(pp_pkt_rx_set_split(&rx, PP_PKT_SEGS_MAX + 1, split_fixed, &sp), -EINVAL);
+	CU_ASSERT_EQUAL(pp_pkt_rx_set_split(&rx, 4, NULL, NULL), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_rx_set_split(&rx, 8, split_fixed, &sp), 0);
+	CU_ASSERT(kput(&k, 1, 100, PACKET_HOST)); /* 30, 30, 30, 10 */
+	CU_ASSERT(kput(&k, 2, 60, PACKET_HOST));  /* 30, 30 */
+	struct pp_buf *b[8];
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_rx_take(&rx, b, 3), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		CU_ASSERT_PTR_EQUAL(b[i]->data, k.slot[0] + RX_MAC + 30 * i);
+		CU_ASSERT_EQUAL(b[i]->len, 30);
+		CU_ASSERT_EQUAL(b[i]->cap, 30);
+	}
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_rx_take(&rx, b + 3, 8), 3);
+	CU_ASSERT_PTR_EQUAL(b[3]->data, k.slot[0] + RX_MAC + 90);
+	CU_ASSERT_EQUAL(b[3]->len, 10);
+	CU_ASSERT_PTR_EQUAL(b[4]->data, k.slot[1] + RX_MAC);
+	CU_ASSERT_PTR_EQUAL(b[5]->data, k.slot[1] + RX_MAC + 30);
+	CU_ASSERT_EQUAL(rx.nout, 6);
+	CU_ASSERT_EQUAL(sp.calls, 2);
+	/* slot 1's frames first, then slot 0's, the last of them last */
+	pp_pkt_free(&rx, NULL, b + 4, 2);
+	CU_ASSERT_EQUAL(h2(k.slot[1])->tp_status, TP_STATUS_KERNEL);
+	pp_pkt_free(&rx, NULL, b + 1, 3);
+	pp_pkt_free(&rx, NULL, b + 1, 1); /* twice: no effect */
+	CU_ASSERT_EQUAL(h2(k.slot[0])->tp_status & TP_STATUS_USER, TP_STATUS_USER);
+	CU_ASSERT_EQUAL(pp_pkt_rx_take(&rx, b + 1, 8), 0);
+	pp_pkt_free(&rx, NULL, b, 1);
+	CU_ASSERT_EQUAL(h2(k.slot[0])->tp_status, TP_STATUS_KERNEL);
+	CU_ASSERT_EQUAL(rx.nout, 0);
+	/* a slot of nothing that passes goes straight back */
+	CU_ASSERT(kput(&k, 3, 50, PACKET_HOST));
+	k.slot[2][RX_MAC] = 0xdd;
+	CU_ASSERT_EQUAL(pp_pkt_rx_take(&rx, b, 8), 0);
+	CU_ASSERT_EQUAL(h2(k.slot[2])->tp_status, TP_STATUS_KERNEL);
+	/* the ring goes round: slot 0 filled again, whole */
+	CU_ASSERT(kput(&k, 4, 30, PACKET_HOST));
+	CU_ASSERT(kput(&k, 5, 40, PACKET_HOST));
+	CU_ASSERT_EQUAL_FATAL(pp_pkt_rx_take(&rx, b, 8), 3);
+	CU_ASSERT_EQUAL(rx_seq(b[0]), 4);
+	CU_ASSERT_PTR_EQUAL(b[1]->data, k.slot[0] + RX_MAC);
+	CU_ASSERT_EQUAL(b[2]->len, 10);
+	pp_pkt_free(&rx, NULL, b, 3);
+	CU_ASSERT_EQUAL(rx.frames, 9);
+	CU_ASSERT_EQUAL(k.dropped, 0);
+	pp_pkt_rx_fini(&rx);
+	free(k.mem);
+}
+
 static void test_init_bad(void)
 {
 	struct pp_pkt_rx rx;
@@ -909,6 +1047,193 @@ static void test_two_ports(void)
 	pp_port_close(b);
 }
 
+/* --- frame=udp on lo: the udp: port's wire format through the rings --------- */
+
+static void lo_addr(struct sockaddr_in *a, unsigned port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+/* An inner frame from UDP port `from` to `to` on 127.0.0.1, seq in it. */
+static void uframe(struct pp_buf *b, unsigned from, unsigned to, uint32_t seq, uint32_t len)
+{
+	struct sockaddr_in a;
+	frame(b, seq, len);
+	lo_addr(&a, to);
+	pp_udp_mac_encode(&a, b->data);
+	lo_addr(&a, from);
+	pp_udp_mac_encode(&a, b->data + 6);
+}
+
+static int uframe_ok(const struct pp_buf *b, unsigned from, uint32_t seq, uint32_t len)
+{
+	struct sockaddr_in a;
+	uint8_t mac[6];
+	lo_addr(&a, from);
+	pp_udp_mac_encode(&a, mac);
+	return memcmp(b->data + 6, mac, 6) == 0 && b->len == len && frame_ok(b, seq, len);
+}
+
+/* UDP datagrams this namespace's sockets sent (/proc/net/snmp): the
+ * frames that went through a socket and not through the TX ring. */
+static long udp_out(void)
+{
+	FILE *f = fopen("/proc/net/snmp", "r");
+	char head[1024], vals[1024];
+	long out = -1;
+	while (f && fgets(head, sizeof(head), f) && fgets(vals, sizeof(vals), f)) {
+		if (strncmp(head, "Udp:", 4) != 0)
+			continue;
+		char *hs, *vs, *h = strtok_r(head, " \n", &hs), *v = strtok_r(vals, " \n", &vs);
+		while (h && v && strcmp(h, "OutDatagrams") != 0) {
+			h = strtok_r(NULL, " \n", &hs);
+			v = strtok_r(NULL, " \n", &vs);
+		}
+		if (h && v)
+			out = atol(v);
+		break;
+	}
+	if (f)
+		fclose(f);
+	return out;
+}
+
+/* Send k frames of len bytes from p (its UDP port from) to port to, seq on. */
+static void usend(struct pp_port *p, unsigned from, unsigned to, uint32_t *seq, unsigned k,
+		  uint32_t len)
+{
+	struct pp_buf *b[64];
+	CU_ASSERT_FATAL(k <= 64);
+	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(p, b, k), k);
+	for (unsigned i = 0; i < k; i++)
+		uframe(b[i], from, to, (*seq)++, i + 1 < k ? len : len / 2 + 14);
+	CU_ASSERT_EQUAL(pp_port_tx_burst(p, 0, b, k), k);
+}
+
+static unsigned urecv(struct pp_port *p, unsigned from, uint32_t *seq, unsigned k, uint32_t len,
+		      int whole)
+{
+	struct pp_buf *r[64];
+	unsigned got = rx_some(p, r, k), bad = 0;
+	for (unsigned i = 0; i < got; i++) {
+		uint32_t l = i + 1 < k ? len : len / 2 + 14;
+		bad += !uframe_ok(r[i], from, (*seq)++, l);
+		/* a GSO message taken whole: its frames lie one after another */
+		if (whole && i)
+			bad += r[i]->data != r[i - 1]->data + len;
+	}
+	pp_port_free(p, r, got);
+	CU_ASSERT_EQUAL(bad, 0);
+	return got;
+}
+
+/* packet:lo,frame=udp against a udp: port: the same wire format both ways;
+ * frames to a peer whose next hop is unknown go through the socket, and
+ * through the TX ring once the peer has been heard; a GSO message comes in
+ * whole and its frames are handed out in place; what is not ours is not
+ * seen, what is spoofed is dropped and counted; bad options are refused. */
+static void test_frame_udp(void)
+{
+	if (!in_netns)
+		return;
+	/* A frame written to lo has no route attached, as one from another
+	 * host has none: 127.0.0.1 must be routable, and a local source
+	 * accepted, for the kernel to receive it. */
+	const char *conf_lo[] = {"/proc/sys/net/ipv4/conf/lo/route_localnet",
+				 "/proc/sys/net/ipv4/conf/lo/accept_local"};
+	for (int i = 0; i < 2; i++) {
+		FILE *sc = fopen(conf_lo[i], "w");
+		CU_ASSERT_FATAL(sc != NULL);
+		fputs("1\n", sc);
+		fclose(sc);
+	}
+	struct pp_port_conf conf = {.nb_queues = 1, .rx_depth = 64, .tx_depth = 64};
+	struct pp_port *a = NULL, *u = NULL, *x = (struct pp_port *)0x1;
+	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=ip", &conf), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,port=50000", &conf), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=udp,port=80", &conf), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=udp,mtu=1000", &conf), -EINVAL);
+	CU_ASSERT_PTR_EQUAL(x, (struct pp_port *)0x1);
+	CU_ASSERT_EQUAL_FATAL(
+	    pp_port_open(&a, "packet:lo,frame=udp,port=50001,peers=127.0.0.1:50002", &conf), 0);
+	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=udp,port=50001", &conf), -EADDRINUSE);
+	CU_ASSERT_EQUAL_FATAL(pp_port_open(&u, "udp:127.0.0.1:50002,peers=127.0.0.1:50001", &conf),
+			      0);
+	struct pp_port_info ia, iu;
+	CU_ASSERT_EQUAL(pp_port_info(a, &ia), 0);
+	CU_ASSERT_EQUAL(pp_port_info(u, &iu), 0);
+	struct sockaddr_in sa;
+	uint8_t mac[6];
+	lo_addr(&sa, 50001);
+	pp_udp_mac_encode(&sa, mac);
+	CU_ASSERT_EQUAL(memcmp(ia.mac, mac, 6), 0);
+	CU_ASSERT_STRING_EQUAL(ia.driver, "packet");
+	CU_ASSERT_EQUAL(ia.mtu, iu.mtu); /* the same frames fit both */
+	CU_ASSERT_EQUAL(ia.buf_cap, iu.buf_cap);
+
+	uint32_t sa_seq = 0, ra_seq = 0, su_seq = 1000, ru_seq = 1000;
+	/* a's peer not heard yet: through the socket */
+	long out0 = udp_out();
+	usend(a, 50001, 50002, &sa_seq, 3, 300);
+	CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 3, 300, 0), 3);
+	CU_ASSERT(udp_out() - out0 >= 1);
+	/* u to a: single frames, then a run u sends as one GSO message */
+	usend(u, 50002, 50001, &su_seq, 1, 100);
+	CU_ASSERT_EQUAL(urecv(a, 50002, &ru_seq, 1, 100, 0), 1);
+	usend(u, 50002, 50001, &su_seq, 12, 1000);
+	CU_ASSERT_EQUAL(urecv(a, 50002, &ru_seq, 12, 1000, 1), 12);
+	/* heard: single frames and short runs through the ring, no datagram
+	 * of a socket; a long run through the socket as one message */
+	out0 = udp_out();
+	for (int i = 0; i < 20; i++) {
+		usend(a, 50001, 50002, &sa_seq, 1 + i % 3, 200 + 50 * i);
+		CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 1 + i % 3, 200 + 50 * i, 0), 1u + i % 3);
+	}
+	CU_ASSERT_EQUAL(udp_out() - out0, 0);
+	usend(a, 50001, 50002, &sa_seq, 20, 1400);
+	CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 20, 1400, 0), 20);
+	CU_ASSERT(udp_out() - out0 >= 1);
+	/* a broadcast goes to the peer list */
+	struct pp_buf *b, *r[4];
+	CU_ASSERT_EQUAL_FATAL(pp_port_alloc(a, &b, 1), 1);
+	uframe(b, 50001, 0, 77, 90);
+	memset(b->data, 0xff, 6);
+	CU_ASSERT_EQUAL(pp_port_tx_burst(a, 0, &b, 1), 1);
+	CU_ASSERT_EQUAL_FATAL(rx_some(u, r, 1), 1);
+	CU_ASSERT(uframe_ok(r[0], 50001, 77, 90));
+	pp_port_free(u, r, 1);
+
+	/* a datagram claiming u's address from another port: dropped and
+	 * counted; one to another UDP port: never seen */
+	struct pp_port_stats st0, st1;
+	CU_ASSERT_EQUAL(pp_port_stats(a, &st0), 0);
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in me, to;
+	lo_addr(&me, 50003);
+	CU_ASSERT_EQUAL_FATAL(bind(s, (struct sockaddr *)&me, sizeof(me)), 0);
+	uint8_t dg[200];
+	struct pp_buf fake = {.data = dg, .cap = sizeof(dg)};
+	uframe(&fake, 50002, 50001, 5, sizeof(dg));
+	lo_addr(&to, 50001);
+	CU_ASSERT_EQUAL(sendto(s, dg, sizeof(dg), 0, (struct sockaddr *)&to, sizeof(to)),
+			(ssize_t)sizeof(dg));
+	lo_addr(&to, 50009);
+	uframe(&fake, 50003, 50009, 6, sizeof(dg));
+	CU_ASSERT_EQUAL(sendto(s, dg, sizeof(dg), 0, (struct sockaddr *)&to, sizeof(to)),
+			(ssize_t)sizeof(dg));
+	close(s);
+	CU_ASSERT_EQUAL(rx_some(a, r, 1), 0);
+	CU_ASSERT_EQUAL(pp_port_stats(a, &st1), 0);
+	CU_ASSERT_EQUAL(st1.rx_dropped - st0.rx_dropped, 1);
+	CU_ASSERT_EQUAL(st1.rx_frames, st0.rx_frames);
+	CU_ASSERT_EQUAL(st1.tx_frames, sa_seq + 1);
+	pp_port_close(u);
+	pp_port_close(a);
+}
+
 static CU_TestInfo ring_tests[] = {
     {"init: bad arguments", test_init_bad},
     {"rx: in order, round the ring", test_rx_in_order},
@@ -923,6 +1248,8 @@ static CU_TestInfo ring_tests[] = {
     {"tx: a received buffer sent back", test_tx_rx_buffer},
     {"tx: random alloc, fill, send, free; bytes kept", test_tx_random},
     {"tx: random order, the kernel sees submission order", test_tx_random_order},
+    {"tx: headers written before each frame at submit", test_tx_room},
+    {"rx: a slot of several frames, handed out in place", test_rx_split},
     CU_TEST_INFO_NULL,
 };
 
@@ -936,6 +1263,7 @@ static CU_TestInfo lo_tests[] = {
     {"interface down, MTU too small", test_open_down_small_mtu},
     {"frames through the rings on lo", test_loopback},
     {"two ports on one interface", test_two_ports},
+    {"frame=udp: a udp: port's peer, ring and socket, GSO whole", test_frame_udp},
     CU_TEST_INFO_NULL,
 };
 

@@ -24,6 +24,7 @@
 #include "pp_log.h"
 #include "pp_port.h"
 #include "udp/udp_addr.h"
+#include "udp/udp_frame.h"
 
 #define NPORTS 4
 
@@ -903,8 +904,136 @@ static void test_port_taken(void)
 	close_ports(p, 1);
 }
 
+/* --- the UDP/IPv4 headers of raw frames (udp_frame.h) ------------------------ */
+
+static void sa_of(struct sockaddr_in *a, const char *ip, unsigned port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	CU_ASSERT_EQUAL_FATAL(inet_pton(AF_INET, ip, &a->sin_addr), 1);
+}
+
+/* A raw frame carrying an inner frame of len bytes from src to dst. */
+static uint32_t outer_frame(uint8_t *f, const struct sockaddr_in *src,
+			    const struct sockaddr_in *dst, uint32_t len)
+{
+	static const uint8_t me[6] = {2, 1, 2, 3, 4, 5}, hop[6] = {2, 9, 8, 7, 6, 5};
+	pp_udp_outer_write(f, me, hop, src, dst, len);
+	uint8_t *in = f + PP_UDP_OUTER_HLEN;
+	pp_udp_mac_encode(dst, in);
+	pp_udp_mac_encode(src, in + 6);
+	in[12] = PP_ETH_TYPE_PP >> 8;
+	in[13] = PP_ETH_TYPE_PP & 0xff;
+	for (uint32_t i = 14; i < len; i++)
+		in[i] = (uint8_t)i;
+	return PP_UDP_OUTER_HLEN + len;
+}
+
+static void fix_ip_sum(uint8_t *f)
+{
+	uint8_t *ip = f + 14;
+	ip[10] = ip[11] = 0;
+	uint32_t sum = 0;
+	for (unsigned i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+}
+
+/* What is written parses back; every field the checks read, broken alone,
+ * makes the frame malformed; the inner checks name each reason. */
+static void test_outer_headers(void)
+{
+	struct sockaddr_in a, b, c;
+	sa_of(&a, "10.1.2.3", 50000);
+	sa_of(&b, "10.9.8.7", 60001);
+	sa_of(&c, "10.9.8.7", 60002);
+	uint8_t f[2048], g[2048];
+	uint32_t len = outer_frame(f, &a, &b, 1000);
+	struct pp_udp_outer o;
+	CU_ASSERT_EQUAL_FATAL(pp_udp_outer_parse(f, len, b.sin_port, &o), PP_UDP_OK);
+	CU_ASSERT_EQUAL(o.off, PP_UDP_OUTER_HLEN);
+	CU_ASSERT_EQUAL(o.len, 1000);
+	CU_ASSERT_EQUAL(o.from.sin_addr.s_addr, a.sin_addr.s_addr);
+	CU_ASSERT_EQUAL(o.from.sin_port, a.sin_port);
+	CU_ASSERT_EQUAL(f[14 + 6] & 0x40, 0x40); /* DF */
+	CU_ASSERT_EQUAL(f[14 + 8], PP_UDP_IP_TTL);
+	/* Ethernet padding after the datagram is not part of it */
+	CU_ASSERT_EQUAL(pp_udp_outer_parse(f, len + 4, b.sin_port, &o), PP_UDP_OK);
+	CU_ASSERT_EQUAL(o.len, 1000);
+	CU_ASSERT_EQUAL(pp_udp_outer_parse(f, len, c.sin_port, &o), PP_UDP_MALFORMED);
+	CU_ASSERT_EQUAL(pp_udp_outer_parse(f, len - 1, b.sin_port, &o), PP_UDP_MALFORMED);
+	CU_ASSERT_EQUAL(pp_udp_outer_parse(f, 41, b.sin_port, &o), PP_UDP_MALFORMED);
+	struct {
+		unsigned at;
+		uint8_t val;
+		int resum; /* 1: the IPv4 checksum made right again */
+	} breaks[] = {
+	    {12, 0x86, 0},	 /* EtherType IPv6 */
+	    {14, 0x65, 1},	 /* IPv6 version */
+	    {14, 0x44, 1},	 /* a header of 16 bytes */
+	    {14, 0x4f, 1},	 /* 60 bytes: the UDP header would be elsewhere */
+	    {16, 0x40, 1},	 /* total length past the frame */
+	    {17, 0x01, 1},	 /* total length below the headers (with byte 16 0) */
+	    {20, 0x60, 1},	 /* more fragments */
+	    {21, 0x01, 1},	 /* a fragment offset */
+	    {23, 6, 1},		 /* TCP */
+	    {24, 0x55, 0},	 /* a bad checksum */
+	    {14 + 20 + 5, 0, 1}, /* UDP length not IPv4's */
+	};
+	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
+		memcpy(g, f, len);
+		if (breaks[i].at == 17)
+			g[16] = 0;
+		g[breaks[i].at] = breaks[i].val;
+		if (breaks[i].resum)
+			fix_ip_sum(g);
+		CU_ASSERT_EQUAL(pp_udp_outer_parse(g, len, b.sin_port, &o), PP_UDP_MALFORMED);
+	}
+	/* options in the IPv4 header (24 bytes): the payload moves with them */
+	memcpy(g, f, 34);
+	memset(g + 34, 1, 4); /* NOP options */
+	memcpy(g + 38, f + 34, len - 34);
+	g[14] = 0x46;
+	g[16] = (uint8_t)((1000 + 32) >> 8);
+	g[17] = (uint8_t)(1000 + 32);
+	fix_ip_sum(g); /* over 20 bytes: the options are 1s, so the sum needs them too */
+	uint32_t sum = 0;
+	g[24] = g[25] = 0;
+	for (unsigned i = 0; i < 24; i += 2)
+		sum += (uint32_t)(g[14 + i] << 8 | g[15 + i]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	g[24] = (uint8_t)(~sum >> 8);
+	g[25] = (uint8_t)~sum;
+	CU_ASSERT_EQUAL_FATAL(pp_udp_outer_parse(g, len + 4, b.sin_port, &o), PP_UDP_OK);
+	CU_ASSERT_EQUAL(o.off, PP_UDP_OUTER_HLEN + 4);
+	CU_ASSERT_EQUAL(o.len, 1000);
+
+	/* the frame inside */
+	uint8_t self[6], other[6];
+	pp_udp_mac_encode(&b, self);
+	pp_udp_mac_encode(&c, other);
+	uint8_t *in = f + PP_UDP_OUTER_HLEN;
+	CU_ASSERT_EQUAL(pp_udp_inner_check(in, 1000, &a, self), PP_UDP_OK);
+	CU_ASSERT_EQUAL(pp_udp_inner_check(in, 1000, &a, other), PP_UDP_MISADDR);
+	CU_ASSERT_EQUAL(pp_udp_inner_check(in, 1000, &c, self), PP_UDP_SPOOFED);
+	struct sockaddr_in low = a;
+	low.sin_port = htons(1000);
+	CU_ASSERT_EQUAL(pp_udp_inner_check(in, 1000, &low, self), PP_UDP_SPOOFED);
+	CU_ASSERT_EQUAL(pp_udp_inner_check(in, 13, &a, self), PP_UDP_MALFORMED);
+	in[0] = 0xff; /* broadcast: for every port */
+	CU_ASSERT_EQUAL(pp_udp_inner_check(in, 1000, &a, other), PP_UDP_OK);
+	in[13] ^= 1;
+	CU_ASSERT_EQUAL(pp_udp_inner_check(in, 1000, &a, self), PP_UDP_MALFORMED);
+}
+
 static CU_TestInfo mac_tests[] = {
     {"encoding: vectors, every port, group MACs refused", test_mac_vectors},
+    {"raw frames' IPv4 and UDP headers: written, parsed, refused", test_outer_headers},
     CU_TEST_INFO_NULL,
 };
 

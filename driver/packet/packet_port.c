@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h> /* before the linux/ headers: glibc's if.h guards theirs */
+#include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@
 
 #include "iface.h"
 #include "packet_ring.h"
+#include "packet_udp.h"
+#include "udp/udp_frame.h"
 #include "pp_compiler.h"
 #include "pp_log.h"
 #include "pp_port.h"
@@ -50,6 +53,8 @@
 #define DEPTH_MAX	   32768	/* slots per ring at most */
 #define BLOCK_MAX	   (128u << 10) /* bytes of a ring block at most */
 #define FRAMES_PER_BLK_MAX 64
+#define DEPTH_UDP_RX	   256	 /* frame=udp: RX slots of a GSO message each */
+#define GSO_FRAME_MAX	   65549 /* frame=udp: a GSO message taken whole (IPv4's 65535 + 14) */
 
 struct packet_port {
 	struct pp_port base;   /* must be first */
@@ -63,6 +68,7 @@ struct packet_port {
 	uint64_t kicks_failed; /* sendto() calls that failed (retried later) */
 	char iface[IF_NAMESIZE];
 	struct pp_port_info info; /* filled at open */
+	struct pkt_udp *udp;	  /* frame=udp (packet_udp.h), else NULL */
 };
 
 static struct packet_port *to_pkt(struct pp_port *p)
@@ -133,6 +139,7 @@ static void packet_port_close(struct pp_port *port)
 		munmap(p->map, p->map_len);
 	if (p->fd >= 0)
 		close(p->fd);
+	pkt_udp_close(p->udp);
 	pp_pkt_rx_fini(&p->rx);
 	pp_pkt_tx_fini(&p->tx);
 	free(p);
@@ -164,18 +171,31 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 
 	/* A slot: the V2 header, sockaddr_ll, the padding the kernel puts
 	 * before an RX frame (it starts at TPACKET_ALIGN(hdrlen + 16) - 14),
-	 * and the frame. TX frames start at PP_PKT_TX_DATA_OFF, earlier. */
-	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HLEN;
-	uint32_t frame = TPACKET_ALIGN(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - PP_ETH_HLEN + cap);
+	 * and the frame. TX frames start at PP_PKT_TX_DATA_OFF, earlier.
+	 * frame=udp: a virtio_net_hdr before each frame, and the outer headers
+	 * (room) before the engine's frame; RX slots take a GSO message whole. */
+	uint32_t vnet = p->udp ? PP_PKT_VNET_HLEN : 0;
+	uint32_t room = p->udp ? vnet + PP_UDP_OUTER_HLEN : 0;
+	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HLEN - (p->udp ? PP_UDP_OUTER_HLEN : 0);
+	uint32_t frame =
+	    TPACKET_ALIGN(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - PP_ETH_HLEN + cap + room);
+	uint32_t rframe = p->udp ? TPACKET_ALIGN(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - PP_ETH_HLEN +
+						 vnet + GSO_FRAME_MAX)
+				 : frame;
 	uint32_t jumbo = frame > 4096;
 	uint32_t nrx = pow2_at_least(conf->rx_depth ? conf->rx_depth
+				     : p->udp	    ? DEPTH_UDP_RX
 				     : jumbo	    ? DEPTH_JUMBO
 						    : DEPTH_DEFAULT);
 	uint32_t ntx = pow2_at_least(conf->tx_depth ? conf->tx_depth
 				     : jumbo	    ? DEPTH_JUMBO
 						    : DEPTH_DEFAULT);
 	uint32_t krx, brx, frx, ktx, btx, ftx;
-	geometry(frame, nrx, &krx, &brx, &frx);
+	if (p->udp &&
+	    ((rc = sockopt(p, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one), "PACKET_VNET_HDR")) ||
+	     (rc = pkt_udp_filter(p->udp, p->fd))))
+		return rc;
+	geometry(rframe, nrx, &krx, &brx, &frx);
 	geometry(frame, ntx, &ktx, &btx, &ftx);
 	struct tpacket_req rq = {.tp_block_size = brx,
 				 .tp_block_nr = nrx / krx,
@@ -208,13 +228,17 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 			free(ts);
 		return -ENOMEM;
 	}
+	if (p->udp && (pp_pkt_tx_set_room(&p->tx, room, pkt_udp_hdr, p->udp) ||
+		       pp_pkt_rx_set_split(&p->rx, PP_PKT_SEGS_MAX, pkt_udp_split, p->udp)))
+		return -ENOMEM;
 	/* Room in the socket's send buffer for a whole ring in flight. */
 	int sndbuf = (int)(ntx * (ftx + 1024u));
 	if (setsockopt(p->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) < 0)
 		(void)setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 
-	struct sockaddr_ll sll = {
-	    .sll_family = AF_PACKET, .sll_protocol = htons(PP_ETH_TYPE_PP), .sll_ifindex = ifindex};
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET,
+				  .sll_protocol = htons(p->udp ? ETH_P_ALL : PP_ETH_TYPE_PP),
+				  .sll_ifindex = ifindex};
 	if (bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		int e = errno;
 		pp_err("packet:%s: bind: %s", p->iface, strerror(e));
@@ -229,14 +253,18 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 	return 0;
 }
 
-static int packet_port_open(struct pp_port **port, const char *iface,
-			    const struct pp_port_conf *conf)
+static int packet_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
 {
+	/* IFACE[,OPTIONS] */
+	const char *comma = strchr(dev, ',');
+	size_t ilen = comma ? (size_t)(comma - dev) : strlen(dev);
+	char iface[IF_NAMESIZE + 1];
+	snprintf(iface, sizeof(iface), "%.*s", (int)(ilen < IF_NAMESIZE ? ilen : IF_NAMESIZE), dev);
 	if (!iface[0]) {
 		pp_err("packet: no interface named (use packet:IFACE, e.g. packet:pp0)");
 		return -EINVAL;
 	}
-	if (strlen(iface) >= IF_NAMESIZE) {
+	if (ilen >= IF_NAMESIZE) {
 		pp_err("packet:%s: interface name too long", iface);
 		return -EINVAL;
 	}
@@ -275,6 +303,13 @@ static int packet_port_open(struct pp_port **port, const char *iface,
 		rc = -EMSGSIZE;
 		goto fail;
 	}
+	if (comma && (rc = pkt_udp_open(&p->udp, iface, comma + 1, p->info.mac)))
+		goto fail;
+	if (p->udp && p->info.mtu < PACKET_MIN_MTU + PP_UDP_OUTER_HLEN) {
+		pp_err("packet:%s: MTU %u is too small for frame=udp", iface, p->info.mtu);
+		rc = -EMSGSIZE;
+		goto fail;
+	}
 	/* Protocol 0: nothing comes in before the rings are set and bound. */
 	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (p->fd < 0) {
@@ -298,6 +333,11 @@ static int packet_port_open(struct pp_port **port, const char *iface,
 		goto fail;
 	p->info.nb_queues = 1;
 	p->info.buf_cap = p->tx.cap;
+	if (p->udp) {
+		memcpy(p->info.mac, pkt_udp_mac(p->udp), 6);
+		p->info.mtu = (uint16_t)(p->tx.cap - PP_ETH_HLEN);
+		pp_info("%s: mtu %u", pkt_udp_name(p->udp), p->info.mtu);
+	}
 	snprintf(p->info.driver, sizeof(p->info.driver), "packet");
 	if (conf->nb_queues > 1)
 		pp_info("packet:%s: one queue pair only (%u asked)", iface, conf->nb_queues);
@@ -335,6 +375,8 @@ static int packet_port_stats(struct pp_port *port, struct pp_port_stats *stats)
 	stats->rx_dropped = p->rx.dropped + p->kdrops;
 	stats->tx_failed = p->tx.failed;
 	stats->alloc_failed = p->tx.alloc_failed;
+	if (p->udp)
+		pkt_udp_stats(p->udp, stats);
 	return 0;
 }
 
@@ -372,12 +414,49 @@ static unsigned packet_port_rx_burst(struct pp_port *port, uint16_t queue, struc
 	return pp_pkt_rx_take(&p->rx, bufs, n);
 }
 
+/* frame=udp: each part of the burst through the ring or the socket, in
+ * order (the ring's frames are kicked before the socket sends). */
+static unsigned udp_tx_burst(struct packet_port *p, struct pp_buf **bufs, unsigned n)
+{
+	unsigned i = 0, pending = 0;
+	while (i < n) {
+		unsigned k, taken, marked;
+		enum pkt_udp_way way = pkt_udp_route(p->udp, &bufs[i], n - i, p->tx.cap, &k);
+		if (way == PKT_UDP_DROP) {
+			pp_pkt_free(&p->rx, &p->tx, &bufs[i++], 1);
+			continue;
+		}
+		if (way == PKT_UDP_RING) {
+			taken = pp_pkt_tx_submit(&p->tx, &p->rx, &bufs[i], k, &marked);
+			pending += marked;
+			i += taken;
+			if (taken < k)
+				break;
+			continue;
+		}
+		if (pending || p->kick_pending) {
+			kick(p);
+			pending = 0;
+		}
+		taken = pkt_udp_send(p->udp, &bufs[i], k);
+		if (!taken)
+			break;
+		pp_pkt_free(&p->rx, &p->tx, &bufs[i], taken);
+		i += taken;
+	}
+	if (pending || p->kick_pending)
+		kick(p);
+	return i;
+}
+
 static unsigned packet_port_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
 				     unsigned n)
 {
 	struct packet_port *p = to_pkt(port);
 	if (pp_unlikely(queue))
 		return 0;
+	if (p->udp)
+		return udp_tx_burst(p, bufs, n);
 	unsigned marked;
 	unsigned taken = pp_pkt_tx_submit(&p->tx, &p->rx, bufs, n, &marked);
 	if (marked || p->kick_pending)

@@ -37,12 +37,18 @@ int pp_pkt_rx_init(struct pp_pkt_rx *rx, uint8_t **slot, uint32_t n, uint32_t fr
 	if (!slot || !ring_ok(n) || frame_size < TPACKET2_HDRLEN + PP_ETH_HLEN)
 		return -EINVAL;
 	rx->buf = calloc(n, sizeof(*rx->buf));
-	if (!rx->buf)
+	rx->refs = calloc(n, sizeof(*rx->refs));
+	if (!rx->buf || !rx->refs) {
+		free(rx->buf);
+		free(rx->refs);
+		memset(rx, 0, sizeof(*rx));
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		rx->buf[i].pos = i;
 		rx->buf[i].pb.priv = rx;
 	}
+	rx->segs = 1;
 	rx->slot = slot;
 	rx->n = n;
 	rx->mask = n - 1;
@@ -50,11 +56,52 @@ int pp_pkt_rx_init(struct pp_pkt_rx *rx, uint8_t **slot, uint32_t n, uint32_t fr
 	return 0;
 }
 
+int pp_pkt_rx_set_split(struct pp_pkt_rx *rx, uint32_t segs, pp_pkt_split_fn split, void *arg)
+{
+	if (!split || segs < 1 || segs > PP_PKT_SEGS_MAX || rx->next)
+		return -EINVAL;
+	struct pp_pkt_buf *b = calloc((size_t)rx->n * segs, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < rx->n * segs; i++) {
+		b[i].pos = i / segs;
+		b[i].pb.priv = rx;
+	}
+	free(rx->buf);
+	rx->buf = b;
+	rx->segs = segs;
+	rx->split = split;
+	rx->split_arg = arg;
+	return 0;
+}
+
 void pp_pkt_rx_fini(struct pp_pkt_rx *rx)
 {
 	free(rx->buf);
+	free(rx->refs);
 	free(rx->slot);
 	memset(rx, 0, sizeof(*rx));
+}
+
+/* Slot i's frames as the split callback finds them: how many, their
+ * descriptors filled; the first at once, the rest pending. */
+static unsigned rx_split(struct pp_pkt_rx *rx, uint32_t i, uint8_t *f, uint32_t len, uint64_t ts)
+{
+	uint8_t *seg[PP_PKT_SEGS_MAX];
+	uint32_t seg_len[PP_PKT_SEGS_MAX];
+	unsigned max = rx->segs < PP_PKT_SEGS_MAX ? rx->segs : PP_PKT_SEGS_MAX;
+	unsigned k = rx->split(rx->split_arg, f, len, seg, seg_len, max);
+	struct pp_pkt_buf *d = &rx->buf[(size_t)i * rx->segs];
+	for (unsigned j = 0; j < k; j++) {
+		d[j].pb.data = seg[j];
+		d[j].pb.len = seg_len[j];
+		d[j].pb.cap = seg_len[j];
+		d[j].pb.ts_ns = ts;
+	}
+	rx->pend = i;
+	rx->pend_next = 0;
+	rx->pend_end = k;
+	return k;
 }
 
 unsigned pp_pkt_rx_take(struct pp_pkt_rx *rx, struct pp_buf **bufs, unsigned n)
@@ -62,9 +109,16 @@ unsigned pp_pkt_rx_take(struct pp_pkt_rx *rx, struct pp_buf **bufs, unsigned n)
 	unsigned got = 0;
 	uint64_t bytes = 0;
 	while (got < n) {
+		if (pp_unlikely(rx->pend_next < rx->pend_end)) {
+			struct pp_pkt_buf *d =
+			    &rx->buf[(size_t)rx->pend * rx->segs + rx->pend_next++];
+			d->out = 1;
+			bytes += d->pb.len;
+			bufs[got++] = &d->pb;
+			continue;
+		}
 		uint32_t i = rx->next & rx->mask;
-		struct pp_pkt_buf *d = &rx->buf[i];
-		if (d->out)
+		if (rx->refs[i])
 			break; /* the caller still holds it: the kernel waits there too */
 		uint8_t *s = rx->slot[i];
 		if (!(status_of(s) & TP_STATUS_USER))
@@ -83,11 +137,21 @@ unsigned pp_pkt_rx_take(struct pp_pkt_rx *rx, struct pp_buf **bufs, unsigned n)
 			status_set(s, TP_STATUS_KERNEL);
 			continue;
 		}
+		uint64_t ts = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec;
+		if (rx->split) {
+			unsigned k = rx_split(rx, i, s + mac, len, ts);
+			if (!k)
+				status_set(s, TP_STATUS_KERNEL);
+			rx->refs[i] = (uint16_t)k;
+			continue; /* handed out from pend */
+		}
+		struct pp_pkt_buf *d = &rx->buf[i];
 		d->pb.data = s + mac;
 		d->pb.len = len;
 		d->pb.cap = rx->frame_size - mac;
-		d->pb.ts_ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec;
+		d->pb.ts_ns = ts;
 		d->out = 1;
+		rx->refs[i] = 1;
 		bytes += len;
 		bufs[got++] = &d->pb;
 	}
@@ -103,7 +167,8 @@ void pp_pkt_rx_release(struct pp_pkt_rx *rx, struct pp_pkt_buf *d)
 		return; /* freed twice: the slot may be the kernel's already */
 	d->out = 0;
 	rx->nout--;
-	status_set(rx->slot[d->pos], TP_STATUS_KERNEL);
+	if (--rx->refs[d->pos] == 0)
+		status_set(rx->slot[d->pos], TP_STATUS_KERNEL);
 }
 
 /* --- TX ------------------------------------------------------------------- */
@@ -136,6 +201,7 @@ int pp_pkt_tx_init(struct pp_pkt_tx *tx, uint8_t **slot, uint32_t n, uint32_t fr
 	tx->n = n;
 	tx->mask = n - 1;
 	tx->cap = cap;
+	tx->frame_size = frame_size;
 	return 0;
 }
 
@@ -149,9 +215,19 @@ void pp_pkt_tx_fini(struct pp_pkt_tx *tx)
 	memset(tx, 0, sizeof(*tx));
 }
 
+int pp_pkt_tx_set_room(struct pp_pkt_tx *tx, uint32_t room, pp_pkt_hdr_fn hdr, void *arg)
+{
+	if (!hdr || tx->end || (uint64_t)room + tx->cap + PP_PKT_TX_DATA_OFF > tx->frame_size)
+		return -EINVAL;
+	tx->room = room;
+	tx->hdr = hdr;
+	tx->hdr_arg = arg;
+	return 0;
+}
+
 static inline uint8_t *tx_data(const struct pp_pkt_tx *tx, uint32_t pos)
 {
-	return tx->slot[pos & tx->mask] + PP_PKT_TX_DATA_OFF;
+	return tx->slot[pos & tx->mask] + PP_PKT_TX_DATA_OFF + tx->room;
 }
 
 /* A descriptor for position pos, empty. There is always one: the caller
@@ -287,12 +363,14 @@ unsigned pp_pkt_tx_submit(struct pp_pkt_tx *tx, struct pp_pkt_rx *rx, struct pp_
 		}
 		if (pp_unlikely(d->pos != tx->sub))
 			move_to_sub(tx, d);
-		uint8_t *s = tx->slot[tx->sub & tx->mask];
-		if (pp_unlikely(d->pb.data != s + PP_PKT_TX_DATA_OFF))
-			memmove(s + PP_PKT_TX_DATA_OFF, d->pb.data, len); /* moved in its slot */
+		uint8_t *s = tx->slot[tx->sub & tx->mask], *k = s + PP_PKT_TX_DATA_OFF;
+		if (pp_unlikely(d->pb.data != k + tx->room))
+			memmove(k + tx->room, d->pb.data, len); /* moved in its slot */
+		if (tx->hdr)
+			tx->hdr(tx->hdr_arg, k, len);
 		struct tpacket2_hdr *h = hdr_of(s);
-		h->tp_len = len;
-		h->tp_snaplen = len;
+		h->tp_len = len + tx->room;
+		h->tp_snaplen = len + tx->room;
 		status_set(s, TP_STATUS_SEND_REQUEST);
 		tx->holder[tx->sub & tx->mask] = NULL;
 		tx->sub++;

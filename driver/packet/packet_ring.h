@@ -42,6 +42,15 @@
  * A buffer from rx_take may be given to pp_pkt_tx_submit (pp_probe echoes
  * in place): its frame is copied into a TX slot and the RX slot released.
  *
+ * Headers the port adds (frame=udp, packet_port.c). With pp_pkt_tx_set_room
+ * a TX buffer's frame starts `room` bytes into the kernel's frame, and the
+ * port's hook writes those bytes at submit, once the slot is final. With
+ * pp_pkt_rx_set_split a slot the kernel filled may hold several frames (a
+ * GSO super-frame taken whole): the port's split callback says where each
+ * lies, each becomes a buffer of its own, and the slot goes back to the
+ * kernel when the last of them is freed. A slot whose frames did not all
+ * fit the caller's burst hands out the rest at the next take.
+ *
  * One thread per port, no locks, no allocation after init.
  */
 #ifndef PP_PACKET_RING_H
@@ -63,15 +72,30 @@ struct pp_pkt_buf {
 	uint8_t out;	  /* 1 while the caller holds it */
 };
 
+#define PP_PKT_SEGS_MAX 64 /* frames a received slot may hold, at most */
+
+/* Where the frames of a received slot lie: how many (0: drop the slot,
+ * counted by the callback), each at seg[k] for seg_len[k] bytes, at most
+ * max. f is the frame the kernel wrote, len its bytes. */
+typedef unsigned (*pp_pkt_split_fn)(void *arg, uint8_t *f, uint32_t len, uint8_t **seg,
+				    uint32_t *seg_len, unsigned max);
+/* Write the room bytes before a frame of len bytes at room + tx->room. */
+typedef void (*pp_pkt_hdr_fn)(void *arg, uint8_t *room, uint32_t len);
+
 struct pp_pkt_rx {
 	uint8_t **slot;		/* n slot starts (struct tpacket2_hdr) */
-	struct pp_pkt_buf *buf; /* n descriptors, buf[i] for slot i */
-	uint32_t n, mask;	/* slots; n - 1 */
-	uint32_t frame_size;	/* bytes of a slot */
-	uint32_t next;		/* next position to look at */
-	uint32_t nout;		/* buffers the caller holds */
-	uint64_t frames, bytes; /* handed out */
-	uint64_t dropped;	/* frames we threw away (truncated, our own) */
+	struct pp_pkt_buf *buf; /* n * segs descriptors, slot i's from buf[i * segs] */
+	uint16_t *refs;		/* per slot: its buffers the caller holds */
+	uint32_t segs;		/* descriptors per slot (1 without split) */
+	pp_pkt_split_fn split;	/* NULL: a slot is one frame */
+	void *split_arg;
+	uint32_t pend, pend_next, pend_end; /* slot pend's frames [next, end) to hand out */
+	uint32_t n, mask;		    /* slots; n - 1 */
+	uint32_t frame_size;		    /* bytes of a slot */
+	uint32_t next;			    /* next position to look at */
+	uint32_t nout;			    /* buffers the caller holds */
+	uint64_t frames, bytes;		    /* handed out */
+	uint64_t dropped;		    /* frames we threw away (truncated, our own) */
 };
 
 struct pp_pkt_tx {
@@ -82,13 +106,17 @@ struct pp_pkt_tx {
 	uint8_t *bounce;	    /* one frame, for moving a frame past held ones */
 	uint32_t n, mask;	    /* slots; n - 1 */
 	uint32_t cap;		    /* bytes a frame may have (mtu + 14) */
-	uint32_t nfree;		    /* entries in free */
-	uint32_t sub, end;	    /* see the top of this file */
-	uint32_t holes;		    /* holes in [sub, end) */
-	uint64_t frames, bytes;	    /* submitted */
-	uint64_t failed;	    /* frames taken and dropped (bad length) */
-	uint64_t moved;		    /* frames copied to keep the ring's order */
-	uint64_t alloc_failed;	    /* alloc calls that got fewer than asked */
+	uint32_t frame_size;	    /* bytes of a slot */
+	uint32_t room;		    /* bytes before each frame the hook writes */
+	pp_pkt_hdr_fn hdr;	    /* NULL: no room */
+	void *hdr_arg;
+	uint32_t nfree;		/* entries in free */
+	uint32_t sub, end;	/* see the top of this file */
+	uint32_t holes;		/* holes in [sub, end) */
+	uint64_t frames, bytes; /* submitted */
+	uint64_t failed;	/* frames taken and dropped (bad length) */
+	uint64_t moved;		/* frames copied to keep the ring's order */
+	uint64_t alloc_failed;	/* alloc calls that got fewer than asked */
 };
 
 /* Set up over n slots (a power of two, >= 2) starting at slot[0..n) of
@@ -101,6 +129,13 @@ void pp_pkt_rx_fini(struct pp_pkt_rx *rx);
 int pp_pkt_tx_init(struct pp_pkt_tx *tx, uint8_t **slot, uint32_t n, uint32_t frame_size,
 		   uint32_t cap);
 void pp_pkt_tx_fini(struct pp_pkt_tx *tx);
+/* Frames carry room bytes of headers before them, written by hdr at submit
+ * (room + cap + PP_PKT_TX_DATA_OFF <= frame_size). Before the first alloc.
+ * Errors: -EINVAL. */
+int pp_pkt_tx_set_room(struct pp_pkt_tx *tx, uint32_t room, pp_pkt_hdr_fn hdr, void *arg);
+/* Slots may hold up to segs frames, found by split. Before the first take.
+ * Errors: -EINVAL, -ENOMEM. */
+int pp_pkt_rx_set_split(struct pp_pkt_rx *rx, uint32_t segs, pp_pkt_split_fn split, void *arg);
 
 /* Hand out up to n received frames, in ring order. */
 unsigned pp_pkt_rx_take(struct pp_pkt_rx *rx, struct pp_buf **bufs, unsigned n);

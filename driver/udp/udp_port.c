@@ -16,7 +16,7 @@
  * thread); recvmmsg and sendmmsg move up to UDP_BURST frames per call, the
  * socket nonblocking, so the hot path makes no allocation and one system
  * call per burst; frames of one size to one peer leave as one GSO send
- * (tx_run; gso=0 turns it off).
+ * (pp_udp_tx_run; gso=0 turns it off).
  *
  * With UDP_GRO (gro=0 turns it off) the kernel hands a GSO send, or a run
  * of equal datagrams it coalesced itself, to recvmmsg as one datagram of up
@@ -42,12 +42,12 @@
 #include "pp_log.h"
 #include "pp_port.h"
 #include "udp_addr.h"
+#include "udp_frame.h"
+#include "udp_sock.h"
 
 #define POOL_DEFAULT  1024 /* slots when the queue depths ask for fewer */
-#define UDP_BURST     64   /* datagrams per recvmmsg / sendmmsg */
+#define UDP_BURST     PP_UDP_BURST
 #define SOCK_BUF      (4u << 20)
-#define GSO_MAX_SEGS  64    /* datagrams per GSO send (the kernel's UDP_MAX_SEGMENTS) */
-#define GSO_MAX_BYTES 65507 /* bytes per GSO send: one IPv4 datagram's payload */
 #define GRO_MAX_BYTES 65536 /* a coalesced datagram: the kernel's GRO stops below 64 KiB */
 
 /* Why received datagrams were dropped (logged at close, summed in
@@ -86,7 +86,7 @@ struct udp_port {
 	uint8_t mac[6];
 	struct sockaddr_in *peers; /* broadcast targets, self left out */
 	unsigned nb_peers;
-	int gso;		/* 1: tx_run groups frames with UDP_SEGMENT */
+	struct pp_udp_tx tx;	/* sending: fd, GSO, peers (udp_sock.h) */
 	struct udp_stage *gro;	/* UDP_GRO on: its staging buffers; NULL: off */
 	struct pp_bufpool pool; /* its buffers (bufpool.h) */
 	struct pp_port_info info;
@@ -153,36 +153,6 @@ static int iface_of(const struct sockaddr_in *addr, unsigned *mtu, int *up, char
 	return rc;
 }
 
-/* Bind to p->self; port 0 means a free port of the MAC's range, tried from
- * a random one on. */
-static int bind_self(struct udp_port *p, const char *dev)
-{
-	unsigned span = 65536 - PP_UDP_PORT_MIN;
-	unsigned start = 0, tries = 1;
-	if (p->self.sin_port == 0) {
-		if (getrandom(&start, sizeof(start), 0) != (ssize_t)sizeof(start))
-			start = (unsigned)getpid();
-		tries = span;
-	}
-	for (unsigned t = 0; t < tries; t++) {
-		if (tries > 1)
-			p->self.sin_port = htons((uint16_t)(PP_UDP_PORT_MIN + (start + t) % span));
-		if (bind(p->fd, (struct sockaddr *)&p->self, sizeof(p->self)) == 0)
-			return 0;
-		if (errno != EADDRINUSE)
-			break;
-	}
-	int e = errno;
-	if (e == EADDRINUSE)
-		pp_err("udp:%s: UDP port in use (%s)", dev,
-		       tries > 1 ? "every one of the range" : "choose another");
-	else if (e == EADDRNOTAVAIL)
-		pp_err("udp:%s: no interface here has that address (see `ip addr`)", dev);
-	else
-		pp_err("udp:%s: bind: %s", dev, strerror(e));
-	return e == EADDRNOTAVAIL ? -ENODEV : -e;
-}
-
 static int setup_pool(struct udp_port *p, const struct pp_port_conf *conf, uint32_t cap)
 {
 	unsigned n = (unsigned)conf->rx_depth + conf->tx_depth;
@@ -232,10 +202,10 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 	setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	p->self = d.self;
-	if ((rc = bind_self(p, dev)))
+	if ((rc = pp_udp_bind(p->fd, &p->self, dev)))
 		goto fail;
 	int zero = 0; /* kernels before 4.18 have no UDP_SEGMENT */
-	p->gso = !d.no_gso && setsockopt(p->fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+	p->tx.gso = !d.no_gso && setsockopt(p->fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
 	int one = 1; /* kernels before 5.0 have no UDP_GRO: run without */
 	if (!d.no_gro && setsockopt(p->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0 &&
 	    (rc = setup_stage(p)))
@@ -274,6 +244,11 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 		    p->peers[i].sin_port != p->self.sin_port)
 			p->peers[p->nb_peers++] = p->peers[i];
 	pp_udp_dev_free(&d);
+	p->tx.fd = p->fd;
+	p->tx.peers = p->peers;
+	p->tx.nb_peers = p->nb_peers;
+	p->tx.name = p->name;
+	p->tx.st = &p->st;
 
 	memcpy(p->info.mac, p->mac, 6);
 	p->info.mtu = (uint16_t)(cap - PP_ETH_HLEN);
@@ -291,7 +266,7 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 	if (conf->nb_queues > 1)
 		pp_info("%s: one queue pair only (%u asked)", p->name, conf->nb_queues);
 	pp_info("%s: mtu %u (link %u%s%s), %u peers, GSO %s, GRO %s", p->name, p->info.mtu, mtu,
-		ifname[0] ? ", " : "", ifname, p->nb_peers, p->gso ? "on" : "off",
+		ifname[0] ? ", " : "", ifname, p->nb_peers, p->tx.gso ? "on" : "off",
 		p->gro ? "on" : "off");
 	if (!p->nb_peers)
 		pp_info("%s: no peers (peers=, peerfile=): broadcasts reach nobody", p->name);
@@ -338,30 +313,22 @@ static void udp_port_free(struct pp_port *port, struct pp_buf **bufs, unsigned n
 	pp_bufpool_free(&((struct udp_port *)port)->pool, bufs, n);
 }
 
-/* 0 when datagram b of len bytes from `from` may pass (see the top). */
+/* 0 when datagram f of len bytes from `from` may pass (see the top);
+ * else counted by reason. */
 static int rx_check(struct udp_port *p, const uint8_t *f, unsigned len, int flags,
 		    const struct sockaddr_in *from)
 {
-	if ((flags & MSG_TRUNC) || len < PP_ETH_HLEN || f[12] != (PP_ETH_TYPE_PP >> 8) ||
-	    f[13] != (PP_ETH_TYPE_PP & 0xff)) {
-		p->drops.malformed++;
-		return -1;
-	}
-	uint8_t src[6];
-	if (ntohs(from->sin_port) < PP_UDP_PORT_MIN) {
-		p->drops.spoofed++; /* no MAC stands for that address */
-		return -1;
-	}
-	pp_udp_mac_encode(from, src);
-	if (memcmp(src, pp_eth_src(f), 6) != 0) {
+	enum pp_udp_drop why =
+	    (flags & MSG_TRUNC) ? PP_UDP_MALFORMED : pp_udp_inner_check(f, len, from, p->mac);
+	if (why == PP_UDP_OK)
+		return 0;
+	if (why == PP_UDP_SPOOFED)
 		p->drops.spoofed++;
-		return -1;
-	}
-	if (!(f[0] & 0x01) && memcmp(f, p->mac, 6) != 0) {
+	else if (why == PP_UDP_MISADDR)
 		p->drops.misaddr++;
-		return -1;
-	}
-	return 0;
+	else
+		p->drops.malformed++;
+	return -1;
 }
 
 /* Up to n datagrams from the socket into the stage (empty before): how
@@ -498,117 +465,6 @@ static unsigned udp_port_rx_burst(struct pp_port *port, uint16_t queue, struct p
 	return got;
 }
 
-/* A group frame (HELLO, BYE): one datagram to every peer. Cold path.
- * 1 taken (a peer it did not reach lost it, as any datagram may be lost:
- * discovery repeats), 0 the socket is full before the first peer: the
- * caller keeps it. */
-static int tx_group(struct udp_port *p, struct pp_buf *b)
-{
-	unsigned failed = 0;
-	for (unsigned i = 0; i < p->nb_peers; i++) {
-		if (sendto(p->fd, b->data, b->len, MSG_DONTWAIT, (struct sockaddr *)&p->peers[i],
-			   sizeof(p->peers[i])) >= 0)
-			continue;
-		if (i == 0 && (errno == EAGAIN || errno == ENOBUFS))
-			return 0;
-		failed++;
-	}
-	if (failed)
-		p->st.tx_failed++;
-	else {
-		p->st.tx_frames++;
-		p->st.tx_bytes += b->len;
-	}
-	return 1;
-}
-
-/* One sendmmsg for unicast frames bufs[0..n) (n <= UDP_BURST, each with an
- * address). With GSO, consecutive frames to one address, all of the first
- * one's length but the last (which may be shorter), go as one message the
- * kernel cuts into those datagrams (UDP_SEGMENT): one pass down the stack
- * instead of one per frame. Returns the frames taken (sent, or dropped as
- * never sendable), 0 when the socket is full. */
-static unsigned tx_run(struct udp_port *p, struct pp_buf **bufs, unsigned n)
-{
-	struct mmsghdr msgs[UDP_BURST];
-	struct iovec iov[UDP_BURST];
-	struct sockaddr_in to[UDP_BURST];
-	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} ctl[UDP_BURST];
-	unsigned frames[UDP_BURST];
-	uint32_t bytes[UDP_BURST], seg[UDP_BURST];
-	unsigned m = 0;
-	int open_group = 0; /* the last message may take another frame */
-	for (unsigned k = 0; k < n; k++) {
-		struct pp_buf *b = bufs[k];
-		struct sockaddr_in a;
-		pp_udp_mac_decode(b->data, &a);
-		iov[k] = (struct iovec){b->data, b->len};
-		if (open_group && a.sin_addr.s_addr == to[m - 1].sin_addr.s_addr &&
-		    a.sin_port == to[m - 1].sin_port && b->len <= seg[m - 1] &&
-		    frames[m - 1] < GSO_MAX_SEGS && bytes[m - 1] + b->len <= GSO_MAX_BYTES) {
-			msgs[m - 1].msg_hdr.msg_iovlen++;
-			frames[m - 1]++;
-			bytes[m - 1] += b->len;
-			open_group = b->len == seg[m - 1];
-			continue;
-		}
-		to[m] = a;
-		msgs[m].msg_hdr = (struct msghdr){.msg_name = &to[m],
-						  .msg_namelen = sizeof(to[m]),
-						  .msg_iov = &iov[k],
-						  .msg_iovlen = 1};
-		frames[m] = 1;
-		bytes[m] = seg[m] = b->len;
-		open_group = p->gso;
-		m++;
-	}
-	for (unsigned j = 0; j < m; j++) {
-		if (frames[j] < 2)
-			continue;
-		struct msghdr *h = &msgs[j].msg_hdr;
-		memset(&ctl[j], 0,
-		       sizeof(ctl[j])); /* CMSG_SPACE's padding goes to the kernel too */
-		h->msg_control = ctl[j].buf;
-		h->msg_controllen = sizeof(ctl[j].buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(h);
-		c->cmsg_level = SOL_UDP;
-		c->cmsg_type = UDP_SEGMENT;
-		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-		uint16_t sz = (uint16_t)seg[j];
-		memcpy(CMSG_DATA(c), &sz, sizeof(sz));
-	}
-	int r = sendmmsg(p->fd, msgs, m, MSG_DONTWAIT);
-	if (r < 0) {
-		int e = errno;
-		if (e == EAGAIN || e == ENOBUFS || e == EINTR)
-			return 0; /* full for now: the caller keeps them */
-		if (frames[0] > 1) {
-			/* GSO refused (a device without checksum offload, a
-			 * segment above the route's MTU): plain datagrams from
-			 * now on. Once in the port's life. */
-			p->gso = 0;
-			pp_info("%s: GSO refused (%s); one datagram per send from now on", p->name,
-				strerror(e));
-			return tx_run(p, bufs, n);
-		}
-		p->st.tx_failed++; /* the first cannot ever go: drop it */
-		udp_port_free(&p->base, bufs, 1);
-		return 1;
-	}
-	/* When r < m, the next sendmmsg says why the rest did not go. */
-	unsigned taken = 0;
-	for (int j = 0; j < r; j++) {
-		taken += frames[j];
-		p->st.tx_bytes += bytes[j];
-	}
-	p->st.tx_frames += taken;
-	udp_port_free(&p->base, bufs, taken);
-	return taken;
-}
-
 static unsigned udp_port_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
 				  unsigned n)
 {
@@ -624,7 +480,7 @@ static unsigned udp_port_tx_burst(struct pp_port *port, uint16_t queue, struct p
 			continue;
 		}
 		if (b->data[0] & 0x01) { /* broadcast or multicast */
-			if (!tx_group(p, b))
+			if (!pp_udp_tx_group(&p->tx, b))
 				break;
 			udp_port_free(port, &bufs[i++], 1);
 			continue;
@@ -643,9 +499,10 @@ static unsigned udp_port_tx_burst(struct pp_port *port, uint16_t queue, struct p
 				break; /* dealt with above, on the next turn */
 			k++;
 		}
-		unsigned taken = tx_run(p, &bufs[i], k);
+		unsigned taken = pp_udp_tx_run(&p->tx, &bufs[i], k);
 		if (!taken)
 			break;
+		udp_port_free(port, &bufs[i], taken);
 		i += taken;
 	}
 	return i;

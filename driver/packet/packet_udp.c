@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* `packet:IFACE,frame=udp`: see packet_udp.h. */
+#include "packet_udp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h> /* before the linux/ headers */
+#include <linux/filter.h>
+#include <netinet/udp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pp_compiler.h"
+#include "pp_log.h"
+#include "udp/udp_addr.h"
+#include "udp/udp_frame.h"
+#include "udp/udp_sock.h"
+
+#define HOPS	  1024 /* next hops remembered (a power of two) */
+#define HOP_PROBE 8    /* slots looked at for one */
+#define SOCK_BUF  (4u << 20)
+/* A run to one peer goes through the socket as one GSO message from this
+ * many bytes; below, its frames go through the TX ring one by one (two
+ * ACKs are not worth a system call of their own). */
+#define GSO_MIN_BYTES 8192
+
+struct hop {
+	uint64_t key;	/* 1 << 63 | the peer's MAC; 0: empty */
+	uint8_t mac[6]; /* the next hop's */
+};
+
+struct pkt_udp {
+	struct sockaddr_in self;
+	uint8_t mac[6];	   /* self, encoded */
+	uint8_t if_mac[6]; /* the interface's: the outer source */
+	int fd;		   /* the UDP socket */
+	struct pp_udp_tx tx;
+	struct sockaddr_in *peers; /* group frames' targets, self left out */
+	unsigned nb_peers;
+	struct pp_port_stats st;		   /* the socket side's sends */
+	uint64_t spoofed, malformed, misaddr, gso; /* receive drops; GSO messages taken */
+	uint64_t learnt;			   /* next hops learnt or changed */
+	struct hop hops[HOPS];
+	char name[IF_NAMESIZE + 48];
+};
+
+static uint64_t mac_key(const uint8_t *m)
+{
+	uint64_t k = 1ull << 63;
+	for (int i = 0; i < 6; i++)
+		k |= (uint64_t)m[i] << (8 * (5 - i));
+	return k;
+}
+
+static unsigned hop_home(uint64_t key)
+{
+	return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 54) & (HOPS - 1);
+}
+
+static const uint8_t *hop_find(const struct pkt_udp *u, const uint8_t *peer)
+{
+	uint64_t key = mac_key(peer);
+	for (unsigned j = 0, s = hop_home(key); j < HOP_PROBE; j++) {
+		const struct hop *h = &u->hops[(s + j) & (HOPS - 1)];
+		if (h->key == key)
+			return h->mac;
+		if (!h->key)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void hop_learn(struct pkt_udp *u, const uint8_t *peer, const uint8_t *via)
+{
+	uint64_t key = mac_key(peer);
+	unsigned s = hop_home(key);
+	struct hop *h = &u->hops[s];
+	for (unsigned j = 0; j < HOP_PROBE; j++) {
+		struct hop *c = &u->hops[(s + j) & (HOPS - 1)];
+		if (c->key == key || !c->key) {
+			h = c;
+			break;
+		}
+	}
+	if (h->key == key && memcmp(h->mac, via, 6) == 0)
+		return;
+	h->key = key; /* full: the home slot's peer goes by the socket again */
+	memcpy(h->mac, via, 6);
+	u->learnt++;
+}
+
+const uint8_t *pkt_udp_mac(const struct pkt_udp *u)
+{
+	return u->mac;
+}
+
+const char *pkt_udp_name(const struct pkt_udp *u)
+{
+	return u->name;
+}
+
+void pkt_udp_close(struct pkt_udp *u)
+{
+	if (!u)
+		return;
+	if (u->spoofed || u->malformed || u->misaddr)
+		pp_info("%s: dropped %llu spoofed, %llu malformed, %llu misaddressed frames",
+			u->name, (unsigned long long)u->spoofed, (unsigned long long)u->malformed,
+			(unsigned long long)u->misaddr);
+	pp_debug("%s: %llu GSO messages taken whole, %llu next hops learnt", u->name,
+		 (unsigned long long)u->gso, (unsigned long long)u->learnt);
+	if (u->fd >= 0)
+		close(u->fd);
+	free(u->peers);
+	free(u);
+}
+
+/* The udp: device string for these options: "IFACE:PORT" and the options
+ * udp_addr.c parses. 0, or -EINVAL (said). */
+static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap, int *udp)
+{
+	unsigned port = 0;
+	int n = snprintf(out, cap, "%s:", iface);
+	size_t at = (size_t)n, tail = 0;
+	char rest[4096] = "";
+	*udp = 0;
+	for (const char *s = opts; *s;) {
+		const char *e = strchr(s, ',');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		if (len == 9 && memcmp(s, "frame=udp", 9) == 0)
+			*udp = 1;
+		else if (len == 9 && memcmp(s, "frame=eth", 9) == 0)
+			*udp = 0;
+		else if (len > 5 && memcmp(s, "port=", 5) == 0) {
+			char *end;
+			unsigned long v = strtoul(s + 5, &end, 10);
+			if (end != s + len || v > 65535 || (v && v < PP_UDP_PORT_MIN)) {
+				pp_err("packet:%s: port=%.*s: give 0 or %u..65535", iface,
+				       (int)(len - 5), s + 5, PP_UDP_PORT_MIN);
+				return -EINVAL;
+			}
+			port = (unsigned)v;
+		} else if ((len > 6 && memcmp(s, "peers=", 6) == 0) ||
+			   (len > 9 && memcmp(s, "peerfile=", 9) == 0) ||
+			   (len == 5 &&
+			    (memcmp(s, "gso=0", 5) == 0 || memcmp(s, "gso=1", 5) == 0))) {
+			if (tail + len + 2 > sizeof(rest))
+				return -EINVAL;
+			rest[tail++] = ',';
+			memcpy(rest + tail, s, len);
+			tail += len;
+			rest[tail] = '\0';
+		} else {
+			pp_err("packet:%s: unknown option '%.*s' (frame=eth|udp; with frame=udp: "
+			       "port=N, peers=LIST, peerfile=PATH, gso=0|1)",
+			       iface, (int)len, s);
+			return -EINVAL;
+		}
+		s = e ? e + 1 : s + len;
+	}
+	if (!*udp && (port || tail)) {
+		pp_err("packet:%s: port=, peers=, peerfile= and gso= need frame=udp", iface);
+		return -EINVAL;
+	}
+	if (at + 6 + tail >= cap)
+		return -EINVAL;
+	snprintf(out + at, cap - at, "%u%s", port, rest);
+	return 0;
+}
+
+static int sock_setup(struct pkt_udp *u, const char *dev, int no_gso)
+{
+	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (u->fd < 0) {
+		int e = errno;
+		pp_err("%s: socket: %s", dev, strerror(e));
+		return -e;
+	}
+	int sz = SOCK_BUF, one = 1, zero = 0;
+	setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	/* It receives nothing: every datagram is dropped at the socket, and
+	 * taken whole (UDP_GRO) so that the kernel does not cut a GSO message
+	 * apart only to drop the pieces. Bound, the port sends no ICMP. */
+	struct sock_filter none = BPF_STMT(BPF_RET | BPF_K, 0);
+	struct sock_fprog prog = {.len = 1, .filter = &none};
+	if (setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) {
+		int e = errno;
+		pp_err("%s: cannot filter the UDP socket: %s", dev, strerror(e));
+		return -EIO;
+	}
+	(void)setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	int rc = pp_udp_bind(u->fd, &u->self, dev);
+	if (rc)
+		return rc;
+	u->tx.gso = !no_gso && setsockopt(u->fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+	return 0;
+}
+
+int pkt_udp_open(struct pkt_udp **out, const char *iface, const char *opts, const uint8_t if_mac[6])
+{
+	*out = NULL;
+	char dev[4400];
+	int udp, rc = udp_dev_of(iface, opts ? opts : "", dev, sizeof(dev), &udp);
+	if (rc || !udp)
+		return rc;
+	struct pp_udp_dev d;
+	if ((rc = pp_udp_dev_parse(dev, &d)))
+		return rc;
+	struct pkt_udp *u = calloc(1, sizeof(*u));
+	if (!u) {
+		pp_udp_dev_free(&d);
+		return -ENOMEM;
+	}
+	u->fd = -1;
+	u->self = d.self;
+	memcpy(u->if_mac, if_mac, 6);
+	if ((rc = sock_setup(u, dev, d.no_gso))) {
+		pp_udp_dev_free(&d);
+		pkt_udp_close(u);
+		return rc;
+	}
+	pp_udp_mac_encode(&u->self, u->mac);
+	char ip[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &u->self.sin_addr, ip, sizeof(ip));
+	snprintf(u->name, sizeof(u->name), "packet:%s,udp:%s:%u", iface, ip,
+		 ntohs(u->self.sin_port));
+	u->peers = d.peers;
+	d.peers = NULL;
+	for (unsigned i = 0; i < d.nb_peers; i++)
+		if (u->peers[i].sin_addr.s_addr != u->self.sin_addr.s_addr ||
+		    u->peers[i].sin_port != u->self.sin_port)
+			u->peers[u->nb_peers++] = u->peers[i];
+	pp_udp_dev_free(&d);
+	u->tx.fd = u->fd;
+	u->tx.peers = u->peers;
+	u->tx.nb_peers = u->nb_peers;
+	u->tx.name = u->name;
+	u->tx.st = &u->st;
+	*out = u;
+	return 0;
+}
+
+int pkt_udp_filter(struct pkt_udp *u, int fd)
+{
+	/* Offsets from the Ethernet header: unfragmented IPv4 UDP to our port,
+	 * whole; anything else not at all. */
+	struct sock_filter code[] = {
+	    BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0800, 0, 8),
+	    BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 23),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 6),
+	    BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 20),
+	    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x3fff, 4, 0),
+	    BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),
+	    BPF_STMT(BPF_LD | BPF_H | BPF_IND, 16),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohs(u->self.sin_port), 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, 0x40000),
+	    BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) == 0)
+		return 0;
+	pp_err("%s: cannot attach the receive filter: %s", u->name, strerror(errno));
+	return -EIO;
+}
+
+void pkt_udp_hdr(void *arg, uint8_t *room, uint32_t len)
+{
+	struct pkt_udp *u = arg;
+	uint8_t *f = room + PP_PKT_VNET_HLEN + PP_UDP_OUTER_HLEN;
+	struct sockaddr_in to;
+	(void)pp_udp_mac_decode(f, &to); /* pkt_udp_route saw it decode */
+	const uint8_t *hop = hop_find(u, f);
+	static const uint8_t none[6];
+	memset(room, 0, PP_PKT_VNET_HLEN); /* no GSO, no checksum to finish */
+	pp_udp_outer_write(room + PP_PKT_VNET_HLEN, u->if_mac, hop ? hop : none, &u->self, &to,
+			   len);
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+unsigned pkt_udp_split(void *arg, uint8_t *f, uint32_t len, uint8_t **seg, uint32_t *seg_len,
+		       unsigned max)
+{
+	struct pkt_udp *u = arg;
+	struct pp_udp_outer o;
+	if (pp_udp_outer_parse(f, len, u->self.sin_port, &o) != PP_UDP_OK || !o.len) {
+		u->malformed++;
+		return 0;
+	}
+	/* struct virtio_net_hdr before the frame: gso_type, and gso_size (the
+	 * datagrams' size) when the kernel took a GSO message whole */
+	const uint8_t *vh = f - PP_PKT_VNET_HLEN;
+	uint32_t size = vh[1] ? get_le16(vh + 4) : o.len;
+	if (!size || (o.len + size - 1) / size > max) {
+		u->malformed++;
+		return 0;
+	}
+	u->gso += vh[1] != 0;
+	unsigned k = 0;
+	for (uint32_t off = 0; off < o.len; off += size) {
+		uint32_t l = o.len - off < size ? o.len - off : size;
+		uint8_t *s = f + o.off + off;
+		enum pp_udp_drop why = pp_udp_inner_check(s, l, &o.from, u->mac);
+		if (pp_unlikely(why != PP_UDP_OK)) {
+			if (why == PP_UDP_SPOOFED)
+				u->spoofed++;
+			else if (why == PP_UDP_MISADDR)
+				u->misaddr++;
+			else
+				u->malformed++;
+			continue;
+		}
+		if (!k)
+			hop_learn(u, pp_eth_src(s), pp_eth_src(f));
+		seg[k] = s;
+		seg_len[k++] = l;
+	}
+	return k;
+}
+
+enum pkt_udp_way pkt_udp_route(struct pkt_udp *u, struct pp_buf **bufs, unsigned n, uint32_t cap,
+			       unsigned *k)
+{
+	struct pp_buf *b = bufs[0];
+	*k = 1;
+	if (b->len < PP_ETH_HLEN || b->len > cap ||
+	    (!(b->data[0] & 0x01) && (b->data[0] & 0x03) != 0x02)) {
+		u->st.tx_failed++; /* too long, a runt, or a universal MAC: no address */
+		return PKT_UDP_DROP;
+	}
+	if (b->data[0] & 0x01)
+		return PKT_UDP_SOCK; /* a group frame: to every peer */
+	/* The run to b's peer: frames of b's length, the last maybe shorter. */
+	unsigned r = 1;
+	uint32_t bytes = b->len;
+	while (r < n && r < PP_UDP_GSO_SEGS && bufs[r - 1]->len == b->len) {
+		const struct pp_buf *c = bufs[r];
+		if (c->len < PP_ETH_HLEN || c->len > b->len || bytes + c->len > PP_UDP_GSO_BYTES ||
+		    memcmp(c->data, b->data, 6) != 0)
+			break;
+		bytes += c->len;
+		r++;
+	}
+	*k = r;
+	if (!hop_find(u, b->data) || (u->tx.gso && r > 1 && bytes >= GSO_MIN_BYTES))
+		return PKT_UDP_SOCK;
+	return PKT_UDP_RING;
+}
+
+unsigned pkt_udp_send(struct pkt_udp *u, struct pp_buf **bufs, unsigned k)
+{
+	if (bufs[0]->data[0] & 0x01)
+		return (unsigned)pp_udp_tx_group(&u->tx, bufs[0]);
+	return pp_udp_tx_run(&u->tx, bufs, k);
+}
+
+void pkt_udp_stats(const struct pkt_udp *u, struct pp_port_stats *st)
+{
+	st->tx_frames += u->st.tx_frames;
+	st->tx_bytes += u->st.tx_bytes;
+	st->tx_failed += u->st.tx_failed;
+	st->rx_dropped += u->spoofed + u->malformed + u->misaddr;
+}
