@@ -1,14 +1,21 @@
 # Sourced by the runtime integration scripts: one pprun job of rt_check,
 # judged by how many "...: ok" lines it printed.
 #   rt_run NAME WANT_OK_LINES PPRUN_ARGS... -- RT_CHECK_ARGS...
-# Needs: $pprun, $kind, $log (a scratch file), fail(); optional
+# Needs: $pprun, $kind (a --dev-kind, or packet-udp: packet with --frame
+# udp), $log (a scratch file), fail(); optional
 # $rt_timeout (seconds, default 60) and $rt_label (added to failures).
 # On success rt_name and rt_ok hold the name and the count of ok lines.
+# pprun's options for $kind.
+rt_kind_args() {
+  if [ "$kind" = packet-udp ]; then echo "--dev-kind packet --frame udp"; else echo "--dev-kind $kind"; fi
+}
+
 rt_run() {
   local want=$2
   rt_name=$1
   shift 2
-  "$pprun" --dev-kind "$kind" --timeout "${rt_timeout:-60}" "$@" >"$log" 2>&1
+  # shellcheck disable=SC2046 # the options split
+  "$pprun" $(rt_kind_args) --timeout "${rt_timeout:-60}" "$@" >"$log" 2>&1
   local rc=$?
   rt_ok=$(grep -c ': ok$' "$log")
   if [ $rc -ne 0 ] || [ "$rt_ok" -ne "$want" ] || grep -q FAIL "$log"; then

@@ -14,7 +14,8 @@
 #    port has nothing to sleep on;
 # 4. cluster=FILE: the rank -> MAC table replaces discovery; a wrong MAC in
 #    it makes the job fail.
-# Over udp (one rank per node on the test bed) the runs of two ranks only.
+# Over udp and packet-udp (packet: ports with frame=udp; one rank per node
+# on the test bed) the runs of two ranks only.
 set -uo pipefail
 pprun=$1 rtc=$2 tb=$3 kind=$4
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -37,7 +38,7 @@ for mode in push-pull push-all push-zero; do
 done
 # udp: on the test bed takes one rank per node (pprun): the runs of 4 ranks
 # on 2 nodes and the cluster files (MACs of ports) are not for it.
-four() { [ "$kind" != udp ]; }
+four() { [ "$kind" != udp ] && [ "$kind" != packet-udp ]; }
 four && run "4 ranks on 2 nodes, push-pull, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
 # af_packet takes chained buffers; AF_XDP cannot, and copies instead.
 run "2 ranks, push-pull, zero-copy transmit, sizes" 2 -n 2 --nodes 2 -- \
@@ -66,7 +67,8 @@ grep -q "ack did not arrive" "$log" || fail "control run"
 # refused WHAT CONFIG PATTERN: a job with rt_check -c CONFIG must not start,
 # and its log must say why (PATTERN).
 refused() {
-  "$pprun" -n 2 --nodes 2 --dev-kind "$kind" --timeout 60 -- \
+  # shellcheck disable=SC2046 # the options split
+  "$pprun" -n 2 --nodes 2 $(rt_kind_args) --timeout 60 -- \
     "$rtc" -c "$2" handlers >"$log" 2>&1 && { cat "$log"; fail "$1 started"; }
   grep -q "$3" "$log" || { cat "$log"; fail "$1: no clear error"; }
   echo "ok: $1 is refused with a clear error"
@@ -79,7 +81,7 @@ refused "progress=thread without pull_cores" progress=thread \
   "progress=thread: set pull_cores=LIST too"
 # progress=event: the thread asleep on the port serves the computing sender
 # (ports with a wait descriptor); a DPDK port refuses it with a clear error.
-if [ "$kind" = packet ] || [ "$kind" = udp ]; then
+if [ "$kind" = packet ] || [ "$kind" = udp ] || [ "$kind" = packet-udp ]; then
   run "event progress serves a computing sender" 1 -n 2 --nodes 2 -- \
     "$rtc" -c progress=event --compute 10 handlers
 else

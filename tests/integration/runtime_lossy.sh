@@ -55,7 +55,8 @@ run() {
 for mode in push-pull push-all push-zero; do
   run "2 ranks, $mode, all scenarios" 9 -n 2 --nodes 2 --mode "$mode" -- "$rtc" --expect-loss all
 done
-# udp: on the test bed takes one rank per node (pprun), so two ranks only.
-[ "$kind" = udp ] ||
+# udp: ports and frame=udp on the test bed take one rank per node (pprun), so
+# two ranks only.
+[ "$kind" = udp ] || [ "$kind" = packet-udp ] ||
   run "4 ranks on 2 nodes, many" 4 -n 4 --nodes 2 -- "$rtc" --expect-loss many
 echo "PASS: loss survived over $kind"

@@ -6,6 +6,8 @@
 # 1. pp_pingpong --check in every mode, sizes at the port's edge on 1500-byte
 #    links (1458 bytes after the Ethernet header, 1382 of payload).
 # 2. The early and late receiver tests.
+# 3. packet: ports with frame=udp (as root: raw sockets) across the same
+#    router, and one rank of each kind: the same wire format.
 # Every frame went through the router: its counters show it. The
 # namespaces are deleted on exit, whatever happens.
 set -uo pipefail
@@ -42,13 +44,25 @@ set +e
 
 secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 peers=10.77.0.2:50000+10.77.1.2:50000
+# Rank r's port: kind[r] udp (a udp: port, as nobody) or raw (packet:u<r>
+# with frame=udp, as root).
+kind=(udp udp)
+dev_of() {
+  if [ "${kind[$1]}" = raw ]; then
+    echo "packet:u$1,frame=udp,port=50000,peers=$peers"
+  else
+    echo "udp:10.77.$1.2:50000,peers=$peers"
+  fi
+}
 # Both ranks, rank r in namespace udp<r> at 10.77.<r>.2:50000; pp_pingpong's
 # arguments after. Rank 0's output in $tmp/0.log, rank 1's in $tmp/1.log.
 pair() {
   local job=$((RANDOM * 32768 + RANDOM)) pids=() st=0
   for r in 0 1; do
-    ip netns exec "udp$r" "${as[@]}" env PP_RANK=$r PP_SIZE=2 PP_JOB=$job \
-      PP_JOB_SECRET="$secret" PP_NODE="n$r" PP_DEV="udp:10.77.$r.2:50000,peers=$peers" \
+    local who=("${as[@]}")
+    [ "${kind[$r]}" = raw ] && who=()
+    ip netns exec "udp$r" "${who[@]}" env PP_RANK=$r PP_SIZE=2 PP_JOB=$job \
+      PP_JOB_SECRET="$secret" PP_NODE="n$r" PP_DEV="$(dev_of $r)" \
       timeout 120 "$pingpong" "$@" > "$tmp/$r.log" 2>&1 &
     pids+=($!)
   done
@@ -77,6 +91,22 @@ echo "ok: early and late receivers across the router, every byte checked"
 n=$(($(forwarded) - before))
 [ "$n" -gt $((3 * 6 * 1048576)) ] || fail "only $n bytes forwarded to udp1: not through the router?"
 echo "ok: the router forwarded $n bytes to udp1"
+
+# packet: ports framing in UDP, both ranks, then one of each kind.
+for k in "raw raw" "udp raw" "raw udp"; do
+  read -r -a kind <<<"$k"
+  before=$(forwarded)
+  for mode in push-pull push-all; do
+    pair --test latency --mode "$mode" --sizes "$sizes" --iters 5 --warmup 1 --check ||
+      { cat "$tmp"/*.log; fail "pp_pingpong $mode across the router, ranks on $k"; }
+    rows=$(grep -c "^latency" "$tmp/0.log")
+    [ "$rows" -eq 8 ] || { cat "$tmp"/*.log; fail "$k, $mode: $rows result rows, want 8"; }
+  done
+  n=$(($(forwarded) - before))
+  [ "$n" -gt $((2 * 6 * 1048576)) ] || fail "$k: only $n bytes forwarded to udp1"
+  echo "ok: ranks on $k ports (raw: packet: with frame=udp) across the router, 8 sizes, push-pull and push-all, every byte checked, $n bytes forwarded"
+done
+kind=(udp udp)
 # The port reports its interface's speed, as the raw ports do: the engine
 # starts its path rate there, and without it a 1 KiB message waited for a
 # PULL (12 against 3.5 us one way over a veth).
