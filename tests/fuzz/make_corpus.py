@@ -3,7 +3,8 @@
 # Writes the seed corpus of the fuzz targets: well-formed frames of every
 # type (fuzz_wire), short frame sequences for the engine (fuzz_engine),
 # rings with sound and broken records (fuzz_ring) and segment headers with
-# and without rewritten fields (fuzz_segment).
+# and without rewritten fields (fuzz_segment), raw frames in UDP/IPv4
+# (fuzz_udp_frame).
 # Run from this folder: ./make_corpus.py
 import os
 import struct
@@ -135,8 +136,53 @@ segs = {
     "slot_rank": seg(3, 3, 0, 5, 2, 0, patch(80 + 16, 99, 4)),
     "nlocal": seg(2, 1, 0, 6, 1, 0, patch(NLOCAL, 64, 4)),
 }
+
+
+def ip_sum(h):
+    s = sum(struct.unpack("!%dH" % (len(h) // 2), h))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def udp_mac(ip, port):
+    p = port - 49152
+    return bytes([((p >> 8) & 0x3F) << 2 | 2, p & 0xFF]) + bytes(ip)
+
+
+def raw_udp(payload, sport=50000, dport=50001, src=(10, 0, 0, 2), dst=(10, 0, 0, 1),
+            frag=0x4000, ihl=5):
+    """fuzz_udp_frame.c's input: the port, a segment size, then a raw frame
+    (driver/udp/udp_frame.h) carrying payload."""
+    opts = b"\x01" * (4 * (ihl - 5))
+    tot = 4 * ihl + 8 + len(payload)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, tot, 0, frag, 64, 17, 0,
+                     bytes(src), bytes(dst)) + opts
+    ip = ip[:10] + struct.pack("!H", ip_sum(ip)) + ip[12:]
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0)
+    return b"\x02\x09\x08\x07\x06\x05\x02\x01\x02\x03\x04\x05\x08\x00" + ip + udp + payload
+
+
+def inner(n, sport=50000, dport=50001):
+    return (udp_mac((10, 0, 0, 1), dport) + udp_mac((10, 0, 0, 2), sport) + b"\x88\xb5" +
+            bytes(i & 0xFF for i in range(n - 14)))
+
+
+def udp_in(frame, seg=0, port=50001):
+    return struct.pack("!H", port) + struct.pack("<H", seg) + frame
+
+
+udps = {
+    "one": udp_in(raw_udp(inner(200))),
+    "gso": udp_in(raw_udp(inner(1000) * 7 + inner(300)), seg=1000),
+    "options": udp_in(raw_udp(inner(100), ihl=7)),
+    "fragment": udp_in(raw_udp(inner(100), frag=0x2000)),
+    "spoofed": udp_in(raw_udp(inner(100, sport=50007))),
+    "broadcast": udp_in(raw_udp(b"\xff" * 6 + inner(100)[6:])),
+}
 for d, files in (("corpus/fuzz_wire", wire), ("corpus/fuzz_engine", engine),
-                 ("corpus/fuzz_ring", rings), ("corpus/fuzz_segment", segs)):
+                 ("corpus/fuzz_ring", rings), ("corpus/fuzz_segment", segs),
+                 ("corpus/fuzz_udp_frame", udps)):
     os.makedirs(d, exist_ok=True)
     for k, v in files.items():
         with open(os.path.join(d, k), "wb") as f:
