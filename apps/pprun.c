@@ -555,8 +555,9 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 	} else if (o->frame_udp) {
 		/* pp0 of its node, framing in UDP on its address (testbed.sh
 		 * addr), every rank's in the file. */
-		snprintf(buf, sizeof(buf), "packet:pp%d,frame=udp,port=%u,peerfile=%s", port,
-			 UDP_TB_PORT, o->peerfile);
+		snprintf(buf, sizeof(buf),
+			 "packet:pp%d,frame=udp,addr=" UDP_TB_ADDR ",port=%u,peerfile=%s", port,
+			 node, port + 1, UDP_TB_PORT, o->peerfile);
 		faulty(o, buf, sizeof(buf), 1 + rank);
 		set_env("PP_DEV", buf);
 	} else if (o->udp_tb) {

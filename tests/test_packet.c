@@ -1156,7 +1156,18 @@ static void test_frame_udp(void)
 	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,port=50000", &conf), -EINVAL);
 	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=udp,port=80", &conf), -EINVAL);
 	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=udp,mtu=1000", &conf), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,addr=127.0.0.1", &conf), -EINVAL);
+	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=udp,addr=10.9.9.9", &conf), -ENODEV);
 	CU_ASSERT_PTR_EQUAL(x, (struct pp_port *)0x1);
+	/* addr=: the port's address given; port 0: a free one of the range */
+	CU_ASSERT_EQUAL_FATAL(pp_port_open(&x, "packet:lo,frame=udp,addr=127.0.0.1,port=0", &conf),
+			      0);
+	struct pp_port_info ix;
+	CU_ASSERT_EQUAL(pp_port_info(x, &ix), 0);
+	CU_ASSERT_EQUAL(ix.mac[0] & 0x03, 0x02);
+	CU_ASSERT_EQUAL(ix.mac[2], 127);
+	CU_ASSERT_EQUAL(ix.mac[5], 1);
+	pp_port_close(x);
 	CU_ASSERT_EQUAL_FATAL(
 	    pp_port_open(&a, "packet:lo,frame=udp,port=50001,peers=127.0.0.1:50002", &conf), 0);
 	CU_ASSERT_EQUAL(pp_port_open(&x, "packet:lo,frame=udp,port=50001", &conf), -EADDRINUSE);

@@ -123,9 +123,8 @@ void pkt_udp_close(struct pkt_udp *u)
 static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap, int *udp)
 {
 	unsigned port = 0;
-	int n = snprintf(out, cap, "%s:", iface);
-	size_t at = (size_t)n, tail = 0;
-	char rest[4096] = "";
+	char rest[4096] = "", addr[64] = "";
+	size_t tail = 0;
 	*udp = 0;
 	for (const char *s = opts; *s;) {
 		const char *e = strchr(s, ',');
@@ -143,6 +142,9 @@ static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap
 				return -EINVAL;
 			}
 			port = (unsigned)v;
+		} else if (len > 5 && len - 5 < sizeof(addr) && memcmp(s, "addr=", 5) == 0) {
+			memcpy(addr, s + 5, len - 5);
+			addr[len - 5] = '\0';
 		} else if ((len > 6 && memcmp(s, "peers=", 6) == 0) ||
 			   (len > 9 && memcmp(s, "peerfile=", 9) == 0) ||
 			   (len == 5 &&
@@ -155,20 +157,18 @@ static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap
 			rest[tail] = '\0';
 		} else {
 			pp_err("packet:%s: unknown option '%.*s' (frame=eth|udp; with frame=udp: "
-			       "port=N, peers=LIST, peerfile=PATH, gso=0|1)",
+			       "addr=IPV4, port=N, peers=LIST, peerfile=PATH, gso=0|1)",
 			       iface, (int)len, s);
 			return -EINVAL;
 		}
 		s = e ? e + 1 : s + len;
 	}
-	if (!*udp && (port || tail)) {
-		pp_err("packet:%s: port=, peers=, peerfile= and gso= need frame=udp", iface);
+	if (!*udp && (port || tail || addr[0])) {
+		pp_err("packet:%s: addr=, port=, peers=, peerfile= and gso= need frame=udp", iface);
 		return -EINVAL;
 	}
-	if (at + 6 + tail >= cap)
-		return -EINVAL;
-	snprintf(out + at, cap - at, "%u%s", port, rest);
-	return 0;
+	int n = snprintf(out, cap, "%s:%u%s", addr[0] ? addr : iface, port, rest);
+	return n < 0 || (size_t)n >= cap ? -EINVAL : 0;
 }
 
 static int sock_setup(struct pkt_udp *u, const char *dev, int no_gso)

@@ -31,9 +31,10 @@
 struct pkt_udp;
 
 /*
- * Parse the options after "IFACE," (frame=eth|udp, port=, peers=,
+ * Parse the options after "IFACE," (frame=eth|udp, addr=, port=, peers=,
  * peerfile=, gso=). *u is NULL for frame=eth. For frame=udp bind the port
- * (IFACE's first IPv4 address; port 0 or none: a free one of the range).
+ * (addr=, an address of IFACE, else IFACE's first IPv4 address; port 0 or
+ * none: a free one of the range).
  * if_mac is IFACE's MAC. Says what is wrong in words.
  * Errors: -EINVAL, -ENODEV (IFACE has no IPv4 address), -EADDRINUSE, -ENOMEM.
  */

@@ -87,6 +87,9 @@
 #                   ports on the test bed's port addresses, GSO and GRO; Open
 #                   MPI over pp on udp:pp0:0, each rank's own pp0 address;
 #                   pp_probe --blast, which needs the peer's MAC, left out)
+#                   or packet-udp (packet: ports with frame=udp: raw frames
+#                   for single frames, one GSO message for a run; Open MPI
+#                   over pp on packet:pp0,frame=udp; no pp_probe --blast)
 #   --offload on|off  TCP segmentation offloads of the veth ends (default on, as
 #                   the test bed leaves them). off: TSO, GSO and GRO are turned
 #                   off on both ends of ppn0's and ppn1's pp0 for the run (and
@@ -154,7 +157,7 @@ while [ $# -gt 0 ]; do
       if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9]$ ]]; then bad "--rounds needs 1..9"; fi
       rounds=$2; shm_args+=(--rounds "$2"); shift 2 ;;
     --dev-kind)
-      case ${2:-} in af_packet | packet | udp) ;; *) bad "--dev-kind needs packet, af_packet or udp" ;; esac
+      case ${2:-} in af_packet | packet | udp | packet-udp) ;; *) bad "--dev-kind needs packet, af_packet, udp or packet-udp" ;; esac
       dev_kind=$2; shift 2 ;;
     --offload)
       case ${2:-} in on | off) ;; *) bad "--offload needs on or off" ;; esac
@@ -270,10 +273,11 @@ case $dev_kind in
   af_packet) dev=--vdev=net_af_packet0,iface=pp0; ompi_dev=$dev ;;
   packet) dev=packet:pp0; ompi_dev=$dev ;;
   udp) dev=; ompi_dev=udp:pp0:0 ;; # pp_pingpong's: pprun gives them
+  packet-udp) dev=; ompi_dev=packet:pp0,frame=udp ;;
 esac
 [ ${#ompi_pp[@]} -gt 0 ] ||
   log "$build/ofi/libpp-fi.so not built (meson -Dofi=enabled): Open MPI over pp left out"
-[ -n "$dev" ] || log "--dev-kind udp: pp_probe --blast left out"
+[ -n "$dev" ] || log "--dev-kind $dev_kind: pp_probe --blast left out"
 # Each round takes its share of the iterations and bytes (pp_job and mpi_job
 # read iters and same). A step that fails in any round fails the run: the
 # other rounds' figures fill its points, so the tables alone would not show it.

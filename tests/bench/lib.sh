@@ -1,7 +1,7 @@
 # Shared by compare.sh and compare_shm.sh (sourced, not run). The caller sets
 # prog (its name, for messages), root, build, iters, max_time, pp_nodes
 # (the --nodes of its pp_pingpong jobs), dev_kind (their port kind, default
-# packet, as pprun's) and steps (how many times it calls
+# packet, as pprun's; packet-udp: packet with --frame udp) and steps (how many times it calls
 # step) first; addrs may list "NS ADDR/LEN" to remove from pp0 at exit; csv
 # names the CSV file or is empty.
 
@@ -278,7 +278,9 @@ pp_job() { # NAME CSV LIMIT PINGPONG-ARGS...
   shift 3
   rm -f "$out"
   limit=$(budget "$limit") || return 1
-  if run "$build/apps/pprun" -n 2 --nodes "$pp_nodes" --dev-kind "${dev_kind:-packet}" --timeout "$limit" -- \
+  local kind=(--dev-kind "${dev_kind:-packet}")
+  [ "${dev_kind:-}" != packet-udp ] || kind=(--dev-kind packet --frame udp)
+  if run "$build/apps/pprun" -n 2 --nodes "$pp_nodes" "${kind[@]}" --timeout "$limit" -- \
     "$build/apps/pp_pingpong" --mode all --iters "$iters" --csv "$out" "$@" \
     >"$tmp/$name.log" 2>&1; then
     return 0
