@@ -1,7 +1,9 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 --
 -- Wireshark and tshark dissector for the librt-pp wire format (docs/wire.md):
--- Push-Pull Messaging frames, Ethernet II with EtherType 0x88B5.
+-- Push-Pull Messaging frames, Ethernet II with EtherType 0x88B5; and the
+-- same frames carried whole in UDP/IPv4 datagrams (udp: ports, packet: ports
+-- with frame=udp; driver/udp/udp_frame.h), found by a heuristic on UDP.
 --
 -- Load it for one run:
 --   tshark -X lua_script:librt-pp.lua -r capture.pcap -Y 'pp.type == PULL'
@@ -493,3 +495,16 @@ function pp.dissector(tvb, pinfo, tree)
 end
 
 DissectorTable.get("ethertype"):add(ETHERTYPE, pp)
+
+-- Frames in UDP/IPv4: a datagram whose payload is an Ethernet header of
+-- EtherType 0x88B5 and at least a version byte after it is handed to the
+-- Ethernet dissector, which hands the frame to pp as on a raw port.
+local eth_dissector = Dissector.get("eth_withoutfcs")
+local function pp_in_udp(tvb, pinfo, tree)
+	if tvb:len() < 15 or tvb(12, 2):uint() ~= ETHERTYPE then
+		return false
+	end
+	eth_dissector:call(tvb, pinfo, tree)
+	return true
+end
+pp:register_heuristic("udp", pp_in_udp)

@@ -12,7 +12,10 @@
 #     every frame of the message grouped under one pp.msg;
 #   - crafted frames: every field and flag, types by number and by name,
 #     version 1 decoded as such;
-#   - a flipped payload byte gives pp.crc.bad and an expert error.
+#   - a flipped payload byte gives pp.crc.bad and an expert error;
+#   - the push-pull traffic carried whole in UDP/IPv4 datagrams (as udp:
+#     ports and frame=udp send it) decodes to the same fields, frame by
+#     frame.
 # tshark runs once per capture (its start-up is most of the cost); python3
 # checks the fields it printed.
 # usage: dissector_test.sh CAPGEN LUA
@@ -51,6 +54,28 @@ table() {
   for c in "${cols[@]}"; do e+=(-e "$c"); done
   ts "$name" "$tmp/$name.tsv" -T fields -E header=y -E occurrence=a -E aggregator=';' "${e[@]}" "$@"
 }
+
+# The push-pull capture with each frame in a UDP/IPv4 datagram to 50000.
+python3 - "$tmp/push-pull.pcap" "$tmp/push-pull-udp.pcap" <<'PY' || fail "cannot wrap the capture in UDP"
+import struct, sys
+src = open(sys.argv[1], "rb").read()
+out = [src[:24]]
+at = 24
+while at + 16 <= len(src):
+    sec, usec, incl, orig = struct.unpack_from("<IIII", src, at)
+    frame = src[at + 16:at + 16 + incl]
+    at += 16 + incl
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + len(frame), 0, 0x4000, 64, 17, 0,
+                     bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+    s = sum(struct.unpack("!10H", ip))
+    s = (s & 0xFFFF) + (s >> 16)
+    ip = ip[:10] + struct.pack("!H", ~s & 0xFFFF) + ip[12:]
+    udp = struct.pack("!HHHH", 50001, 50000, 8 + len(frame), 0)
+    pkt = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + udp + frame
+    out.append(struct.pack("<IIII", sec, usec, len(pkt), len(pkt)) + pkt)
+open(sys.argv[2], "wb").write(b"".join(out))
+PY
+table push-pull-udp
 
 tshark -G fields -X "lua_script:$lua" 2>/dev/null | awk -F'\t' '$1 == "F" { print $3 }' >"$tmp/fields"
 for name in push-pull push-all push-zero crafted badcrc; do table "$name"; done
@@ -215,6 +240,14 @@ check("crafted: a PING acks two PULLs", rows[10]["pp.acked"], "0>1:8;0>1:9")
 check("crafted: versions 1 and 2 flagged as such (a note)",
       [r["frame.number"] for r in rows if NOTE in severities(r) and r["pp.version"] in ("1", "2")],
       ["13", "14", "15", "16"])
+
+# --- the same traffic in UDP/IPv4 -------------------------------------------------------
+raw, udp = load("push-pull"), load("push-pull-udp")
+check("in UDP: frames", len(udp), len(raw))
+for r, u in zip(raw, udp):
+    diff = [c for c in cols if c.startswith("pp.") and r[c] != u[c]]
+    check(f"in UDP: frame {r['frame.number']}: fields that differ", diff, [])
+    check(f"in UDP: frame {r['frame.number']}: payload", u["data.len"], r["data.len"])
 
 # --- a flipped payload byte ------------------------------------------------------------
 rows = load("badcrc")
