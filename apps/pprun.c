@@ -104,7 +104,7 @@ static void usage(FILE *f)
 	    "      --udp-addr ADDR   with --dev-kind udp: every rank here, on this IPv4 address\n"
 	    "                        (default 127.0.0.1)\n"
 	    "      --frame eth|udp   with --dev-kind packet: frames in UDP/IPv4 (packet:pp0,\n"
-	    "                        frame=udp: runs of frames as one GSO message, routable;\n"
+	    "                        frame=udp,link=raw: runs of frames as one GSO message;\n"
 	    "                        one rank per node, on the test bed's port addresses)\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
@@ -554,10 +554,11 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 		set_env("PP_TOKEN", buf);
 	} else if (o->frame_udp) {
 		/* pp0 of its node, framing in UDP on its address (testbed.sh
-		 * addr), every rank's in the file. */
+		 * addr), every rank's in the file; the test bed is one L2
+		 * segment, so single frames go under the link EtherType. */
 		snprintf(buf, sizeof(buf),
-			 "packet:pp%d,frame=udp,addr=" UDP_TB_ADDR ",port=%u,peerfile=%s", port,
-			 node, port + 1, UDP_TB_PORT, o->peerfile);
+			 "packet:pp%d,frame=udp,link=raw,addr=" UDP_TB_ADDR ",port=%u,peerfile=%s",
+			 port, node, port + 1, UDP_TB_PORT, o->peerfile);
 		faulty(o, buf, sizeof(buf), 1 + rank);
 		set_env("PP_DEV", buf);
 	} else if (o->udp_tb) {

@@ -919,7 +919,7 @@ static uint32_t outer_frame(uint8_t *f, const struct sockaddr_in *src,
 			    const struct sockaddr_in *dst, uint32_t len)
 {
 	static const uint8_t me[6] = {2, 1, 2, 3, 4, 5}, hop[6] = {2, 9, 8, 7, 6, 5};
-	pp_udp_outer_write(f, me, hop, src, dst, len);
+	pp_udp_outer_write(f, me, hop, src, dst, len, 0);
 	uint8_t *in = f + PP_UDP_OUTER_HLEN;
 	pp_udp_mac_encode(dst, in);
 	pp_udp_mac_encode(src, in + 6);
@@ -961,6 +961,14 @@ static void test_outer_headers(void)
 	CU_ASSERT_EQUAL(o.from.sin_port, a.sin_port);
 	CU_ASSERT_EQUAL(f[14 + 6] & 0x40, 0x40); /* DF */
 	CU_ASSERT_EQUAL(f[14 + 8], PP_UDP_IP_TTL);
+	CU_ASSERT_EQUAL(f[12] << 8 | f[13], 0x0800);
+	/* the same under the link EtherType */
+	memcpy(g, f, len);
+	static const uint8_t m6[6] = {2, 1, 2, 3, 4, 5}, h6[6] = {2, 9, 8, 7, 6, 5};
+	pp_udp_outer_write(g, m6, h6, &a, &b, 1000, 1);
+	CU_ASSERT_EQUAL(g[12] << 8 | g[13], PP_UDP_ETH_LINK);
+	CU_ASSERT_EQUAL(memcmp(g + 14, f + 14, 28), 0);
+	CU_ASSERT_EQUAL(pp_udp_outer_parse(g, len, b.sin_port, &o), PP_UDP_OK);
 	/* Ethernet padding after the datagram is not part of it */
 	CU_ASSERT_EQUAL(pp_udp_outer_parse(f, len + 4, b.sin_port, &o), PP_UDP_OK);
 	CU_ASSERT_EQUAL(o.len, 1000);

@@ -3,7 +3,8 @@
 -- Wireshark and tshark dissector for the librt-pp wire format (docs/wire.md):
 -- Push-Pull Messaging frames, Ethernet II with EtherType 0x88B5; and the
 -- same frames carried whole in UDP/IPv4 datagrams (udp: ports, packet: ports
--- with frame=udp; driver/udp/udp_frame.h), found by a heuristic on UDP.
+-- with frame=udp; driver/udp/udp_frame.h), found by a heuristic on UDP,
+-- under EtherType IPv4 or 0x88B6 (link=raw).
 --
 -- Load it for one run:
 --   tshark -X lua_script:librt-pp.lua -r capture.pcap -Y 'pp.type == PULL'
@@ -508,3 +509,6 @@ local function pp_in_udp(tvb, pinfo, tree)
 	return true
 end
 pp:register_heuristic("udp", pp_in_udp)
+-- The same IPv4 and UDP headers under EtherType 0x88B6, as packet: ports
+-- with frame=udp,link=raw send single frames on one L2 segment.
+DissectorTable.get("ethertype"):add(0x88B6, Dissector.get("ip"))

@@ -26,11 +26,12 @@ static uint16_t ip_sum(const uint8_t *h, unsigned n)
 }
 
 void pp_udp_outer_write(uint8_t *hdr, const uint8_t mac[6], const uint8_t hop[6],
-			const struct sockaddr_in *src, const struct sockaddr_in *dst, uint32_t len)
+			const struct sockaddr_in *src, const struct sockaddr_in *dst, uint32_t len,
+			int link)
 {
 	pp_eth_set_dst(hdr, hop);
 	pp_eth_set_src(hdr, mac);
-	pp_eth_set_type(hdr, ETH_TYPE_IPV4);
+	pp_eth_set_type(hdr, link ? PP_UDP_ETH_LINK : ETH_TYPE_IPV4);
 	uint8_t *ip = hdr + PP_ETH_HLEN;
 	ip[0] = 0x45; /* version 4, 5 words */
 	ip[1] = 0;
@@ -53,7 +54,8 @@ void pp_udp_outer_write(uint8_t *hdr, const uint8_t mac[6], const uint8_t hop[6]
 enum pp_udp_drop pp_udp_outer_parse(const uint8_t *f, uint32_t len, uint16_t port,
 				    struct pp_udp_outer *o)
 {
-	if (len < PP_UDP_OUTER_HLEN || pp_eth_type(f) != ETH_TYPE_IPV4)
+	if (len < PP_UDP_OUTER_HLEN ||
+	    (pp_eth_type(f) != ETH_TYPE_IPV4 && pp_eth_type(f) != PP_UDP_ETH_LINK))
 		return PP_UDP_MALFORMED;
 	const uint8_t *ip = f + PP_ETH_HLEN;
 	unsigned ihl = (ip[0] & 0x0fu) * 4u;

@@ -12,6 +12,11 @@
  *   UDP (8)        checksum 0 (none: the pp frame has its own CRC)
  *   the frame      Ethernet header with the ports' encoded MACs, pp header...
  *
+ * On one L2 segment a raw frame may carry the same headers under the
+ * private EtherType 0x88B6 (IEEE 802's second local experimental one)
+ * instead of IPv4's: the receiving kernel's IPv4 stack, and a Linux
+ * bridge's netfilter hooks, never see it; the receive checks are the same.
+ *
  * Pure functions of bytes, no I/O: the receive checks are fuzzed
  * (tests/fuzz/fuzz_udp_frame.c).
  */
@@ -21,7 +26,8 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#define PP_UDP_OUTER_HLEN 42 /* Ethernet, IPv4 and UDP headers of a raw frame */
+#define PP_UDP_OUTER_HLEN 42	   /* Ethernet, IPv4 and UDP headers of a raw frame */
+#define PP_UDP_ETH_LINK	  0x88B6 /* the same headers, for one L2 segment only */
 #define PP_UDP_IP_TTL	  64
 
 /* Why a datagram or raw frame was refused (0: it passes). */
@@ -35,9 +41,11 @@ enum pp_udp_drop {
 
 /* The outer headers of a raw frame in hdr[0..PP_UDP_OUTER_HLEN): from MAC
  * `mac` and address `src` to next hop `hop` and address `dst`, carrying a
- * frame of len bytes (len + 28 <= 65535). */
+ * frame of len bytes (len + 28 <= 65535); EtherType IPv4, or with link
+ * PP_UDP_ETH_LINK. */
 void pp_udp_outer_write(uint8_t *hdr, const uint8_t mac[6], const uint8_t hop[6],
-			const struct sockaddr_in *src, const struct sockaddr_in *dst, uint32_t len);
+			const struct sockaddr_in *src, const struct sockaddr_in *dst, uint32_t len,
+			int link);
 
 /* What pp_udp_outer_parse found in a raw frame. */
 struct pp_udp_outer {
@@ -46,7 +54,8 @@ struct pp_udp_outer {
 	uint32_t len;		 /* its bytes */
 };
 
-/* Check the outer headers of raw frame f of len bytes: IPv4 (version, a
+/* Check the outer headers of raw frame f of len bytes: EtherType IPv4 or
+ * PP_UDP_ETH_LINK, IPv4 (version, a
  * header of 20 to 60 bytes, its checksum, total length within the frame,
  * not a fragment), UDP to port `port` (network order) with a length that
  * matches IPv4's. PP_UDP_OK and *o filled, or PP_UDP_MALFORMED. The

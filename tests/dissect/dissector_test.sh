@@ -14,8 +14,8 @@
 #     version 1 decoded as such;
 #   - a flipped payload byte gives pp.crc.bad and an expert error;
 #   - the push-pull traffic carried whole in UDP/IPv4 datagrams (as udp:
-#     ports and frame=udp send it) decodes to the same fields, frame by
-#     frame.
+#     ports and frame=udp send it), under EtherType IPv4 and under 0x88B6
+#     (link=raw), decodes to the same fields, frame by frame.
 # tshark runs once per capture (its start-up is most of the cost); python3
 # checks the fields it printed.
 # usage: dissector_test.sh CAPGEN LUA
@@ -55,8 +55,10 @@ table() {
   ts "$name" "$tmp/$name.tsv" -T fields -E header=y -E occurrence=a -E aggregator=';' "${e[@]}" "$@"
 }
 
-# The push-pull capture with each frame in a UDP/IPv4 datagram to 50000.
-python3 - "$tmp/push-pull.pcap" "$tmp/push-pull-udp.pcap" <<'PY' || fail "cannot wrap the capture in UDP"
+# The push-pull capture with each frame in a UDP/IPv4 datagram to 50000,
+# under EtherType IPv4 and under 0x88B6.
+for et in 0800 88b6; do
+python3 - "$tmp/push-pull.pcap" "$tmp/push-pull-udp$et.pcap" "$et" <<'PY' || fail "cannot wrap the capture in UDP"
 import struct, sys
 src = open(sys.argv[1], "rb").read()
 out = [src[:24]]
@@ -71,11 +73,13 @@ while at + 16 <= len(src):
     s = (s & 0xFFFF) + (s >> 16)
     ip = ip[:10] + struct.pack("!H", ~s & 0xFFFF) + ip[12:]
     udp = struct.pack("!HHHH", 50001, 50000, 8 + len(frame), 0)
-    pkt = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + udp + frame
+    eth = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01" + bytes.fromhex(sys.argv[3])
+    pkt = eth + ip + udp + frame
     out.append(struct.pack("<IIII", sec, usec, len(pkt), len(pkt)) + pkt)
 open(sys.argv[2], "wb").write(b"".join(out))
 PY
-table push-pull-udp
+table "push-pull-udp$et"
+done
 
 tshark -G fields -X "lua_script:$lua" 2>/dev/null | awk -F'\t' '$1 == "F" { print $3 }' >"$tmp/fields"
 for name in push-pull push-all push-zero crafted badcrc; do table "$name"; done
@@ -242,12 +246,14 @@ check("crafted: versions 1 and 2 flagged as such (a note)",
       ["13", "14", "15", "16"])
 
 # --- the same traffic in UDP/IPv4 -------------------------------------------------------
-raw, udp = load("push-pull"), load("push-pull-udp")
-check("in UDP: frames", len(udp), len(raw))
-for r, u in zip(raw, udp):
-    diff = [c for c in cols if c.startswith("pp.") and r[c] != u[c]]
-    check(f"in UDP: frame {r['frame.number']}: fields that differ", diff, [])
-    check(f"in UDP: frame {r['frame.number']}: payload", u["data.len"], r["data.len"])
+raw = load("push-pull")
+for et in ("0800", "88b6"):
+    udp = load(f"push-pull-udp{et}")
+    check(f"in UDP ({et}): frames", len(udp), len(raw))
+    for r, u in zip(raw, udp):
+        diff = [c for c in cols if c.startswith("pp.") and r[c] != u[c]]
+        check(f"in UDP ({et}): frame {r['frame.number']}: fields that differ", diff, [])
+        check(f"in UDP ({et}): frame {r['frame.number']}: payload", u["data.len"], r["data.len"])
 
 # --- a flipped payload byte ------------------------------------------------------------
 rows = load("badcrc")

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_eth.h"
 #include "udp_addr.h"
 #include "udp_frame.h"
 
@@ -45,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct sockaddr_in to = o.from;
 		to.sin_port = port;
 		memcpy(g + PP_UDP_OUTER_HLEN, f + o.off, o.len);
-		pp_udp_outer_write(g, f + 6, f, &o.from, &to, o.len);
+		pp_udp_outer_write(g, f + 6, f, &o.from, &to, o.len, pp_eth_type(f) != 0x0800);
 		struct pp_udp_outer p;
 		if (pp_udp_outer_parse(g, PP_UDP_OUTER_HLEN + o.len, port, &p) != PP_UDP_OK ||
 		    p.off != PP_UDP_OUTER_HLEN || p.len != o.len ||
