@@ -137,7 +137,8 @@ static void devices(void)
 	    "pcap",
 	    "pcap:IFACE      libpcap capture and inject",
 	    "packet",
-	    "packet:IFACE    AF_PACKET socket, its RX/TX ring slots as buffers (CAP_NET_RAW)",
+	    "packet:IFACE    AF_PACKET socket, its RX/TX ring slots as buffers (CAP_NET_RAW); "
+	    ",frame=udp: in UDP/IPv4, runs as one GSO message, routable",
 	    "udp",
 	    "udp:ADDR:PORT   frames in UDP/IPv4 datagrams, no privilege, routable "
 	    "(,peers=A:P+... for broadcasts)",
@@ -175,12 +176,13 @@ static void devices(void)
 	printf("\nnetwork interfaces here (/sys/class/net):\n");
 	printf("  %-16s %6s %-8s %-17s  %s\n", "name", "mtu", "state", "mac", "dev");
 	for (int i = 0; i < n; i++) {
-		char mtu[32], state[32], mac[64], ip[INET_ADDRSTRLEN], udp[64] = "";
+		char mtu[32], state[32], mac[64], ip[INET_ADDRSTRLEN], udp[128] = "";
 		sysfs(names[i], "mtu", mtu, sizeof(mtu));
 		sysfs(names[i], "operstate", state, sizeof(state));
 		sysfs(names[i], "address", mac, sizeof(mac));
 		if (pp_iface_ipv4(names[i], ip, sizeof(ip)) == 0)
-			snprintf(udp, sizeof(udp), " | udp:%s:PORT", ip);
+			snprintf(udp, sizeof(udp), " | udp:%s:PORT | packet:%s,frame=udp", ip,
+				 names[i]);
 		printf("  %-16s %6s %-8s %-17s  packet:%s | pcap:%s | "
 		       "--vdev=net_af_packet0,iface=%s%s\n",
 		       names[i], mtu, state, mac, names[i], names[i], names[i], udp);
@@ -190,8 +192,9 @@ static void devices(void)
 	if (raw_allowed())
 		printf("\nport kind for a rank here: packet:IFACE (raw ports open here: "
 		       "CAP_NET_RAW), pprun's default as root: the fastest on one L2 segment "
-		       "at small sizes; udp:ADDR:PORT where the link offloads large "
-		       "messages (GSO/GRO) or the ranks are on different subnets\n");
+		       "at small sizes; packet:IFACE,frame=udp where the link offloads large "
+		       "messages (GSO) or the ranks are on different subnets (,link=raw on "
+		       "one segment: small messages as fast as packet:IFACE)\n");
 	else
 		printf("\nport kind for a rank here: udp:ADDR:PORT (no raw port opens "
 		       "here: no CAP_NET_RAW; udp: needs no privilege and crosses "

@@ -37,7 +37,8 @@ grep -Eq "^  packet +yes +packet:IFACE " "$out" || { cat "$out"; fail "packet ba
 grep -Eq "^  udp +yes +udp:ADDR:PORT " "$out" || { cat "$out"; fail "udp backend not listed"; }
 lo_mtu=$(cat /sys/class/net/lo/mtu)
 grep -Eq "^  lo +$lo_mtu " "$out" || { cat "$out"; fail "lo with MTU $lo_mtu not listed"; }
-grep -Eq "^  lo .*\| udp:127\.0\.0\.1:PORT$" "$out" || { cat "$out"; fail "lo's udp: device not offered"; }
+grep -Eq "^  lo .*\| udp:127\.0\.0\.1:PORT \| packet:lo,frame=udp$" "$out" ||
+  { cat "$out"; fail "lo's udp: and frame=udp devices not offered"; }
 # The kind to give a rank here, and why: packet: where raw ports open
 # (root), udp: where they do not (user nobody).
 if [ "$(id -u)" -eq 0 ]; then

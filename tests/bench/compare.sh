@@ -89,7 +89,8 @@
 #                   pp_probe --blast, which needs the peer's MAC, left out)
 #                   or packet-udp (packet: ports with frame=udp: raw frames
 #                   for single frames, one GSO message for a run; Open MPI
-#                   over pp on packet:pp0,frame=udp; no pp_probe --blast)
+#                   over pp on packet:pp0,frame=udp,link=raw; no pp_probe
+#                   --blast)
 #   --offload on|off  TCP segmentation offloads of the veth ends (default on, as
 #                   the test bed leaves them). off: TSO, GSO and GRO are turned
 #                   off on both ends of ppn0's and ppn1's pp0 for the run (and
@@ -273,7 +274,7 @@ case $dev_kind in
   af_packet) dev=--vdev=net_af_packet0,iface=pp0; ompi_dev=$dev ;;
   packet) dev=packet:pp0; ompi_dev=$dev ;;
   udp) dev=; ompi_dev=udp:pp0:0 ;; # pp_pingpong's: pprun gives them
-  packet-udp) dev=; ompi_dev=packet:pp0,frame=udp ;;
+  packet-udp) dev=; ompi_dev=packet:pp0,frame=udp,link=raw ;;
 esac
 [ ${#ompi_pp[@]} -gt 0 ] ||
   log "$build/ofi/libpp-fi.so not built (meson -Dofi=enabled): Open MPI over pp left out"

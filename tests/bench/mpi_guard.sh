@@ -10,6 +10,8 @@
 # machine does between rounds cancels; the rounds' ratios are printed too).
 #
 #   native     pp_pingpong, push-pull (pprun: ranks on cores 0 and 1)
+#   native-udp the same over packet: ports with frame=udp (pprun --frame
+#              udp): runs of frames as one GSO message (issue 33)
 #   ompi-pp    Open MPI over pp, ranks on cores 0 and 1
 #   ompi-tcp   Open MPI, ob1 over the TCP BTL, ranks on cores 0 and 1
 #   ompi-pp-default  Open MPI over pp as mpirun binds by default: each
@@ -20,7 +22,11 @@
 #   node-ompi-pp  Open MPI over pp, --bind-to core (node segment: issue 31)
 #   node-vader    Open MPI, ob1 over btl self,vader, --bind-to core
 #
-# It fails (exit 1) when Open MPI over pp falls below 0.8 x native at 1 MiB
+# It fails (exit 1) when at 1 MiB windowed native librt-pp over frame=udp
+# falls below 1.1 x itself over raw frames (the GSO path lost: seen 1.26 to
+# 2.1 in alternated runs on the test bed's veth at MTU 9000) or below 0.9 x
+# Open MPI over TCP (the goal is 1.0; compare.sh read 1.31 and 1.49).
+# It fails when Open MPI over pp falls below 0.8 x native at 1 MiB
 # (windowed bandwidth, or latency: native / ompi-pp). Medians of figures
 # taken apart gave 0.72 to 1.20 in three clean runs on a 2-core VM (a 0.8
 # line on those failed on noise); the rounds' own ratios gave 0.79 to 1.15,
@@ -94,6 +100,13 @@ native() { # ROUND
     { tail -20 "$tmp/native.log"; fail "native pp_pingpong"; }
   awk -F, 'NR > 1 { print $1, $6, $8, ($11 == "" ? "-" : $11) }' "$tmp/native.csv" >"$tmp/native.$1"
 }
+native_udp() { # ROUND
+  "$build/apps/pprun" -n 2 --nodes 2 --frame udp --timeout 300 -- \
+    "$build/apps/pp_pingpong" --test latency,window --window 64 --sizes "$sizes" \
+    --iters "$iters" --mode push-pull --csv "$tmp/native-udp.csv" >"$tmp/native-udp.log" 2>&1 ||
+    { tail -20 "$tmp/native-udp.log"; fail "native pp_pingpong over frame=udp"; }
+  awk -F, 'NR > 1 { print $1, $6, $8, ($11 == "" ? "-" : $11) }' "$tmp/native-udp.csv" >"$tmp/native-udp.$1"
+}
 ompi() { # SYS ROUND MPIRUN-ARGS...: pinned unless SYS is ompi-pp-default
   local sys=$1 r=$2 pin=(taskset -c 0) agent="$ip0=ppn0=0 $ip1=ppn1=1"
   shift 2
@@ -132,6 +145,7 @@ node_ompi() { # SYS ROUND MPIRUN-ARGS...
 }
 for ((r = 1; r <= rounds; r++)); do
   native "$r"
+  native_udp "$r"
   ompi ompi-pp "$r" --bind-to none "${pp[@]}"
   ompi ompi-tcp "$r" --bind-to none --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include pp0
   ompi ompi-pp-default "$r" "${pp[@]}"
@@ -175,6 +189,26 @@ for t in latency window; do
 done
 echo "# latency in us (one way), window in MB/s; medians of $rounds rounds; ratios: medians of the rounds' own, >1 is ompi-pp better"
 echo
+echo "# native librt-pp over packet: ports with frame=udp (GSO), beside raw frames and Open MPI over TCP"
+printf '%-8s %8s  %10s %10s %10s  %8s %8s\n' test size udp eth ompi-tcp udp/eth udp/tcp
+for t in latency window; do
+  f=3
+  [ $t = window ] && f=4
+  for s in 65536 1048576; do
+    fu=() fe=() fc=() re=() rc=()
+    for ((r = 1; r <= rounds; r++)); do
+      u=$(value native-udp $r $t $s $f) e=$(value native $r $t $s $f) c=$(value ompi-tcp $r $t $s $f)
+      fu+=("$u") fe+=("$e") fc+=("$c")
+      re+=("$(ratio $t "$u" "$e")") rc+=("$(ratio $t "$u" "$c")")
+    done
+    a=$(median "${re[@]}") b=$(median "${rc[@]}")
+    printf '%-8s %8s  %10s %10s %10s  %8s %8s\n' $t $s "$(median "${fu[@]}")" \
+      "$(median "${fe[@]}")" "$(median "${fc[@]}")" "$a" "$b"
+    echo "#   $t $s udp/eth by round: ${re[*]}; udp/tcp: ${rc[*]}"
+    ratio[udp.$t.$s]=$a ratio[udptcp.$t.$s]=$b
+  done
+done
+echo
 echo "# two ranks on one node"
 printf '%-8s %8s  %10s %10s %10s  %8s %8s %9s\n' test size native ompi-pp vader pp/nat pp/vader nat/vader
 for t in latency window; do
@@ -196,6 +230,10 @@ for t in latency window; do
   done
 done
 bad=0
+awk -v v="${ratio[udp.window.1048576]}" 'BEGIN { exit !(v >= 1.1) }' ||
+  { echo "FAIL: 1 MiB window: frame=udp at ${ratio[udp.window.1048576]} x raw frames (< 1.1)"; bad=1; }
+awk -v v="${ratio[udptcp.window.1048576]}" 'BEGIN { exit !(v >= 0.9) }' ||
+  { echo "FAIL: 1 MiB window: frame=udp at ${ratio[udptcp.window.1048576]} x Open MPI over TCP (< 0.9)"; bad=1; }
 for t in latency window; do
   awk -v v="${ratio[$t.1048576.nat]}" 'BEGIN { exit !(v >= 0.8) }' ||
     { echo "FAIL: 1 MiB $t: Open MPI over pp at ${ratio[$t.1048576.nat]} x native (< 0.8)"; bad=1; }
@@ -221,5 +259,5 @@ done
 # Native librt-pp against vader, 8 B one way: the node path's headline.
 awk -v v="${ratio[nodev.latency.8]}" 'BEGIN { exit !(v >= 1.1) }' ||
   { echo "FAIL: one node, 8 B latency: native librt-pp at ${ratio[nodev.latency.8]} x vader's speed (< 1.1)"; bad=1; }
-[ $bad -eq 0 ] && echo "ok: Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB, and on one node against native and vader; native beats vader at 8 B"
+[ $bad -eq 0 ] && echo "ok: frame=udp holds its GSO gain and Open MPI's TCP at 1 MiB; Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB, and on one node against native and vader; native beats vader at 8 B"
 exit $bad
