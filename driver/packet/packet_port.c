@@ -272,7 +272,7 @@ static int packet_port_open(struct pp_port **port, const char *dev, const struct
 	if (!p)
 		return -ENOMEM;
 	p->fd = -1;
-	snprintf(p->iface, sizeof(p->iface), "%s", iface);
+	memcpy(p->iface, iface, ilen + 1); /* ilen < IF_NAMESIZE, checked above */
 	int ifindex = 0, up = 0;
 	int rc = pp_iface_query(iface, &p->info, &ifindex, &up);
 	if (rc == -ENODEV) {
