@@ -47,8 +47,6 @@ struct pkt_udp {
 	uint8_t if_mac[6]; /* the interface's: the outer source */
 	int fd;		   /* the UDP socket */
 	struct pp_udp_tx tx;
-	struct sockaddr_in *peers; /* group frames' targets, self left out */
-	unsigned nb_peers;
 	struct pp_port_stats st;		   /* the socket side's sends */
 	uint64_t spoofed, malformed, misaddr, gso; /* receive drops; GSO messages taken */
 	uint64_t learnt;			   /* next hops learnt or changed */
@@ -123,7 +121,7 @@ void pkt_udp_close(struct pkt_udp *u)
 		 (unsigned long long)u->gso, (unsigned long long)u->learnt);
 	if (u->fd >= 0)
 		close(u->fd);
-	free(u->peers);
+	pp_udp_tx_fini(&u->tx);
 	free(u);
 }
 
@@ -271,18 +269,10 @@ int pkt_udp_open(struct pkt_udp **out, const char *iface, const char *opts, cons
 	inet_ntop(AF_INET, &u->self.sin_addr, ip, sizeof(ip));
 	snprintf(u->name, sizeof(u->name), "packet:%s,udp:%s:%u%s", iface, ip,
 		 ntohs(u->self.sin_port), link ? ",link=raw" : "");
-	u->peers = d.peers;
-	d.peers = NULL;
-	for (unsigned i = 0; i < d.nb_peers; i++)
-		if (u->peers[i].sin_addr.s_addr != u->self.sin_addr.s_addr ||
-		    u->peers[i].sin_port != u->self.sin_port)
-			u->peers[u->nb_peers++] = u->peers[i];
+	int gso = u->tx.gso;
+	pp_udp_tx_init(&u->tx, u->fd, &d, &u->self, u->name, &u->st);
+	u->tx.gso = gso;
 	pp_udp_dev_free(&d);
-	u->tx.fd = u->fd;
-	u->tx.peers = u->peers;
-	u->tx.nb_peers = u->nb_peers;
-	u->tx.name = u->name;
-	u->tx.st = &u->st;
 	*out = u;
 	return 0;
 }

@@ -26,7 +26,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#define PP_UDP_OUTER_HLEN 42	   /* Ethernet, IPv4 and UDP headers of a raw frame */
+#define PP_UDP_OUTER_HLEN 42	 /* Ethernet, IPv4 and UDP headers of a raw frame */
 #define PP_UDP_ETH_LINK	  0x88B6 /* the same headers, for one L2 segment only */
 #define PP_UDP_IP_TTL	  64
 

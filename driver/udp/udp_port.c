@@ -84,8 +84,6 @@ struct udp_port {
 	int fd;
 	struct sockaddr_in self;
 	uint8_t mac[6];
-	struct sockaddr_in *peers; /* broadcast targets, self left out */
-	unsigned nb_peers;
 	struct pp_udp_tx tx;	/* sending: fd, GSO, peers (udp_sock.h) */
 	struct udp_stage *gro;	/* UDP_GRO on: its staging buffers; NULL: off */
 	struct pp_bufpool pool; /* its buffers (bufpool.h) */
@@ -108,7 +106,7 @@ static void udp_port_close(struct pp_port *port)
 			(unsigned long long)p->gro->coalesced, (unsigned long long)p->gro->segs);
 	if (p->fd >= 0)
 		close(p->fd);
-	free(p->peers);
+	pp_udp_tx_fini(&p->tx);
 	if (p->gro)
 		free(p->gro->mem);
 	free(p->gro);
@@ -237,18 +235,10 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 		goto fail;
 
 	/* Broadcast targets: the peer list without this port. */
-	p->peers = d.peers;
-	d.peers = NULL;
-	for (unsigned i = 0; i < d.nb_peers; i++)
-		if (p->peers[i].sin_addr.s_addr != p->self.sin_addr.s_addr ||
-		    p->peers[i].sin_port != p->self.sin_port)
-			p->peers[p->nb_peers++] = p->peers[i];
+	int gso = p->tx.gso;
+	pp_udp_tx_init(&p->tx, p->fd, &d, &p->self, p->name, &p->st);
+	p->tx.gso = gso;
 	pp_udp_dev_free(&d);
-	p->tx.fd = p->fd;
-	p->tx.peers = p->peers;
-	p->tx.nb_peers = p->nb_peers;
-	p->tx.name = p->name;
-	p->tx.st = &p->st;
 
 	memcpy(p->info.mac, p->mac, 6);
 	p->info.mtu = (uint16_t)(cap - PP_ETH_HLEN);
@@ -266,9 +256,9 @@ static int udp_port_open(struct pp_port **port, const char *dev, const struct pp
 	if (conf->nb_queues > 1)
 		pp_info("%s: one queue pair only (%u asked)", p->name, conf->nb_queues);
 	pp_info("%s: mtu %u (link %u%s%s), %u peers, GSO %s, GRO %s", p->name, p->info.mtu, mtu,
-		ifname[0] ? ", " : "", ifname, p->nb_peers, p->tx.gso ? "on" : "off",
+		ifname[0] ? ", " : "", ifname, p->tx.nb_peers, p->tx.gso ? "on" : "off",
 		p->gro ? "on" : "off");
-	if (!p->nb_peers)
+	if (!p->tx.nb_peers)
 		pp_info("%s: no peers (peers=, peerfile=): broadcasts reach nobody", p->name);
 	*port = &p->base;
 	return 0;

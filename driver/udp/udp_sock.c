@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -12,6 +13,24 @@
 
 #include "pp_log.h"
 #include "udp_addr.h"
+
+void pp_udp_tx_init(struct pp_udp_tx *p, int fd, struct pp_udp_dev *d,
+		    const struct sockaddr_in *self, const char *name, struct pp_port_stats *st)
+{
+	*p = (struct pp_udp_tx){.fd = fd, .peers = d->peers, .name = name, .st = st};
+	d->peers = NULL;
+	for (unsigned i = 0; i < d->nb_peers; i++)
+		if (p->peers[i].sin_addr.s_addr != self->sin_addr.s_addr ||
+		    p->peers[i].sin_port != self->sin_port)
+			p->peers[p->nb_peers++] = p->peers[i];
+}
+
+void pp_udp_tx_fini(struct pp_udp_tx *p)
+{
+	free(p->peers);
+	p->peers = NULL;
+	p->nb_peers = 0;
+}
 
 int pp_udp_bind(int fd, struct sockaddr_in *self, const char *dev)
 {

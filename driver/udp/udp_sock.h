@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "pp_port.h"
+#include "udp_addr.h"
 
 #define PP_UDP_BURST	 64    /* datagrams per recvmmsg / sendmmsg */
 #define PP_UDP_GSO_SEGS	 64    /* datagrams per GSO send (the kernel's UDP_MAX_SEGMENTS) */
@@ -20,13 +21,21 @@
 
 /* A sending socket and what it needs. */
 struct pp_udp_tx {
-	int fd;				 /* nonblocking UDP socket */
-	int gso;			 /* 1: runs go as one UDP_SEGMENT message */
-	const struct sockaddr_in *peers; /* where group frames go */
+	int fd;			   /* nonblocking UDP socket */
+	int gso;		   /* 1: runs go as one UDP_SEGMENT message */
+	struct sockaddr_in *peers; /* where group frames go (owned) */
 	unsigned nb_peers;
 	const char *name;	  /* the port, for messages */
 	struct pp_port_stats *st; /* tx_frames, tx_bytes, tx_failed counted here */
 };
+
+/* Set p up to send on fd for the port at *self: its peer list is d's
+ * (taken: d->peers becomes NULL) without the port itself; name and st as in
+ * struct pp_udp_tx; GSO off until the caller turns it on. Free the list with
+ * pp_udp_tx_fini. */
+void pp_udp_tx_init(struct pp_udp_tx *p, int fd, struct pp_udp_dev *d,
+		    const struct sockaddr_in *self, const char *name, struct pp_port_stats *st);
+void pp_udp_tx_fini(struct pp_udp_tx *p);
 
 /* Bind fd to *self; port 0 means a free port of the MAC's range, tried from
  * a random one on (*self gets it). Says what is wrong, naming dev.
