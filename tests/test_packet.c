@@ -1210,6 +1210,10 @@ static void test_frame_udp(void)
 		usend(a, 50001, 50002, &sa_seq, 1 + i % 3, 200 + 50 * i);
 		CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 1 + i % 3, 200 + 50 * i, 0), 1u + i % 3);
 	}
+	/* a run of more than 8 KiB of short frames (a window of small
+	 * messages) stays on the ring too */
+	usend(a, 50001, 50002, &sa_seq, 14, 700);
+	CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 14, 700, 0), 14);
 	CU_ASSERT_EQUAL(udp_out() - out0, 0);
 	usend(a, 50001, 50002, &sa_seq, 20, 1400);
 	CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 20, 1400, 0), 20);
