@@ -1137,6 +1137,15 @@ static unsigned urecv(struct pp_port *p, unsigned from, uint32_t *seq, unsigned 
 	return got;
 }
 
+/* k frames of len bytes from port p (UDP port from) to port q (UDP port
+ * to), all received intact in order (whole: as one GSO message). */
+static void xfer(struct pp_port *p, unsigned from, struct pp_port *q, unsigned to, uint32_t *sseq,
+		 uint32_t *rseq, unsigned k, uint32_t len, int whole)
+{
+	usend(p, from, to, sseq, k, len);
+	CU_ASSERT_EQUAL(urecv(q, from, rseq, k, len, whole), k);
+}
+
 /* packet:lo,frame=udp against a udp: port: the same wire format both ways;
  * frames to a peer whose next hop is unknown go through the socket, and
  * through the TX ring once the peer has been heard; a GSO message comes in
@@ -1195,28 +1204,22 @@ static void test_frame_udp(void)
 	uint32_t sa_seq = 0, ra_seq = 0, su_seq = 1000, ru_seq = 1000;
 	/* a's peer not heard yet: through the socket */
 	long out0 = udp_out();
-	usend(a, 50001, 50002, &sa_seq, 3, 300);
-	CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 3, 300, 0), 3);
+	xfer(a, 50001, u, 50002, &sa_seq, &ra_seq, 3, 300, 0);
 	CU_ASSERT(udp_out() - out0 >= 1);
 	/* u to a: single frames, then a run u sends as one GSO message */
-	usend(u, 50002, 50001, &su_seq, 1, 100);
-	CU_ASSERT_EQUAL(urecv(a, 50002, &ru_seq, 1, 100, 0), 1);
-	usend(u, 50002, 50001, &su_seq, 12, 1000);
-	CU_ASSERT_EQUAL(urecv(a, 50002, &ru_seq, 12, 1000, 1), 12);
+	xfer(u, 50002, a, 50001, &su_seq, &ru_seq, 1, 100, 0);
+	xfer(u, 50002, a, 50001, &su_seq, &ru_seq, 12, 1000, 1);
 	/* heard: single frames and short runs through the ring, no datagram
 	 * of a socket; a long run through the socket as one message */
 	out0 = udp_out();
 	for (int i = 0; i < 20; i++) {
-		usend(a, 50001, 50002, &sa_seq, 1 + i % 3, 200 + 50 * i);
-		CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 1 + i % 3, 200 + 50 * i, 0), 1u + i % 3);
+		xfer(a, 50001, u, 50002, &sa_seq, &ra_seq, 1 + i % 3, 200 + 50 * i, 0);
 	}
 	/* a run of more than 8 KiB of short frames (a window of small
 	 * messages) stays on the ring too */
-	usend(a, 50001, 50002, &sa_seq, 14, 700);
-	CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 14, 700, 0), 14);
+	xfer(a, 50001, u, 50002, &sa_seq, &ra_seq, 14, 700, 0);
 	CU_ASSERT_EQUAL(udp_out() - out0, 0);
-	usend(a, 50001, 50002, &sa_seq, 20, 1400);
-	CU_ASSERT_EQUAL(urecv(u, 50001, &ra_seq, 20, 1400, 0), 20);
+	xfer(a, 50001, u, 50002, &sa_seq, &ra_seq, 20, 1400, 0);
 	CU_ASSERT(udp_out() - out0 >= 1);
 	/* a broadcast goes to the peer list */
 	struct pp_buf *b, *r[4];
@@ -1270,23 +1273,18 @@ static void test_frame_udp(void)
 			 &conf),
 	    0);
 	uint32_t s5 = 0, r5 = 0, s6 = 500, r6 = 500;
-	usend(p5, 50005, 50006, &s5, 1, 100);
-	CU_ASSERT_EQUAL(urecv(p6, 50005, &r5, 1, 100, 0), 1);
-	usend(p6, 50006, 50005, &s6, 1, 100);
-	CU_ASSERT_EQUAL(urecv(p5, 50006, &r6, 1, 100, 0), 1);
+	xfer(p5, 50005, p6, 50006, &s5, &r5, 1, 100, 0);
+	xfer(p6, 50006, p5, 50005, &s6, &r6, 1, 100, 0);
 	long ip0 = snmp("Ip:", "InReceives");
 	out0 = udp_out();
 	for (int i = 0; i < 10; i++) {
-		usend(p5, 50005, 50006, &s5, 1 + i % 2, 300 + 100 * i);
-		CU_ASSERT_EQUAL(urecv(p6, 50005, &r5, 1 + i % 2, 300 + 100 * i, 0), 1u + i % 2);
-		usend(p6, 50006, 50005, &s6, 1, 200);
-		CU_ASSERT_EQUAL(urecv(p5, 50006, &r6, 1, 200, 0), 1);
+		xfer(p5, 50005, p6, 50006, &s5, &r5, 1 + i % 2, 300 + 100 * i, 0);
+		xfer(p6, 50006, p5, 50005, &s6, &r6, 1, 200, 0);
 	}
 	CU_ASSERT(ip0 >= 0);
 	CU_ASSERT_EQUAL(snmp("Ip:", "InReceives") - ip0, 0);
 	CU_ASSERT_EQUAL(udp_out() - out0, 0);
-	usend(p5, 50005, 50006, &s5, 16, 1400);
-	CU_ASSERT_EQUAL(urecv(p6, 50005, &r5, 16, 1400, 1), 16);
+	xfer(p5, 50005, p6, 50006, &s5, &r5, 16, 1400, 1);
 	CU_ASSERT(snmp("Ip:", "InReceives") - ip0 >= 1);
 	pp_port_close(p6);
 	pp_port_close(p5);
