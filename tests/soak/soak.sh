@@ -4,14 +4,15 @@
 #   tests/soak/soak.sh [--full] [BUILD_DIR]
 #
 # The bounded form (the default, in CI through the meson suite "soak", about
-# ten minutes) and the full one (--full, about an hour and a half):
-#   1. the main job, tests/main_job.sh, back to back: 2 | 20 runs
+# a minute and a half on 2 cores) and the full one (--full, about twenty
+# minutes; run it by hand before a release):
+#   1. the main job, tests/main_job.sh, back to back: 1 | 20 runs
 #   2. a rank killed with SIGKILL in the middle of random traffic, then at
-#      once a new job on the same ports, every byte checked: 5 | 50 times
+#      once a new job on the same ports, every byte checked: 3 | 50 times
 #      each over af_packet, af_xdp and through ppd
 #   3. random traffic (0 B to 4 MiB, wildcards; tests/soak/rt_random.c) among
 #      4 ranks on 2 nodes with 5% loss, 1% duplication and 5% reordering on
-#      every port (pprun --fault), the three modes in turn: 90 s | 600 s
+#      every port (pprun --fault), the three modes in turn: 45 s | 600 s
 #   4. the same through ppd with one node's daemon killed mid-run: its ranks
 #      fail with -ECONNRESET at once, the job ends without a hang, and a new
 #      job through fresh daemons runs clean: 1 | 5 times
@@ -29,7 +30,7 @@ build=$(cd "${1:-$top/build}" && pwd) || exit 2
 tb=$top/tests/testbed.sh pprun=$build/apps/pprun rtr=$build/tests/rt_random rtc=$build/tests/rt_check
 export PPRUN_PPD=$build/apps/ppd/ppd
 if [ $full -eq 1 ]; then mainjobs=20 kills=50 traffic_s=600 ppdkills=5
-else mainjobs=2 kills=5 traffic_s=90 ppdkills=1; fi
+else mainjobs=1 kills=3 traffic_s=45 ppdkills=1; fi
 tmp=$(mktemp -d /tmp/pp-soak.XXXXXX)
 bg=
 cleanup() {
