@@ -281,8 +281,11 @@ struct pp_wire_lite {
 /* Bytes of a record's header with these flags (the message follows). */
 static inline uint32_t pp_wire_lite_hdr_len(uint8_t flags)
 {
-	return PP_WIRE_LITE_HDR + ((flags & PP_WIRE_LITE_ACK) ? PP_WIRE_LITE_ACK_LEN : 0) +
-	       ((flags & PP_WIRE_LITE_DATA) ? PP_WIRE_LITE_DATA_LEN : 0);
+	/* Without branches: ACK (2) adds 8 bytes, DATA (1) adds 4. */
+	_Static_assert(PP_WIRE_LITE_ACK == 2 && PP_WIRE_LITE_ACK_LEN == 8 &&
+			   PP_WIRE_LITE_DATA == 1 && PP_WIRE_LITE_DATA_LEN == 4,
+		       "a flag's bit times 4 is its part's length");
+	return PP_WIRE_LITE_HDR + 4u * (flags & (PP_WIRE_LITE_ACK | PP_WIRE_LITE_DATA));
 }
 
 /* Write a lite record of l->len payload bytes at rec (room for
