@@ -41,8 +41,13 @@
 # 0.41 to 0.63 since: they made native 8 B twice as fast in a window, and
 # Open MPI over pp, whose mtl and CQ add about 100 ns a message, 1.4 x).
 # It also fails when native librt-pp's 8-byte one-way latency on one node
-# is not at least 1.1 x vader's speed (1.39 with lite records and ring
-# marks; 0.98 to 1.02 before them), and when Open MPI over pp at 8 B is
+# falls below 0.9 x vader's speed (1.39 with lite records and ring marks,
+# 0.98 to 1.02 before them; a line at 1.1 failed a CI run whose rounds read
+# 1.75, 1.42, 1.06, 1.06 and 1.08, the machine slowing between rounds: at
+# 0.2 us both sides are mostly the cores' hand-over, so the ratio moves with
+# the machine; what the line guards against, node-mates through their
+# ports, is 0.04, and the engine's own cost has a deterministic line,
+# tests/bench/engine_share.sh --max in the unit suite), and when Open MPI over pp at 8 B is
 # below 0.5 x ob1+vader's speed one way (0.7 until the one-node rounds of
 # 10 000 iterations read 0.50 to 0.96 in one CI run on a CPU where the
 # ratio sits near 0.75: a line inside the spread; what it guards against,
@@ -257,7 +262,7 @@ for t in latency window; do
     { echo "FAIL: one node, 8 B $t: Open MPI over pp at ${ratio[nodepv.$t.8]} x ob1+vader (< $line)"; bad=1; }
 done
 # Native librt-pp against vader, 8 B one way: the node path's headline.
-awk -v v="${ratio[nodev.latency.8]}" 'BEGIN { exit !(v >= 1.1) }' ||
-  { echo "FAIL: one node, 8 B latency: native librt-pp at ${ratio[nodev.latency.8]} x vader's speed (< 1.1)"; bad=1; }
-[ $bad -eq 0 ] && echo "ok: frame=udp holds its GSO gain and Open MPI's TCP at 1 MiB; Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB, and on one node against native and vader; native beats vader at 8 B"
+awk -v v="${ratio[nodev.latency.8]}" 'BEGIN { exit !(v >= 0.9) }' ||
+  { echo "FAIL: one node, 8 B latency: native librt-pp at ${ratio[nodev.latency.8]} x vader's speed (< 0.9)"; bad=1; }
+[ $bad -eq 0 ] && echo "ok: frame=udp holds its GSO gain and Open MPI's TCP at 1 MiB; Open MPI over pp holds against native librt-pp and its own pinned figures at 1 MiB, and on one node against native and vader; native holds against vader at 8 B"
 exit $bad
