@@ -7,6 +7,13 @@
  * most recent on a tie); k steps ahead are predicted by walking: append the
  * predicted id, move to the state it leads to, repeat. When max_states states
  * exist the graph is cleared and learnt again.
+ *
+ * The walk is kept between calls: while the stream follows it, a receive
+ * takes one step off its front and a prediction adds what is missing at its
+ * end, one state looked up instead of k. Nothing it passed through can have
+ * changed: a receive counts only at the state it leaves, and when it is the
+ * walk's first id it was that state's most counted successor, which counting
+ * it once more keeps. Any other receive, or the graph cleared, walks afresh.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,12 +23,20 @@
 #include "pred_map.h"
 
 #define GRAPH_SUCC 4 /* successors kept per state */
+#define WALK_MASK  (PP_PRED_MAX_AHEAD - 1)
+_Static_assert((PP_PRED_MAX_AHEAD & WALK_MASK) == 0, "the walk is a ring");
 
 /* Successors of one state. */
 struct graph_state {
 	uint64_t id[GRAPH_SUCC];   /* successor id */
 	uint32_t cnt[GRAPH_SUCC];  /* times it followed, 0 = unused */
 	uint32_t last[GRAPH_SUCC]; /* observation clock when it last followed */
+};
+
+/* One step of a walk. */
+struct graph_step {
+	uint64_t id;	/* predicted */
+	uint64_t mixed; /* pp_pred_mix(id) */
 };
 
 struct graph_pred {
@@ -32,6 +47,10 @@ struct graph_pred {
 	uint32_t seen;		   /* ids observed, saturating at 3 */
 	uint32_t clock;		   /* observations, for recency */
 	int64_t cur;		   /* slot of the current state, -1 none */
+	/* The walk, a ring from head: step i predicts the id i + 1 receives
+	 * ahead (step 0 from cur). */
+	unsigned head, n; /* n steps (0: none) */
+	struct graph_step walk[PP_PRED_MAX_AHEAD];
 };
 
 static uint64_t rotl(uint64_t x, unsigned r)
@@ -97,12 +116,16 @@ static void graph_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 {
 	struct graph_pred *g = (struct graph_pred *)p;
 	(void)site;
+	const struct graph_step *first = &g->walk[g->head];
+	int followed = g->n && first->id == id;
+	unsigned keep = followed ? g->n - 1 : 0; /* steps of the walk still ahead */
+	g->n = 0;
 	g->clock++;
 	if (g->cur >= 0)
 		count(&g->state[g->cur], id, g->clock);
 	g->h[0] = g->h[1];
 	g->h[1] = g->h[2];
-	g->h[2] = pp_pred_mix(id);
+	g->h[2] = followed ? first->mixed : pp_pred_mix(id);
 	if (g->seen < 3 && ++g->seen < 3)
 		return;
 	int added;
@@ -115,6 +138,10 @@ static void graph_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	if (added)
 		memset(&g->state[s], 0, sizeof(g->state[s]));
 	g->cur = s;
+	/* When the walk goes on, s is its step 1's state, which was known: the
+	 * graph was not cleared. */
+	g->head = (g->head + 1) & WALK_MASK;
+	g->n = keep;
 }
 
 /* The most likely successor of a state, or 0 when it has none. */
@@ -131,20 +158,35 @@ static int best_succ(const struct graph_state *s, uint64_t *id)
 	return 1;
 }
 
+/* The mixed id at step i of the walk; i < 0: the last receives' (h). */
+static uint64_t walk_mixed(const struct graph_pred *g, int i)
+{
+	return i < 0 ? g->h[3 + i] : g->walk[(g->head + (unsigned)i) & WALK_MASK].mixed;
+}
+
 static unsigned graph_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids, unsigned k)
 {
 	struct graph_pred *g = (struct graph_pred *)p;
 	(void)next_site;
-	uint64_t a = g->h[0], b = g->h[1], c = g->h[2];
-	int64_t s = g->cur;
-	unsigned j = 0;
-	while (j < k && s >= 0 && best_succ(&g->state[s], &ids[j])) {
-		a = b;
-		b = c;
-		c = pp_pred_mix(ids[j++]);
-		if (j < k)
-			s = pp_pred_map_find(&g->map, state_key(a, b, c));
+	unsigned j = g->n;
+	while (j < k) { /* what is missing: step j from the state the 3 before lead to */
+		int64_t s = j ? pp_pred_map_find(&g->map, state_key(walk_mixed(g, (int)j - 3),
+								    walk_mixed(g, (int)j - 2),
+								    walk_mixed(g, (int)j - 1)))
+			      : g->cur;
+		uint64_t id;
+		if (s < 0 || !best_succ(&g->state[s], &id))
+			break;
+		struct graph_step *w = &g->walk[(g->head + j) & WALK_MASK];
+		w->id = id;
+		w->mixed = pp_pred_mix(id);
+		j++;
 	}
+	g->n = j;
+	if (j > k)
+		j = k;
+	for (unsigned i = 0; i < j; i++)
+		ids[i] = g->walk[(g->head + i) & WALK_MASK].id;
 	return j;
 }
 

@@ -437,6 +437,56 @@ static void test_capacity(void)
 	}
 }
 
+/*
+ * The graph keeps its walk between calls (graph.c): at every receive its
+ * prediction must be what a graph fed the same receives, that never
+ * predicted (so never kept a walk), walks afresh. Streams that follow the
+ * walk, leave it (noise), and clear a full graph (8 states), with k from 1
+ * to 16 so the walk is cut short and extended.
+ */
+static void test_graph_walk_kept(void)
+{
+	static const char *const streams[] = {
+	    "ABCDEFGABCDEFGABCDEFGABCDEFGABCDEFGABCDEFGABCDEFGABCDEFG",
+	    "ABCDEFGABCDXFGABCDEFGABYDEFGABCDEFGAZCDEFGABCDEFGABCDEFG",
+	    "AAABAAACAAABAAACAAABAAACAAABAAACAAABAAACAAABAAACAAABAAAC",
+	    "ABCABCABCDEFGHIJKLMNOPABCABCABCDEFGHIJKLMNOPABCABCABCDEFGH",
+	};
+	unsigned states[] = {4096, 8};
+	for (size_t st = 0; st < PP_ARRAY_SIZE(states); st++) {
+		struct pp_pred_params prm = {.max_ahead = 16, .max_states = states[st]};
+		for (size_t i = 0; i < PP_ARRAY_SIZE(streams); i++) {
+			const char *x = streams[i];
+			size_t n = strlen(x);
+			struct pp_pred *g;
+			CU_ASSERT_EQUAL_FATAL(pp_pred_create("graph", &prm, &g), 0);
+			unsigned mismatches = 0, steps = 0;
+			for (size_t t = 0; t < n; t++) {
+				unsigned k = 1 + (unsigned)((t * 7) % 16);
+				uint64_t kept[16], fresh[16];
+				unsigned nk = pp_pred_predict(g, 1, kept, k);
+				struct pp_pred *f;
+				CU_ASSERT_EQUAL_FATAL(pp_pred_create("graph", &prm, &f), 0);
+				for (size_t u = 0; u < t; u++)
+					pp_pred_observe(f, (uint64_t)x[u], 1);
+				unsigned nf = pp_pred_predict(f, 1, fresh, k);
+				pp_pred_destroy(f);
+				steps += nk != 0;
+				if (nk != nf || memcmp(kept, fresh, nk * sizeof(kept[0])))
+					mismatches++;
+				pp_pred_observe(g, (uint64_t)x[t], 1);
+			}
+			if (mismatches)
+				fprintf(stderr,
+					"\ngraph, %u states, stream %zu: %u of %zu walks differ\n",
+					states[st], i, mismatches, n);
+			CU_ASSERT_EQUAL(mismatches, 0);
+			CU_ASSERT(steps >= 10); /* it did predict (8 states: 12 to 46) */
+			pp_pred_destroy(g);
+		}
+	}
+}
+
 static CU_TestInfo tests[] = {
     {"figure 3 initialisation phase", test_figure3},
     {"short first cycle", test_short_first_cycle},
@@ -449,6 +499,7 @@ static CU_TestInfo tests[] = {
     {"hybrid >= best", test_hybrid},
     {"api", test_api},
     {"full tables", test_capacity},
+    {"graph: a kept walk is a fresh one", test_graph_walk_kept},
     CU_TEST_INFO_NULL,
 };
 
