@@ -117,6 +117,37 @@ static uint32_t first_zero(const uint32_t *cnt, uint32_t top)
 	return 0;
 }
 
+/*
+ * Steady state in one pass: cnt[m] += (f != past[m]) - (g != old[m]) for m
+ * in 1..M, and the smallest m with cnt[m] == 0 after it (or 0).
+ */
+static uint32_t update_steady(uint32_t *cnt, const uint32_t *past, uint32_t f, const uint32_t *old,
+			      uint32_t g, uint32_t M)
+{
+	uint32_t m = 1, zero = 0;
+	for (; m + 3 <= M; m += 4) {
+		v4u p, o, c;
+		memcpy(&p, past + m, sizeof(p));
+		memcpy(&o, old + m, sizeof(o));
+		memcpy(&c, cnt + m, sizeof(c));
+		v4u a = p ^ f, r = o ^ g;
+		c = c + ((a | (0u - a)) >> 31) - ((r | (0u - r)) >> 31);
+		memcpy(cnt + m, &c, sizeof(c));
+		if (!zero) {
+			v4u z = c == 0;
+			if (z[0] | z[1] | z[2] | z[3])
+				zero = z[0] ? m : z[1] ? m + 1 : z[2] ? m + 2 : m + 3;
+		}
+	}
+	for (; m <= M; m++) {
+		uint32_t a = past[m] ^ f, r = old[m] ^ g;
+		cnt[m] = cnt[m] + ((a | (0u - a)) >> 31) - ((r | (0u - r)) >> 31);
+		if (!zero && cnt[m] == 0)
+			zero = m;
+	}
+	return zero;
+}
+
 static void dpd_observe(struct pp_pred *p, uint64_t x, uint32_t site)
 {
 	struct dpd_pred *d = (struct dpd_pred *)p;
@@ -129,6 +160,11 @@ static void dpd_observe(struct pp_pred *p, uint64_t x, uint32_t site)
 	d->fold[pos] = fx;
 	d->fold[pos + d->R] = fx;
 
+	if (t >= (uint64_t)d->N + d->M) { /* steady state: every pair there */
+		const uint32_t *old = d->fold + fold_pos(d, t - d->N);
+		d->period = update_steady(cnt, d->fold + pos, fx, old, old[0], d->M);
+		return;
+	}
 	/* Add the pairs (x[t], x[t-m]). */
 	update_pairs(cnt, d->fold + pos, fx, t < d->M ? (uint32_t)t : d->M, 1);
 	/* Remove the pairs (x[t-N], x[t-N-m]) leaving the window. */

@@ -438,6 +438,30 @@ static void test_capacity(void)
 }
 
 /*
+ * DPD past its first N + M receives, where one pass adds the new pairs,
+ * removes the leaving ones and finds the period: a stream of period 5, then
+ * of period 7 (ids never seen before), must end on period 7 once the window
+ * (N = 256) holds only the new pattern, and predict it. Without the removal
+ * the old mismatches would stay and no period would be found again.
+ */
+static void test_dpd_steady(void)
+{
+	struct pp_pred *p;
+	CU_ASSERT_EQUAL_FATAL(pp_pred_create("dpd", NULL, &p), 0);
+	for (uint64_t t = 0; t < 1000; t++)
+		pp_pred_observe(p, t % 5, 0);
+	CU_ASSERT_EQUAL(pp_pred_dpd_period(p), 5);
+	for (uint64_t t = 0; t < 300; t++)
+		pp_pred_observe(p, 100 + t % 7, 0);
+	CU_ASSERT_EQUAL(pp_pred_dpd_period(p), 7);
+	uint64_t ids[10];
+	CU_ASSERT_EQUAL(pp_pred_predict(p, 0, ids, 10), 10);
+	for (unsigned j = 0; j < 10; j++)
+		CU_ASSERT_EQUAL(ids[j], 100 + (300 + j) % 7);
+	pp_pred_destroy(p);
+}
+
+/*
  * The graph keeps its walk between calls (graph.c): at every receive its
  * prediction must be what a graph fed the same receives, that never
  * predicted (so never kept a walk), walks afresh. Streams that follow the
@@ -499,6 +523,7 @@ static CU_TestInfo tests[] = {
     {"hybrid >= best", test_hybrid},
     {"api", test_api},
     {"full tables", test_capacity},
+    {"dpd in steady state finds a new period", test_dpd_steady},
     {"graph: a kept walk is a fresh one", test_graph_walk_kept},
     CU_TEST_INFO_NULL,
 };
