@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pp_compiler.h"
 #include "pred_impl.h"
@@ -32,11 +33,13 @@ struct hybrid_pred {
 	uint64_t t;		     /* receives observed */
 	size_t slot;		     /* t mod K */
 	int recorded;		     /* slot t mod K holds this step's predictions */
-	uint64_t *pred;		     /* [NCOMP][K slots][K] predicted ids */
-	uint64_t *valid;	     /* [NCOMP][K slots] bit j: pred +j+1 made */
-	uint64_t *outcome;	     /* [NCOMP][K] last 64 outcomes, bit 0 newest */
-	uint8_t *hits;		     /* [NCOMP][K] ones in outcome */
-	uint8_t *choice;	     /* [K] chosen component per look-ahead */
+	/* Laid out so that scoring a receive reads each look-ahead's NCOMP
+	 * entries side by side. */
+	uint64_t *pred;	   /* [K slots][NCOMP][K] predicted ids */
+	uint64_t *valid;   /* [K slots][NCOMP] bit j: pred +j+1 made */
+	uint64_t *outcome; /* [K][NCOMP] last 64 outcomes, bit 0 newest */
+	uint8_t *hits;	   /* [K][NCOMP] ones in outcome */
+	uint8_t *choice;   /* [K] chosen component per look-ahead */
 };
 
 static void hy_destroy(struct pp_pred *p)
@@ -81,7 +84,7 @@ fail:
 
 static unsigned score(const struct hybrid_pred *h, size_t c, size_t j)
 {
-	return h->hits[c * h->K + j];
+	return h->hits[j * NCOMP + c];
 }
 
 static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
@@ -90,25 +93,25 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	size_t K = h->K;
 	size_t slot = h->slot; /* predictions made before this receive */
 	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
-		for (size_t c = 0; c < NCOMP; c++) {
-			uint64_t *o = &h->outcome[c * K + j];
-			int hit = (h->valid[c * K + slot] >> j & 1) &&
-				  h->pred[(c * K + slot) * K + j] == id;
-			h->hits[c * K + j] += (uint8_t)hit - (uint8_t)(*o >> 63);
-			*o = *o << 1 | (uint64_t)hit;
-		}
+		const uint64_t *valid = &h->valid[slot * NCOMP];
+		const uint64_t *pred = &h->pred[slot * NCOMP * K + j];
+		uint64_t *o = &h->outcome[j * NCOMP];
+		uint8_t *hits = &h->hits[j * NCOMP];
 		size_t best = 0;
-		for (size_t c = 1; c < NCOMP; c++)
-			if (score(h, c, j) > score(h, best, j))
-				best = c;
+#pragma GCC unroll 8 /* NCOMP is known: no loop, no branch */
+		for (size_t c = 0; c < NCOMP; c++) {
+			uint64_t hit = (valid[c] >> j & 1) & (pred[c * K] == id);
+			hits[c] = (uint8_t)(hits[c] + hit - (o[c] >> 63));
+			o[c] = o[c] << 1 | hit;
+			best = hits[c] > hits[best] ? c : best;
+		}
 		h->choice[j] = (uint8_t)best;
 	}
 	for (size_t c = 0; c < NCOMP; c++)
 		pp_pred_observe(h->comp[c], id, site);
 	h->t++;
 	h->slot = h->slot + 1 == K ? 0 : h->slot + 1;
-	for (size_t c = 0; c < NCOMP; c++)
-		h->valid[c * K + h->slot] = 0;
+	memset(&h->valid[h->slot * NCOMP], 0, NCOMP * sizeof(*h->valid));
 	h->recorded = 0;
 }
 
@@ -119,25 +122,25 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 	if (!h->recorded) {
 		for (size_t c = 0; c < NCOMP; c++) {
 			unsigned n = pp_pred_predict(h->comp[c], next_site,
-						     &h->pred[(c * K + slot) * K], (unsigned)K);
-			h->valid[c * K + slot] = n >= 64 ? ~0ull : (1ull << n) - 1;
+						     &h->pred[(slot * NCOMP + c) * K], (unsigned)K);
+			h->valid[slot * NCOMP + c] = n >= 64 ? ~0ull : (1ull << n) - 1;
 		}
 		h->recorded = 1;
 	}
 	unsigned j;
 	for (j = 0; j < k; j++) {
 		size_t c = h->choice[j];
-		if (!(h->valid[c * K + slot] >> j & 1)) {
+		if (!(h->valid[slot * NCOMP + c] >> j & 1)) {
 			int found = -1;
 			for (size_t o = 0; o < NCOMP; o++)
-				if ((h->valid[o * K + slot] >> j & 1) &&
+				if ((h->valid[slot * NCOMP + o] >> j & 1) &&
 				    (found < 0 || score(h, o, j) > score(h, (size_t)found, j)))
 					found = (int)o;
 			if (found < 0)
 				break;
 			c = (size_t)found;
 		}
-		ids[j] = h->pred[(c * K + slot) * K + j];
+		ids[j] = h->pred[(slot * NCOMP + c) * K + j];
 	}
 	return j;
 }
