@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Hybrid: runs every other predictor on the stream and, separately for each
+ * Hybrid: runs the other predictors on the stream and, separately for each
  * look-ahead +1..+K, answers with the one that has been right most often in
  * its last 64 predictions at that look-ahead (a look-ahead it did not fill
  * counts as wrong). Ties go to the earlier one in the component list. When the
@@ -11,6 +11,19 @@
  * receive index mod K) and scored when the receive they were for arrives.
  * Predictions are recorded by the first predict call after an observation;
  * a receive with no predict call before it scores no one.
+ *
+ * Only the components that earn their keep run. A survey runs all of them
+ * for SURVEY receives: at the start (up to SURVEY_MAX while one has not
+ * predicted yet), every RECHECK receives, and when the answer's hits at +1
+ * in the last 64 fall DROP below what they were at the last survey's end
+ * (no sooner than gap receives after it; the gap doubles while such
+ * surveys change nothing). At its end a component stays awake if it is
+ * chosen at some look-ahead or made, in the survey's second half, USEFUL
+ * hits the answer did not have (it answered and hit, or hit where the
+ * answer missed); the others sleep: no observe, no predict, an empty score.
+ * Between surveys +1 is still scored (among the awake) and the choices
+ * further ahead stand. A component woken for a survey first observes what
+ * it slept through, up to the last RING receives, from a ring of (id, site).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +39,16 @@ static const struct pp_pred_ops *const components[] = {
 };
 #define NCOMP PP_ARRAY_SIZE(components)
 
+enum {
+	SURVEY = 256,	   /* receives a survey runs every component */
+	SURVEY_MAX = 512,  /* the first one, waiting for slow learners */
+	RECHECK = 32768,   /* receives from a survey's end to the next */
+	DROP = 4,	   /* fall of the answer's hits at +1 that calls a survey */
+	GAP = 512,	   /* least receives from a survey to one called so */
+	RING = 256,	   /* receives a woken component catches up on */
+	USEFUL = 2,	   /* hits in a survey's second half that keep one awake */
+};
+
 struct hybrid_pred {
 	struct pp_pred base;	     /* common head */
 	struct pp_pred *comp[NCOMP]; /* the component predictors */
@@ -40,7 +63,36 @@ struct hybrid_pred {
 	uint64_t *outcome; /* [K][NCOMP] last 64 outcomes, bit 0 newest */
 	uint8_t *hits;	   /* [K][NCOMP] ones in outcome */
 	uint8_t *choice;   /* [K] chosen component per look-ahead */
+	uint8_t *answer;   /* [K slots][K] component that answered +j+1, NCOMP none */
+
+	unsigned awake;		  /* bit c: component c runs */
+	unsigned awake_before;	  /* ... before the current survey */
+	uint8_t run[NCOMP];	  /* the awake components, in order */
+	unsigned nrun;		  /* how many */
+	uint64_t slept_at[NCOMP]; /* t when component c fell asleep */
+	uint32_t useful[NCOMP];	  /* hits the answer did not have, judged half */
+	uint32_t made[NCOMP];	  /* predictions at +1 made, judged half */
+	uint64_t survey_begin;	  /* t the current survey began */
+	uint64_t survey_end;	  /* t it ends; <= t: none */
+	uint64_t next_survey;	  /* t of the next periodic survey */
+	uint64_t called_ok;	  /* t from which a fall may call a survey */
+	uint64_t gap;		  /* current least gap for that */
+	int called;		  /* the current survey was called by a fall */
+	uint64_t ans_o;		  /* last 64 answers at +1, bit 0 newest: 1 hit */
+	unsigned ans_hits;	  /* ones in ans_o */
+	unsigned ans_level;	  /* ans_hits when the last survey ended */
+	uint64_t ring_id[RING];	  /* the last RING receives ... */
+	uint32_t ring_site[RING]; /* ... and their sites */
 };
+
+static void set_awake(struct hybrid_pred *h, unsigned mask)
+{
+	h->awake = mask;
+	h->nrun = 0;
+	for (size_t c = 0; c < NCOMP; c++)
+		if (mask >> c & 1)
+			h->run[h->nrun++] = (uint8_t)c;
+}
 
 static void hy_destroy(struct pp_pred *p)
 {
@@ -52,6 +104,7 @@ static void hy_destroy(struct pp_pred *p)
 	free(h->outcome);
 	free(h->hits);
 	free(h->choice);
+	free(h->answer);
 	free(h);
 }
 
@@ -67,14 +120,19 @@ static int hy_create(const struct pp_pred_params *prm, struct pp_pred **out)
 	h->outcome = calloc(NCOMP * K, sizeof(*h->outcome));
 	h->hits = calloc(NCOMP * K, sizeof(*h->hits));
 	h->choice = calloc(K, sizeof(*h->choice));
+	h->answer = malloc(K * K);
 	int rc = -ENOMEM;
-	if (!h->pred || !h->valid || !h->outcome || !h->hits || !h->choice)
+	if (!h->pred || !h->valid || !h->outcome || !h->hits || !h->choice || !h->answer)
 		goto fail;
+	memset(h->answer, NCOMP, K * K);
 	for (size_t c = 0; c < NCOMP; c++) {
 		rc = pp_pred_create(components[c]->name, prm, &h->comp[c]);
 		if (rc < 0)
 			goto fail;
 	}
+	set_awake(h, (1u << NCOMP) - 1);
+	h->survey_end = SURVEY;
+	h->gap = GAP;
 	*out = &h->base;
 	return 0;
 fail:
@@ -82,9 +140,73 @@ fail:
 	return rc;
 }
 
+unsigned pp_pred_hybrid_awake(const struct pp_pred *p)
+{
+	return ((const struct hybrid_pred *)p)->awake;
+}
+
 static unsigned score(const struct hybrid_pred *h, size_t c, size_t j)
 {
 	return h->hits[j * NCOMP + c];
+}
+
+/* Wake every sleeping component, caught up on what it slept through. */
+static void survey_start(struct hybrid_pred *h, int called)
+{
+	for (size_t c = 0; c < NCOMP; c++) {
+		if (h->awake >> c & 1)
+			continue;
+		uint64_t from = h->slept_at[c];
+		if (h->t - from > RING)
+			from = h->t - RING;
+		for (uint64_t s = from; s < h->t; s++)
+			pp_pred_observe(h->comp[c], h->ring_id[s % RING], h->ring_site[s % RING]);
+	}
+	memset(h->useful, 0, sizeof(h->useful));
+	memset(h->made, 0, sizeof(h->made));
+	h->awake_before = h->awake;
+	set_awake(h, (1u << NCOMP) - 1);
+	h->survey_begin = h->t;
+	h->survey_end = h->t + SURVEY;
+	h->called = called;
+}
+
+/* Keep awake who is chosen or was useful; put the rest to sleep. */
+static void survey_end(struct hybrid_pred *h)
+{
+	unsigned keep = 0, learning = 0;
+	for (size_t c = 0; c < NCOMP; c++)
+		learning |= (unsigned)(h->made[c] == 0) << c;
+	if (learning && h->survey_begin == 0 && h->t < SURVEY_MAX) {
+		/* at the start, one that has not predicted yet cannot be judged:
+		 * wait (a later survey has them caught up from the ring) */
+		memset(h->useful, 0, sizeof(h->useful));
+		memset(h->made, 0, sizeof(h->made));
+		h->survey_end = h->t + SURVEY / 2;
+		return;
+	}
+	for (size_t j = 0; j < h->K; j++)
+		keep |= 1u << h->choice[j];
+	for (size_t c = 0; c < NCOMP; c++)
+		keep |= (unsigned)(h->useful[c] >= USEFUL) << c;
+	for (size_t c = 0; c < NCOMP; c++) {
+		if (keep >> c & 1)
+			continue;
+		h->slept_at[c] = h->t;
+		for (size_t j = 0; j < h->K; j++) { /* a sleeper's record starts over */
+			h->outcome[j * NCOMP + c] = 0;
+			h->hits[j * NCOMP + c] = 0;
+		}
+	}
+	/* a called survey that changed nothing: wait longer before the next */
+	if (h->called && keep == h->awake_before)
+		h->gap = h->gap * 2 > RECHECK ? RECHECK : h->gap * 2;
+	else if (h->called)
+		h->gap = GAP;
+	set_awake(h, keep);
+	h->next_survey = h->t + RECHECK;
+	h->called_ok = h->t + h->gap;
+	h->ans_level = h->ans_hits;
 }
 
 static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
@@ -92,27 +214,56 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
 	size_t K = h->K;
 	size_t slot = h->slot; /* predictions made before this receive */
-	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
+	int surveying = h->survey_end > h->t;
+	size_t ans = h->answer[slot * K];
+	unsigned hit1 = ans != NCOMP && h->pred[(slot * NCOMP + ans) * K] == id; /* at +1 */
+	h->ans_hits = h->ans_hits + hit1 - (unsigned)(h->ans_o >> 63);
+	h->ans_o = h->ans_o << 1 | hit1;
+	/* +1 is scored always (a sleeper's record stays empty), the rest in
+	 * surveys only: between them the choices further ahead stand */
+	for (size_t j = 0; j < (surveying ? K : 1) && j <= h->t;
+	     j++, slot = slot ? slot - 1 : K - 1) {
 		const uint64_t *valid = &h->valid[slot * NCOMP];
 		const uint64_t *pred = &h->pred[slot * NCOMP * K + j];
 		uint64_t *o = &h->outcome[j * NCOMP];
 		uint8_t *hits = &h->hits[j * NCOMP];
+		uint8_t hit[NCOMP + 1]; /* [NCOMP]: no answer, no hit */
 		size_t best = 0;
 #pragma GCC unroll 8 /* NCOMP is known: no loop, no branch */
 		for (size_t c = 0; c < NCOMP; c++) {
-			uint64_t hit = (valid[c] >> j & 1) & (pred[c * K] == id);
-			hits[c] = (uint8_t)(hits[c] + hit - (o[c] >> 63));
-			o[c] = o[c] << 1 | hit;
+			hit[c] = (uint8_t)((valid[c] >> j & 1) & (pred[c * K] == id));
+			hits[c] = (uint8_t)(hits[c] + hit[c] - (o[c] >> 63));
+			o[c] = o[c] << 1 | hit[c];
 			best = hits[c] > hits[best] ? c : best;
 		}
+		hit[NCOMP] = 0;
 		h->choice[j] = (uint8_t)best;
+		if (!surveying || h->survey_end - h->t > SURVEY / 2)
+			continue; /* a survey's first half warms up; the second is judged */
+		ans = h->answer[slot * K + j];
+		for (size_t c = 0; c < NCOMP; c++)
+			h->useful[c] += hit[c] & ((c == ans) | !hit[ans]);
+		if (j == 0)
+			for (size_t c = 0; c < NCOMP; c++)
+				h->made[c] += (unsigned)(valid[c] & 1);
 	}
-	for (size_t c = 0; c < NCOMP; c++)
-		pp_pred_observe(h->comp[c], id, site);
+	for (size_t i = 0; i < h->nrun; i++)
+		pp_pred_observe(h->comp[h->run[i]], id, site);
+	h->ring_id[h->t % RING] = id;
+	h->ring_site[h->t % RING] = site;
 	h->t++;
 	h->slot = h->slot + 1 == K ? 0 : h->slot + 1;
 	memset(&h->valid[h->slot * NCOMP], 0, NCOMP * sizeof(*h->valid));
+	memset(&h->answer[h->slot * K], NCOMP, K);
 	h->recorded = 0;
+	if (surveying) {
+		if (h->t == h->survey_end)
+			survey_end(h);
+	} else if (h->t >= h->next_survey) {
+		survey_start(h, 0);
+	} else if (h->ans_hits + DROP <= h->ans_level && h->t >= h->called_ok) {
+		survey_start(h, 1);
+	}
 }
 
 static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids, unsigned k)
@@ -120,7 +271,8 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
 	size_t K = h->K, slot = h->slot;
 	if (!h->recorded) {
-		for (size_t c = 0; c < NCOMP; c++) {
+		for (size_t i = 0; i < h->nrun; i++) {
+			size_t c = h->run[i];
 			unsigned n = pp_pred_predict(h->comp[c], next_site,
 						     &h->pred[(slot * NCOMP + c) * K], (unsigned)K);
 			h->valid[slot * NCOMP + c] = n >= 64 ? ~0ull : (1ull << n) - 1;
@@ -140,6 +292,7 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 				break;
 			c = (size_t)found;
 		}
+		h->answer[slot * K + j] = (uint8_t)c;
 		ids[j] = h->pred[(slot * NCOMP + c) * K + j];
 	}
 	return j;
@@ -150,7 +303,8 @@ static size_t hy_mem(const struct pp_pred *p)
 	const struct hybrid_pred *h = (const struct hybrid_pred *)p;
 	size_t K = h->K, m = sizeof(*h);
 	m += NCOMP * K * K * sizeof(*h->pred) + NCOMP * K * sizeof(*h->valid) +
-	     NCOMP * K * (sizeof(*h->outcome) + sizeof(*h->hits)) + K * sizeof(*h->choice);
+	     NCOMP * K * (sizeof(*h->outcome) + sizeof(*h->hits)) + K * sizeof(*h->choice) +
+	     K * K * sizeof(*h->answer);
 	for (size_t c = 0; c < NCOMP; c++)
 		m += pp_pred_mem(h->comp[c]);
 	return m;

@@ -20,4 +20,7 @@ extern const struct pp_pred_ops pp_pred_hybrid_ops;
 /* The period the DPD predictor p currently detects, 0 for none (tests). */
 unsigned pp_pred_dpd_period(const struct pp_pred *p);
 
+/* The hybrid's awake components, bit c for its component c (tests). */
+unsigned pp_pred_hybrid_awake(const struct pp_pred *p);
+
 #endif

@@ -346,6 +346,47 @@ static void test_hybrid(void)
 	}
 }
 
+/*
+ * The hybrid runs only the components that earn their keep: on the LU-like
+ * trace single-cycle alone (DPD, the costly one, sleeps). When the stream
+ * changes to ids never seen, the answer's hits fall, a survey wakes the
+ * others, and the new cycle is predicted again.
+ */
+static void test_hybrid_sleeps(void)
+{
+	struct pp_trace t;
+	memset(&t, 0, sizeof(t));
+	CU_ASSERT_EQUAL_FATAL(pp_synth("lu", 0, 1, &t), 0);
+	struct pp_pred *p;
+	CU_ASSERT_EQUAL_FATAL(pp_pred_create("hybrid", NULL, &p), 0);
+	uint64_t ids[16];
+	for (size_t i = 0; i < t.n; i++) {
+		uint32_t site = pp_pred_site(&t.obs[i]);
+		pp_pred_predict(p, site, ids, 16);
+		pp_pred_observe(p, pp_pred_id(&t.obs[i], PP_PRED_KEY_ENVELOPE), site);
+	}
+	unsigned awake = pp_pred_hybrid_awake(p);
+	CU_ASSERT_EQUAL(awake, 1u); /* single-cycle, the first component */
+	/* a new phase: a 9-id cycle over new ids, with a stray one now and then */
+	unsigned hits = 0, scored = 0, changed = 0;
+	for (unsigned i = 0; i < 4000; i++) {
+		uint64_t id = i % 97 == 50 ? 5000 + i : 1000 + i % 9;
+		unsigned n = pp_pred_predict(p, 1, ids, 16);
+		if (i >= 2000) {
+			scored++;
+			hits += n > 0 && ids[0] == id;
+		}
+		pp_pred_observe(p, id, 1);
+		changed |= pp_pred_hybrid_awake(p) != awake;
+	}
+	CU_ASSERT(changed); /* a survey ran */
+	if (hits < scored * 95 / 100)
+		fprintf(stderr, "\nhybrid after the change: %u of %u at +1\n", hits, scored);
+	CU_ASSERT(hits >= scored * 95 / 100);
+	pp_pred_destroy(p);
+	pp_trace_free(&t);
+}
+
 /* Creation errors, parameters, keys and the registry. */
 static void test_api(void)
 {
@@ -521,6 +562,7 @@ static CU_TestInfo tests[] = {
     {"tag predictors per site", test_tag_sites},
     {"dpd finds 126 where graph fails at +10", test_dpd_lu},
     {"hybrid >= best", test_hybrid},
+    {"hybrid: only who earns runs", test_hybrid_sleeps},
     {"api", test_api},
     {"full tables", test_capacity},
     {"dpd in steady state finds a new period", test_dpd_steady},
