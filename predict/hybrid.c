@@ -40,13 +40,13 @@ static const struct pp_pred_ops *const components[] = {
 #define NCOMP PP_ARRAY_SIZE(components)
 
 enum {
-	SURVEY = 256,	   /* receives a survey runs every component */
-	SURVEY_MAX = 512,  /* the first one, waiting for slow learners */
-	RECHECK = 32768,   /* receives from a survey's end to the next */
-	DROP = 4,	   /* fall of the answer's hits at +1 that calls a survey */
-	GAP = 512,	   /* least receives from a survey to one called so */
-	RING = 256,	   /* receives a woken component catches up on */
-	USEFUL = 2,	   /* hits in a survey's second half that keep one awake */
+	SURVEY = 256,	  /* receives a survey runs every component */
+	SURVEY_MAX = 512, /* the first one, waiting for slow learners */
+	RECHECK = 32768,  /* receives from a survey's end to the next */
+	DROP = 4,	  /* fall of the answer's hits at +1 that calls a survey */
+	GAP = 512,	  /* least receives from a survey to one called so */
+	RING = 256,	  /* receives a woken component catches up on */
+	USEFUL = 2,	  /* hits in a survey's second half that keep one awake */
 };
 
 struct hybrid_pred {
