@@ -16,8 +16,8 @@
  * for SURVEY receives: at the start (up to SURVEY_MAX while one has not
  * predicted yet), every RECHECK receives, and when the answer's hits at +1
  * in the last 64 fall DROP below what they were at the last survey's end
- * (no sooner than gap receives after it; the gap doubles while such
- * surveys change nothing). At its end a component stays awake if it is
+ * (no sooner than gap receives after it; the gap doubles with each such
+ * survey). At its end a component stays awake if it is
  * chosen at some look-ahead or made, in the survey's second half, USEFUL
  * hits the answer did not have (it answered and hit, or hit where the
  * answer missed); the others sleep: no observe, no predict, an empty score.
@@ -66,9 +66,11 @@ struct hybrid_pred {
 	uint8_t *answer;   /* [K slots][K] component that answered +j+1, NCOMP none */
 
 	unsigned awake;		  /* bit c: component c runs */
-	unsigned awake_before;	  /* ... before the current survey */
 	uint8_t run[NCOMP];	  /* the awake components, in order */
 	unsigned nrun;		  /* how many */
+	int alone;		  /* one awake, no survey: it answers alone */
+	uint64_t ans1;		  /* the answer at +1 for the next receive ... */
+	unsigned ans1_ok;	  /* ... if one was given */
 	uint64_t slept_at[NCOMP]; /* t when component c fell asleep */
 	uint32_t useful[NCOMP];	  /* hits the answer did not have, judged half */
 	uint32_t made[NCOMP];	  /* predictions at +1 made, judged half */
@@ -92,6 +94,7 @@ static void set_awake(struct hybrid_pred *h, unsigned mask)
 	for (size_t c = 0; c < NCOMP; c++)
 		if (mask >> c & 1)
 			h->run[h->nrun++] = (uint8_t)c;
+	h->alone = h->nrun == 1; /* all are awake in a survey */
 }
 
 static void hy_destroy(struct pp_pred *p)
@@ -164,7 +167,9 @@ static void survey_start(struct hybrid_pred *h, int called)
 	}
 	memset(h->useful, 0, sizeof(h->useful));
 	memset(h->made, 0, sizeof(h->made));
-	h->awake_before = h->awake;
+	/* predictions made alone were not recorded: none are */
+	memset(h->valid, 0, NCOMP * h->K * sizeof(*h->valid));
+	memset(h->answer, NCOMP, h->K * h->K);
 	set_awake(h, (1u << NCOMP) - 1);
 	h->survey_begin = h->t;
 	h->survey_end = h->t + SURVEY;
@@ -198,11 +203,10 @@ static void survey_end(struct hybrid_pred *h)
 			h->hits[j * NCOMP + c] = 0;
 		}
 	}
-	/* a called survey that changed nothing: wait longer before the next */
-	if (h->called && keep == h->awake_before)
+	/* each called survey doubles the wait before the next: a noisy stream
+	 * would otherwise call one every GAP receives */
+	if (h->called)
 		h->gap = h->gap * 2 > RECHECK ? RECHECK : h->gap * 2;
-	else if (h->called)
-		h->gap = GAP;
 	set_awake(h, keep);
 	h->next_survey = h->t + RECHECK;
 	h->called_ok = h->t + h->gap;
@@ -215,10 +219,14 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	size_t K = h->K;
 	size_t slot = h->slot; /* predictions made before this receive */
 	int surveying = h->survey_end > h->t;
-	size_t ans = h->answer[slot * K];
-	unsigned hit1 = ans != NCOMP && h->pred[(slot * NCOMP + ans) * K] == id; /* at +1 */
+	unsigned hit1 = h->ans1_ok & (h->ans1 == id);
 	h->ans_hits = h->ans_hits + hit1 - (unsigned)(h->ans_o >> 63);
 	h->ans_o = h->ans_o << 1 | hit1;
+	h->ans1_ok = 0;
+	if (h->alone) {
+		pp_pred_observe(h->comp[h->run[0]], id, site);
+		goto next;
+	}
 	/* +1 is scored always (a sleeper's record stays empty), the rest in
 	 * surveys only: between them the choices further ahead stand */
 	for (size_t j = 0; j < (surveying ? K : 1) && j <= h->t;
@@ -240,7 +248,7 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		h->choice[j] = (uint8_t)best;
 		if (!surveying || h->survey_end - h->t > SURVEY / 2)
 			continue; /* a survey's first half warms up; the second is judged */
-		ans = h->answer[slot * K + j];
+		size_t ans = h->answer[slot * K + j];
 		for (size_t c = 0; c < NCOMP; c++)
 			h->useful[c] += hit[c] & ((c == ans) | !hit[ans]);
 		if (j == 0)
@@ -249,12 +257,14 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	}
 	for (size_t i = 0; i < h->nrun; i++)
 		pp_pred_observe(h->comp[h->run[i]], id, site);
+	slot = h->slot + 1 == K ? 0 : h->slot + 1;
+	memset(&h->valid[slot * NCOMP], 0, NCOMP * sizeof(*h->valid));
+	memset(&h->answer[slot * K], NCOMP, K);
+next:
 	h->ring_id[h->t % RING] = id;
 	h->ring_site[h->t % RING] = site;
 	h->t++;
 	h->slot = h->slot + 1 == K ? 0 : h->slot + 1;
-	memset(&h->valid[h->slot * NCOMP], 0, NCOMP * sizeof(*h->valid));
-	memset(&h->answer[h->slot * K], NCOMP, K);
 	h->recorded = 0;
 	if (surveying) {
 		if (h->t == h->survey_end)
@@ -270,6 +280,15 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 {
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
 	size_t K = h->K, slot = h->slot;
+	if (h->alone) {
+		unsigned n = pp_pred_predict(h->comp[h->run[0]], next_site, ids, k);
+		if (!h->recorded) {
+			h->ans1 = ids[0];
+			h->ans1_ok = n > 0;
+			h->recorded = 1;
+		}
+		return n;
+	}
 	if (!h->recorded) {
 		for (size_t i = 0; i < h->nrun; i++) {
 			size_t c = h->run[i];
@@ -294,6 +313,10 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 		}
 		h->answer[slot * K + j] = (uint8_t)c;
 		ids[j] = h->pred[(slot * NCOMP + c) * K + j];
+	}
+	if (!h->ans1_ok && j > 0) { /* the first answer at +1 since the receive */
+		h->ans1 = ids[0];
+		h->ans1_ok = 1;
 	}
 	return j;
 }
