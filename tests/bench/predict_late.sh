@@ -15,9 +15,11 @@
 # buffer between iterations, which moves large sizes by 2-3x;
 # tests/integration/runtime_predict.sh checks the predictor's bytes).
 #
-#   tests/bench/predict_late.sh [--rounds N] [--iters N] [--sizes SPEC]
-#                               [--poll N] [--config STR] [--build DIR]
+#   tests/bench/predict_late.sh [--rounds R] [--iters N] [--sizes SPEC]
+#                               [--poll N] [--config STR] [--csv FILE] [--build DIR]
 #
+# --rounds R is 1..9. --csv FILE also writes every job's rows there:
+# config,round,size,lat_us_median,pred_predictions,pred_hits,bytes_staged.
 # Defaults: 3 rounds of 200 iterations at 16 B to 1 MiB in x4 steps, no
 # --poll, build/. --config passes more settings to every job, e.g.
 # progress=event: the engine runs while the ranks compute, which is what
@@ -28,15 +30,16 @@ set -euo pipefail
 prog=predict_late.sh
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tests/bench/lib.sh"
-rounds=3 iters=200 sizes_arg=16:1m:x4 poll=0 config= build=$root/build
+rounds=3 iters=200 sizes_arg=16:1m:x4 poll=0 config= csv= build=$root/build
 while [ $# -gt 0 ]; do
   case $1 in
-  -h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  --rounds) posint "${2:-}" || bad "--rounds takes a positive number"; rounds=$2; shift 2 ;;
+  -h | --help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --rounds) [[ ${2:-} =~ ^[1-9]$ ]] || bad "--rounds takes 1..9"; rounds=$2; shift 2 ;;
   --iters) posint "${2:-}" || bad "--iters takes a positive number"; iters=$2; shift 2 ;;
   --sizes) sizespec "${2:-}" || bad "--sizes takes a size list, e.g. 16:1m:x4"; sizes_arg=$2; shift 2 ;;
   --poll) [[ ${2:-} =~ ^[0-9]{1,9}$ ]] || bad "--poll takes a number of NOPs"; poll=$2; shift 2 ;;
   --config) [ -n "${2:-}" ] || bad "--config takes key=value,..."; config=$2; shift 2 ;;
+  --csv) [ -n "${2:-}" ] || bad "--csv takes a file"; csv=$2; shift 2 ;;
   --build) [ -n "${2:-}" ] || bad "--build takes a directory"; build=$2; shift 2 ;;
   *) bad "unknown argument '$1'" ;;
   esac
@@ -45,6 +48,7 @@ done
 for p in apps/pprun apps/pp_pingpong; do
   [ -x "$build/$p" ] || die "no $build/$p (build first, or --build DIR)"
 done
+[ -z "$csv" ] || : >"$csv" || die "cannot write $csv"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$root/tests/testbed.sh" up 2 >/dev/null || die "testbed.sh up 2 failed"
@@ -80,6 +84,14 @@ for c in "${configs[@]}"; do
   done
 done
 sort_sizes
+if [ -n "$csv" ]; then
+  echo "config,round,size,lat_us_median,pred_predictions,pred_hits,bytes_staged" >"$csv"
+  for c in "${configs[@]}"; do
+    for r in $(seq 0 $((rounds - 1))); do
+      rows "$c" "$r" | awk -v c="$c" -v r="$((r + 1))" '{ print c "," r "," $1 "," $2 "," $3 "," $4 "," $5 }' >>"$csv"
+    done
+  done
+fi
 # median, lowest and highest of the numbers on stdin: "M (L-H)"
 spread() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f (%.2f-%.2f)\n", v[int((NR + 1) / 2)], v[1], v[NR]; else print "-" }'; }
 # per_round A B SIZE: A's latency over B's in each round, one a line
