@@ -317,7 +317,7 @@ int pp_ctx_wait(pp_req **req, pp_status *st);
  * into st. */
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
-void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf);
+void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf);
 void pp_rt_stage_hooks(pp_ctx *ctx, struct pp_proto_hooks *h);
 void pp_rt_pred_site(pp_ctx *ctx, unsigned site);
 void pp_rt_pred_stats(const pp_ctx *ctx, struct pp_stats *st);

@@ -75,9 +75,13 @@ void pp_rt_pred_fini(pp_ctx *ctx)
 	ctx->pred.bufs = NULL;
 }
 
+/* The message id of an envelope. A tag is 64 bits (an embedding library's
+ * holds its communicator above the low 32: Open MPI's mtl ofi): the upper
+ * half is the id's communicator. */
 static uint64_t envelope_id(uint32_t src, uint64_t tag)
 {
-	struct pp_pred_obs o = {.src = (int32_t)src, .tag = (int32_t)tag};
+	struct pp_pred_obs o = {
+	    .src = (int32_t)src, .tag = (int32_t)tag, .comm = (int32_t)(tag >> 32)};
 	return pp_pred_id(&o, PP_PRED_KEY_ENVELOPE);
 }
 
@@ -137,11 +141,10 @@ void pp_rt_pred_stats(const pp_ctx *ctx, struct pp_stats *st)
 	st->stage_peak = ctx->pred.stage ? ctx->pred.stage->peak : 0;
 }
 
-void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf)
+void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf)
 {
-	struct pp_pred_obs o = {
-	    .src = st->source, .tag = st->tag, .bytes = st->len, .site = ctx->pred.site};
-	uint64_t id = pp_pred_id(&o, PP_PRED_KEY_ENVELOPE);
+	uint32_t site = ctx->pred.site;
+	uint64_t id = envelope_id(src, tag);
 	if (ctx->pred.have) {
 		ctx->pred.predictions++;
 		if (id == ctx->pred.next)
@@ -149,7 +152,7 @@ void pp_rt_pred_receive(pp_ctx *ctx, const pp_status *st, const void *buf)
 		else
 			ctx->pred.misses++;
 	}
-	pp_pred_observe(ctx->pred.model, id, o.site);
+	pp_pred_observe(ctx->pred.model, id, site);
 	ctx->pred.site = PP_PRED_NO_SITE;
 	if (ctx->pred.bufs)
 		ctx->pred.bufs[id % PP_PRED_BUFS] = (struct pp_rt_pred_buf){id, (uintptr_t)buf};

@@ -167,6 +167,9 @@ static unsigned completions(pp_ctx *ctx)
 	unsigned n = 0;
 	while (pp_proto_poll(ctx->eng, &c)) {
 		if (ctx->cpl_fn && !pp_req_own(ctx, c.cookie)) { /* an embedding library's cookie */
+			/* its buffer is unknown here: blocks start at a line */
+			if (ctx->pred.model && !c.is_send && (c.error == 0 || c.error == -EMSGSIZE))
+				pp_rt_pred_receive(ctx, (uint32_t)c.source, c.tag, NULL);
 			ctx->cpl_fn(ctx->cpl_arg, &c);
 			n++;
 			continue;
@@ -177,7 +180,7 @@ static unsigned completions(pp_ctx *ctx)
 		r->st.len = (size_t)c.len;
 		r->st.error = c.error;
 		if (ctx->pred.model && !r->is_send && (c.error == 0 || c.error == -EMSGSIZE))
-			pp_rt_pred_receive(ctx, &r->st, r->buf);
+			pp_rt_pred_receive(ctx, (uint32_t)c.source, c.tag, r->buf);
 		/* Published last: the owner may be waiting in another thread
 		 * than this pass's (pull handlers). */
 		__atomic_store_n(&r->state, PP_REQ_DONE, __ATOMIC_RELEASE);
