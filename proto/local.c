@@ -203,7 +203,7 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	    p->next_msg_id != p->id_told)
 		return -EAGAIN;
 	uint32_t cells = pp_pushbuf_cells(len);
-	if (e->c.credits && (uint16_t)(p->credit_limit - p->credit_used) < cells)
+	if ((uint16_t)(p->credit_limit - p->credit_used) < cells && e->c.credits)
 		return -EAGAIN;
 	/* Ack and credit only when they are news: an ack is owed, or enough
 	 * credit was given back (engine.c, credit_news). */
@@ -232,8 +232,7 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 	pp_wire_encode_lite(rec, &l, buf);
 	HOOK(e, lite_commit, dst, rec_len);
 	p->id_told = p->next_msg_id;
-	if (e->c.credits)
-		p->credit_used = (uint16_t)(p->credit_used + cells);
+	p->credit_used = (uint16_t)(p->credit_used + cells); /* read with credits on only */
 	if (!(flags & PP_PROTO_SEND_NOW)) {
 		e->user_ops++;
 		pp_proto_complete(e, cookie, 1, dst, tag, len, 0);
