@@ -30,7 +30,7 @@ set -euo pipefail
 prog=predict_late.sh
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tests/bench/lib.sh"
-rounds=3 iters=200 sizes_arg=16:1m:x4 poll=0 config= csv= build=$root/build
+rounds=3 iters=200 sizes_arg=16:1m:x4 poll=0 config='' csv='' build=$root/build
 while [ $# -gt 0 ]; do
   case $1 in
   -h | --help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;

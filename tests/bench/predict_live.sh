@@ -29,7 +29,7 @@ prog=predict_live.sh
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
-rounds=3 md_steps=2000 config= csv= build=$root/build
+rounds=3 md_steps=2000 config='' csv='' build=$root/build
 while [ $# -gt 0 ]; do
   case $1 in
   -h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
