@@ -63,7 +63,8 @@ struct hybrid_pred {
 	uint64_t *outcome; /* [K][NCOMP] last 64 outcomes, bit 0 newest */
 	uint8_t *hits;	   /* [K][NCOMP] ones in outcome */
 	uint8_t *choice;   /* [K] chosen component per look-ahead */
-	uint8_t *answer;   /* [K slots][K] component that answered +j+1, NCOMP none */
+	uint8_t *answer;   /* [K slots][K] who answered +j+1 (NCOMP none): surveys only */
+	uint8_t tail;	   /* chosen at every look-ahead past +1, else NCOMP */
 
 	unsigned awake;		  /* bit c: component c runs */
 	uint8_t run[NCOMP];	  /* the awake components, in order */
@@ -134,6 +135,7 @@ static int hy_create(const struct pp_pred_params *prm, struct pp_pred **out)
 			goto fail;
 	}
 	set_awake(h, (1u << NCOMP) - 1);
+	h->tail = NCOMP;
 	h->survey_end = SURVEY;
 	h->gap = GAP;
 	*out = &h->base;
@@ -171,6 +173,7 @@ static void survey_start(struct hybrid_pred *h, int called)
 	memset(h->valid, 0, NCOMP * h->K * sizeof(*h->valid));
 	memset(h->answer, NCOMP, h->K * h->K);
 	set_awake(h, (1u << NCOMP) - 1);
+	h->tail = NCOMP; /* the choices move every receive */
 	h->survey_begin = h->t;
 	h->survey_end = h->t + SURVEY;
 	h->called = called;
@@ -208,9 +211,30 @@ static void survey_end(struct hybrid_pred *h)
 	if (h->called)
 		h->gap = h->gap * 2 > RECHECK ? RECHECK : h->gap * 2;
 	set_awake(h, keep);
+	h->tail = h->choice[h->K > 1];
+	for (size_t j = 2; j < h->K; j++)
+		if (h->choice[j] != h->tail)
+			h->tail = NCOMP;
 	h->next_survey = h->t + RECHECK;
 	h->called_ok = h->t + h->gap;
 	h->ans_level = h->ans_hits;
+}
+
+/* Between surveys: score +1 of the awake ones only (a sleeper's record
+ * stays empty) and choose among them; ties go to the earlier. */
+static void score_first(struct hybrid_pred *h, uint64_t id)
+{
+	const uint64_t *valid = &h->valid[h->slot * NCOMP];
+	const uint64_t *pred = &h->pred[h->slot * NCOMP * h->K];
+	size_t best = h->run[0];
+	for (size_t i = 0; i < h->nrun; i++) {
+		size_t c = h->run[i];
+		unsigned hit = (unsigned)(valid[c] & 1) & (pred[c * h->K] == id);
+		h->hits[c] = (uint8_t)(h->hits[c] + hit - (h->outcome[c] >> 63));
+		h->outcome[c] = h->outcome[c] << 1 | hit;
+		best = h->hits[c] > h->hits[best] ? c : best;
+	}
+	h->choice[0] = (uint8_t)best;
 }
 
 static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
@@ -227,10 +251,11 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		pp_pred_observe(h->comp[h->run[0]], id, site);
 		goto next;
 	}
-	/* +1 is scored always (a sleeper's record stays empty), the rest in
-	 * surveys only: between them the choices further ahead stand */
-	for (size_t j = 0; j < (surveying ? K : 1) && j <= h->t;
-	     j++, slot = slot ? slot - 1 : K - 1) {
+	if (!surveying) { /* +1 among the awake; the choices further ahead stand */
+		score_first(h, id);
+		goto observe;
+	}
+	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
 		const uint64_t *valid = &h->valid[slot * NCOMP];
 		const uint64_t *pred = &h->pred[slot * NCOMP * K + j];
 		uint64_t *o = &h->outcome[j * NCOMP];
@@ -246,7 +271,7 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		}
 		hit[NCOMP] = 0;
 		h->choice[j] = (uint8_t)best;
-		if (!surveying || h->survey_end - h->t > SURVEY / 2)
+		if (h->survey_end - h->t > SURVEY / 2)
 			continue; /* a survey's first half warms up; the second is judged */
 		size_t ans = h->answer[slot * K + j];
 		for (size_t c = 0; c < NCOMP; c++)
@@ -255,11 +280,13 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 			for (size_t c = 0; c < NCOMP; c++)
 				h->made[c] += (unsigned)(valid[c] & 1);
 	}
+observe:
 	for (size_t i = 0; i < h->nrun; i++)
 		pp_pred_observe(h->comp[h->run[i]], id, site);
 	slot = h->slot + 1 == K ? 0 : h->slot + 1;
 	memset(&h->valid[slot * NCOMP], 0, NCOMP * sizeof(*h->valid));
-	memset(&h->answer[slot * K], NCOMP, K);
+	if (surveying)
+		memset(&h->answer[slot * K], NCOMP, K);
 next:
 	h->ring_id[h->t % RING] = id;
 	h->ring_site[h->t % RING] = site;
@@ -276,10 +303,28 @@ next:
 	}
 }
 
+/* The component that answers +j+1: the chosen one, or when it has no
+ * prediction there the best-scored awake one that has; -1 for none. */
+static int pick(const struct hybrid_pred *h, const uint64_t *valid, size_t j)
+{
+	size_t c = h->choice[j];
+	if (valid[c] >> j & 1)
+		return (int)c;
+	int found = -1;
+	for (size_t i = 0; i < h->nrun; i++) { /* a sleeper has none */
+		size_t o = h->run[i];
+		if ((valid[o] >> j & 1) &&
+		    (found < 0 || score(h, o, j) > score(h, (size_t)found, j)))
+			found = (int)o;
+	}
+	return found;
+}
+
 static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids, unsigned k)
 {
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
 	size_t K = h->K, slot = h->slot;
+	int surveying = h->survey_end > h->t;
 	if (h->alone) {
 		unsigned n = pp_pred_predict(h->comp[h->run[0]], next_site, ids, k);
 		if (!h->recorded) {
@@ -298,21 +343,26 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 		}
 		h->recorded = 1;
 	}
-	unsigned j;
-	for (j = 0; j < k; j++) {
-		size_t c = h->choice[j];
-		if (!(h->valid[slot * NCOMP + c] >> j & 1)) {
-			int found = -1;
-			for (size_t o = 0; o < NCOMP; o++)
-				if ((h->valid[slot * NCOMP + o] >> j & 1) &&
-				    (found < 0 || score(h, o, j) > score(h, (size_t)found, j)))
-					found = (int)o;
-			if (found < 0)
-				break;
-			c = (size_t)found;
-		}
-		h->answer[slot * K + j] = (uint8_t)c;
-		ids[j] = h->pred[(slot * NCOMP + c) * K + j];
+	const uint64_t *valid = &h->valid[slot * NCOMP];
+	const uint64_t *pred = &h->pred[slot * NCOMP * K];
+	uint8_t *answer = surveying ? &h->answer[slot * K] : NULL;
+	unsigned j = 0;
+	size_t t = h->tail;
+	int c0 = k ? pick(h, valid, 0) : -1;
+	if (c0 >= 0 && !answer && t < NCOMP && k > 1 &&
+	    (valid[t] >> 1 & ((1ull << (k - 1)) - 1)) == (1ull << (k - 1)) - 1) {
+		/* past +1 one component, and it filled them all: a copy */
+		ids[0] = pred[(size_t)c0 * K];
+		memcpy(&ids[1], &pred[t * K + 1], (k - 1) * sizeof(*ids));
+		j = k;
+	}
+	for (; j < k; j++) {
+		int c = pick(h, valid, j);
+		if (c < 0)
+			break;
+		if (answer)
+			answer[j] = (uint8_t)c;
+		ids[j] = pred[(size_t)c * K + j];
 	}
 	if (!h->ans1_ok && j > 0) { /* the first answer at +1 since the receive */
 		h->ans1 = ids[0];
