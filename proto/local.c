@@ -207,8 +207,8 @@ int pp_proto_lite_send(struct pp_proto *e, struct pp_proto_peer *p, uint32_t dst
 		return -EAGAIN;
 	/* Ack and credit only when they are news: an ack is owed, or enough
 	 * credit was given back (engine.c, credit_news). */
-	int news = pp_gbn_rx_owes_ack(&p->rx[0]) ||
-		   (uint16_t)(p->credit_adv - p->credit_told) >= e->credit_news;
+	int news = pp_gbn_rx_owes_ack(&p->rx[0]) |
+		   ((uint16_t)(p->credit_adv - p->credit_told) >= e->credit_news);
 	uint8_t fl = (uint8_t)((has_data ? PP_WIRE_LITE_DATA : 0) | (news ? PP_WIRE_LITE_ACK : 0));
 	uint32_t rec_len = pp_wire_lite_hdr_len(fl) + (uint32_t)len;
 	uint8_t *rec = HOOK(e, lite_reserve, dst, rec_len);
