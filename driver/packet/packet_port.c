@@ -41,8 +41,8 @@
 
 #include "iface.h"
 #include "packet_ring.h"
-#include "packet_udp.h"
 #include "udp/udp_frame.h"
+#include "udp/udp_raw.h"
 #include "pp_compiler.h"
 #include "pp_log.h"
 #include "pp_port.h"
@@ -55,6 +55,7 @@
 #define FRAMES_PER_BLK_MAX 64
 #define DEPTH_UDP_RX	   256	 /* frame=udp: RX slots of a GSO message each */
 #define GSO_FRAME_MAX	   65549 /* frame=udp: a GSO message taken whole (IPv4's 65535 + 14) */
+#define VNET_HLEN	   10	 /* frame=udp: struct virtio_net_hdr, before every frame */
 
 struct packet_port {
 	struct pp_port base;   /* must be first */
@@ -68,7 +69,7 @@ struct packet_port {
 	uint64_t kicks_failed; /* sendto() calls that failed (retried later) */
 	char iface[IF_NAMESIZE];
 	struct pp_port_info info; /* filled at open */
-	struct pkt_udp *udp;	  /* frame=udp (packet_udp.h), else NULL */
+	struct pp_udp_raw *udp;	  /* frame=udp (udp/udp_raw.h), else NULL */
 };
 
 static struct packet_port *to_pkt(struct pp_port *p)
@@ -139,7 +140,7 @@ static void packet_port_close(struct pp_port *port)
 		munmap(p->map, p->map_len);
 	if (p->fd >= 0)
 		close(p->fd);
-	pkt_udp_close(p->udp);
+	pp_udp_raw_close(p->udp);
 	pp_pkt_rx_fini(&p->rx);
 	pp_pkt_tx_fini(&p->tx);
 	free(p);
@@ -153,6 +154,24 @@ static int sockopt(struct packet_port *p, int level, int name, const void *v, so
 	int e = errno;
 	pp_err("packet:%s: %s: %s", p->iface, what, strerror(e));
 	return e == ENOMEM ? -ENOMEM : e == EPERM ? -EPERM : -EIO;
+}
+
+/* frame=udp, the TX ring's room before a frame of len bytes: a
+ * virtio_net_hdr (no GSO, no checksum to finish) and the outer headers. */
+static void udp_hdr(void *arg, uint8_t *room, uint32_t len)
+{
+	memset(room, 0, VNET_HLEN);
+	pp_udp_raw_outer(arg, room + VNET_HLEN, room + VNET_HLEN + PP_UDP_OUTER_HLEN, len);
+}
+
+/* frame=udp, an RX slot: the virtio_net_hdr before frame f says whether the
+ * kernel took a GSO message whole (gso_type) and its datagrams' size. */
+static unsigned udp_split(void *arg, uint8_t *f, uint32_t len, uint8_t **seg, uint32_t *seg_len,
+			  unsigned max)
+{
+	const uint8_t *vh = f - VNET_HLEN;
+	uint32_t size = vh[1] ? (uint32_t)(vh[4] | vh[5] << 8) : 0;
+	return pp_udp_raw_split(arg, f, len, size, seg, seg_len, max);
 }
 
 /* Socket options, both rings, the mapping, the bind. */
@@ -174,7 +193,7 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 	 * and the frame. TX frames start at PP_PKT_TX_DATA_OFF, earlier.
 	 * frame=udp: a virtio_net_hdr before each frame, and the outer headers
 	 * (room) before the engine's frame; RX slots take a GSO message whole. */
-	uint32_t vnet = p->udp ? PP_PKT_VNET_HLEN : 0;
+	uint32_t vnet = p->udp ? VNET_HLEN : 0;
 	uint32_t room = p->udp ? vnet + PP_UDP_OUTER_HLEN : 0;
 	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HLEN - (p->udp ? PP_UDP_OUTER_HLEN : 0);
 	uint32_t frame =
@@ -193,7 +212,7 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 	uint32_t krx, brx, frx, ktx, btx, ftx;
 	if (p->udp &&
 	    ((rc = sockopt(p, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one), "PACKET_VNET_HDR")) ||
-	     (rc = pkt_udp_filter(p->udp, p->fd))))
+	     (rc = pp_udp_raw_filter(p->udp, p->fd))))
 		return rc;
 	geometry(rframe, nrx, &krx, &brx, &frx);
 	geometry(frame, ntx, &ktx, &btx, &ftx);
@@ -228,8 +247,8 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 			free(ts);
 		return -ENOMEM;
 	}
-	if (p->udp && (pp_pkt_tx_set_room(&p->tx, room, pkt_udp_hdr, p->udp) ||
-		       pp_pkt_rx_set_split(&p->rx, PP_PKT_SEGS_MAX, pkt_udp_split, p->udp)))
+	if (p->udp && (pp_pkt_tx_set_room(&p->tx, room, udp_hdr, p->udp) ||
+		       pp_pkt_rx_set_split(&p->rx, PP_PKT_SEGS_MAX, udp_split, p->udp)))
 		return -ENOMEM;
 	/* Room in the socket's send buffer for a whole ring in flight. */
 	int sndbuf = (int)(ntx * (ftx + 1024u));
@@ -303,7 +322,7 @@ static int packet_port_open(struct pp_port **port, const char *dev, const struct
 		rc = -EMSGSIZE;
 		goto fail;
 	}
-	if (comma && (rc = pkt_udp_open(&p->udp, iface, comma + 1, p->info.mac)))
+	if (comma && (rc = pp_udp_raw_open(&p->udp, "packet", iface, comma + 1, p->info.mac, 0)))
 		goto fail;
 	if (p->udp && p->info.mtu < PACKET_MIN_MTU + PP_UDP_OUTER_HLEN) {
 		pp_err("packet:%s: MTU %u is too small for frame=udp", iface, p->info.mtu);
@@ -334,9 +353,9 @@ static int packet_port_open(struct pp_port **port, const char *dev, const struct
 	p->info.nb_queues = 1;
 	p->info.buf_cap = p->tx.cap;
 	if (p->udp) {
-		memcpy(p->info.mac, pkt_udp_mac(p->udp), 6);
+		memcpy(p->info.mac, pp_udp_raw_mac(p->udp), 6);
 		p->info.mtu = (uint16_t)(p->tx.cap - PP_ETH_HLEN);
-		pp_info("%s: mtu %u", pkt_udp_name(p->udp), p->info.mtu);
+		pp_info("%s: mtu %u", pp_udp_raw_name(p->udp), p->info.mtu);
 	}
 	snprintf(p->info.driver, sizeof(p->info.driver), "packet");
 	if (conf->nb_queues > 1)
@@ -376,7 +395,7 @@ static int packet_port_stats(struct pp_port *port, struct pp_port_stats *stats)
 	stats->tx_failed = p->tx.failed;
 	stats->alloc_failed = p->tx.alloc_failed;
 	if (p->udp)
-		pkt_udp_stats(p->udp, stats);
+		pp_udp_raw_stats(p->udp, stats);
 	return 0;
 }
 
@@ -421,12 +440,12 @@ static unsigned udp_tx_burst(struct packet_port *p, struct pp_buf **bufs, unsign
 	unsigned i = 0, pending = 0;
 	while (i < n) {
 		unsigned k, taken, marked;
-		enum pkt_udp_way way = pkt_udp_route(p->udp, &bufs[i], n - i, p->tx.cap, &k);
-		if (way == PKT_UDP_DROP) {
+		enum pp_udp_raw_way way = pp_udp_raw_route(p->udp, &bufs[i], n - i, p->tx.cap, &k);
+		if (way == PP_UDP_RAW_DROP) {
 			pp_pkt_free(&p->rx, &p->tx, &bufs[i++], 1);
 			continue;
 		}
-		if (way == PKT_UDP_RING) {
+		if (way == PP_UDP_RAW_OUT) {
 			taken = pp_pkt_tx_submit(&p->tx, &p->rx, &bufs[i], k, &marked);
 			pending += marked;
 			i += taken;
@@ -438,7 +457,7 @@ static unsigned udp_tx_burst(struct packet_port *p, struct pp_buf **bufs, unsign
 			kick(p);
 			pending = 0;
 		}
-		taken = pkt_udp_send(p->udp, &bufs[i], k);
+		taken = pp_udp_raw_send(p->udp, &bufs[i], k);
 		if (!taken)
 			break;
 		pp_pkt_free(&p->rx, &p->tx, &bufs[i], taken);

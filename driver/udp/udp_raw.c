@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* `packet:IFACE,frame=udp`: see packet_udp.h. */
-#include "packet_udp.h"
+/* frame=udp on raw ports (packet:, dpdk:): see udp_raw.h. */
+#include "udp_raw.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,9 +16,9 @@
 
 #include "pp_compiler.h"
 #include "pp_log.h"
-#include "udp/udp_addr.h"
-#include "udp/udp_frame.h"
-#include "udp/udp_sock.h"
+#include "udp_addr.h"
+#include "udp_frame.h"
+#include "udp_sock.h"
 
 #define HOPS	  1024 /* next hops remembered (a power of two) */
 #define HOP_PROBE 8    /* slots looked at for one */
@@ -38,7 +38,7 @@ struct hop {
 
 #define SUBNETS 8 /* IPv4 subnets of the interface remembered */
 
-struct pkt_udp {
+struct pp_udp_raw {
 	struct sockaddr_in self;
 	int link;	  /* link=raw: on-link peers get PP_UDP_ETH_LINK frames */
 	unsigned nb_nets; /* the interface's subnets (network order) */
@@ -51,6 +51,7 @@ struct pkt_udp {
 	uint64_t spoofed, malformed, misaddr, gso; /* receive drops; GSO messages taken */
 	uint64_t learnt;			   /* next hops learnt or changed */
 	struct hop hops[HOPS];
+	const char *who; /* the port kind, for messages */
 	char name[IF_NAMESIZE + 48];
 };
 
@@ -67,7 +68,7 @@ static unsigned hop_home(uint64_t key)
 	return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 54) & (HOPS - 1);
 }
 
-static const uint8_t *hop_find(const struct pkt_udp *u, const uint8_t *peer)
+static const uint8_t *hop_find(const struct pp_udp_raw *u, const uint8_t *peer)
 {
 	uint64_t key = mac_key(peer);
 	for (unsigned j = 0, s = hop_home(key); j < HOP_PROBE; j++) {
@@ -80,7 +81,7 @@ static const uint8_t *hop_find(const struct pkt_udp *u, const uint8_t *peer)
 	return NULL;
 }
 
-static void hop_learn(struct pkt_udp *u, const uint8_t *peer, const uint8_t *via)
+static void hop_learn(struct pp_udp_raw *u, const uint8_t *peer, const uint8_t *via)
 {
 	uint64_t key = mac_key(peer);
 	unsigned s = hop_home(key);
@@ -99,17 +100,17 @@ static void hop_learn(struct pkt_udp *u, const uint8_t *peer, const uint8_t *via
 	u->learnt++;
 }
 
-const uint8_t *pkt_udp_mac(const struct pkt_udp *u)
+const uint8_t *pp_udp_raw_mac(const struct pp_udp_raw *u)
 {
 	return u->mac;
 }
 
-const char *pkt_udp_name(const struct pkt_udp *u)
+const char *pp_udp_raw_name(const struct pp_udp_raw *u)
 {
 	return u->name;
 }
 
-void pkt_udp_close(struct pkt_udp *u)
+void pp_udp_raw_close(struct pp_udp_raw *u)
 {
 	if (!u)
 		return;
@@ -127,8 +128,8 @@ void pkt_udp_close(struct pkt_udp *u)
 
 /* The udp: device string for these options: "IFACE:PORT" and the options
  * udp_addr.c parses. 0, or -EINVAL (said). */
-static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap, int *udp,
-		      int *link)
+static int udp_dev_of(const char *who, const char *iface, const char *opts, char *out, size_t cap,
+		      int *udp, int *link)
 {
 	unsigned port = 0;
 	char rest[4096] = "", addr[64] = "";
@@ -145,7 +146,7 @@ static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap
 			char *end;
 			unsigned long v = strtoul(s + 5, &end, 10);
 			if (end != s + len || v > 65535 || (v && v < PP_UDP_PORT_MIN)) {
-				pp_err("packet:%s: port=%.*s: give 0 or %u..65535", iface,
+				pp_err("%s:%s: port=%.*s: give 0 or %u..65535", who, iface,
 				       (int)(len - 5), s + 5, PP_UDP_PORT_MIN);
 				return -EINVAL;
 			}
@@ -169,15 +170,15 @@ static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap
 			rest[tail] = '\0';
 		} else {
 			pp_err(
-			    "packet:%s: unknown option '%.*s' (frame=eth|udp; with frame=udp: "
+			    "%s:%s: unknown option '%.*s' (frame=eth|udp; with frame=udp: "
 			    "addr=IPV4, port=N, peers=LIST, peerfile=PATH, gso=0|1, link=ip|raw)",
-			    iface, (int)len, s);
+			    who, iface, (int)len, s);
 			return -EINVAL;
 		}
 		s = e ? e + 1 : s + len;
 	}
 	if (!*udp && (port || tail || addr[0] || *link)) {
-		pp_err("packet:%s: addr=, port=, peers=, peerfile=, gso= and link= need frame=udp",
+		pp_err("%s:%s: addr=, port=, peers=, peerfile=, gso= and link= need frame=udp", who,
 		       iface);
 		return -EINVAL;
 	}
@@ -186,7 +187,7 @@ static int udp_dev_of(const char *iface, const char *opts, char *out, size_t cap
 }
 
 /* IFACE's IPv4 subnets: a peer in one is on the link (link=raw). */
-static void subnets_of(struct pkt_udp *u, const char *iface)
+static void subnets_of(struct pp_udp_raw *u, const char *iface)
 {
 	struct ifaddrs *all;
 	if (getifaddrs(&all) != 0)
@@ -203,7 +204,7 @@ static void subnets_of(struct pkt_udp *u, const char *iface)
 	freeifaddrs(all);
 }
 
-static int on_link(const struct pkt_udp *u, uint32_t addr)
+static int on_link(const struct pp_udp_raw *u, uint32_t addr)
 {
 	for (unsigned i = 0; i < u->nb_nets; i++)
 		if ((addr & u->mask[i]) == u->net[i])
@@ -211,7 +212,7 @@ static int on_link(const struct pkt_udp *u, uint32_t addr)
 	return 0;
 }
 
-static int sock_setup(struct pkt_udp *u, const char *dev, int no_gso)
+static int sock_setup(struct pp_udp_raw *u, const char *dev, int no_gso)
 {
 	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (u->fd < 0) {
@@ -239,35 +240,38 @@ static int sock_setup(struct pkt_udp *u, const char *dev, int no_gso)
 	return 0;
 }
 
-int pkt_udp_open(struct pkt_udp **out, const char *iface, const char *opts, const uint8_t if_mac[6])
+int pp_udp_raw_open(struct pp_udp_raw **out, const char *who, const char *iface, const char *opts,
+		    const uint8_t if_mac[6], int no_gso)
 {
 	*out = NULL;
 	char dev[4400];
-	int udp, link = 0, rc = udp_dev_of(iface, opts ? opts : "", dev, sizeof(dev), &udp, &link);
+	int udp, link = 0,
+		 rc = udp_dev_of(who, iface, opts ? opts : "", dev, sizeof(dev), &udp, &link);
 	if (rc || !udp)
 		return rc;
 	struct pp_udp_dev d;
 	if ((rc = pp_udp_dev_parse(dev, &d)))
 		return rc;
-	struct pkt_udp *u = calloc(1, sizeof(*u));
+	struct pp_udp_raw *u = calloc(1, sizeof(*u));
 	if (!u) {
 		pp_udp_dev_free(&d);
 		return -ENOMEM;
 	}
 	u->fd = -1;
+	u->who = who;
 	u->self = d.self;
 	u->link = link;
 	memcpy(u->if_mac, if_mac, 6);
 	subnets_of(u, iface);
-	if ((rc = sock_setup(u, dev, d.no_gso))) {
+	if ((rc = sock_setup(u, dev, d.no_gso || no_gso))) {
 		pp_udp_dev_free(&d);
-		pkt_udp_close(u);
+		pp_udp_raw_close(u);
 		return rc;
 	}
 	pp_udp_mac_encode(&u->self, u->mac);
 	char ip[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &u->self.sin_addr, ip, sizeof(ip));
-	snprintf(u->name, sizeof(u->name), "packet:%s,udp:%s:%u%s", iface, ip,
+	snprintf(u->name, sizeof(u->name), "%s:%s,udp:%s:%u%s", who, iface, ip,
 		 ntohs(u->self.sin_port), link ? ",link=raw" : "");
 	int gso = u->tx.gso;
 	pp_udp_tx_init(&u->tx, u->fd, &d, &u->self, u->name, &u->st);
@@ -277,7 +281,7 @@ int pkt_udp_open(struct pkt_udp **out, const char *iface, const char *opts, cons
 	return 0;
 }
 
-int pkt_udp_filter(struct pkt_udp *u, int fd)
+int pp_udp_raw_filter(struct pp_udp_raw *u, int fd)
 {
 	/* Offsets from the Ethernet header: unfragmented IPv4 UDP to our port
 	 * (EtherType IPv4, or the link one), whole; anything else not at all. */
@@ -302,42 +306,30 @@ int pkt_udp_filter(struct pkt_udp *u, int fd)
 	return -EIO;
 }
 
-void pkt_udp_hdr(void *arg, uint8_t *room, uint32_t len)
+void pp_udp_raw_outer(const struct pp_udp_raw *u, uint8_t *hdr, const uint8_t *f, uint32_t len)
 {
-	struct pkt_udp *u = arg;
-	uint8_t *f = room + PP_PKT_VNET_HLEN + PP_UDP_OUTER_HLEN;
 	struct sockaddr_in to;
-	(void)pp_udp_mac_decode(f, &to); /* pkt_udp_route saw it decode */
+	(void)pp_udp_mac_decode(f, &to); /* pp_udp_raw_route saw it decode */
 	const uint8_t *hop = hop_find(u, f);
 	static const uint8_t none[6];
-	memset(room, 0, PP_PKT_VNET_HLEN); /* no GSO, no checksum to finish */
-	pp_udp_outer_write(room + PP_PKT_VNET_HLEN, u->if_mac, hop ? hop : none, &u->self, &to, len,
+	pp_udp_outer_write(hdr, u->if_mac, hop ? hop : none, &u->self, &to, len,
 			   u->link && on_link(u, to.sin_addr.s_addr));
 }
 
-static uint16_t get_le16(const uint8_t *p)
+unsigned pp_udp_raw_split(struct pp_udp_raw *u, uint8_t *f, uint32_t len, uint32_t gso_size,
+			  uint8_t **seg, uint32_t *seg_len, unsigned max)
 {
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-unsigned pkt_udp_split(void *arg, uint8_t *f, uint32_t len, uint8_t **seg, uint32_t *seg_len,
-		       unsigned max)
-{
-	struct pkt_udp *u = arg;
 	struct pp_udp_outer o;
 	if (pp_udp_outer_parse(f, len, u->self.sin_port, &o) != PP_UDP_OK || !o.len) {
 		u->malformed++;
 		return 0;
 	}
-	/* struct virtio_net_hdr before the frame: gso_type, and gso_size (the
-	 * datagrams' size) when the kernel took a GSO message whole */
-	const uint8_t *vh = f - PP_PKT_VNET_HLEN;
-	uint32_t size = vh[1] ? get_le16(vh + 4) : o.len;
-	if (!size || (o.len + size - 1) / size > max) {
+	uint32_t size = gso_size ? gso_size : o.len;
+	if ((o.len + size - 1) / size > max) {
 		u->malformed++;
 		return 0;
 	}
-	u->gso += vh[1] != 0;
+	u->gso += gso_size != 0;
 	unsigned k = 0;
 	for (uint32_t off = 0; off < o.len; off += size) {
 		uint32_t l = o.len - off < size ? o.len - off : size;
@@ -360,18 +352,18 @@ unsigned pkt_udp_split(void *arg, uint8_t *f, uint32_t len, uint8_t **seg, uint3
 	return k;
 }
 
-enum pkt_udp_way pkt_udp_route(struct pkt_udp *u, struct pp_buf **bufs, unsigned n, uint32_t cap,
-			       unsigned *k)
+enum pp_udp_raw_way pp_udp_raw_route(struct pp_udp_raw *u, struct pp_buf **bufs, unsigned n,
+				     uint32_t cap, unsigned *k)
 {
 	struct pp_buf *b = bufs[0];
 	*k = 1;
 	if (b->len < PP_ETH_HLEN || b->len > cap ||
 	    (!(b->data[0] & 0x01) && (b->data[0] & 0x03) != 0x02)) {
 		u->st.tx_failed++; /* too long, a runt, or a universal MAC: no address */
-		return PKT_UDP_DROP;
+		return PP_UDP_RAW_DROP;
 	}
 	if (b->data[0] & 0x01)
-		return PKT_UDP_SOCK; /* a group frame: to every peer */
+		return PP_UDP_RAW_SOCK; /* a group frame: to every peer */
 	/* The run to b's peer: frames of b's length, the last maybe shorter. */
 	unsigned r = 1;
 	uint32_t bytes = b->len;
@@ -386,18 +378,18 @@ enum pkt_udp_way pkt_udp_route(struct pkt_udp *u, struct pp_buf **bufs, unsigned
 	*k = r;
 	if (!hop_find(u, b->data) ||
 	    (u->tx.gso && r > 1 && 2 * b->len >= cap && bytes >= GSO_MIN_BYTES))
-		return PKT_UDP_SOCK;
-	return PKT_UDP_RING;
+		return PP_UDP_RAW_SOCK;
+	return PP_UDP_RAW_OUT;
 }
 
-unsigned pkt_udp_send(struct pkt_udp *u, struct pp_buf **bufs, unsigned k)
+unsigned pp_udp_raw_send(struct pp_udp_raw *u, struct pp_buf **bufs, unsigned k)
 {
 	if (bufs[0]->data[0] & 0x01)
 		return (unsigned)pp_udp_tx_group(&u->tx, bufs[0]);
 	return pp_udp_tx_run(&u->tx, bufs, k);
 }
 
-void pkt_udp_stats(const struct pkt_udp *u, struct pp_port_stats *st)
+void pp_udp_raw_stats(const struct pp_udp_raw *u, struct pp_port_stats *st)
 {
 	st->tx_frames += u->st.tx_frames;
 	st->tx_bytes += u->st.tx_bytes;
