@@ -103,9 +103,10 @@ static void usage(FILE *f)
 	    "                        here, no root needed; the default when not root)\n"
 	    "      --udp-addr ADDR   with --dev-kind udp: every rank here, on this IPv4 address\n"
 	    "                        (default 127.0.0.1)\n"
-	    "      --frame eth|udp   with --dev-kind packet: frames in UDP/IPv4 (packet:pp0,\n"
-	    "                        frame=udp,link=raw: runs of frames as one GSO message;\n"
-	    "                        one rank per node, on the test bed's port addresses)\n"
+	    "      --frame eth|udp   with --dev-kind packet, af_packet or af_xdp: frames in\n"
+	    "                        UDP/IPv4 (packet:pp0,frame=udp,link=raw: runs of frames\n"
+	    "                        as one GSO message; DPDK's: a frame=udp word); one rank\n"
+	    "                        per node, on the test bed's port addresses\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
 	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
@@ -279,8 +280,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		exit(2);
 	}
 	o->udp = strcmp(o->dev_kind, "udp") == 0;
-	if (o->frame_udp && (strcmp(o->dev_kind, "packet") || o->daemon)) {
-		fprintf(stderr, "pprun: --frame udp is for --dev-kind packet (not --daemon)\n");
+	if (o->frame_udp && ((strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "af_packet") &&
+			      strcmp(o->dev_kind, "af_xdp")) ||
+			     o->daemon)) {
+		fprintf(stderr, "pprun: --frame udp is for --dev-kind packet, af_packet or af_xdp "
+				"(not --daemon)\n");
 		exit(2);
 	}
 	o->udp_tb = (o->udp && geteuid() == 0 && !o->udp_addr_set) || o->frame_udp;
@@ -556,9 +560,15 @@ static void child(const struct opts *o, int rank, unsigned job, uint64_t token, 
 		/* pp0 of its node, framing in UDP on its address (testbed.sh
 		 * addr), every rank's in the file; the test bed is one L2
 		 * segment, so single frames go under the link EtherType. */
-		snprintf(buf, sizeof(buf),
-			 "packet:pp%d,frame=udp,link=raw,addr=" UDP_TB_ADDR ",port=%u,peerfile=%s",
-			 port, node, port + 1, UDP_TB_PORT, o->peerfile);
+		char word[160];
+		snprintf(word, sizeof(word),
+			 "frame=udp,link=raw,addr=" UDP_TB_ADDR ",port=%u,peerfile=%s", node,
+			 port + 1, UDP_TB_PORT, o->peerfile);
+		if (strcmp(o->dev_kind, "packet") == 0)
+			snprintf(buf, sizeof(buf), "packet:pp%d,%s", port, word);
+		else /* DPDK's: the framing is a word of its own */
+			snprintf(buf, sizeof(buf), "--vdev=net_%s0,iface=pp%d %s", o->dev_kind,
+				 port, word);
 		faulty(o, buf, sizeof(buf), 1 + rank);
 		set_env("PP_DEV", buf);
 	} else if (o->udp_tb) {

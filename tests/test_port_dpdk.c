@@ -77,6 +77,9 @@ static void test_bad_devices(void)
 	    {"--vdev=net_pcap9,rx_pcap=/nonexistent/in.pcap,tx_pcap=/tmp/x.pcap", -ENODEV},
 	    {"--vdev=net_ring0", -EBUSY}, /* open already */
 	    {"--vdev=net_ring0 --bogus", -EINVAL},
+	    /* frame=udp needs a kernel interface's address (net_ring has none) */
+	    {"--vdev=net_ring1 frame=udp", -ENODEV},
+	    {"--vdev=net_ring1 frame=udp,port=50000 frame=eth", -EINVAL},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct pp_port *p = (struct pp_port *)0x1;

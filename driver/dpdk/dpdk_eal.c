@@ -105,6 +105,15 @@ int pp_dpdk_args_parse(const char *dev, struct pp_dpdk_args *out)
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
 		const char *devarg = NULL;
+		if (strncmp(tok, "frame=", 6) == 0) {
+			if (a.frame[0]) {
+				pp_err("dpdk: one framing word per port ('%s' and '%s' given)",
+				       a.frame, tok);
+				return -EINVAL;
+			}
+			snprintf(a.frame, sizeof(a.frame), "%s", tok); /* fits: buf does */
+			continue;
+		}
 		if (strncmp(tok, "--vdev", 6) == 0 || strncmp(tok, "--allow", 7) == 0 ||
 		    strncmp(tok, "-a", 2) == 0) {
 			size_t n = tok[1] == 'a' ? 2 : (tok[2] == 'v' ? 6 : 7);

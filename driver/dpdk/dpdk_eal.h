@@ -10,10 +10,12 @@ struct pp_dpdk_args {
 	char devargs[512];		  /* the one device: "net_af_xdp0,iface=pp0" */
 	char opts[PP_DPDK_MAX_OPTS][128]; /* EAL options, one per argv entry */
 	unsigned nb_opts;		  /* entries in opts */
+	char frame[1024];		  /* the framing word, "frame=udp,addr=...", or "" */
 };
 
 /* Split dev ("--vdev=X", "-a X", a bare device, plus EAL options such as
- * "-l 1" or "--no-huge") into out.
+ * "-l 1" or "--no-huge", and the port's framing: a word "frame=eth|udp,..."
+ * with udp/udp_raw.h's options) into out.
  * Errors: -EINVAL no device, two devices, or an option EAL does not take
  * from a device string (the reason is logged). */
 int pp_dpdk_args_parse(const char *dev, struct pp_dpdk_args *out);

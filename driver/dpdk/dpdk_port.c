@@ -13,6 +13,15 @@
  * without a copy: pp_port_attach_ext chains a second mbuf whose data is the
  * caller's registered memory (rte_pktmbuf_attach_extbuf), with its shared
  * info in that mbuf's own private area.
+ *
+ * With a framing word "frame=udp,..." the port carries the udp: port's wire
+ * format (udp/udp_raw.h, as packet:'s frame=udp does): its address is one of
+ * its kernel interface's, a frame to a peer whose next hop is known goes
+ * out behind Ethernet, IPv4 and UDP headers written into the mbuf's
+ * headroom, the rest (group frames, peers not heard from yet) through the
+ * kernel's UDP socket; received datagrams are checked and their outer
+ * headers skipped in place. One queue pair; no GSO (a DPDK port cannot
+ * take a GSO message whole) and no chained external buffers.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -41,6 +50,8 @@
 #include "dpdk_xdp.h"
 #include "pp_log.h"
 #include "pp_port.h"
+#include "udp/udp_frame.h"
+#include "udp/udp_raw.h"
 
 #define CHUNK	       64   /* mbuf pointers converted per step */
 #define RX_DEPTH       1024 /* default descriptors per RX queue */
@@ -69,6 +80,8 @@ struct dpdk_port {
 	uint32_t frame_cap;		   /* af_packet: largest frame its rings carry */
 	struct pp_port_info info;	   /* filled at open */
 	atomic_uint_fast64_t alloc_failed; /* allocations that found the pool empty */
+	struct pp_udp_raw *udp;		   /* frame=udp, else NULL */
+	unsigned warned_gso;		   /* frame=udp: datagrams cut to the frame seen */
 };
 
 static struct dpdk_port *open_ports[MAX_DPDK_PORTS];
@@ -126,6 +139,7 @@ static void dpdk_port_close(struct pp_port *port)
 	}
 	rte_mempool_free(p->pool);
 	rte_mempool_free(p->ext_pool);
+	pp_udp_raw_close(p->udp);
 	free(p);
 }
 
@@ -414,6 +428,37 @@ static int setup(struct dpdk_port *p, const char *devargs, const struct pp_port_
 	return 0;
 }
 
+/* The framing word: frame=udp on the kernel interface behind the port
+ * (iface=, or the ethdev's ifindex), whose address it takes. Errors:
+ * -EINVAL, -ENODEV (no kernel interface, or it has no IPv4 address),
+ * -EMSGSIZE, -EADDRINUSE, -ENOMEM. */
+static int framing(struct dpdk_port *p, const struct pp_dpdk_args *a)
+{
+	char ifn[IF_NAMESIZE] = "";
+	struct rte_eth_dev_info di;
+	if (!devarg_get(a->devargs, "iface", ifn, sizeof(ifn)) &&
+	    (rte_eth_dev_info_get(p->port_id, &di) != 0 || !di.if_index ||
+	     !if_indextoname(di.if_index, ifn))) {
+		pp_err("dpdk: %s: frame=udp needs a kernel interface behind the port (af_packet, "
+		       "af_xdp, or a NIC the kernel shares): its address is the port's, and the "
+		       "kernel resolves next hops",
+		       a->devargs);
+		return -ENODEV;
+	}
+	int rc = pp_udp_raw_open(&p->udp, "dpdk", ifn, a->frame, p->info.mac, 1);
+	if (rc || !p->udp)
+		return rc;
+	if (p->info.mtu < 576 + PP_UDP_OUTER_HLEN) {
+		pp_err("%s: MTU %u is too small for frame=udp", pp_udp_raw_name(p->udp),
+		       p->info.mtu);
+		return -EMSGSIZE;
+	}
+	p->info.mtu = (uint16_t)(p->info.mtu - PP_UDP_OUTER_HLEN);
+	memcpy(p->info.mac, pp_udp_raw_mac(p->udp), 6);
+	pp_info("%s: mtu %u", pp_udp_raw_name(p->udp), p->info.mtu);
+	return 0;
+}
+
 /* Errors: -EINVAL bad string, -ENODEV, -EBUSY, -EPERM, -ENOMEM, -EIO. */
 static int dpdk_port_open(struct pp_port **port, const char *dev, const struct pp_port_conf *conf)
 {
@@ -432,13 +477,21 @@ static int dpdk_port_open(struct pp_port **port, const char *dev, const struct p
 		goto out;
 	}
 	p->frame_cap = af_packet_tune(a);
+	struct pp_port_conf one = *conf;
+	if (a->frame[0] && conf->nb_queues > 1) {
+		pp_info("dpdk: %s: one queue pair with a framing word (%u asked)", a->devargs,
+			conf->nb_queues);
+		one.nb_queues = 1;
+	}
 	rc = find_port(a->devargs, &p->port_id, &p->hotplugged);
 	if (rc) {
 		free(p);
 		p = NULL;
 		goto out;
 	}
-	rc = setup(p, a->devargs, conf);
+	rc = setup(p, a->devargs, &one);
+	if (!rc && a->frame[0])
+		rc = framing(p, a);
 	if (rc) {
 		if (!p->device) { /* info failed: nothing to stop */
 			struct rte_eth_dev_info di;
@@ -482,6 +535,8 @@ static int dpdk_port_stats(struct pp_port *port, struct pp_port_stats *stats)
 	stats->rx_dropped = es.imissed + es.ierrors + es.rx_nombuf;
 	stats->tx_failed = es.oerrors;
 	stats->alloc_failed = atomic_load_explicit(&p->alloc_failed, memory_order_relaxed);
+	if (p->udp)
+		pp_udp_raw_stats(p->udp, stats);
 	return 0;
 }
 
@@ -526,6 +581,30 @@ static void dpdk_port_free(struct pp_port *port, struct pp_buf **bufs, unsigned 
 	}
 }
 
+/* frame=udp: b's frame inside its datagram, or 0 (not ours, or refused:
+ * counted). The outer headers stay in the mbuf's data, before b->data. */
+static int udp_inner(struct dpdk_port *p, struct pp_buf *b)
+{
+	uint8_t *f;
+	uint32_t len;
+	if (!pp_udp_raw_ours(p->udp, b->data, b->len))
+		return 0;
+	if (!pp_udp_raw_split(p->udp, b->data, b->len, 0, &f, &len, 1)) {
+		/* IPv4's total length beyond the frame: cut to the device's
+		 * frame, a GSO message (or GRO's) that a DPDK port cannot take */
+		uint32_t tot = (uint32_t)(b->data[16] << 8 | b->data[17]);
+		if (tot > b->len - PP_ETH_HLEN && !p->warned_gso++)
+			pp_warn("%s: a datagram of %u bytes came in cut to %u: a peer sends GSO "
+				"messages (give it gso=0) or the interface coalesces (ethtool -K "
+				"IFACE gro off)",
+				pp_udp_raw_name(p->udp), tot, b->len - PP_ETH_HLEN);
+		return 0;
+	}
+	b->data = f;
+	b->len = len;
+	return 1;
+}
+
 static unsigned dpdk_port_rx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
 				   unsigned n)
 {
@@ -541,6 +620,10 @@ static unsigned dpdk_port_rx_burst(struct pp_port *port, uint16_t queue, struct 
 				continue;
 			}
 			struct pp_buf *b = to_pp(m[i]);
+			if (p->udp && !udp_inner(p, b)) {
+				rte_pktmbuf_free(m[i]);
+				continue;
+			}
 			b->ts_ns = 0;
 			bufs[got++] = b;
 		}
@@ -550,10 +633,57 @@ static unsigned dpdk_port_rx_burst(struct pp_port *port, uint16_t queue, struct 
 	return got;
 }
 
+/* frame=udp: each run of the burst through the device behind its outer
+ * headers, or through the socket (udp/udp_raw.h), in order. */
+static unsigned udp_tx_burst(struct dpdk_port *p, uint16_t queue, struct pp_buf **bufs, unsigned n)
+{
+	struct rte_mbuf *m[CHUNK];
+	uint32_t cap = (uint32_t)p->info.mtu + PP_ETH_HLEN;
+	unsigned i = 0;
+	while (i < n) {
+		unsigned k;
+		enum pp_udp_raw_way way = pp_udp_raw_route(p->udp, &bufs[i], n - i, cap, &k);
+		if (way == PP_UDP_RAW_SOCK) {
+			unsigned taken = pp_udp_raw_send(p->udp, &bufs[i], k);
+			if (!taken)
+				break;
+			dpdk_port_free(&p->base, &bufs[i], taken);
+			i += taken;
+			continue;
+		}
+		struct pp_buf *b = bufs[i];
+		struct rte_mbuf *mb = to_mbuf(b);
+		if (way == PP_UDP_RAW_DROP ||
+		    b->data - (uint8_t *)mb->buf_addr < PP_UDP_OUTER_HLEN) {
+			dpdk_port_free(&p->base, &bufs[i++], 1); /* counted, or no headroom */
+			continue;
+		}
+		if (k > CHUNK)
+			k = CHUNK;
+		for (unsigned j = 0; j < k; j++) {
+			b = bufs[i + j];
+			mb = to_mbuf(b);
+			uint8_t *hdr = b->data - PP_UDP_OUTER_HLEN;
+			pp_udp_raw_outer(p->udp, hdr, b->data, b->len);
+			mb->data_off = (uint16_t)(hdr - (uint8_t *)mb->buf_addr);
+			mb->data_len = (uint16_t)(b->len + PP_UDP_OUTER_HLEN);
+			mb->pkt_len = mb->data_len;
+			m[j] = mb;
+		}
+		uint16_t s = rte_eth_tx_burst(p->port_id, queue, m, (uint16_t)k);
+		i += s;
+		if (s < k)
+			break;
+	}
+	return i;
+}
+
 static unsigned dpdk_port_tx_burst(struct pp_port *port, uint16_t queue, struct pp_buf **bufs,
 				   unsigned n)
 {
 	struct dpdk_port *p = (struct dpdk_port *)port;
+	if (p->udp)
+		return udp_tx_burst(p, queue, bufs, n);
 	struct rte_mbuf *m[CHUNK];
 	unsigned sent = 0;
 	while (sent < n) {
@@ -590,7 +720,7 @@ static int dpdk_port_attach_ext(struct pp_port *port, struct pp_buf *buf, void *
 				void (*done)(void *arg), void *arg)
 {
 	struct dpdk_port *p = (struct dpdk_port *)port;
-	if (!p->multi_seg)
+	if (!p->multi_seg || p->udp)
 		return -ENOTSUP;
 	if (!addr || !len || len > UINT16_MAX)
 		return -EINVAL;

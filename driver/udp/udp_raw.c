@@ -118,8 +118,10 @@ void pp_udp_raw_close(struct pp_udp_raw *u)
 		pp_info("%s: dropped %llu spoofed, %llu malformed, %llu misaddressed frames",
 			u->name, (unsigned long long)u->spoofed, (unsigned long long)u->malformed,
 			(unsigned long long)u->misaddr);
-	pp_debug("%s: %llu GSO messages taken whole, %llu next hops learnt", u->name,
-		 (unsigned long long)u->gso, (unsigned long long)u->learnt);
+	pp_debug("%s: %llu GSO messages taken whole, %llu next hops learnt, %llu frames sent "
+		 "through the socket",
+		 u->name, (unsigned long long)u->gso, (unsigned long long)u->learnt,
+		 (unsigned long long)u->st.tx_frames);
 	if (u->fd >= 0)
 		close(u->fd);
 	pp_udp_tx_fini(&u->tx);
@@ -212,7 +214,7 @@ static int on_link(const struct pp_udp_raw *u, uint32_t addr)
 	return 0;
 }
 
-static int sock_setup(struct pp_udp_raw *u, const char *dev, int no_gso)
+static int sock_setup(struct pp_udp_raw *u, const char *dev, int no_gso, int no_gro)
 {
 	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (u->fd < 0) {
@@ -232,7 +234,8 @@ static int sock_setup(struct pp_udp_raw *u, const char *dev, int no_gso)
 		pp_err("%s: cannot filter the UDP socket: %s", dev, strerror(e));
 		return -EIO;
 	}
-	(void)setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	if (!no_gro) /* else its peers send it no GSO message, nor may GRO make one */
+		(void)setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	int rc = pp_udp_bind(u->fd, &u->self, dev);
 	if (rc)
 		return rc;
@@ -263,7 +266,7 @@ int pp_udp_raw_open(struct pp_udp_raw **out, const char *who, const char *iface,
 	u->link = link;
 	memcpy(u->if_mac, if_mac, 6);
 	subnets_of(u, iface);
-	if ((rc = sock_setup(u, dev, d.no_gso || no_gso))) {
+	if ((rc = sock_setup(u, dev, d.no_gso || no_gso, no_gso))) {
 		pp_udp_dev_free(&d);
 		pp_udp_raw_close(u);
 		return rc;
@@ -304,6 +307,19 @@ int pp_udp_raw_filter(struct pp_udp_raw *u, int fd)
 		return 0;
 	pp_err("%s: cannot attach the receive filter: %s", u->name, strerror(errno));
 	return -EIO;
+}
+
+int pp_udp_raw_ours(const struct pp_udp_raw *u, const uint8_t *f, uint32_t len)
+{
+	if (len < PP_UDP_OUTER_HLEN)
+		return 0;
+	uint16_t type = (uint16_t)(f[12] << 8 | f[13]);
+	const uint8_t *ip = f + PP_ETH_HLEN;
+	unsigned ihl = (ip[0] & 0x0fu) * 4u;
+	return (type == 0x0800 || type == PP_UDP_ETH_LINK) && ip[9] == IPPROTO_UDP &&
+	       !((ip[6] << 8 | ip[7]) & 0x3fff) && PP_ETH_HLEN + ihl + 8 <= len &&
+	       memcmp(ip + 16, &u->self.sin_addr.s_addr, 4) == 0 &&
+	       memcmp(ip + ihl + 2, &u->self.sin_port, 2) == 0;
 }
 
 void pp_udp_raw_outer(const struct pp_udp_raw *u, uint8_t *hdr, const uint8_t *f, uint32_t len)

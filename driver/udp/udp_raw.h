@@ -33,8 +33,10 @@ struct pp_udp_raw;
  * link=. *u is NULL for frame=eth. For frame=udp bind the port (addr=, an
  * address of IFACE, else IFACE's first IPv4 address; port 0 or none: a
  * free one of the range). who names the port kind in messages ("packet"),
- * if_mac is IFACE's MAC; no_gso keeps runs off the socket (a port whose
- * peers cannot take a GSO message whole). Says what is wrong in words.
+ * if_mac is IFACE's MAC; no_gso for a port that cannot take a GSO message
+ * whole (dpdk:): its runs stay off the socket, and its socket does not ask
+ * the kernel for coalesced datagrams (UDP_GRO); its peers must send no GSO
+ * either (gso=0). Says what is wrong in words.
  * Errors: -EINVAL, -ENODEV (IFACE has no IPv4 address), -EADDRINUSE, -ENOMEM.
  */
 int pp_udp_raw_open(struct pp_udp_raw **u, const char *who, const char *iface, const char *opts,
@@ -48,6 +50,12 @@ const char *pp_udp_raw_name(const struct pp_udp_raw *u);
 /* Attach to AF_PACKET socket fd the filter that lets in only unfragmented
  * IPv4 UDP datagrams to the port. 0 or -EIO. */
 int pp_udp_raw_filter(struct pp_udp_raw *u, int fd);
+
+/* 1 when raw frame f of len bytes is what pp_udp_raw_filter lets in and is
+ * to the port's address: an unfragmented IPv4 UDP datagram (EtherType IPv4
+ * or the link one) to its address and UDP port. For a port that sees the
+ * interface's other traffic too (dpdk:): that is left alone, uncounted. */
+int pp_udp_raw_ours(const struct pp_udp_raw *u, const uint8_t *f, uint32_t len);
 
 /* Write in hdr[0..PP_UDP_OUTER_HLEN) the outer headers of frame f (len
  * bytes) to its peer: f's destination MAC decoded (pp_udp_raw_route saw it

@@ -1,13 +1,16 @@
 # Sourced by the runtime integration scripts: one pprun job of rt_check,
 # judged by how many "...: ok" lines it printed.
 #   rt_run NAME WANT_OK_LINES PPRUN_ARGS... -- RT_CHECK_ARGS...
-# Needs: $pprun, $kind (a --dev-kind, or packet-udp: packet with --frame
-# udp), $log (a scratch file), fail(); optional
+# Needs: $pprun, $kind (a --dev-kind, or KIND-udp: KIND with --frame udp,
+# packet-udp and af_packet-udp), $log (a scratch file), fail(); optional
 # $rt_timeout (seconds, default 60) and $rt_label (added to failures).
 # On success rt_name and rt_ok hold the name and the count of ok lines.
 # pprun's options for $kind.
 rt_kind_args() {
-  if [ "$kind" = packet-udp ]; then echo "--dev-kind packet --frame udp"; else echo "--dev-kind $kind"; fi
+  case $kind in
+    *-udp) echo "--dev-kind ${kind%-udp} --frame udp" ;;
+    *) echo "--dev-kind $kind" ;;
+  esac
 }
 
 rt_run() {

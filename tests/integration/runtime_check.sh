@@ -14,8 +14,9 @@
 #    port has nothing to sleep on;
 # 4. cluster=FILE: the rank -> MAC table replaces discovery; a wrong MAC in
 #    it makes the job fail.
-# Over udp and packet-udp (packet: ports with frame=udp; one rank per node
-# on the test bed) the runs of two ranks only.
+# Over udp, packet-udp and af_packet-udp (packet: and DPDK's af_packet
+# ports with frame=udp; one rank per node on the test bed) the runs of two
+# ranks only.
 set -uo pipefail
 pprun=$1 rtc=$2 tb=$3 kind=$4
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -38,7 +39,7 @@ for mode in push-pull push-all push-zero; do
 done
 # udp: on the test bed takes one rank per node (pprun): the runs of 4 ranks
 # on 2 nodes and the cluster files (MACs of ports) are not for it.
-four() { [ "$kind" != udp ] && [ "$kind" != packet-udp ]; }
+four() { case $kind in udp | *-udp) return 1 ;; esac; }
 four && run "4 ranks on 2 nodes, push-pull, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
 # af_packet takes chained buffers; AF_XDP cannot, and copies instead.
 run "2 ranks, push-pull, zero-copy transmit, sizes" 2 -n 2 --nodes 2 -- \

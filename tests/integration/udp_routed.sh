@@ -7,7 +7,9 @@
 #    links (1458 bytes after the Ethernet header, 1382 of payload).
 # 2. The early and late receiver tests.
 # 3. packet: ports with frame=udp (as root: raw sockets) across the same
-#    router, and one rank of each kind: the same wire format.
+#    router, and one rank of each kind: the same wire format; then DPDK's
+#    af_packet ports with frame=udp, both ranks and beside each other kind
+#    (their peers with gso=0: a DPDK port cannot take a GSO message whole).
 # Every frame went through the router: its counters show it. The
 # namespaces are deleted on exit, whatever happens.
 set -uo pipefail
@@ -44,15 +46,18 @@ set +e
 
 secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 peers=10.77.0.2:50000+10.77.1.2:50000
-# Rank r's port: kind[r] udp (a udp: port, as nobody) or raw (packet:u<r>
-# with frame=udp, as root).
+# Rank r's port: kind[r] udp (a udp: port, as nobody), raw (packet:u<r>
+# with frame=udp, as root) or dpdk (DPDK's net_af_packet on u<r> with
+# frame=udp, as root).
 kind=(udp udp)
 dev_of() {
-  if [ "${kind[$1]}" = raw ]; then
-    echo "packet:u$1,frame=udp,port=50000,peers=$peers"
-  else
-    echo "udp:10.77.$1.2:50000,peers=$peers"
-  fi
+  local opts=port=50000,peers=$peers
+  [ "${kind[0]}" = dpdk ] || [ "${kind[1]}" = dpdk ] && opts+=,gso=0
+  case ${kind[$1]} in
+    raw) echo "packet:u$1,frame=udp,$opts" ;;
+    dpdk) echo "--vdev=net_af_packet0,iface=u$1 frame=udp,$opts" ;;
+    *) echo "udp:10.77.$1.2:50000,${opts#port=50000,}" ;;
+  esac
 }
 # Both ranks, rank r in namespace udp<r> at 10.77.<r>.2:50000; pp_pingpong's
 # arguments after. Rank 0's output in $tmp/0.log, rank 1's in $tmp/1.log.
@@ -60,7 +65,7 @@ pair() {
   local job=$((RANDOM * 32768 + RANDOM)) pids=() st=0
   for r in 0 1; do
     local who=("${as[@]}")
-    [ "${kind[$r]}" = raw ] && who=()
+    [ "${kind[$r]}" = udp ] || who=()
     ip netns exec "udp$r" "${who[@]}" env PP_RANK=$r PP_SIZE=2 PP_JOB=$job \
       PP_JOB_SECRET="$secret" PP_NODE="n$r" PP_DEV="$(dev_of $r)" \
       timeout 120 "$pingpong" "$@" > "$tmp/$r.log" 2>&1 &
@@ -93,7 +98,7 @@ n=$(($(forwarded) - before))
 echo "ok: the router forwarded $n bytes to udp1"
 
 # packet: ports framing in UDP, both ranks, then one of each kind.
-for k in "raw raw" "udp raw" "raw udp"; do
+for k in "raw raw" "udp raw" "raw udp" "dpdk dpdk" "udp dpdk" "dpdk raw"; do
   read -r -a kind <<<"$k"
   before=$(forwarded)
   for mode in push-pull push-all; do
@@ -104,7 +109,7 @@ for k in "raw raw" "udp raw" "raw udp"; do
   done
   n=$(($(forwarded) - before))
   [ "$n" -gt $((2 * 6 * 1048576)) ] || fail "$k: only $n bytes forwarded to udp1"
-  echo "ok: ranks on $k ports (raw: packet: with frame=udp) across the router, 8 sizes, push-pull and push-all, every byte checked, $n bytes forwarded"
+  echo "ok: ranks on $k ports (raw: packet: with frame=udp; dpdk: af_packet with frame=udp) across the router, 8 sizes, push-pull and push-all, every byte checked, $n bytes forwarded"
 done
 kind=(udp udp)
 # The port reports its interface's speed, as the raw ports do: the engine
