@@ -17,8 +17,8 @@
  * and the list of every rank's port for HELLO broadcasts; --nodes only names
  * nodes then (ranks of one node still talk through shared memory). As root
  * without --udp-addr the ranks sit in the test bed's nodes like the other
- * kinds, one rank per node, each on its node's pp0 address (testbed.sh
- * addr, given for the job: testbed.sh ipv4), the peer list in a file.
+ * kinds, each on its port's address (testbed.sh addr, given for the job:
+ * testbed.sh ipv4), the peer list in a file.
  *
  * When pprun's stderr is a terminal, the ranks get PPRUN_TTY=1, and a
  * rank's stderr text ended by a carriage return instead of a newline is a
@@ -59,7 +59,7 @@ struct opts {
 	const char *udp_addr; /* --udp-addr */
 	int udp_addr_set;     /* --udp-addr given */
 	int udp_tb;	      /* udp on the test bed: root, no --udp-addr; or frame_udp */
-	int frame_udp;	      /* --frame udp: packet: ports framing in UDP/IPv4 */
+	int frame_udp;	      /* --frame udp: raw ports framing in UDP/IPv4; -1 unset */
 	char peerfile[64];    /* udp_tb: every rank's address, for broadcasts */
 	unsigned udp_base;    /* rank r's UDP port is udp_base + r */
 	const char *mode;     /* passed through as PP_MODE */
@@ -97,16 +97,18 @@ static void usage(FILE *f)
 	    "      --nodes N         namespaces to spread the ranks over in blocks (default: one\n"
 	    "                        rank per node)\n"
 	    "      --dev-kind KIND   packet (our own AF_PACKET rings, no DPDK; the default as\n"
-	    "                        root) | af_packet (DPDK's net_af_packet) | af_xdp | pcap\n"
-	    "                        (libpcap) | udp (UDP sockets; as root on the test bed's\n"
-	    "                        ports' addresses, one rank per node, else every rank\n"
-	    "                        here, no root needed; the default when not root)\n"
+	    "                        root, with --frame udp) | af_packet (DPDK's\n"
+	    "                        net_af_packet) | af_xdp | pcap (libpcap) | udp (UDP\n"
+	    "                        sockets; as root on the test bed's ports' addresses,\n"
+	    "                        else every rank here, no root needed; the default when\n"
+	    "                        not root)\n"
 	    "      --udp-addr ADDR   with --dev-kind udp: every rank here, on this IPv4 address\n"
 	    "                        (default 127.0.0.1)\n"
 	    "      --frame eth|udp   with --dev-kind packet, af_packet or af_xdp: frames in\n"
-	    "                        UDP/IPv4 (packet:pp0,frame=udp,link=raw: runs of frames\n"
-	    "                        as one GSO message; DPDK's: a frame=udp word); one rank\n"
-	    "                        per node, on the test bed's port addresses\n"
+	    "                        Ethernet, or in UDP/IPv4 on the test bed's port\n"
+	    "                        addresses (packet:pp0,frame=udp,link=raw: runs of frames\n"
+	    "                        as one GSO message; DPDK's: a frame=udp word); default\n"
+	    "                        udp with the default kind, else eth\n"
 	    "      --mode MODE       push-pull | push-all | push-zero\n"
 	    "      --btp1 B, --btp2 B  bytes of the first and second push\n"
 	    "      --daemon          start one node daemon ppd per node first; ranks attach to it\n"
@@ -175,7 +177,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {NULL, 0, NULL, 0},
 	};
 	int c, bad = 0;
-	*o = (struct opts){.nranks = 0, .nodes = 0, .dev_kind = NULL, .udp_addr = "127.0.0.1"};
+	*o = (struct opts){
+	    .nranks = 0, .nodes = 0, .dev_kind = NULL, .udp_addr = "127.0.0.1", .frame_udp = -1};
 	/* "+": stop at the first non-option, which is the program. */
 	while ((c = getopt_long(argc, argv, "+n:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -260,10 +263,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	/* The default: the test bed's packet: ports as root, the fastest kind
 	 * on its veths at every size (tests/bench/ports.sh: 1.13-1.22x DPDK's
-	 * af_packet, README "Port kinds"); without root no raw port can be
-	 * opened, so every rank gets a udp: port here. */
+	 * af_packet, README "Port kinds"), framing in UDP (frame=udp,link=raw:
+	 * a long message's frames cross the veth 64 KiB at a time: medians
+	 * 1.13-1.73x faster from 64 KiB, small ones level one way, the 1 KiB
+	 * bandwidth 0.68-0.98x; README "Both at once");
+	 * not under a daemon, which frames in Ethernet. Without root no raw
+	 * port can be opened, so every rank gets a udp: port here. */
 	if (!o->dev_kind) {
 		o->dev_kind = geteuid() == 0 ? "packet" : "udp";
+		if (o->frame_udp < 0 && geteuid() == 0 && !o->daemon)
+			o->frame_udp = 1;
 		if (geteuid() != 0)
 			fprintf(stderr,
 				"pprun: not root: the ranks use udp: ports on %s "
@@ -280,6 +289,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		exit(2);
 	}
 	o->udp = strcmp(o->dev_kind, "udp") == 0;
+	if (o->frame_udp < 0)
+		o->frame_udp = 0;
 	if (o->frame_udp && ((strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "af_packet") &&
 			      strcmp(o->dev_kind, "af_xdp")) ||
 			     o->daemon)) {
@@ -288,14 +299,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		exit(2);
 	}
 	o->udp_tb = (o->udp && geteuid() == 0 && !o->udp_addr_set) || o->frame_udp;
-	if (o->udp_tb && o->nranks != o->nodes) {
-		/* Ports of one node would share a subnet, and the kernel would
-		 * send from any of them (testbed.sh ipv4). */
+	if (o->udp_tb && (o->nranks + o->nodes - 1) / o->nodes > 254) {
+		/* a port's address is 10.78.NODE.PORT+1 (testbed.sh addr) */
 		fprintf(stderr,
-			"pprun: --%s on the test bed takes one rank per node "
-			"(--nodes %d for -n %d)%s\n",
-			o->frame_udp ? "frame udp" : "dev-kind udp", o->nranks, o->nranks,
-			o->frame_udp ? "" : ", or --udp-addr for every rank here");
+			"pprun: at most 254 ranks per node on the test bed's addresses (%s)\n",
+			o->udp ? "--dev-kind udp" : "--frame udp; --frame eth has no such limit");
 		exit(2);
 	}
 	if (o->udp && o->daemon) {

@@ -10,15 +10,21 @@ out=$(mktemp); trap 'rm -f "$out"' EXIT
 # 5 ranks on 2 nodes: ranks 0-2 on ppn0 (ports pp0-pp2), 3-4 on ppn1.
 "$pprun" -n 5 --nodes 2 --testbed "$tb" --mode push-all --btp1 16 -- \
   sh -c 'echo "r=$PP_RANK s=$PP_SIZE n=$PP_NODE d=$PP_DEV m=$PP_MODE b=$PP_BTP1 j=$PP_JOB"; \
-         ip -o link show "${PP_DEV#packet:}" >/dev/null && echo port-ok' > "$out"
-# As root the default kind is packet: (the fastest on the test bed).
-for want in "[0] r=0 s=5 n=ppn0 d=packet:pp0 m=push-all b=16" \
-            "[2] r=2 s=5 n=ppn0 d=packet:pp2" \
-            "[3] r=3 s=5 n=ppn1 d=packet:pp0" \
-            "[4] r=4 s=5 n=ppn1 d=packet:pp1"; do
+         p=${PP_DEV#packet:}; ip -o link show "${p%%,*}" >/dev/null && echo port-ok' > "$out"
+# As root the default kind is packet: (the fastest on the test bed), framing
+# in UDP on each port's address.
+udp=",frame=udp,link=raw,addr="
+for want in "[0] r=0 s=5 n=ppn0 d=packet:pp0${udp}10.78.0.1,port=50000,peerfile=" \
+            "[2] r=2 s=5 n=ppn0 d=packet:pp2${udp}10.78.0.3," \
+            "[3] r=3 s=5 n=ppn1 d=packet:pp0${udp}10.78.1.1," \
+            "[4] r=4 s=5 n=ppn1 d=packet:pp1${udp}10.78.1.2,"; do
   grep -qF -- "$want" "$out" || { cat "$out"; fail "missing line: $want"; }
 done
 [ "$(grep -c port-ok "$out")" -eq 5 ] || fail "a rank does not see its port"
+grep -q "m=push-all b=16" "$out" || { cat "$out"; fail "PP_MODE or PP_BTP1"; }
+# --frame eth: packet: frames in Ethernet.
+"$pprun" -n 2 --frame eth --testbed "$tb" -- sh -c 'echo "$PP_DEV"' | grep -qx '\[1\] packet:pp0' ||
+  fail "--frame eth device string"
 [ "$(grep -o 'j=[0-9]*' "$out" | sort -u | wc -l)" -eq 1 ] || fail "ranks got different job keys"
 
 "$pprun" -n 2 --dev-kind af_packet --testbed "$tb" -- sh -c 'echo "$PP_DEV"' |
@@ -37,9 +43,11 @@ pf=$(sed -n 's/^\[0\] ppn0 udp:.*peerfile=//p' "$out")
 [ -n "$pf" ] && [ ! -e "$pf" ] || fail "peer file '$pf' left behind"
 [ "$("$tb" addr 1 0)" = 10.78.1.1 ] || fail "testbed.sh addr 1 0"
 [ -z "$(ip -n ppn1 -4 -o addr show dev pp0)" ] || fail "ppn1's pp0 kept its address after the job"
-rc=0
-"$pprun" -n 3 --nodes 2 --dev-kind udp --testbed "$tb" -- true >"$out" 2>&1 || rc=$?
-[ $rc -eq 2 ] && grep -q "one rank per node" "$out" || { cat "$out"; fail "udp, 2 ranks on a node"; }
+# Two ranks on a node: each on its own port's address.
+"$pprun" -n 3 --nodes 2 --dev-kind udp --testbed "$tb" -- sh -c 'echo "$PP_DEV"' >"$out" 2>&1 ||
+  { cat "$out"; fail "udp, 2 ranks on a node"; }
+grep -q '^\[1\] udp:10\.78\.0\.2:50000,' "$out" || { cat "$out"; fail "udp: rank 1 not on ppn0/pp1's address"; }
+[ -z "$(ip -n ppn0 -4 -o addr show dev pp1)" ] || fail "ppn0's pp1 kept its address after the job"
 "$pprun" -n 2 --dev-kind pcap --testbed "$tb" -- sh -c 'echo "$PP_DEV"' | grep -qx '\[1\] pcap:pp0' ||
   fail "pcap device string"
 # packet: our own AF_PACKET rings, on jumbo links like af_packet.

@@ -7,8 +7,8 @@
 #   testbed.sh status                      what is up now
 #   testbed.sh mac NODE PORT               MAC of port PORT in node NODE
 #   testbed.sh addr NODE PORT              its IPv4 address (udp: ports)
-#   testbed.sh ipv4 on|off                 give pp0 of every node its address,
-#                                          or take it away
+#   testbed.sh ipv4 on|off                 give every port its address, or
+#                                          take them away
 #
 # Node i is namespace ${PREFIX}n<i> (ppn0, ppn1, ...) holding veth ports
 # pp0..pp<K-1>, one per rank that owns a port. Their other ends
@@ -18,8 +18,8 @@
 # udp: ports (pprun --dev-kind udp as root), on the port only between
 # `ipv4 on` and `ipv4 off` (pprun's udp jobs): an address on the ports
 # changes what Open MPI's launcher sees of the nodes, and `up` takes a
-# leftover one away. Only pp0 gets it: ports of one node would share the
-# subnet, and the kernel would send from any of them. Each node answers
+# leftover one away. Ports of one node share the subnet: a frame=udp
+# port's socket sends through its own port (SO_BINDTODEVICE). Each node answers
 # ARP only on the port that holds the address asked for (arp_ignore 1,
 # arp_announce 2): as on any host with two ports on one segment, else the
 # other port answers too, and a peer may send there for good.
@@ -289,13 +289,17 @@ ipv4() {
   [ -f "$STATE" ] || die "ipv4: the test bed is not up"
   local nodes ports i
   read -r nodes ports <"$STATE"
+  local j
   for ((i = 0; i < nodes; i++)); do
     ip -n "${P}n$i" neigh flush all 2>/dev/null || true # what an earlier job learnt
-    if [ "$1" = on ]; then
-      ip -n "${P}n$i" addr replace "$(addr "$i" 0)/16" dev pp0 || die "ipv4: cannot give ${P}n$i/pp0 its address"
-    else
-      ip -n "${P}n$i" addr del "$(addr "$i" 0)/16" dev pp0 2>/dev/null || true
-    fi
+    for ((j = 0; j < ports; j++)); do
+      if [ "$1" = on ]; then
+        ip -n "${P}n$i" addr replace "$(addr "$i" "$j")/16" dev "pp$j" ||
+          die "ipv4: cannot give ${P}n$i/pp$j its address"
+      else
+        ip -n "${P}n$i" addr del "$(addr "$i" "$j")/16" dev "pp$j" 2>/dev/null || true
+      fi
+    done
   done
 }
 

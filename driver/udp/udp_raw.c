@@ -214,7 +214,8 @@ static int on_link(const struct pp_udp_raw *u, uint32_t addr)
 	return 0;
 }
 
-static int sock_setup(struct pp_udp_raw *u, const char *dev, int no_gso, int no_gro)
+static int sock_setup(struct pp_udp_raw *u, const char *iface, const char *dev, int no_gso,
+		      int no_gro)
 {
 	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (u->fd < 0) {
@@ -233,6 +234,14 @@ static int sock_setup(struct pp_udp_raw *u, const char *dev, int no_gso, int no_
 		int e = errno;
 		pp_err("%s: cannot filter the UDP socket: %s", dev, strerror(e));
 		return -EIO;
+	}
+	/* What it sends leaves by IFACE, the port's own: with a second port on
+	 * the same subnet the kernel's route could pick that one, whose ring
+	 * would then see our peers' answers (their next hop learnt from it). */
+	if (setsockopt(u->fd, SOL_SOCKET, SO_BINDTODEVICE, iface, (socklen_t)strlen(iface)) < 0) {
+		int e = errno;
+		pp_err("%s: cannot bind the UDP socket to %s: %s", dev, iface, strerror(e));
+		return -e;
 	}
 	if (!no_gro) /* else its peers send it no GSO message, nor may GRO make one */
 		(void)setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
@@ -266,7 +275,7 @@ int pp_udp_raw_open(struct pp_udp_raw **out, const char *who, const char *iface,
 	u->link = link;
 	memcpy(u->if_mac, if_mac, 6);
 	subnets_of(u, iface);
-	if ((rc = sock_setup(u, dev, d.no_gso || no_gso, no_gso))) {
+	if ((rc = sock_setup(u, iface, dev, d.no_gso || no_gso, no_gso))) {
 		pp_udp_dev_free(&d);
 		pp_udp_raw_close(u);
 		return rc;

@@ -15,8 +15,8 @@
 # 4. cluster=FILE: the rank -> MAC table replaces discovery; a wrong MAC in
 #    it makes the job fail.
 # Over udp, packet-udp and af_packet-udp (packet: and DPDK's af_packet
-# ports with frame=udp; one rank per node on the test bed) the runs of two
-# ranks only.
+# ports with frame=udp, each on its port's address) all but 4: their MACs
+# encode addresses, which a cluster file of the ports' MACs does not name.
 set -uo pipefail
 pprun=$1 rtc=$2 tb=$3 kind=$4
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -37,23 +37,20 @@ run() {
 for mode in push-pull push-all push-zero; do
   run "2 ranks, $mode, all scenarios" 9 -n 2 --nodes 2 --mode "$mode" -- "$rtc" all
 done
-# udp: on the test bed takes one rank per node (pprun): the runs of 4 ranks
-# on 2 nodes and the cluster files (MACs of ports) are not for it.
-four() { case $kind in udp | *-udp) return 1 ;; esac; }
-four && run "4 ranks on 2 nodes, push-pull, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
+run "4 ranks on 2 nodes, push-pull, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
 # af_packet takes chained buffers; AF_XDP cannot, and copies instead.
 run "2 ranks, push-pull, zero-copy transmit, sizes" 2 -n 2 --nodes 2 -- \
   "$rtc" -c zerocopy=on,log=info sizes
 [ "$kind" != af_packet ] || grep -q "zero-copy frames [1-9]" "$log" ||
   fail "zero-copy run sent no frame by reference"
 for mode in push-all push-zero; do
-  four && run "4 ranks, $mode, many" 4 -n 4 --nodes 2 --mode "$mode" -- "$rtc" many
+  run "4 ranks, $mode, many" 4 -n 4 --nodes 2 --mode "$mode" -- "$rtc" many
 done
 
 # Kills: the dead rank exits 0 without pp_finalize (pprun would stop the
 # job on a non-zero status); rt_check bounds each failure by timeout + 2 s.
 run "kill: receiver dies, 2 ranks" 1 -n 2 --nodes 2 -- "$rtc" kill
-four && run "kill: receivers die, 4 ranks" 2 -n 4 --nodes 2 -- "$rtc" kill
+run "kill: receivers die, 4 ranks" 2 -n 4 --nodes 2 -- "$rtc" kill
 for mode in push-pull push-all; do
   run "kill: sender dies, $mode" 1 -n 2 --nodes 2 --mode "$mode" -- "$rtc" killsend
 done
@@ -90,7 +87,8 @@ else
     "progress=event: the port .* has nothing to sleep on"
 fi
 
-four || { echo "PASS: rt_check over $kind"; exit 0; }
+# udp and *-udp ports' MACs encode their addresses: not the ports' MACs.
+case $kind in udp | *-udp) echo "PASS: rt_check over $kind"; exit 0 ;; esac
 # cluster=FILE: rank r is on node r/2, port r%2 (pprun's blocks).
 for r in 0 1 2 3; do
   echo "$r $("$tb" mac $((r / 2)) $((r % 2))) ppn$((r / 2))"

@@ -35,9 +35,7 @@ for mode in push-pull push-all push-zero; do
   echo "ok: window $mode, 16 in flight, 7 sizes, every byte checked"
 done
 
-# udp on the test bed takes one rank per node (pprun says why).
 nodes=2
-[ "$kind" != udp ] || nodes=4
 out=$("$pprun" -n 4 --nodes $nodes --dev-kind "$kind" --timeout 60 -- "$example" 2>&1) ||
   { echo "$out"; fail "example with 4 ranks"; }
 for r in 1 2 3; do

@@ -55,9 +55,5 @@ run() {
 for mode in push-pull push-all push-zero; do
   run "2 ranks, $mode, all scenarios" 9 -n 2 --nodes 2 --mode "$mode" -- "$rtc" --expect-loss all
 done
-# udp: ports and frame=udp on the test bed take one rank per node (pprun), so
-# two ranks only.
-case $kind in udp | *-udp) ;; *)
-  run "4 ranks on 2 nodes, many" 4 -n 4 --nodes 2 -- "$rtc" --expect-loss many ;;
-esac
+run "4 ranks on 2 nodes, many" 4 -n 4 --nodes 2 -- "$rtc" --expect-loss many
 echo "PASS: loss survived over $kind"
