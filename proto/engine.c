@@ -406,6 +406,12 @@ int pp_proto_peer_lost(const struct pp_proto *e, uint32_t rank)
 	return rank < e->c.nranks && e->peers[rank].present && e->peers[rank].lost;
 }
 
+int pp_proto_peer_acked(const struct pp_proto *e, uint32_t rank)
+{
+	return rank >= e->c.nranks || !e->peers[rank].present ||
+	       !pp_gbn_tx_busy(&e->peers[rank].tx);
+}
+
 int pp_proto_peer_busy(const struct pp_proto *e, uint32_t rank)
 {
 	if (rank >= e->c.nranks || !e->peers[rank].present)

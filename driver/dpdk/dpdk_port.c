@@ -663,6 +663,10 @@ static unsigned udp_tx_burst(struct dpdk_port *p, uint16_t queue, struct pp_buf 
 		for (unsigned j = 0; j < k; j++) {
 			b = bufs[i + j];
 			mb = to_mbuf(b);
+			if (b->data - (uint8_t *)mb->buf_addr < PP_UDP_OUTER_HLEN) {
+				k = j; /* the next round drops it */
+				break;
+			}
 			uint8_t *hdr = b->data - PP_UDP_OUTER_HLEN;
 			pp_udp_raw_outer(p->udp, hdr, b->data, b->len);
 			mb->data_off = (uint16_t)(hdr - (uint8_t *)mb->buf_addr);
