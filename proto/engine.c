@@ -406,10 +406,12 @@ int pp_proto_peer_lost(const struct pp_proto *e, uint32_t rank)
 	return rank < e->c.nranks && e->peers[rank].present && e->peers[rank].lost;
 }
 
-int pp_proto_peer_acked(const struct pp_proto *e, uint32_t rank)
+int pp_proto_peer_settled(const struct pp_proto *e, uint32_t rank)
 {
-	return rank >= e->c.nranks || !e->peers[rank].present ||
-	       !pp_gbn_tx_busy(&e->peers[rank].tx);
+	if (rank >= e->c.nranks || !e->peers[rank].present)
+		return 1;
+	const struct pp_proto_peer *p = &e->peers[rank];
+	return !pp_gbn_tx_busy(&p->tx) && !pp_gbn_rx_owes(&p->rx[0]);
 }
 
 int pp_proto_peer_busy(const struct pp_proto *e, uint32_t rank)

@@ -224,9 +224,10 @@ void pp_proto_peer_fail(struct pp_proto *eng, uint32_t rank);
  * not wholly here (matched or not), or frames to it unacknowledged. */
 int pp_proto_peer_busy(const struct pp_proto *eng, uint32_t rank);
 
-/* 1 when every frame sent to rank on the engine's stream is acknowledged
- * (or rank is no peer). */
-int pp_proto_peer_acked(const struct pp_proto *eng, uint32_t rank);
+/* 1 when nothing is in flight with rank on the engine's stream: every frame
+ * sent to it acknowledged, and no ack (or NACK) owed to it; or rank is no
+ * peer. */
+int pp_proto_peer_settled(const struct pp_proto *eng, uint32_t rank);
 
 /* Start a send of len bytes to dst with a 64-bit tag; buf is read until the
  * send completes. Errors: -EINVAL (bad rank, NULL buf with len),

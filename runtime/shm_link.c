@@ -471,22 +471,24 @@ static void link_free(struct pp_shm_link *L)
 	free(L);
 }
 
-/* Wait (serving the engine) until the attached peers have acknowledged
- * every frame the port took to them (the set-up's answers). A frame put in
- * the ring before would reach a peer ahead of them, be refused out of
- * order, and come again only when resent: never, by a rank that exits at
- * once (a message sent just before a crash was lost so, 5 jobs in 15). */
-static int port_acked(pp_ctx *ctx, struct pp_shm_link *L)
+/* Wait (serving the engine) until nothing is in flight by the port with
+ * the attached peers: every frame the port took to them (the set-up's
+ * messages) acknowledged, and our acks of theirs sent. A frame put in the
+ * ring before would reach a peer ahead of them, be refused out of order,
+ * and come again only when resent: never, by a rank that exits at once (a
+ * message sent just before a crash was lost so, 5 jobs in 15). Our acks go
+ * before we leave, for a peer waiting here while we compute. */
+static int port_quiet(pp_ctx *ctx, struct pp_shm_link *L)
 {
 	uint64_t deadline = pp_now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000u;
 	for (uint32_t i = 0; i < L->npeers;) {
 		const struct shm_peer *pe = &L->peer[i];
-		if (!pe->rx_on || pp_proto_peer_acked(ctx->eng, pe->rank)) {
+		if (!pe->rx_on || pp_proto_peer_settled(ctx->eng, pe->rank)) {
 			i++;
 			continue;
 		}
 		if (pp_now_ns() > deadline) {
-			pp_err("shm: rank %u acknowledged nothing within %u ms", pe->rank,
+			pp_err("shm: frames with rank %u still in flight after %u ms", pe->rank,
 			       ctx->cfg.timeout_ms);
 			return -ETIMEDOUT;
 		}
@@ -504,7 +506,7 @@ static int activate(pp_ctx *ctx, struct pp_shm_link *L)
 	uint32_t btp2 = c->btp_set ? c->btp2 : PP_SHM_BTP2;
 	uint32_t active = 0;
 	refresh(L);
-	int rc = port_acked(ctx, L);
+	int rc = port_quiet(ctx, L);
 	if (rc)
 		return rc;
 	for (uint32_t i = 0; i < L->npeers; i++) {

@@ -3,7 +3,7 @@
 # same way on both sides, in one run on the test bed (namespaces ppn0 and
 # ppn1, port pp0 each, bridge ppbr0):
 #
-#   pp_pingpong   push-pull, push-all, push-zero over pprun's default packet: ports (--dev-kind):
+#   pp_pingpong   push-pull, push-all, push-zero over pprun's default ports (packet: with frame=udp; --dev-kind):
 #                 --test latency and --test window at every size
 #   Open MPI      tests/bench/mpi_pingpong.c, ob1 over the TCP BTL only (btl
 #                 tcp,self): the same two tests at the same sizes, with
@@ -82,15 +82,15 @@
 #   --rounds R      rounds of the librt-pp and Open MPI tests, 1..9 (default 3;
 #                   the intranode part takes the same)
 #   --dev-kind K    librt-pp's port on both sides and pp_probe's: packet (the
-#                   packet: backend, AF_PACKET rings without DPDK; the default,
-#                   as pprun's), af_packet (DPDK's net_af_packet) or udp (udp:
+#                   packet: backend, AF_PACKET rings without DPDK, raw EtherType
+#                   frames), af_packet (DPDK's net_af_packet) or udp (udp:
 #                   ports on the test bed's port addresses, GSO and GRO; Open
 #                   MPI over pp on udp:pp0:0, each rank's own pp0 address;
 #                   pp_probe --blast, which needs the peer's MAC, left out)
 #                   or packet-udp (packet: ports with frame=udp: raw frames
 #                   for single frames, one GSO message for a run; Open MPI
 #                   over pp on packet:pp0,frame=udp,link=raw; no pp_probe
-#                   --blast)
+#                   --blast; the default, as pprun's as root)
 #   --offload on|off  TCP segmentation offloads of the veth ends (default on, as
 #                   the test bed leaves them). off: TSO, GSO and GRO are turned
 #                   off on both ends of ppn0's and ppn1's pp0 for the run (and
@@ -120,7 +120,7 @@ port_iperf=17713
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 prog=compare.sh
 pp_nodes=2
-dev_kind=packet
+dev_kind=packet-udp
 offload=on
 rounds=3
 steps=10 # the calls of step below; set from --rounds after parsing

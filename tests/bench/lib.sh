@@ -1,7 +1,7 @@
 # Shared by compare.sh and compare_shm.sh (sourced, not run). The caller sets
 # prog (its name, for messages), root, build, iters, max_time, pp_nodes
 # (the --nodes of its pp_pingpong jobs), dev_kind (their port kind, default
-# packet, as pprun's; packet-udp: packet with --frame udp) and steps (how many times it calls
+# packet: raw EtherType frames; packet-udp: packet with --frame udp, pprun's default) and steps (how many times it calls
 # step) first; addrs may list "NS ADDR/LEN" to remove from pp0 at exit; csv
 # names the CSV file or is empty.
 
