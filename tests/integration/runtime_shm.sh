@@ -81,9 +81,15 @@ rt_timeout=120 run "8 ranks on 1 node, match" 1 -n 8 --nodes 1 -- "$rtc" -c time
 run "kill: receiver dies mid-transfer, 2 ranks" 1 -n 2 --nodes 1 -- "$rtc" -c shm_write=off kill
 grep -q 'died; its operations fail' "$log" || fail "kill: the death was not seen from the pid"
 run "kill: receivers die, 4 ranks on 1 node" 2 -n 4 --nodes 1 -- "$rtc" -c shm_write=off kill
-run "crash: a rank dies after sending; its message is still received" 1 -n 2 --nodes 1 -- \
-  "$rtc" crash
-grep -q 'warn: pp_finalize' "$log" && { cat "$log"; fail "crash: pp_finalize waited for the dead rank"; }
+# Fifteen times: the message goes right after pp_init, while the set-up's own
+# frames may still be on the port; a pair that took to its rings before
+# those were acknowledged lost it in 1 job of 3 to 7 (with the wait taken out,
+# one run of this script failed in 1 of 3).
+for i in $(seq 15); do
+  run "crash: a rank dies after sending; its message is still received ($i of 15)" 1 \
+    -n 2 --nodes 1 -- "$rtc" crash
+  grep -q 'warn: pp_finalize' "$log" && { cat "$log"; fail "crash: pp_finalize waited for the dead rank"; }
+done
 
 run "2 nodes x 2 ranks, shm and Ethernet, all scenarios" 17 -n 4 --nodes 2 -- "$rtc" all
 shm_used 4
