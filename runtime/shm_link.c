@@ -10,8 +10,9 @@
  * shm=off, an error) and answers 1 or 0; the creator records refusals in the
  * slots and, with every answer in, unlinks the name. A rank polls the ring
  * from a peer as soon as both are attached, and sends into rings once every
- * slot is settled; until then frames go by the port, and the engine takes
- * frames from either.
+ * slot is settled and nothing is in flight with its peers by the port (so
+ * no ring frame overtakes a port frame); until then frames go by the port,
+ * and the engine takes frames from either.
  *
  * Pulled bytes (shm=on): the engine's publish hook describes each send to a
  * local rank in the pair's send table; where the receiver would send a PULL
