@@ -48,6 +48,7 @@
 
 #include "dpdk_eal.h"
 #include "dpdk_xdp.h"
+#include "pp_bytes.h"
 #include "pp_log.h"
 #include "pp_port.h"
 #include "udp/udp_frame.h"
@@ -592,7 +593,7 @@ static int udp_inner(struct dpdk_port *p, struct pp_buf *b)
 	if (!pp_udp_raw_split(p->udp, b->data, b->len, 0, &f, &len, 1)) {
 		/* IPv4's total length beyond the frame: cut to the device's
 		 * frame, a GSO message (or GRO's) that a DPDK port cannot take */
-		uint32_t tot = (uint32_t)(b->data[16] << 8 | b->data[17]);
+		uint32_t tot = pp_get_be16(b->data + PP_ETH_HLEN + 2);
 		if (tot > b->len - PP_ETH_HLEN && !p->warned_gso++)
 			pp_warn("%s: a datagram of %u bytes came in cut to %u: a peer sends GSO "
 				"messages (give it gso=0) or the interface coalesces (ethtool -K "
@@ -651,20 +652,17 @@ static unsigned udp_tx_burst(struct dpdk_port *p, uint16_t queue, struct pp_buf 
 			i += taken;
 			continue;
 		}
-		struct pp_buf *b = bufs[i];
-		struct rte_mbuf *mb = to_mbuf(b);
-		if (way == PP_UDP_RAW_DROP ||
-		    b->data - (uint8_t *)mb->buf_addr < PP_UDP_OUTER_HLEN) {
-			dpdk_port_free(&p->base, &bufs[i++], 1); /* counted, or no headroom */
+		if (way == PP_UDP_RAW_DROP) { /* counted */
+			dpdk_port_free(&p->base, &bufs[i++], 1);
 			continue;
 		}
 		if (k > CHUNK)
 			k = CHUNK;
 		for (unsigned j = 0; j < k; j++) {
-			b = bufs[i + j];
-			mb = to_mbuf(b);
+			struct pp_buf *b = bufs[i + j];
+			struct rte_mbuf *mb = to_mbuf(b);
 			if (b->data - (uint8_t *)mb->buf_addr < PP_UDP_OUTER_HLEN) {
-				k = j; /* the next round drops it */
+				k = j; /* no headroom: dropped below when it comes first */
 				break;
 			}
 			uint8_t *hdr = b->data - PP_UDP_OUTER_HLEN;
@@ -673,6 +671,10 @@ static unsigned udp_tx_burst(struct dpdk_port *p, uint16_t queue, struct pp_buf 
 			mb->data_len = (uint16_t)(b->len + PP_UDP_OUTER_HLEN);
 			mb->pkt_len = mb->data_len;
 			m[j] = mb;
+		}
+		if (!k) { /* the first has no headroom */
+			dpdk_port_free(&p->base, &bufs[i++], 1);
+			continue;
 		}
 		uint16_t s = rte_eth_tx_burst(p->port_id, queue, m, (uint16_t)k);
 		i += s;

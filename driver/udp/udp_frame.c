@@ -77,6 +77,18 @@ enum pp_udp_drop pp_udp_outer_parse(const uint8_t *f, uint32_t len, uint16_t por
 	return PP_UDP_OK;
 }
 
+int pp_udp_outer_for(const uint8_t *f, uint32_t len, const struct sockaddr_in *self)
+{
+	if (len < PP_UDP_OUTER_HLEN ||
+	    (pp_eth_type(f) != ETH_TYPE_IPV4 && pp_eth_type(f) != PP_UDP_ETH_LINK))
+		return 0;
+	const uint8_t *ip = f + PP_ETH_HLEN;
+	unsigned ihl = (ip[0] & 0x0fu) * 4u;
+	return ip[9] == IPPROTO_UDP && !(pp_get_be16(ip + 6) & IP_FRAG_MASK) &&
+	       PP_ETH_HLEN + ihl + 8 <= len && memcmp(ip + 16, &self->sin_addr.s_addr, 4) == 0 &&
+	       memcmp(ip + ihl + 2, &self->sin_port, 2) == 0;
+}
+
 enum pp_udp_drop pp_udp_inner_check(const uint8_t *f, uint32_t len, const struct sockaddr_in *from,
 				    const uint8_t self[6])
 {

@@ -63,6 +63,12 @@ struct pp_udp_outer {
 enum pp_udp_drop pp_udp_outer_parse(const uint8_t *f, uint32_t len, uint16_t port,
 				    struct pp_udp_outer *o);
 
+/* 1 when raw frame f of len bytes is an unfragmented IPv4 UDP datagram
+ * (EtherType IPv4 or PP_UDP_ETH_LINK) to address and UDP port `self`: what
+ * a port that sees its interface's other traffic too takes to
+ * pp_udp_outer_parse. A cheap look, no checksum: 0 says only "not ours". */
+int pp_udp_outer_for(const uint8_t *f, uint32_t len, const struct sockaddr_in *self);
+
 /* Check frame f of len bytes that came in a datagram from `from`, for the
  * port whose MAC is `self`: an Ethernet header and EtherType 0x88B5
  * (MALFORMED), a source MAC that encodes `from` (SPOOFED), to `self` or a

@@ -320,15 +320,7 @@ int pp_udp_raw_filter(struct pp_udp_raw *u, int fd)
 
 int pp_udp_raw_ours(const struct pp_udp_raw *u, const uint8_t *f, uint32_t len)
 {
-	if (len < PP_UDP_OUTER_HLEN)
-		return 0;
-	uint16_t type = (uint16_t)(f[12] << 8 | f[13]);
-	const uint8_t *ip = f + PP_ETH_HLEN;
-	unsigned ihl = (ip[0] & 0x0fu) * 4u;
-	return (type == 0x0800 || type == PP_UDP_ETH_LINK) && ip[9] == IPPROTO_UDP &&
-	       !((ip[6] << 8 | ip[7]) & 0x3fff) && PP_ETH_HLEN + ihl + 8 <= len &&
-	       memcmp(ip + 16, &u->self.sin_addr.s_addr, 4) == 0 &&
-	       memcmp(ip + ihl + 2, &u->self.sin_port, 2) == 0;
+	return pp_udp_outer_for(f, len, &u->self);
 }
 
 void pp_udp_raw_outer(const struct pp_udp_raw *u, uint8_t *hdr, const uint8_t *f, uint32_t len)

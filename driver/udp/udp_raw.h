@@ -51,10 +51,9 @@ const char *pp_udp_raw_name(const struct pp_udp_raw *u);
  * IPv4 UDP datagrams to the port. 0 or -EIO. */
 int pp_udp_raw_filter(struct pp_udp_raw *u, int fd);
 
-/* 1 when raw frame f of len bytes is what pp_udp_raw_filter lets in and is
- * to the port's address: an unfragmented IPv4 UDP datagram (EtherType IPv4
- * or the link one) to its address and UDP port. For a port that sees the
- * interface's other traffic too (dpdk:): that is left alone, uncounted. */
+/* pp_udp_outer_for the port's address: what pp_udp_raw_filter lets in, to
+ * the port. For a port that sees the interface's other traffic too (dpdk:):
+ * that is left alone, uncounted. */
 int pp_udp_raw_ours(const struct pp_udp_raw *u, const uint8_t *f, uint32_t len);
 
 /* Write in hdr[0..PP_UDP_OUTER_HLEN) the outer headers of frame f (len

@@ -54,6 +54,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    p.from.sin_port != o.from.sin_port)
 			abort();
 		free(g);
+		/* the cheap look agrees: a datagram that parses, to its own
+		 * destination address, is one for that port */
+		struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = port};
+		memcpy(&dst.sin_addr.s_addr, f + PP_ETH_HLEN + 16, 4);
+		if (!pp_udp_outer_for(f, (uint32_t)len, &dst))
+			abort();
 		/* each segment of the payload: one verdict, reads inside it */
 		uint8_t self[6] = {0x02, 0, 10, 0, 0, 1};
 		if (!seg)
