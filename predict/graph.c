@@ -5,8 +5,11 @@
  * GRAPH_SUCC successors; a new one replaces the least counted, the oldest on
  * a tie). The next id is the most counted successor of the current state (the
  * most recent on a tie); k steps ahead are predicted by walking: append the
- * predicted id, move to the state it leads to, repeat. When max_states states
- * exist the graph is cleared and learnt again.
+ * predicted id, move to the state it leads to, repeat. The states' table
+ * starts small and asks to grow (pp_pred_grow) once half full; should it
+ * fill below max_states before it grew, a new state waits (no current
+ * state, so no prediction); full at max_states, the graph is cleared and
+ * learnt again.
  *
  * The walk is kept between calls: while the stream follows it, a receive
  * takes one step off its front and a prediction adds what is missing at its
@@ -42,7 +45,8 @@ struct graph_step {
 struct graph_pred {
 	struct pp_pred base;	   /* common head */
 	struct pp_pred_map map;	   /* state key -> slot */
-	struct graph_state *state; /* per slot */
+	struct graph_state *state; /* per slot, map.cap of them */
+	uint32_t max_states;	   /* map.cap's limit */
 	uint64_t h[3];		   /* the last three ids mixed (pp_pred_mix), oldest first */
 	uint32_t seen;		   /* ids observed, saturating at 3 */
 	uint32_t clock;		   /* observations, for recency */
@@ -77,12 +81,13 @@ static int graph_create(const struct pp_pred_params *prm, struct pp_pred **out)
 	struct graph_pred *g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	int rc = pp_pred_map_init(&g->map, prm->max_states);
+	g->max_states = prm->max_states;
+	int rc = pp_pred_map_init(&g->map, pp_pred_first_cap(prm->max_states));
 	if (rc < 0) {
 		free(g);
 		return rc;
 	}
-	g->state = calloc(prm->max_states, sizeof(*g->state));
+	g->state = calloc(g->map.cap, sizeof(*g->state));
 	if (!g->state) {
 		graph_destroy(&g->base);
 		return -ENOMEM;
@@ -131,12 +136,19 @@ static void graph_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	int added;
 	uint64_t key = state_key(g->h[0], g->h[1], g->h[2]);
 	int64_t s = pp_pred_map_get(&g->map, key, &added);
-	if (s < 0) { /* full: start over */
+	if (s < 0 && g->map.cap < g->max_states) { /* full: wait to grow */
+		g->base.want = 1;
+		g->cur = -1;
+		return;
+	}
+	if (s < 0) { /* full at its limit: start over */
 		pp_pred_map_reset(&g->map);
 		s = pp_pred_map_get(&g->map, key, &added);
 	}
-	if (added)
+	if (added) {
 		memset(&g->state[s], 0, sizeof(g->state[s]));
+		g->base.want |= pp_pred_filling(g->map.n, g->map.cap, g->max_states);
+	}
 	g->cur = s;
 	/* When the walk goes on, s is its step 1's state, which was known: the
 	 * graph was not cleared. */
@@ -190,6 +202,17 @@ static unsigned graph_predict(struct pp_pred *p, uint32_t next_site, uint64_t *i
 	return j;
 }
 
+static int graph_grow(struct pp_pred *p)
+{
+	struct graph_pred *g = (struct graph_pred *)p;
+	uint32_t cap = pp_pred_next_cap(g->map.cap, g->max_states);
+	struct graph_state *st = realloc(g->state, cap * sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	g->state = st; /* states are cleared as they are added */
+	return pp_pred_map_grow(&g->map, cap);
+}
+
 static size_t graph_mem(const struct pp_pred *p)
 {
 	const struct graph_pred *g = (const struct graph_pred *)p;
@@ -203,4 +226,5 @@ const struct pp_pred_ops pp_pred_graph_ops = {
     .predict = graph_predict,
     .destroy = graph_destroy,
     .mem = graph_mem,
+    .grow = graph_grow,
 };

@@ -24,6 +24,9 @@
  * Between surveys +1 is still scored (among the awake) and the choices
  * further ahead stand. A component woken for a survey first observes what
  * it slept through, up to the last RING receives, from a ring of (id, site).
+ *
+ * A component's tables grow when the hybrid's do (pp_pred_grow): it wants
+ * to once one that ran wants to.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -166,6 +169,7 @@ static void survey_start(struct hybrid_pred *h, int called)
 			from = h->t - RING;
 		for (uint64_t s = from; s < h->t; s++)
 			pp_pred_observe(h->comp[c], h->ring_id[s % RING], h->ring_site[s % RING]);
+		h->base.want |= h->comp[c]->want;
 	}
 	memset(h->useful, 0, sizeof(h->useful));
 	memset(h->made, 0, sizeof(h->made));
@@ -249,6 +253,7 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	h->ans1_ok = 0;
 	if (h->alone) {
 		pp_pred_observe(h->comp[h->run[0]], id, site);
+		h->base.want |= h->comp[h->run[0]]->want;
 		goto next;
 	}
 	if (!surveying) { /* +1 among the awake; the choices further ahead stand */
@@ -281,8 +286,10 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 				h->made[c] += (unsigned)(valid[c] & 1);
 	}
 observe:
-	for (size_t i = 0; i < h->nrun; i++)
+	for (size_t i = 0; i < h->nrun; i++) {
 		pp_pred_observe(h->comp[h->run[i]], id, site);
+		h->base.want |= h->comp[h->run[i]]->want;
+	}
 	slot = h->slot + 1 == K ? 0 : h->slot + 1;
 	memset(&h->valid[slot * NCOMP], 0, NCOMP * sizeof(*h->valid));
 	if (surveying)
@@ -371,6 +378,17 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 	return j;
 }
 
+static int hy_grow(struct pp_pred *p)
+{
+	struct hybrid_pred *h = (struct hybrid_pred *)p;
+	int rc = 0;
+	for (size_t c = 0; c < NCOMP; c++) {
+		int r = pp_pred_grow(h->comp[c]);
+		rc = rc ? rc : r;
+	}
+	return rc;
+}
+
 static size_t hy_mem(const struct pp_pred *p)
 {
 	const struct hybrid_pred *h = (const struct hybrid_pred *)p;
@@ -390,4 +408,5 @@ const struct pp_pred_ops pp_pred_hybrid_ops = {
     .predict = hy_predict,
     .destroy = hy_destroy,
     .mem = hy_mem,
+    .grow = hy_grow,
 };

@@ -60,6 +60,7 @@ int pp_pred_create(const char *name, const struct pp_pred_params *prm, struct pp
 		return rc;
 	p->ops = ops;
 	p->max_ahead = r.max_ahead;
+	p->want = 0;
 	*out = p;
 	return 0;
 }

@@ -17,6 +17,24 @@ extern const struct pp_pred_ops pp_pred_graph_ops;
 extern const struct pp_pred_ops pp_pred_dpd_ops;
 extern const struct pp_pred_ops pp_pred_hybrid_ops;
 
+/* Entries a growing table starts with (at most max), and the next size of
+ * one holding cur (twice, at most max): pp_pred_grow's steps. */
+#define PP_PRED_FIRST_CAP 4u
+static inline uint32_t pp_pred_first_cap(uint32_t max)
+{
+	return max < PP_PRED_FIRST_CAP ? max : PP_PRED_FIRST_CAP;
+}
+static inline uint32_t pp_pred_next_cap(uint32_t cur, uint32_t max)
+{
+	return cur > max / 2 ? max : 2 * cur;
+}
+/* A table of cap entries (limit max) holding n asks to grow once half full,
+ * so that one grown between receives never turns an entry away. */
+static inline int pp_pred_filling(uint32_t n, uint32_t cap, uint32_t max)
+{
+	return cap < max && n >= cap / 2;
+}
+
 /* The period the DPD predictor p currently detects, 0 for none (tests). */
 unsigned pp_pred_dpd_period(const struct pp_pred *p);
 

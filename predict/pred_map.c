@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pp_pred_map_init(struct pp_pred_map *m, uint32_t cap)
+/* Fresh, empty arrays for cap entries (at most half the buckets) into *m's
+ * keys, slots and mask; the rest of *m is the caller's. */
+static int alloc_buckets(struct pp_pred_map *m, uint32_t cap)
 {
 	if (cap == 0 || cap > (1u << 30))
 		return -EINVAL;
@@ -21,7 +23,35 @@ int pp_pred_map_init(struct pp_pred_map *m, uint32_t cap)
 	}
 	m->mask = buckets - 1;
 	m->cap = cap;
+	return 0;
+}
+
+int pp_pred_map_init(struct pp_pred_map *m, uint32_t cap)
+{
 	m->n = 0;
+	return alloc_buckets(m, cap);
+}
+
+int pp_pred_map_grow(struct pp_pred_map *m, uint32_t cap)
+{
+	if (cap <= m->cap)
+		return -EINVAL;
+	struct pp_pred_map g = *m;
+	int rc = alloc_buckets(&g, cap);
+	if (rc < 0)
+		return rc;
+	for (uint32_t b = 0; b <= m->mask; b++) {
+		if (!m->slots[b])
+			continue;
+		uint32_t d = (uint32_t)pp_pred_mix(m->keys[b]) & g.mask;
+		while (g.slots[d])
+			d = (d + 1) & g.mask;
+		g.keys[d] = m->keys[b];
+		g.slots[d] = m->slots[b];
+	}
+	free(m->keys);
+	free(m->slots);
+	*m = g;
 	return 0;
 }
 

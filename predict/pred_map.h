@@ -4,7 +4,9 @@
  * predictors' tables. Open addressing with linear probing over a power-of-two
  * array at most half full; no deletion, only a full reset. Slots are handed
  * out in insertion order (0, 1, 2, ...), so a caller keeps its per-entry data
- * in plain arrays indexed by slot. Memory is allocated at init only.
+ * in plain arrays indexed by slot. Memory is allocated at init and by
+ * pp_pred_map_grow only, which the predictors call off the receive path
+ * (pp_pred_grow): a full map refuses new keys until then.
  */
 #ifndef PP_PRED_MAP_H
 #define PP_PRED_MAP_H
@@ -22,6 +24,11 @@ struct pp_pred_map {
 
 /* Allocate for cap entries. Errors: -EINVAL (cap 0), -ENOMEM. */
 int pp_pred_map_init(struct pp_pred_map *m, uint32_t cap);
+
+/* Hold up to cap entries (more than now), keeping every key's slot.
+ * Errors: -EINVAL (cap not above the current one), -ENOMEM (the map is
+ * unchanged then). */
+int pp_pred_map_grow(struct pp_pred_map *m, uint32_t cap);
 
 /* Free the arrays; the map may be initialised again. */
 void pp_pred_map_fini(struct pp_pred_map *m);

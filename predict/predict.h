@@ -66,6 +66,7 @@ enum pp_pred_field {
 #define PP_PRED_KEY_BUF_SIZE_SRC (PP_PRED_F_BUF | PP_PRED_F_BYTES | PP_PRED_F_SRC)
 
 /* Capacities fixed at create. Zero fields take the defaults in brackets. */
+/* Limits: the tables start small and grow to these (pp_pred_grow). */
 struct pp_pred_params {
 	unsigned max_ahead;	/* largest k passed to predict [16], <= PP_PRED_MAX_AHEAD */
 	unsigned max_cycle;	/* longest cycle single-cycle learns [1024], >= 12 */
@@ -92,12 +93,17 @@ struct pp_pred_ops {
 	void (*destroy)(struct pp_pred *p);
 	/* Bytes allocated by the predictor. */
 	size_t (*mem)(const struct pp_pred *p);
+	/* Enlarge what observe found full (want set), within the max_
+	 * parameters; 0 or -ENOMEM (the tables stay as they were). NULL when
+	 * the tables never grow. */
+	int (*grow)(struct pp_pred *p);
 };
 
 /* Common head of every predictor object. */
 struct pp_pred {
 	const struct pp_pred_ops *ops; /* the algorithm */
 	unsigned max_ahead;	       /* k is clamped to this in pp_pred_predict */
+	int want;		       /* a table is full below its max_: call pp_pred_grow */
 };
 
 /* All predictors, in the order pp_predict lists them; NULL-terminated. */
@@ -138,6 +144,24 @@ static inline unsigned pp_pred_predict(struct pp_pred *p, uint32_t next_site, ui
 static inline size_t pp_pred_mem(const struct pp_pred *p)
 {
 	return p->ops->mem(p);
+}
+
+/*
+ * Tables start small and grow as the stream needs, up to the max_
+ * parameters. observe never allocates: a table it finds full sets want, and
+ * the entry it could not make waits (a site or state not tracked, a cycle
+ * not stored) until the caller, off the receive path (an idle progress pass,
+ * a replay between receives), calls this. 0 when nothing was wanted or the
+ * tables grew; -ENOMEM leaves them as they were, and want set.
+ */
+static inline int pp_pred_grow(struct pp_pred *p)
+{
+	if (!p->want)
+		return 0;
+	int rc = p->ops->grow ? p->ops->grow(p) : 0;
+	if (!rc)
+		p->want = 0;
+	return rc;
 }
 
 /* The message id of an observation under a field mask (enum pp_pred_field). */

@@ -46,6 +46,7 @@ int pp_replay_run(struct pp_pred *p, const struct pp_trace *t, const struct pp_r
 			}
 		}
 		pp_pred_observe(p, id, site);
+		pp_pred_grow(p); /* as a runtime's idle pass would */
 	}
 	free(pend);
 	free(made);

@@ -7,10 +7,14 @@
  * Tag-bettercycle also keeps every cycle it has formed, keyed by (site, cycle
  * head). When a cycle breaks on an id that heads a stored cycle of the same
  * site, it follows the stored one at once instead of forming it again. Stored
- * cycles live in one arena of max_stored ids; when it (or its index) is full
- * everything stored is forgotten and storing starts over.
+ * cycles live in one arena of up to max_stored ids; when it (or its index)
+ * is full at its limit everything stored is forgotten and storing starts
+ * over.
  *
- * Sites beyond max_sites are not tracked.
+ * The sites' table, the arena and its index start small and ask to grow
+ * (pp_pred_grow) once half full; should one fill before it grew, a site with
+ * no room is not tracked and a cycle with no room is not stored. Sites
+ * beyond max_sites are never tracked.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,6 +37,10 @@ struct tag_cycle {
 	uint64_t *arena;	   /* stored cycles back to back */
 	uint32_t arena_cap;	   /* ids in arena */
 	uint32_t arena_used;	   /* ids used */
+	uint32_t need;		   /* ids a cycle found no room for (grow) */
+	uint32_t max_sites;	   /* map.cap's limit */
+	uint32_t max_entries;	   /* stored.cap's limit */
+	uint32_t max_stored;	   /* arena_cap's limit */
 };
 
 static void tc_destroy(struct pp_pred *p)
@@ -55,24 +63,26 @@ static int tc_create_common(const struct pp_pred_params *prm, int better, struct
 		return -ENOMEM;
 	t->better = better;
 	t->max_cycle = prm->max_tag_cycle;
-	int rc = pp_pred_map_init(&t->map, prm->max_sites);
+	t->max_sites = prm->max_sites;
+	int rc = pp_pred_map_init(&t->map, pp_pred_first_cap(prm->max_sites));
 	if (rc < 0)
 		goto fail;
 	rc = -ENOMEM;
-	t->cyc = calloc(prm->max_sites, sizeof(*t->cyc));
-	t->logs = calloc((size_t)prm->max_sites * t->max_cycle, sizeof(*t->logs));
+	t->cyc = calloc(t->map.cap, sizeof(*t->cyc));
+	t->logs = calloc((size_t)t->map.cap * t->max_cycle, sizeof(*t->logs));
 	if (!t->cyc || !t->logs)
 		goto fail;
 	if (better) {
-		uint32_t entries = prm->max_stored / 2 ? prm->max_stored / 2 : 1;
-		rc = pp_pred_map_init(&t->stored, entries);
+		t->max_entries = prm->max_stored / 2 ? prm->max_stored / 2 : 1;
+		t->max_stored = prm->max_stored;
+		rc = pp_pred_map_init(&t->stored, pp_pred_first_cap(t->max_entries));
 		if (rc < 0)
 			goto fail;
 		rc = -ENOMEM;
-		t->st_off = calloc(entries, sizeof(*t->st_off));
-		t->st_len = calloc(entries, sizeof(*t->st_len));
-		t->arena = calloc(prm->max_stored, sizeof(*t->arena));
-		t->arena_cap = prm->max_stored;
+		t->st_off = calloc(t->stored.cap, sizeof(*t->st_off));
+		t->st_len = calloc(t->stored.cap, sizeof(*t->st_len));
+		t->arena_cap = t->max_stored < t->max_cycle ? t->max_stored : t->max_cycle;
+		t->arena = calloc(t->arena_cap, sizeof(*t->arena));
 		if (!t->st_off || !t->st_len || !t->arena)
 			goto fail;
 	}
@@ -101,9 +111,17 @@ static uint64_t stored_key(uint32_t site, uint64_t head)
 /* Remember the cycle just formed at site (its head is c->log[0]). */
 static void store_cycle(struct tag_cycle *t, uint32_t site, const struct pp_cyc *c)
 {
-	if (c->len > t->arena_cap)
+	if (c->len > t->max_stored)
 		return;
-	if (t->arena_used + c->len > t->arena_cap || t->stored.n == t->stored.cap) {
+	int arena_full = t->arena_used + c->len > t->arena_cap;
+	int index_full = t->stored.n == t->stored.cap;
+	if ((arena_full && t->arena_cap < t->max_stored) ||
+	    (index_full && t->stored.cap < t->max_entries)) {
+		t->need = c->len; /* not stored: wait to grow */
+		t->base.want = 1;
+		return;
+	}
+	if (arena_full || index_full) {
 		pp_pred_map_reset(&t->stored);
 		t->arena_used = 0;
 	}
@@ -117,6 +135,9 @@ static void store_cycle(struct tag_cycle *t, uint32_t site, const struct pp_cyc 
 	}
 	t->st_len[s] = c->len;
 	memcpy(t->arena + t->st_off[s], c->log, c->len * sizeof(*c->log));
+	if (pp_pred_filling(t->stored.n, t->stored.cap, t->max_entries) ||
+	    pp_pred_filling(t->arena_used, t->arena_cap, t->max_stored))
+		t->base.want = 1;
 }
 
 static void tc_observe(struct pp_pred *p, uint64_t id, uint32_t site)
@@ -124,6 +145,8 @@ static void tc_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	struct tag_cycle *t = (struct tag_cycle *)p;
 	int added;
 	int64_t s = pp_pred_map_get(&t->map, site, &added);
+	if (added || s < 0)
+		t->base.want |= pp_pred_filling(t->map.n, t->map.cap, t->max_sites);
 	if (s < 0)
 		return;
 	struct pp_cyc *c = &t->cyc[s];
@@ -150,6 +173,63 @@ static unsigned tc_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 	return pp_cyc_predict(&t->cyc[s], ids, k < 1 ? k : 1);
 }
 
+/* The sites' table twice as large: each site's engine keeps its log, which
+ * moves with the logs. */
+static int grow_sites(struct tag_cycle *t)
+{
+	uint32_t cap = pp_pred_next_cap(t->map.cap, t->max_sites);
+	struct pp_cyc *cyc = realloc(t->cyc, cap * sizeof(*cyc));
+	if (!cyc)
+		return -ENOMEM;
+	t->cyc = cyc;
+	uint64_t *logs = realloc(t->logs, (size_t)cap * t->max_cycle * sizeof(*logs));
+	if (!logs)
+		return -ENOMEM;
+	t->logs = logs;
+	for (uint32_t s = 0; s < t->map.n; s++)
+		t->cyc[s].log = logs + (size_t)s * t->max_cycle;
+	return pp_pred_map_grow(&t->map, cap);
+}
+
+static int grow_stored(struct tag_cycle *t)
+{
+	if (pp_pred_filling(t->stored.n, t->stored.cap, t->max_entries)) {
+		uint32_t cap = pp_pred_next_cap(t->stored.cap, t->max_entries);
+		uint32_t *off = realloc(t->st_off, cap * sizeof(*off));
+		if (off)
+			t->st_off = off;
+		uint32_t *len = off ? realloc(t->st_len, cap * sizeof(*len)) : NULL;
+		if (len)
+			t->st_len = len;
+		int rc = len ? pp_pred_map_grow(&t->stored, cap) : -ENOMEM;
+		if (rc < 0)
+			return rc;
+	}
+	uint32_t cap = t->arena_cap;
+	while (cap < t->max_stored && (t->arena_used + t->need > cap || t->arena_used >= cap / 2))
+		cap = pp_pred_next_cap(cap, t->max_stored);
+	if (cap > t->arena_cap) {
+		uint64_t *a = realloc(t->arena, cap * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		t->arena = a;
+		t->arena_cap = cap;
+	}
+	t->need = 0;
+	return 0;
+}
+
+static int tc_grow(struct pp_pred *p)
+{
+	struct tag_cycle *t = (struct tag_cycle *)p;
+	int rc = 0;
+	if (pp_pred_filling(t->map.n, t->map.cap, t->max_sites))
+		rc = grow_sites(t);
+	if (!rc && t->better)
+		rc = grow_stored(t);
+	return rc;
+}
+
 static size_t tc_mem(const struct pp_pred *p)
 {
 	const struct tag_cycle *t = (const struct tag_cycle *)p;
@@ -170,6 +250,7 @@ const struct pp_pred_ops pp_pred_tag_cycle_ops = {
     .predict = tc_predict,
     .destroy = tc_destroy,
     .mem = tc_mem,
+    .grow = tc_grow,
 };
 
 const struct pp_pred_ops pp_pred_tag_bettercycle_ops = {
@@ -179,4 +260,5 @@ const struct pp_pred_ops pp_pred_tag_bettercycle_ops = {
     .predict = tc_predict,
     .destroy = tc_destroy,
     .mem = tc_mem,
+    .grow = tc_grow,
 };

@@ -122,6 +122,7 @@ struct pp_rt_pred {
 	unsigned nahead;	       /* how many of them are valid */
 	struct pp_rt_pred_buf *bufs;   /* last buffer per id, PP_PRED_BUFS slots */
 	struct pp_stage *stage;	       /* staging memory, NULL when off */
+	int grow;		       /* its tables want to grow: at an idle pass */
 };
 
 #define PP_ZC_MIN  2048 /* smallest payload sent from the user's buffer */
@@ -318,6 +319,9 @@ int pp_ctx_wait(pp_req **req, pp_status *st);
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
 void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf);
+/* An idle progress pass while pred.grow: the predictor's tables grow (they
+ * never allocate on a receive's path). */
+void pp_rt_pred_grow(pp_ctx *ctx);
 void pp_rt_stage_hooks(pp_ctx *ctx, struct pp_proto_hooks *h);
 void pp_rt_pred_site(pp_ctx *ctx, unsigned site);
 void pp_rt_pred_stats(const pp_ctx *ctx, struct pp_stats *st);

@@ -141,6 +141,14 @@ void pp_rt_pred_stats(const pp_ctx *ctx, struct pp_stats *st)
 	st->stage_peak = ctx->pred.stage ? ctx->pred.stage->peak : 0;
 }
 
+void pp_rt_pred_grow(pp_ctx *ctx)
+{
+	ctx->pred.grow = 0;
+	int rc = pp_pred_grow(ctx->pred.model);
+	if (rc < 0) /* it asks again at its next receive */
+		pp_debug("predict: tables cannot grow: %s", strerror(-rc));
+}
+
 void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf)
 {
 	uint32_t site = ctx->pred.site;
@@ -153,6 +161,7 @@ void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf
 			ctx->pred.misses++;
 	}
 	pp_pred_observe(ctx->pred.model, id, site);
+	ctx->pred.grow = ctx->pred.model->want;
 	ctx->pred.site = PP_PRED_NO_SITE;
 	if (ctx->pred.bufs)
 		ctx->pred.bufs[id % PP_PRED_BUFS] = (struct pp_rt_pred_buf){id, (uintptr_t)buf};

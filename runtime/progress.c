@@ -296,6 +296,8 @@ static int progress_locked(pp_ctx *ctx, int spin)
 	n += completions(ctx);
 	if (n)
 		ctx->clock_skip = 0;
+	else if (pp_unlikely(ctx->pred.grow))
+		pp_rt_pred_grow(ctx);
 	ctx->in_pass = 0;
 	return (int)n;
 }

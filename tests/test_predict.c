@@ -364,6 +364,7 @@ static void test_hybrid_sleeps(void)
 		uint32_t site = pp_pred_site(&t.obs[i]);
 		pp_pred_predict(p, site, ids, 16);
 		pp_pred_observe(p, pp_pred_id(&t.obs[i], PP_PRED_KEY_ENVELOPE), site);
+		pp_pred_grow(p);
 	}
 	unsigned awake = pp_pred_hybrid_awake(p);
 	CU_ASSERT_EQUAL(awake, 1u); /* single-cycle, the first component */
@@ -377,6 +378,7 @@ static void test_hybrid_sleeps(void)
 			hits += n > 0 && ids[0] == id;
 		}
 		pp_pred_observe(p, id, 1);
+		pp_pred_grow(p);
 		changed |= pp_pred_hybrid_awake(p) != awake;
 	}
 	CU_ASSERT(changed); /* a survey ran */
@@ -444,6 +446,8 @@ static void test_api(void)
 /*
  * Full tables degrade, never fail: 1000 receives of 300 ids over 5 sites into
  * tiny tables, then a 3-cycle that every predictor but tag must still learn.
+ * The tables grow between receives (pp_pred_grow, as an idle pass does) up
+ * to their limits and no further: a second run as long grows nothing more.
  */
 static void test_capacity(void)
 {
@@ -458,14 +462,22 @@ static void test_capacity(void)
 		struct pp_pred *p;
 		uint64_t ids[16];
 		CU_ASSERT_EQUAL_FATAL(pp_pred_create(pp_pred_all[i]->name, &prm, &p), 0);
-		size_t mem = pp_pred_mem(p);
-		for (uint64_t x = 0; x < 1000; x++) {
-			pp_pred_predict(p, (uint32_t)(x % 5), ids, 16);
-			pp_pred_observe(p, x % 300, (uint32_t)(x % 5));
+		size_t mem = 0;
+		for (int run = 0; run < 2; run++) {
+			for (uint64_t x = 0; x < 1000; x++) {
+				pp_pred_predict(p, (uint32_t)(x % 5), ids, 16);
+				pp_pred_observe(p, x % 300, (uint32_t)(x % 5));
+				CU_ASSERT_EQUAL(pp_pred_grow(p), 0);
+			}
+			if (run)
+				CU_ASSERT_EQUAL(pp_pred_mem(p), mem); /* at the limits */
+			mem = pp_pred_mem(p);
 		}
 		/* and it still learns a 3-cycle afterwards */
-		for (uint64_t x = 0; x < 60; x++)
+		for (uint64_t x = 0; x < 60; x++) {
 			pp_pred_observe(p, 1000 + x % 3, 0);
+			pp_pred_grow(p);
+		}
 		unsigned n = pp_pred_predict(p, 0, ids, 1);
 		if (n != 1 || ids[0] != (strcmp(pp_pred_all[i]->name, "tag") ? 1000u : 1002u))
 			fprintf(stderr, "\n%s: %u predictions, first %llu\n", pp_pred_all[i]->name,
@@ -475,6 +487,59 @@ static void test_capacity(void)
 		CU_ASSERT_EQUAL(ids[0], strcmp(pp_pred_all[i]->name, "tag") ? 1000 : 1002);
 		CU_ASSERT_EQUAL(pp_pred_mem(p), mem); /* nothing grew */
 		pp_pred_destroy(p);
+	}
+}
+
+/*
+ * Tables start small and grow with the stream: 64 sites, each receiving its
+ * own 8-cycle, round after round (the whole stream a 512-cycle). Created,
+ * every predictor is small; fed with pp_pred_grow between receives, the
+ * tag-cycle predictors end up tracking every site and the graph every state
+ * (the last round predicted right at +1), in tables grown to about what the
+ * stream needs, not to their limits. Without pp_pred_grow nothing grows,
+ * the predictors say they want to (want), and the components predict little.
+ */
+static void test_growth(void)
+{
+	enum { SITES = 64, CYC = 8, ROUNDS = 12 };
+	static const char *const names[] = {"tag-cycle", "tag-bettercycle", "graph", "hybrid"};
+	for (size_t i = 0; i < PP_ARRAY_SIZE(names); i++) {
+		int hybrid = strcmp(names[i], "hybrid") == 0;
+		for (int grow = 0; grow < 2; grow++) {
+			struct pp_pred *p;
+			uint64_t ids[16];
+			CU_ASSERT_EQUAL_FATAL(pp_pred_create(names[i], NULL, &p), 0);
+			size_t first = pp_pred_mem(p);
+			CU_ASSERT(first < (hybrid ? 65536u : 8192u));
+			unsigned scored = 0, hits = 0;
+			for (unsigned r = 0; r < ROUNDS; r++) {
+				for (unsigned k = 0; k < CYC; k++) {
+					for (uint32_t s = 0; s < SITES; s++) {
+						uint64_t id = (uint64_t)s << 8 | k;
+						unsigned n = pp_pred_predict(p, s, ids, 1);
+						if (r == ROUNDS - 1) {
+							scored++;
+							hits += n == 1 && ids[0] == id;
+						}
+						pp_pred_observe(p, id, s);
+						if (grow)
+							CU_ASSERT_EQUAL(pp_pred_grow(p), 0);
+					}
+				}
+			}
+			size_t mem = pp_pred_mem(p);
+			if (grow) {
+				CU_ASSERT(mem > first);
+				CU_ASSERT_EQUAL(p->want, 0);
+				CU_ASSERT(hits >= scored - 1);
+			} else {
+				CU_ASSERT_EQUAL(mem, first);
+				CU_ASSERT_EQUAL(p->want, 1);
+				if (!hybrid) /* its single-cycle's table is whole */
+					CU_ASSERT(hits < scored / 2);
+			}
+			pp_pred_destroy(p);
+		}
 	}
 }
 
@@ -565,6 +630,7 @@ static CU_TestInfo tests[] = {
     {"hybrid: only who earns runs", test_hybrid_sleeps},
     {"api", test_api},
     {"full tables", test_capacity},
+    {"tables grow with the stream", test_growth},
     {"dpd in steady state finds a new period", test_dpd_steady},
     {"graph: a kept walk is a fresh one", test_graph_walk_kept},
     CU_TEST_INFO_NULL,
