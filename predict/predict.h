@@ -65,8 +65,8 @@ enum pp_pred_field {
 #define PP_PRED_KEY_ENVELOPE	 (PP_PRED_F_SRC | PP_PRED_F_TAG | PP_PRED_F_COMM)
 #define PP_PRED_KEY_BUF_SIZE_SRC (PP_PRED_F_BUF | PP_PRED_F_BYTES | PP_PRED_F_SRC)
 
-/* Capacities fixed at create. Zero fields take the defaults in brackets. */
-/* Limits: the tables start small and grow to these (pp_pred_grow). */
+/* Limits, fixed at create: the tables start small and grow up to them
+ * (pp_pred_grow). Zero fields take the defaults in brackets. */
 struct pp_pred_params {
 	unsigned max_ahead;	/* largest k passed to predict [16], <= PP_PRED_MAX_AHEAD */
 	unsigned max_cycle;	/* longest cycle single-cycle learns [1024], >= 12 */
