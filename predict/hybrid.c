@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Hybrid: runs the other predictors on the stream and, separately for each
+ * Hybrid: runs the other predictors on the stream (but tag-cycle:
+ * tag-bettercycle is the same engine and more, and with both the hybrid
+ * predicted no better, in a quarter more memory) and, separately for each
  * look-ahead +1..+K, answers with the one that has been right most often in
  * its last 64 predictions at that look-ahead (a look-ahead it did not fill
  * counts as wrong). Ties go to the earlier one in the component list. When the
@@ -37,8 +39,8 @@
 
 /* The components, most general first (ties go to the earlier one). */
 static const struct pp_pred_ops *const components[] = {
-    &pp_pred_single_cycle_ops,	  &pp_pred_dpd_ops,	  &pp_pred_graph_ops,
-    &pp_pred_tag_bettercycle_ops, &pp_pred_tag_cycle_ops, &pp_pred_tag_ops,
+    &pp_pred_single_cycle_ops,	  &pp_pred_dpd_ops, &pp_pred_graph_ops,
+    &pp_pred_tag_bettercycle_ops, &pp_pred_tag_ops,
 };
 #define NCOMP PP_ARRAY_SIZE(components)
 
