@@ -104,7 +104,7 @@ static void usage(FILE *f)
 	    "                        not root)\n"
 	    "      --udp-addr ADDR   with --dev-kind udp: every rank here, on this IPv4 address\n"
 	    "                        (default 127.0.0.1)\n"
-	    "      --frame eth|udp   with --dev-kind packet, af_packet or af_xdp: frames in\n"
+	    "      --frame eth|udp   with --dev-kind packet or af_packet: frames in\n"
 	    "                        Ethernet, or in UDP/IPv4 on the test bed's port\n"
 	    "                        addresses (packet:pp0,frame=udp,link=raw: runs of frames\n"
 	    "                        as one GSO message; DPDK's: a frame=udp word); default\n"
@@ -291,11 +291,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->udp = strcmp(o->dev_kind, "udp") == 0;
 	if (o->frame_udp < 0)
 		o->frame_udp = 0;
-	if (o->frame_udp && ((strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "af_packet") &&
-			      strcmp(o->dev_kind, "af_xdp")) ||
-			     o->daemon)) {
-		fprintf(stderr, "pprun: --frame udp is for --dev-kind packet, af_packet or af_xdp "
-				"(not --daemon)\n");
+	if (o->frame_udp &&
+	    ((strcmp(o->dev_kind, "packet") && strcmp(o->dev_kind, "af_packet")) || o->daemon)) {
+		/* af_xdp: its XDP program takes the kernel's ARP (driver/README.md) */
+		fprintf(stderr,
+			"pprun: --frame udp is for --dev-kind packet or af_packet (not "
+			"af_xdp, whose XDP program takes the kernel's ARP; not --daemon)\n");
 		exit(2);
 	}
 	o->udp_tb = (o->udp && geteuid() == 0 && !o->udp_addr_set) || o->frame_udp;

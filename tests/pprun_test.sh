@@ -29,6 +29,11 @@ grep -q "m=push-all b=16" "$out" || { cat "$out"; fail "PP_MODE or PP_BTP1"; }
 
 "$pprun" -n 2 --dev-kind af_packet --testbed "$tb" -- sh -c 'echo "$PP_DEV"' |
   grep -qx '\[1\] --vdev=net_af_packet0,iface=pp0' || fail "af_packet device string"
+# --frame udp is refused on af_xdp, saying why (driver/README.md).
+rc=0
+"$pprun" -n 2 --dev-kind af_xdp --frame udp --testbed "$tb" -- true 2>"$out" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "not af_xdp, whose XDP program takes the kernel's ARP" "$out" ||
+  { cat "$out"; fail "--frame udp with af_xdp: status $rc"; }
 # udp as root: the test bed's nodes, one rank each on pp0's address
 # (testbed.sh addr), given for the job only, and every rank's in a peer file
 # pprun removes at the end.

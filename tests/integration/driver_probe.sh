@@ -70,4 +70,23 @@ if command -v tshark >/dev/null; then
 else
   echo "capture: tshark missing, not checked"
 fi
+if [ "$backend" = af_xdp ]; then
+  # frame=udp is refused on af_xdp (its XDP program takes the kernel's ARP),
+  # saying why, and the port is left as it was: a probe over it still runs.
+  if ip netns exec "$ns_s" "$probe" --dev "$dev_s frame=udp" --peer "$peer" --count 1 \
+    >"$tmp/udp.out" 2>&1; then
+    echo "FAIL: af_xdp took frame=udp"; exit 1
+  fi
+  grep -q "frame=udp does not work on net_af_xdp" "$tmp/udp.out" ||
+    { cat "$tmp/udp.out"; echo "FAIL: af_xdp's frame=udp refusal does not say why"; exit 1; }
+  ip netns exec "$ns_l" taskset -c 1 "$probe" --dev "$dev_l" --listen --count 10 \
+    --wait-ms 30000 --timeout-ms 10000 >"$tmp/listen2.out" 2>&1 &
+  lpid=$!
+  for _ in $(seq 100); do grep -q '^listening' "$tmp/listen2.out" && break; sleep 0.1; done
+  ip netns exec "$ns_s" taskset -c 0 "$probe" --dev "$dev_s" --peer "$peer" --count 10 \
+    >"$tmp/send2.out" 2>&1 || { cat "$tmp/send2.out"; echo "FAIL: af_xdp after the refusal"; exit 1; }
+  wait "$lpid" || { cat "$tmp/listen2.out"; echo "FAIL: listener after the refusal"; exit 1; }
+  lpid=
+  echo "frame=udp on af_xdp: refused, and the port runs after"
+fi
 echo "PASS: $backend"
