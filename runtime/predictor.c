@@ -147,6 +147,8 @@ void pp_rt_pred_grow(pp_ctx *ctx)
 	int rc = pp_pred_grow(ctx->pred.model);
 	if (rc < 0) /* it asks again at its next receive */
 		pp_debug("predict: tables cannot grow: %s", strerror(-rc));
+	else
+		pp_debug("predict: tables grew to %zu bytes", pp_pred_mem(ctx->pred.model));
 }
 
 void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf)

@@ -40,6 +40,14 @@ run "predict=hybrid, 2 ranks, staging budget 512 KiB, remap from 64 KiB" 6 -n 2 
   "$rtc" -c btp1=80,btp2=680,predict=hybrid,stage_bytes=524288,stage_remap=65536 predict
 run "predict=hybrid, 2 ranks, staging budget 4 MiB, no remap (the default)" 6 -n 2 --nodes 2 -- \
   "$rtc" -c btp1=80,btp2=680,predict=hybrid predict
+# The predictor's tables start small and grow at idle progress passes, never
+# on a receive's path (predict/README.md): at log=debug each rank says so.
+run "predict=hybrid, 2 ranks, tables grown at idle passes" 6 -n 2 --nodes 2 -- \
+  "$rtc" -c btp1=80,btp2=680,predict=hybrid,log=debug predict
+for r in 0 1; do
+  grep -q "^\[$r\] pp: debug: predict: tables grew to [0-9]* bytes" "$log" ||
+    fail "rank $r: the predictor's tables did not grow"
+done
 # A full pushed buffer (credits off, 16 KiB): with the predictor the messages
 # expected furthest give their bytes up and no frame is refused; without it
 # (the control) frames are refused and sent again. Every byte checked. Only a
