@@ -6,7 +6,7 @@
  * a tie). The next id is the most counted successor of the current state (the
  * most recent on a tie); k steps ahead are predicted by walking: append the
  * predicted id, move to the state it leads to, repeat. The states' table
- * starts small and asks to grow (pp_pred_grow) once half full; should it
+ * starts small and asks to grow (pp_pred_grow) with one entry left; should it
  * fill below max_states before it grew, a new state waits (no current
  * state, so no prediction); full at max_states, the graph is cleared and
  * learnt again.

@@ -28,11 +28,12 @@ static inline uint32_t pp_pred_next_cap(uint32_t cur, uint32_t max)
 {
 	return cur > max / 2 ? max : 2 * cur;
 }
-/* A table of cap entries (limit max) holding n asks to grow once half full,
- * so that one grown between receives never turns an entry away. */
+/* A table of cap entries (limit max) holding n asks to grow when one entry
+ * is left: a receive adds at most one, so a table grown between receives
+ * never turns an entry away. */
 static inline int pp_pred_filling(uint32_t n, uint32_t cap, uint32_t max)
 {
-	return cap < max && n >= cap / 2;
+	return cap < max && n + 1 >= cap;
 }
 
 /* The period the DPD predictor p currently detects, 0 for none (tests). */

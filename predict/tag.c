@@ -3,7 +3,7 @@
  * Tag (the paper's Tagging predictor): each call site (the pre-receive tag)
  * predicts the id it received last time. Predicts +1 only: the site of the
  * receive after next is not known yet. The sites' table starts small and
- * asks to grow (pp_pred_grow) once half full; a site it has no room for yet,
+ * asks to grow (pp_pred_grow) with one entry left; a site it has no room for yet,
  * or beyond max_sites, is not tracked (no prediction for it).
  */
 #include <errno.h>

@@ -12,7 +12,8 @@
  * over.
  *
  * The sites' table, the arena and its index start small and ask to grow
- * (pp_pred_grow) once half full; should one fill before it grew, a site with
+ * (pp_pred_grow) with one entry left (the arena: one longest cycle); should
+ * one fill before it grew, a site with
  * no room is not tracked and a cycle with no room is not stored. Sites
  * beyond max_sites are never tracked.
  */
@@ -108,6 +109,13 @@ static uint64_t stored_key(uint32_t site, uint64_t head)
 	return pp_pred_mix(head ^ pp_pred_mix(0x5c0ffee5ull + site));
 }
 
+/* An arena of cap ids (below its limit) without room for one more cycle of
+ * the longest kind after what it holds and what was turned away. */
+static int arena_short(const struct tag_cycle *t, uint32_t cap)
+{
+	return cap < t->max_stored && t->arena_used + t->need + t->max_cycle > cap;
+}
+
 /* Remember the cycle just formed at site (its head is c->log[0]). */
 static void store_cycle(struct tag_cycle *t, uint32_t site, const struct pp_cyc *c)
 {
@@ -136,7 +144,7 @@ static void store_cycle(struct tag_cycle *t, uint32_t site, const struct pp_cyc 
 	t->st_len[s] = c->len;
 	memcpy(t->arena + t->st_off[s], c->log, c->len * sizeof(*c->log));
 	if (pp_pred_filling(t->stored.n, t->stored.cap, t->max_entries) ||
-	    pp_pred_filling(t->arena_used, t->arena_cap, t->max_stored))
+	    arena_short(t, t->arena_cap))
 		t->base.want = 1;
 }
 
@@ -206,7 +214,7 @@ static int grow_stored(struct tag_cycle *t)
 			return rc;
 	}
 	uint32_t cap = t->arena_cap;
-	while (cap < t->max_stored && (t->arena_used + t->need > cap || t->arena_used >= cap / 2))
+	while (arena_short(t, cap))
 		cap = pp_pred_next_cap(cap, t->max_stored);
 	if (cap > t->arena_cap) {
 		uint64_t *a = realloc(t->arena, cap * sizeof(*a));
