@@ -93,7 +93,7 @@ struct pp_pred_ops {
 	void (*destroy)(struct pp_pred *p);
 	/* Bytes allocated by the predictor. */
 	size_t (*mem)(const struct pp_pred *p);
-	/* Enlarge what observe found full (want set), within the max_
+	/* Enlarge the tables observe found short (want set), within the max_
 	 * parameters; 0 or -ENOMEM (the tables stay as they were). NULL when
 	 * the tables never grow. */
 	int (*grow)(struct pp_pred *p);
@@ -103,7 +103,7 @@ struct pp_pred_ops {
 struct pp_pred {
 	const struct pp_pred_ops *ops; /* the algorithm */
 	unsigned max_ahead;	       /* k is clamped to this in pp_pred_predict */
-	int want;		       /* a table is full below its max_: call pp_pred_grow */
+	int want;		       /* a table below its max_ is short: call pp_pred_grow */
 };
 
 /* All predictors, in the order pp_predict lists them; NULL-terminated. */
@@ -148,10 +148,11 @@ static inline size_t pp_pred_mem(const struct pp_pred *p)
 
 /*
  * Tables start small and grow as the stream needs, up to the max_
- * parameters. observe never allocates: a table it finds full sets want, and
- * the entry it could not make waits (a site or state not tracked, a cycle
- * not stored) until the caller, off the receive path (an idle progress pass,
- * a replay between receives), calls this. 0 when nothing was wanted or the
+ * parameters. observe never allocates: a table left with one free entry
+ * sets want, and the caller, off the receive path (an idle progress pass, a
+ * replay between receives), calls this; should a table fill before, the
+ * entry it could not make waits (a site or state not tracked, a cycle not
+ * stored). 0 when nothing was wanted or the
  * tables grew; -ENOMEM leaves them as they were, and want set.
  */
 static inline int pp_pred_grow(struct pp_pred *p)
