@@ -131,6 +131,14 @@ n=$(ask)
 grep -qi "$("$tb" mac 1 1)" <<<"$n" && fail "pptn0 learnt pptn1/pp1's MAC for $a1: $n"
 grep -qi "lladdr" <<<"$n" && fail "pptn1/pp0 down, yet $a1 was answered: $n"
 ip -n pptn1 link set pp0 up
+# A carrier change takes effect through the kernel's link watch, up to a
+# second later (the device's queue, its operstate, the bridge port's state):
+# until then pp0's answer may be dropped. Wait for both ends to be up.
+for _ in $(seq 50); do
+  ip -n pptn1 -o link show pp0 | grep -q "state UP" &&
+    bridge -o link show dev pptn1p0 | grep -q "state forwarding" && break
+  sleep 0.1
+done
 ip -n pptn0 neigh flush all
 n=$(ask)
 grep -qi "$("$tb" mac 1 0)" <<<"$n" || fail "pptn0 did not learn pptn1/pp0's MAC for $a1: $n"
