@@ -144,7 +144,7 @@ static int time_pred(const char *name, const struct pp_pred_params *prm, const u
 			if (k)
 				sink += out[0];
 			pp_pred_observe(p, ids[i], sites[i]);
-			pp_pred_grow(p); /* timed too: a flag unless a table is full */
+			pp_pred_grow(p); /* timed too: a flag unless a table is short */
 		}
 		double t = now_ns() - t0;
 		total += t;

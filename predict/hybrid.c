@@ -2,7 +2,7 @@
 /*
  * Hybrid: runs the other predictors on the stream (but tag-cycle:
  * tag-bettercycle is the same engine and more, and with both the hybrid
- * predicted no better, in a quarter more memory) and, separately for each
+ * predicted no better, in 17 KiB more; predict/README.md) and, separately for each
  * look-ahead +1..+K, answers with the one that has been right most often in
  * its last 64 predictions at that look-ahead (a look-ahead it did not fill
  * counts as wrong). Ties go to the earlier one in the component list. When the
