@@ -56,7 +56,8 @@ void pp_proto_conf_job(struct pp_proto_conf *c)
 	 * cores the host placed apart, tests/bench/core_rtt.c) 32 KiB took 16.7
 	 * us through the ring and 5.7 by a direct copy. One way, with lite
 	 * records and ring marks: 12 KiB 2.2 us through the ring, 1.75 by the
-	 * receiver's copy call; 16 KiB 2.55 against 1.82 (ob1+vader 1.69). */
+	 * receiver's copy call; 16 KiB 2.55 against 1.82 (ob1+vader 1.69).
+	 * A job raises it where a copy call is dear (shm_copy_min=auto). */
 	c->local_whole = 8u << 10;
 	/* From 1 MiB a node-mate's message streams through the ring again:
 	 * the sender copies a cell in while the receiver copies the last one

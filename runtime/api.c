@@ -50,6 +50,8 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->pushbuf_bytes = c->pushbuf_bytes;
 	pc->credits = c->credits;
 	pc->local_stream = c->shm_stream;
+	if (c->shm == PP_SHM_ON)
+		pc->local_whole = pc->write_min = pp_shm_link_copy_min(c, pc->local_whole);
 	/* A peer is lost after timeout_ms of silence, not after a fixed number
 	 * of tries: back-off reaches rto_max quickly, then it keeps trying. */
 	pc->rto_tries = (uint32_t)((uint64_t)c->timeout_ms * 1000000u / pc->rto_max_ns) + 8;

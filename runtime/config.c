@@ -303,6 +303,17 @@ static int set_shm_stream(struct pp_config *c, const char *v)
 	return parse_bytes(v, &c->shm_stream);
 }
 
+/* auto (0: measured at pp_init, pp_shm_copy_min) or a byte count. */
+static int set_shm_copy_min(struct pp_config *c, const char *v)
+{
+	if (strcmp(v, "auto") == 0) {
+		c->shm_copy_min = 0;
+		return 0;
+	}
+	int rc = parse_bytes(v, &c->shm_copy_min);
+	return rc ? rc : c->shm_copy_min ? 0 : -EINVAL;
+}
+
 /* A byte count that fits 32 bits. */
 static int set_bytes32(uint32_t *dst, const char *v)
 {
@@ -447,6 +458,11 @@ static const struct key {
       "node-mates' messages from this size stream through the rings, both cores copying "
       "(0: never; shorter ones past 8k are copied by their receiver)"},
      set_shm_stream,
+     false},
+    {{"shm_copy_min", "auto or " BYTES, "auto",
+      "node-mates' messages from this size move by one copy call, shorter ones through the "
+      "rings (auto: from what a copy call costs on this machine, 8k at least)"},
+     set_shm_copy_min,
      false},
     {{"stage_bytes", BYTES, "4m", "prediction staging memory (0: no staging)"},
      set_stage_bytes,

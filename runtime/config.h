@@ -73,6 +73,8 @@ struct pp_config {
 	uint64_t shm_heap;	    /* pp_malloc bytes per rank in the segment (0: none) */
 	uint64_t shm_stream;	    /* node-mates' messages from this size stream through the
 				     * rings (0: never; longer ones are copied by the receiver) */
+	uint64_t shm_copy_min;	    /* shm=on: node-mates' messages from this size move by one
+				     * copy call, shorter ones through the rings (0: auto) */
 	bool shm_write;		    /* shm=on: a sender writes into a receive posted early */
 	bool udp_fallback;	    /* a raw port refused for want of privilege: udp: instead */
 	enum pp_stats_out stats;    /* counters on stderr at pp_finalize */

@@ -355,6 +355,14 @@ int pp_shm_link_drained(pp_ctx *ctx);
  * -ENOENT when p is not from there. */
 void *pp_shm_link_malloc(pp_ctx *ctx, size_t len);
 int pp_shm_link_free(pp_ctx *ctx, void *p);
+/* shm_copy_min: node-mates' messages up to this go whole through the rings
+ * (the engine's local_whole), and an early receiver's from this size are
+ * written by their sender (write_min); longer ones are copied by their
+ * receiver in one call. pp_shm_copy_min is auto's rule for a call costing
+ * call_ns, from floor up; pp_shm_link_copy_min the job's figure (auto
+ * measures a call, pp_shm_cma_call_ns; floor when the kernel refuses). */
+uint64_t pp_shm_copy_min(uint64_t call_ns, uint64_t floor);
+uint64_t pp_shm_link_copy_min(const struct pp_config *c, uint64_t floor);
 /* PP_PROTO_SEND_SHARED when a send of len bytes from buf is long enough to
  * stream (shm_stream) and lies in the node segment, else 0. */
 unsigned pp_shm_link_send_flags(const pp_ctx *ctx, const void *buf, uint64_t len);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "ctx.h"
 #include "cu_main.h"
 #include "engine.h"
 #include "pp_log.h"
@@ -47,6 +48,7 @@ static void test_defaults(void)
 	CU_ASSERT_FALSE(c.zerocopy);
 	CU_ASSERT_EQUAL(c.shm_heap, 64u << 20);
 	CU_ASSERT_EQUAL(c.shm_stream, 1u << 20);
+	CU_ASSERT_EQUAL(c.shm_copy_min, 0); /* auto */
 	CU_ASSERT_EQUAL(c.stage_bytes, 4u << 20);
 	CU_ASSERT_EQUAL(c.stage_remap, 0);
 	CU_ASSERT_EQUAL(c.pushbuf_bytes, 1u << 20);
@@ -69,6 +71,39 @@ static void test_engine_defaults(void)
 	CU_ASSERT_EQUAL(c.credits, e.credits != 0);
 	CU_ASSERT_EQUAL((int)c.mode, (int)e.mode);
 	CU_ASSERT_EQUAL(c.shm_stream, e.local_stream);
+	/* shm_copy_min sets both, which the engine keeps equal */
+	CU_ASSERT_EQUAL(e.local_whole, e.write_min);
+}
+
+/* shm_copy_min: auto or bytes; auto's rule, and a set figure kept as given
+ * (no copy call measured for it). */
+static void test_shm_copy_min(void)
+{
+	struct pp_config c;
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_copy_min=64k"), 0);
+	CU_ASSERT_EQUAL(c.shm_copy_min, 64u << 10);
+	CU_ASSERT_EQUAL(pp_shm_link_copy_min(&c, 8192), 64u << 10);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_copy_min=3000"), 0);
+	CU_ASSERT_EQUAL(pp_shm_link_copy_min(&c, 8192), 3000);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_copy_min=auto"), 0);
+	CU_ASSERT_EQUAL(c.shm_copy_min, 0);
+	uint64_t a = pp_shm_link_copy_min(&c, 8192); /* measured here */
+	CU_ASSERT(a >= 8192 && a <= (512u << 10) && (a & (a - 1)) == 0);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_copy_min=0"), -EINVAL);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_copy_min=Auto"), -EINVAL);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_copy_min="), -EINVAL);
+	/* 40 bytes a ns of a call's cost, a power of two from the floor up,
+	 * 512 KiB at most */
+	CU_ASSERT_EQUAL(pp_shm_copy_min(0, 8192), 8192);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(200, 8192), 8192);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(410, 8192), 16384);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(1600, 8192), 32768);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(1700, 8192), 65536);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(3200, 8192), 65536);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(3300, 8192), 131072);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(1000000, 8192), 512u << 10);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(1700, 65536), 65536);
+	CU_ASSERT_EQUAL(pp_shm_copy_min(0, 1u << 20), 1u << 20);
 }
 
 static void test_string(void)
@@ -302,6 +337,7 @@ static CU_TestInfo tests[] = {
     {"booleans", test_booleans},
     {"numbers", test_numbers},
     {"key table", test_key_table},
+    {"shm_copy_min", test_shm_copy_min},
     CU_TEST_INFO_NULL,
 };
 

@@ -142,12 +142,16 @@ struct pp_stats {
  * shm_stream (bytes, with shm=on: a message to a rank of the same node from
  * this size on streams through the segment's rings, both processes
  * copying, instead of one copy by the receiver; 0 for never; default 1m),
+ * shm_copy_min (auto or bytes, with shm=on: a message to a rank of the same
+ * node up to this size goes whole through the segment's rings, a longer one
+ * is copied by one system call; auto: from what such a call costs on this
+ * machine, measured at pp_init, 8k at least; default auto),
  * stats (off|text|json: every counter of pp_stats on stderr at pp_finalize,
  * as "name value" lines or one JSON document; default off).
  * Boolean keys (credits, zerocopy, shm_write) take on|off, yes|no,
  * true|false or 1|0 in any case; numbers are decimal or 0x hexadecimal;
- * byte counts (shm_heap, shm_stream, stage_bytes, stage_remap, pushbuf_bytes)
- * take k/m/g.
+ * byte counts (shm_heap, shm_stream, shm_copy_min, stage_bytes, stage_remap,
+ * pushbuf_bytes) take k/m/g.
  * Returns only when every rank of the job is known.
  * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
  * is named on stderr), -ENOMEM, -ENODEV (the port cannot be opened),

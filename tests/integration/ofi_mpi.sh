@@ -72,6 +72,7 @@ fi
 [ -z "\$OFI_MPI_SHM" ] || export PP_SHM=\$OFI_MPI_SHM
 [ -z "\$OFI_MPI_LOG" ] || export PP_LOG=\$OFI_MPI_LOG
 [ -z "\$OFI_MPI_SHM_WRITE" ] || export PP_SHM_WRITE=\$OFI_MPI_SHM_WRITE
+[ -z "\$OFI_MPI_COPY_MIN" ] || export PP_SHM_COPY_MIN=\$OFI_MPI_COPY_MIN
 exec "\$RANK_PROGRAM"
 EOF
 chmod +x "$tmp/rank.sh"
@@ -104,11 +105,11 @@ mpi_job() {
   (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RANK_PROGRAM="$prog" \
     OFI_MPI_FAULT=${fault:-} OFI_MPI_DAEMON=${daemon:-} PP_TOKEN=${token:-} OFI_MPI_JOB=${pp_job:-} \
-    OFI_MPI_SHM=${shm:-} OFI_MPI_LOG=${log:-} OFI_MPI_SHM_WRITE=${shm_write:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
+    OFI_MPI_SHM=${shm:-} OFI_MPI_LOG=${log:-} OFI_MPI_SHM_WRITE=${shm_write:-} OFI_MPI_COPY_MIN=${copy_min:-} timeout -k 5 240 ip netns exec ppn0 mpirun -np "${np:-2}" --host "$hosts" --bind-to none \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
     --mca mtl_base_verbose 100 -x FI_PROVIDER_PATH="$ofi" -x OFI_MPI_CAPTURE="$tmp/$name" \
     -x RANK_PROGRAM -x OFI_MPI_FAULT -x OFI_MPI_DAEMON -x OFI_MPI_JOB -x PP_TOKEN -x OFI_MPI_SHM \
-    -x OFI_MPI_LOG -x OFI_MPI_SHM_WRITE "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
+    -x OFI_MPI_LOG -x OFI_MPI_SHM_WRITE -x OFI_MPI_COPY_MIN "$@" "$tmp/rank.sh") >"$out" 2>&1 || rc=$?
   [ $rc -eq 0 ] || { cat "$out"; fail "$name: mpirun exited $rc"; }
   grep -Eq 'provider: pp$' "$out" || { cat "$out"; fail "$name: Open MPI's mtl did not name provider pp"; }
   # The provider's engine takes its peers from the MPI, never from PMIx.
@@ -149,15 +150,17 @@ writes() {
   sed -n 's/.*shm: sender writes: \([0-9]*\) messages.*/\1/p' "$tmp/$1.log" | awk '{ s += $1 } END { print s + 0 }'
 }
 # Sender writes are on, as in native jobs: MPI's 64-bit tags and ignore
-# masks are published and matched by the sender (pp_tag.h).
-max_bytes=$((1 << 20)) min_bytes=-1 log=info mpi_run one-node "$ip0:2"
+# masks are published and matched by the sender (pp_tag.h). Writes are made
+# from shm_copy_min, which auto sets by what a copy call costs here: 8k
+# keeps the sizes this test writes the same on every machine.
+max_bytes=$((1 << 20)) min_bytes=-1 log=info copy_min=8k mpi_run one-node "$ip0:2"
 shm_ranks one-node 2
 w=$(writes one-node)
 [ "$w" -gt 0 ] || { cat "$tmp/one-node.log"; fail "one-node: no message written by its sender"; }
 echo "ok: one-node: $w messages written into receives by their senders"
 shm=off mpi_run one-node-port "$ip0:2"
 # Turned off, they are not made.
-max_bytes=$((1 << 20)) min_bytes=-1 log=info shm_write=off mpi_run one-node-nowrites "$ip0:2"
+max_bytes=$((1 << 20)) min_bytes=-1 log=info copy_min=8k shm_write=off mpi_run one-node-nowrites "$ip0:2"
 w=$(writes one-node-nowrites)
 [ "$w" -eq 0 ] || { cat "$tmp/one-node-nowrites.log"; fail "one-node-nowrites: $w messages written with shm_write=off"; }
 # An unprivileged job: mpirun and its ranks as nobody, both on packet:pp0,

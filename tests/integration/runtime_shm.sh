@@ -60,6 +60,21 @@ run "2 ranks, pp_malloc buffers (memcpy in the segment)" 4 -n 2 --nodes 1 -- \
   "$rtc" -c shm_heap=80m --pp-malloc --max-size 33554432 --offset 1 --expect-copy direct sizes
 grep -q 'two copies' "$log" && fail "single copy expected"
 
+# shm_copy_min: up to it a message goes whole through the rings (every
+# byte in frames, those from 1 MiB streamed), past it the receiver copies
+# it; auto says what it chose.
+run "2 ranks, 0 B .. 4 MiB, shm_copy_min=512k: through the rings" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_copy_min=512k --max-size 4194304 --offset 2 --expect-copy frames sizes
+run "2 ranks, 0 B .. 4 MiB, shm_copy_min=8k, stream off: copied" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_copy_min=8k,shm_stream=0 --max-size 4194304 --offset 2 --expect-copy direct sizes
+n=$(grep -c 'a copy call costs [0-9]* ns: node-mates. messages up to [0-9]* B go through the rings' "$log")
+[ "$n" -eq 0 ] || { cat "$log"; fail "shm_copy_min set, yet $n ranks measured a copy call"; }
+run "2 ranks, shm_copy_min=auto, bytes checked" 2 -n 2 --nodes 1 -- \
+  "$rtc" --max-size 4194304 --offset 6 sizes
+n=$(grep -c 'a copy call costs [0-9]* ns: node-mates. messages up to [0-9]* B go through the rings' "$log")
+[ "$n" -eq 2 ] || { cat "$log"; fail "shm_copy_min=auto: $n of 2 ranks said what a copy call costs"; }
+echo "ok: auto: $(grep -o 'a copy call costs.*rings' "$log" | head -1)"
+
 run "two-copy fallback forced, sizes in frames" 4 -n 2 --nodes 1 -- \
   "$rtc" -c shm=twocopy --offset 4093 --expect-copy frames sizes
 grep -q 'two copies' "$log" || fail "shm=twocopy: no notice of the two-copy path"
@@ -100,11 +115,12 @@ ppp=$(dirname "$pprun")/pp_pingpong
 # writes_of LOG: the messages each rank wrote into its peer's receive.
 writes_of() { sed -n 's/.*shm: sender writes: \([0-9]*\) messages.*/\1/p' "$log"; }
 # A sender writes a message the ring would carry whole (8 KiB, write_min to
-# local_whole); a longer one is copied by its receiver whatever shm_write
-# says (write_rest off in a job's engine).
+# local_whole, both shm_copy_min: set, for auto may take more on a machine
+# whose copy calls are dear); a longer one is copied by its receiver
+# whatever shm_write says (write_rest off in a job's engine).
 for sw in on off big; do
-  size=8192 cfg=shm_write=$sw
-  [ $sw = big ] && size=524288 cfg=shm_write=on
+  size=8192 cfg=shm_copy_min=8k,shm_write=$sw
+  [ $sw = big ] && size=524288 cfg=shm_copy_min=8k,shm_write=on
   "$pprun" --dev-kind "$kind" --timeout 60 -n 2 --nodes 1 -- "$ppp" --test early \
     --sizes $size --iters 20 --warmup 2 --check --config "$cfg" >"$log" 2>&1 ||
     { cat "$log"; fail "pp_pingpong early $size B, $cfg"; }
