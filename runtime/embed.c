@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "pp_compiler.h"
 #include "pp_hash.h"
@@ -112,6 +113,24 @@ void pp_embed_cleanup(void)
 	pthread_mutex_unlock(&made_lock);
 }
 
+/* Passes in a row that found nothing to do before the core is offered to
+ * whoever else may run on it. An MPI polls its completion queue without end
+ * and, by default, binds each rank of a node to a core of its own; ranks it
+ * takes for the only ones of their nodes (network namespaces, containers)
+ * all get core 0. Two busy-polling ranks on one core then pass it back and
+ * forth only at the end of each time slice (4 ms here): measured with Open
+ * MPI's default binding, 64 KiB one way took 4 000 us and 1 MiB 20 000. A
+ * yield lets the peer that has something to do run now. Alone on its core
+ * it returns at once, but it is a system call, which costs 1 us where page
+ * tables are isolated in a virtual machine. So a yield that gave the core to
+ * no one (the thread's context switches did not move) doubles the idle
+ * passes to the next, up to EMBED_IDLE_YIELD_MAX; one that gave it away
+ * starts again at EMBED_IDLE_YIELD, as a rank sharing its core needs. (Timed
+ * instead, ranks sharing a core handed it over quickly enough to look
+ * alone: 8 B one way took 31-46 us, not 9.) */
+#define EMBED_IDLE_YIELD     32
+#define EMBED_IDLE_YIELD_MAX 8192
+
 int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 {
 	if (!out || !c || !c->cpl)
@@ -122,6 +141,7 @@ int pp_embed_open(struct pp_embed **out, const struct pp_embed_conf *c)
 	if (!m || !cfg)
 		goto fail;
 	m->conf = *c;
+	m->yield_every = EMBED_IDLE_YIELD;
 	sim_link(cfg);
 	/* One rank more than the job: the twin's, for sends to ourselves. */
 	rc = pp_ctx_open(&m->ctx, cfg, 1, 0);
@@ -349,17 +369,6 @@ int pp_embed_probe(struct pp_embed *m, int src, uint64_t tag, uint64_t ignore,
 	return found;
 }
 
-/* Passes in a row that found nothing to do before the core is offered to
- * whoever else may run on it. An MPI polls its completion queue without end
- * and, by default, binds each rank of a node to a core of its own; ranks it
- * takes for the only ones of their nodes (network namespaces, containers)
- * all get core 0. Two busy-polling ranks on one core then pass it back and
- * forth only at the end of each time slice (4 ms here): measured with Open
- * MPI's default binding, 64 KiB one way took 4 000 us and 1 MiB 20 000. A
- * yield lets the peer that has something to do run now; alone on its core
- * it returns at once (a system call every 32 idle passes, a few us apart). */
-#define EMBED_IDLE_YIELD 32
-
 void pp_embed_wait(struct pp_embed *m, int *fd, uint64_t *expiry)
 {
 	/* Node-mates' frames come through rings, which wake nobody. */
@@ -381,9 +390,17 @@ int pp_embed_progress(struct pp_embed *m)
 	n += m->idle ? pp_ctx_spin(m->ctx) : pp_ctx_progress(m->ctx);
 	if (n) {
 		m->idle = 0;
-	} else if (++m->idle >= EMBED_IDLE_YIELD) {
+	} else if (++m->idle >= m->yield_every) {
 		m->idle = 0;
 		sched_yield();
+		struct rusage ru;
+		uint64_t sw =
+		    getrusage(RUSAGE_THREAD, &ru) ? 0 : (uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw);
+		int alone = sw && sw == m->switches;
+		m->switches = sw;
+		m->yield_every = !alone					 ? EMBED_IDLE_YIELD
+				 : m->yield_every < EMBED_IDLE_YIELD_MAX ? 2 * m->yield_every
+									 : EMBED_IDLE_YIELD_MAX;
 	}
 	return n;
 }

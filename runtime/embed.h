@@ -62,6 +62,8 @@ struct pp_embed {
 	int self_busy;		   /* frames may be owed between the two engines */
 	uint32_t sends;		   /* sends posted and not completed */
 	uint32_t idle;		   /* progress passes in a row that did nothing */
+	uint32_t yield_every;	   /* ... after which the core is offered (embed.c) */
+	uint64_t switches;	   /* the thread's context switches at the last offer */
 	uint64_t node;		   /* this node's key (pp_embed_addr) */
 	int local_size;		   /* ranks on this node as the launcher says, -1: unknown */
 	int shm_tried;		   /* the node segment's set-up ran */
