@@ -206,15 +206,6 @@ up() {
         ip -n "$ns" link set dev "pp$j" "$mode" off
         say "repaired $ns/pp$j (detached XDP program $name, id $id, left with no process in $ns)"
       fi
-      # A test killed by a signal skips its EXIT trap and leaves the IPv4
-      # addresses it gave the port (fabtests.sh, ofi_mpi.sh); with nobody in
-      # the node, nobody uses them, and the next job would find them.
-      local stray
-      stray=$(ip -n "$ns" -4 -o addr show dev "pp$j" 2>/dev/null | awk '{ print $4 }' | tr '\n' ' ')
-      if [ -n "$stray" ] && [ -z "$(ip netns pids "$ns")" ]; then
-        ip -n "$ns" -4 addr flush dev "pp$j"
-        say "repaired $ns/pp$j (removed addresses ${stray% } left with no process in $ns)"
-      fi
       sysctl -qw "net.ipv6.conf.$host.disable_ipv6=1" || true
       ip -n "$ns" link set "pp$j" address "$(mac "$i" "$j")" mtu "$MTU" up
       ip -n "$ns" addr del "$(addr "$i" "$j")/16" dev "pp$j" 2>/dev/null || true # ipv4 off
