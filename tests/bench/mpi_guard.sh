@@ -91,6 +91,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+# A signal too (meson's timeout, Ctrl-C): without it the EXIT trap does not
+# run and the addresses given to the test bed's ports stay for the next job.
+trap 'exit 130' INT TERM
 mpicc -std=c11 -D_GNU_SOURCE -O2 -Wall -I"$root/apps/perf" -o "$tmp/mpi_pingpong" \
   "$here/mpi_pingpong.c" "$root/apps/perf/sizes.c" "$root/apps/perf/sample_stats.c" || fail "mpicc"
 TESTBED_MTU=9000 "$root/tests/testbed.sh" up 2 2 >/dev/null || fail "testbed.sh up 2 2"

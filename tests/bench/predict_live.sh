@@ -61,6 +61,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+# A signal too (meson's timeout, Ctrl-C): without it the EXIT trap does not
+# run and the addresses given to the test bed's ports stay for the next job.
+trap 'exit 130' INT TERM
 TESTBED_MTU=9000 "$root/tests/testbed.sh" up 2 >/dev/null || die "testbed.sh up 2 failed"
 ip -n ppn0 addr add "$ip0/$plen" dev pp0 || die "cannot add $ip0 to ppn0 pp0 (another run?)"
 ip -n ppn1 addr add "$ip1/$plen" dev pp0 || die "cannot add $ip1 to ppn1 pp0 (another run?)"

@@ -51,6 +51,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+# A signal too (meson's timeout, Ctrl-C): without it the EXIT trap does not
+# run and the addresses given to the test bed's ports stay for the next job.
+trap 'exit 130' INT TERM
 TESTBED_MTU=9000 "$tb" up 2 1 >/dev/null || fail "testbed.sh up 2 1"
 ip -n ppn0 addr add "$ip0/$plen" dev pp0 || fail "address on ppn0 pp0"
 ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1 pp0"

@@ -51,6 +51,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+# A signal too (meson's timeout, Ctrl-C): without it the EXIT trap does not
+# run and the addresses given to the test bed's ports stay for the next job.
+trap 'exit 130' INT TERM
 
 mpicc -std=c11 -O2 -Wall -o "$tmp/mpi_check" "$src" || fail "mpicc $src"
 # Jumbo frames, as pprun asks for packet: ports; two ports per node.

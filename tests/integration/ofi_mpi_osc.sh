@@ -49,6 +49,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+# A signal too (meson's timeout, Ctrl-C): without it the EXIT trap does not
+# run and the addresses given to the test bed's ports stay for the next job.
+trap 'exit 130' INT TERM
 
 mpicc -std=c11 -O2 -Wall -o "$tmp/mpi_osc_check" "$src" || fail "mpicc $src"
 if [ -z "$own" ]; then

@@ -35,6 +35,9 @@ cleanup() {
   rm -f "$log"
 }
 trap cleanup EXIT
+# A signal too (meson's timeout, Ctrl-C): without it the EXIT trap does not
+# run and the addresses given to the test bed's ports stay for the next job.
+trap 'exit 130' INT TERM
 for a in "ppn0 $ip0/$plen" "ppn1 $ip1/$plen"; do
   ip -n "${a%% *}" addr replace "${a#* }" dev pp0 || fail "cannot give ${a%% *} pp0 ${a#* }"
   addrs+=("$a")

@@ -22,6 +22,7 @@ as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 drop_ns() { for ns in udp0 udpr udp1; do ip netns del "$ns" 2>/dev/null; done; }
 tmp=$(mktemp -d)
 trap 'drop_ns; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap on a signal too
 drop_ns # left by a run that was killed
 
 set -e
