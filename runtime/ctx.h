@@ -172,6 +172,7 @@ struct pp_ctx {
 	struct pp_zc zc; /* zero-copy transmit */
 
 	atomic_flag lock;		   /* progress lock, used with pull handlers */
+	atomic_int lock_waiters;	   /* threads in pp_ctx_enter_wait */
 	int locking;			   /* 1 when pull handlers run */
 	struct pp_pull_handlers *handlers; /* NULL without pull_cores */
 	struct pp_event *event;		   /* progress=event's thread, or NULL */
@@ -201,11 +202,11 @@ int pp_embed_learn(pp_ctx *ctx, const uint8_t *frame, size_t len);
 
 /* Take and release the engine. Only pull handlers and the event thread make
  * this a real lock; without them it costs a predictable branch. */
+void pp_ctx_enter_wait(pp_ctx *ctx); /* progress.c: the lock was taken */
 static inline void pp_ctx_enter(pp_ctx *ctx)
 {
-	if (ctx->locking)
-		while (atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire))
-			__builtin_ia32_pause();
+	if (ctx->locking && atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire))
+		pp_ctx_enter_wait(ctx);
 }
 
 static inline void pp_ctx_leave(pp_ctx *ctx)

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -38,6 +39,12 @@ static void *handler_main(void *arg)
 		pp_warn("pull handler %d: cannot pin to core %d (%d); running unpinned", i,
 			h->cores[i], rc);
 	while (!atomic_load_explicit(&h->stop, memory_order_relaxed)) {
+		/* The application waits for the engine (pp_ctx_enter_wait): let
+		 * it in, and let it have this core if it shares it. */
+		if (atomic_load_explicit(&h->ctx->lock_waiters, memory_order_relaxed)) {
+			sched_yield();
+			continue;
+		}
 		if (pp_ctx_spin(h->ctx) == 0)
 			__builtin_ia32_pause();
 	}

@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 #if defined(__x86_64__)
@@ -329,6 +330,25 @@ void pp_ctx_push(pp_ctx *ctx)
 	 * caller (PP_PROTO_SEND_NOW), and nothing else completes here. */
 	if (ctx->locking)
 		atomic_flag_clear_explicit(&ctx->lock, memory_order_release);
+}
+
+/* The lock's holder may be a pull handler on this very core, preempted in
+ * its pass: a plain spin then keeps it off the core for the rest of our
+ * time slice, and it takes the lock again as soon as it runs. rt_check's
+ * handlers test (pull_cores=0 beside rank 0, which posts its send there)
+ * saw a send wait 12 s so, in about 1 run of 20 on af_xdp. A waiter counts
+ * itself, so that handlers step aside (handlers.c), and offers the core
+ * after a short spin. */
+void pp_ctx_enter_wait(pp_ctx *ctx)
+{
+	atomic_fetch_add_explicit(&ctx->lock_waiters, 1, memory_order_relaxed);
+	unsigned spins = 0;
+	while (atomic_flag_test_and_set_explicit(&ctx->lock, memory_order_acquire))
+		if (++spins % 256)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	atomic_fetch_sub_explicit(&ctx->lock_waiters, 1, memory_order_relaxed);
 }
 
 static int progress(pp_ctx *ctx, int spin)
