@@ -311,7 +311,9 @@ static int set_shm_copy_min(struct pp_config *c, const char *v)
 		return 0;
 	}
 	int rc = parse_bytes(v, &c->shm_copy_min);
-	return rc ? rc : c->shm_copy_min ? 0 : -EINVAL;
+	if (!rc && c->shm_copy_min == 0)
+		rc = -EINVAL; /* 0 would read as auto */
+	return rc;
 }
 
 /* A byte count that fits 32 bits. */

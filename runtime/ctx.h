@@ -361,7 +361,7 @@ int pp_shm_link_free(pp_ctx *ctx, void *p);
  * written by their sender (write_min); longer ones are copied by their
  * receiver in one call. pp_shm_copy_min is auto's rule for a call costing
  * call_ns, from floor up; pp_shm_link_copy_min the job's figure (auto
- * measures a call, pp_shm_cma_call_ns; floor when the kernel refuses). */
+ * times a few calls; floor when the kernel refuses them). */
 uint64_t pp_shm_copy_min(uint64_t call_ns, uint64_t floor);
 uint64_t pp_shm_link_copy_min(const struct pp_config *c, uint64_t floor);
 /* PP_PROTO_SEND_SHARED when a send of len bytes from buf is long enough to

@@ -398,9 +398,10 @@ int pp_embed_progress(struct pp_embed *m)
 		    getrusage(RUSAGE_THREAD, &ru) ? 0 : (uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw);
 		int alone = sw && sw == m->switches;
 		m->switches = sw;
-		m->yield_every = !alone					 ? EMBED_IDLE_YIELD
-				 : m->yield_every < EMBED_IDLE_YIELD_MAX ? 2 * m->yield_every
-									 : EMBED_IDLE_YIELD_MAX;
+		if (!alone)
+			m->yield_every = EMBED_IDLE_YIELD;
+		else if (m->yield_every < EMBED_IDLE_YIELD_MAX)
+			m->yield_every *= 2;
 	}
 	return n;
 }

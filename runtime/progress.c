@@ -336,7 +336,8 @@ void pp_ctx_push(pp_ctx *ctx)
  * its pass: a plain spin then keeps it off the core for the rest of our
  * time slice, and it takes the lock again as soon as it runs. rt_check's
  * handlers test (pull_cores=0 beside rank 0, which posts its send there)
- * saw a send wait 12 s so, in about 1 run of 20 on af_xdp. A waiter counts
+ * saw that send's first push leave 18 s late, in about 1 run of 20 on
+ * af_xdp (a capture on the bridge). A waiter counts
  * itself, so that handlers step aside (handlers.c), and offers the core
  * after a short spin. */
 void pp_ctx_enter_wait(pp_ctx *ctx)

@@ -5,8 +5,6 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "pp_log.h"
 
@@ -93,30 +91,6 @@ int pp_shm_cma_write(pid_t pid, uint64_t raddr, const void *src, size_t len)
 {
 	struct iovec l = {(void *)(uintptr_t)src, len}, r = {(void *)(uintptr_t)raddr, len};
 	return pp_shm_cma_copy(pid, 1, &l, 1, &r, 1);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-int64_t pp_shm_cma_call_ns(void)
-{
-	/* The fewest of 16: a preemption or a cold page walk only adds. */
-	uint8_t src[64] = {1}, dst[64];
-	int64_t best = INT64_MAX;
-	pid_t self = getpid();
-	for (int i = 0; i < 16; i++) {
-		int64_t t0 = mono_ns();
-		int rc = pp_shm_cma_read(self, dst, (uint64_t)(uintptr_t)src, sizeof(dst));
-		int64_t t = mono_ns() - t0;
-		if (rc)
-			return rc;
-		best = t < best ? t : best;
-	}
-	return best;
 }
 
 unsigned pp_shm_zbuf(struct iovec *out, unsigned max, uint64_t addr, size_t len)

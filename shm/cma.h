@@ -40,13 +40,6 @@ int pp_shm_cma_write(pid_t pid, uint64_t raddr, const void *src, size_t len);
 /* 1 once the kernel refused cross-memory attach in this process. */
 int pp_shm_cma_denied(void);
 
-/* The fixed cost of one copy call on this machine, ns: the fewest of a few
- * 64-byte reads from the calling process itself (a system call and a page
- * walk, page-table isolation and virtualisation included: about 2.2 us on
- * one virtual machine, where a bare system call took 1 us). Errors:
- * -EPERM / -ENOSYS (refused, as for pp_shm_cma_copy). */
-int64_t pp_shm_cma_call_ns(void);
-
 /* Split [addr, addr + len) at page boundaries into at most max entries of
  * out (the last takes whatever remains); returns the entries written. */
 unsigned pp_shm_zbuf(struct iovec *out, unsigned max, uint64_t addr, size_t len);
