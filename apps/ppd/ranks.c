@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "pp_log.h"
+#include "pp_prefault.h"
 #include "ppd.h"
 
 static uint32_t round_up(uint64_t v, uint64_t a)
@@ -60,6 +61,7 @@ static int make_region(struct ppd *d, struct ppd_rank *r, int *memfd)
 	}
 	r->mem = m;
 	r->mem_len = total;
+	pp_prefault(m, total); /* pp_prefault.h: before the rank attaches */
 	r->hdr = m;
 	*r->hdr = (struct ppd_region_hdr){
 	    .magic = PPD_MAGIC,

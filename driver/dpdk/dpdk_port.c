@@ -51,6 +51,7 @@
 #include "pp_bytes.h"
 #include "pp_log.h"
 #include "pp_port.h"
+#include "pp_prefault.h"
 #include "udp/udp_frame.h"
 #include "udp/udp_raw.h"
 
@@ -256,6 +257,27 @@ static uint32_t af_packet_tune(struct pp_dpdk_args *a)
 	return framesz > AF_PACKET_FRAME_HDR ? framesz - AF_PACKET_FRAME_HDR : 0;
 }
 
+/* net_af_packet maps the kernel's RX and TX rings itself and gives no
+ * handle to them: they are this process's shared writable mappings of a
+ * socket. Touched once here, or the first few hundred frames of a job each
+ * meet a page for the first time (pp_prefault.h: 5 us a page under some
+ * hypervisors; 8 B round trips 61 us instead of 13 for the first 300). */
+static void prefault_socket_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perm[5];
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) == 3 && strcmp(perm, "rw-s") == 0 &&
+		    strstr(line, " socket:["))
+			pp_prefault((void *)lo, hi - lo);
+	}
+	fclose(f);
+}
+
 /* The MTU to run at. A kernel-backed port (af_packet, af_xdp) carries what
  * its interface carries, so a jumbo veth gives jumbo frames and far fewer of
  * them per message; the device's own limits cap it: af_packet's ring frame
@@ -404,6 +426,8 @@ static int setup(struct dpdk_port *p, const char *devargs, const struct pp_port_
 		pp_err("dpdk: %s: start failed: %s", di.driver_name, rte_strerror(-rc));
 		return -EIO;
 	}
+	if (strcmp(di.driver_name, "net_af_packet") == 0)
+		prefault_socket_maps();
 
 	struct rte_eth_link link;
 	memset(&link, 0, sizeof(link));

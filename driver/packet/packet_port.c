@@ -45,6 +45,7 @@
 #include "udp/udp_raw.h"
 #include "pp_compiler.h"
 #include "pp_log.h"
+#include "pp_prefault.h"
 #include "pp_port.h"
 
 #define PACKET_MIN_MTU	   576		/* below this the port refuses the interface */
@@ -237,6 +238,7 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 		return -ENOMEM;
 	}
 	p->map = m;
+	pp_prefault(m, p->map_len); /* before the bind: no frame is in yet */
 	uint8_t **rs = slots_of(p->map, nrx, frx, krx, brx);
 	uint8_t **ts = slots_of(p->map + rx_len, ntx, ftx, ktx, btx);
 	if (!rs || !ts || pp_pkt_rx_init(&p->rx, rs, nrx, frx) ||

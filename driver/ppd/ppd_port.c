@@ -29,6 +29,7 @@
 
 #include "pp_log.h"
 #include "pp_port.h"
+#include "pp_prefault.h"
 #include "ppd_place.h"
 #include "ppd_pull.h"
 #include "ppd_shm.h"
@@ -279,6 +280,8 @@ static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port
 		goto fail;
 	}
 	p->mem = m;
+	pp_prefault(m,
+		    p->mem_len); /* pp_prefault.h; the daemon may write it already: a no-op add */
 	p->hdr = (struct ppd_region_hdr *)m;
 	if ((rc = map_region(p, &req))) {
 		pp_err("ppd: the region the daemon sent is not one this version understands");
