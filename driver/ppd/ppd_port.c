@@ -280,8 +280,8 @@ static int ppd_open(struct pp_port **port, const char *dev, const struct pp_port
 		goto fail;
 	}
 	p->mem = m;
-	pp_prefault(m,
-		    p->mem_len); /* pp_prefault.h; the daemon may write it already: a no-op add */
+	/* pp_prefault.h; the daemon may be writing it: each touch adds 0. */
+	pp_prefault(m, p->mem_len);
 	p->hdr = (struct ppd_region_hdr *)m;
 	if ((rc = map_region(p, &req))) {
 		pp_err("ppd: the region the daemon sent is not one this version understands");
