@@ -589,7 +589,8 @@ static void early_late(struct run *r, size_t len, unsigned iters, int keep, uint
 			xsend(r, len, 5);
 			mine[2 * i + 1] = compute_loop(r, y);
 			xrecv(r, len, 6, 1);
-			r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
+			if (keep) /* samples has --iters slots, the warm-up may run more */
+				r->samples[i] = pp_perf_ticks_to_us(pp_perf_now() - t0);
 		} else {
 			mine[2 * i + 1] = compute_loop(r, y);
 			xrecv(r, len, 5, 0);
