@@ -137,37 +137,45 @@ static enum pp_drop_reason get_prefix(const uint8_t *frame, size_t len, struct p
 	return PP_DROP_MAX;
 }
 
+/* What both decoders end with: r is the first check that failed so far
+ * (PP_DROP_MAX: none), p the pp header of x; the fields' own checks, then
+ * the header out or the reason. */
+static int decoded(enum pp_drop_reason r, const uint8_t *p, struct pp_wire_hdr *x,
+		   const struct pp_wire_check *chk, struct pp_wire_hdr *h, enum pp_drop_reason *why)
+{
+	if (r == PP_DROP_MAX)
+		r = get_fields(p, x, chk);
+	if (r != PP_DROP_MAX) {
+		*why = r;
+		return -EPROTO;
+	}
+	*h = *x;
+	return 0;
+}
+
 int pp_wire_decode(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
 		   struct pp_wire_hdr *h, const uint8_t **payload, enum pp_drop_reason *why)
 {
 	struct pp_wire_hdr x;
 	enum pp_drop_reason r = get_prefix(frame, len, &x);
-	if (r != PP_DROP_MAX)
-		goto drop;
 	const uint8_t *p = frame + PP_ETH_HLEN;
-	if (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_ETH_HLEN > chk->mtu ||
-	    (x.payload_len && !type_has_payload(x.type))) {
+	if (r == PP_DROP_MAX &&
+	    (len != PP_WIRE_MIN_FRAME + (size_t)x.payload_len || len - PP_ETH_HLEN > chk->mtu ||
+	     (x.payload_len && !type_has_payload(x.type))))
 		r = PP_DROP_LENGTH;
-		goto drop;
+	if (r == PP_DROP_MAX) {
+		/* CRC over the header with its crc field as zero, then the payload. */
+		static const uint8_t zero4[4];
+		uint32_t crc = pp_crc32c(0, p, PP_WIRE_OFF_CRC);
+		crc = pp_crc32c(crc, zero4, 4);
+		crc = pp_crc32c(crc, p + PP_WIRE_HDR_LEN, x.payload_len);
+		if (crc != pp_get_be32(p + PP_WIRE_OFF_CRC))
+			r = PP_DROP_CRC;
 	}
-	/* CRC over the header with its crc field as zero, then the payload. */
-	static const uint8_t zero4[4];
-	uint32_t crc = pp_crc32c(0, p, PP_WIRE_OFF_CRC);
-	crc = pp_crc32c(crc, zero4, 4);
-	crc = pp_crc32c(crc, p + PP_WIRE_HDR_LEN, x.payload_len);
-	if (crc != pp_get_be32(p + PP_WIRE_OFF_CRC)) {
-		r = PP_DROP_CRC;
-		goto drop;
-	}
-	r = get_fields(p, &x, chk);
-	if (r != PP_DROP_MAX)
-		goto drop;
-	*h = x;
+	if (decoded(r, p, &x, chk, h, why))
+		return -EPROTO;
 	*payload = p + PP_WIRE_HDR_LEN;
 	return 0;
-drop:
-	*why = r;
-	return -EPROTO;
 }
 
 int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire_check *chk,
@@ -176,23 +184,12 @@ int pp_wire_decode_placed(const uint8_t *frame, size_t len, const struct pp_wire
 	struct pp_wire_hdr x;
 	enum pp_drop_reason r =
 	    len == PP_WIRE_MIN_FRAME ? get_prefix(frame, len, &x) : PP_DROP_SHORT;
-	if (r != PP_DROP_MAX)
-		goto drop;
-	const uint8_t *p = frame + PP_ETH_HLEN;
-	r = PP_DROP_TYPE;
-	if (x.type != PP_WIRE_DATA)
-		goto drop;
-	r = PP_DROP_LENGTH;
-	if (!x.payload_len || PP_WIRE_HDR_LEN + (size_t)x.payload_len > chk->mtu)
-		goto drop;
-	r = get_fields(p, &x, chk);
-	if (r != PP_DROP_MAX)
-		goto drop;
-	*h = x;
-	return 0;
-drop:
-	*why = r;
-	return -EPROTO;
+	if (r == PP_DROP_MAX && x.type != PP_WIRE_DATA)
+		r = PP_DROP_TYPE;
+	if (r == PP_DROP_MAX &&
+	    (!x.payload_len || PP_WIRE_HDR_LEN + (size_t)x.payload_len > chk->mtu))
+		r = PP_DROP_LENGTH;
+	return decoded(r, frame + PP_ETH_HLEN, &x, chk, h, why);
 }
 
 int pp_wire_encode_local(uint8_t *frame, size_t cap, const struct pp_wire_hdr *h,
