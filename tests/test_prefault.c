@@ -61,12 +61,12 @@ static void test_contents_kept(void)
  * its increments. */
 #define COUNTS 200000
 static uint8_t shared[4 * 4096];
-static volatile int running;
+static int running; /* the counter has started */
 
 static void *counter(void *arg)
 {
 	(void)arg;
-	running = 1;
+	__atomic_store_n(&running, 1, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < COUNTS; i++)
 		for (unsigned p = 0; p < 4; p++)
 			__atomic_fetch_add(&shared[p * 4096], 1, __ATOMIC_RELAXED);
@@ -77,9 +77,9 @@ static void test_beside_a_writer(void)
 {
 	pthread_t t;
 	memset(shared, 0, sizeof(shared));
-	running = 0;
+	__atomic_store_n(&running, 0, __ATOMIC_RELAXED);
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, counter, NULL), 0);
-	while (!running)
+	while (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
 		;
 	for (int i = 0; i < 20000; i++)
 		pp_prefault(shared, sizeof(shared));
