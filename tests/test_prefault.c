@@ -40,6 +40,7 @@ static void test_every_page(void)
 		CU_ASSERT_EQUAL(v[i] & 1, 1);
 	CU_ASSERT_EQUAL(v[PAGES - 1] & 1, 0);
 	pp_prefault(m, 0); /* nothing */
+	CU_ASSERT_EQUAL_FATAL(mincore(m, PAGES * pg, v), 0);
 	CU_ASSERT_EQUAL(v[0] & 1, 0);
 	munmap(m, PAGES * pg);
 }

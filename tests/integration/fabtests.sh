@@ -60,10 +60,10 @@ ip -n ppn1 addr add "$ip1/$plen" dev pp0 || fail "address on ppn1 pp0"
 
 # rank NODE RANK CMD...: CMD in namespace ppnNODE as rank RANK of a job of 2.
 # glibc's malloc asks for transparent huge pages: the pingpong and bandwidth
-# tests memset about 1 GiB of buffers before their first transfer, and on a
+# tests memset all their message buffers before their first transfer, and on a
 # VM whose page faults cost 5 to 12 us a page that took 2 of a pair's 6 s
-# (perf: 65 % of the client in ft_alloc_msgs); what the tests check is
-# unchanged.
+# (perf: 84 % of the client's samples under ft_alloc_msgs, page faults
+# included); what the tests check is unchanged.
 rank() {
   local node=$1 r=$2
   shift 2
