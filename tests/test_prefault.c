@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* runtime/util/pp_prefault.h: every page of a range touched, nothing in it
- * changed, even under a writer beside it. */
+ * changed, even under a writer beside it; the same of the kernel's touch,
+ * and its error where nothing is mapped. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -89,10 +91,58 @@ static void test_beside_a_writer(void)
 		CU_ASSERT_EQUAL(shared[p * 4096], (uint8_t)COUNTS);
 }
 
+/* pp_prefault_kernel over the range of test_every_page: the kernel's reads
+ * (a pipe's write, in chunks of 64 KiB) fault exactly those pages in. */
+static void test_kernel_every_page(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *m =
+	    mmap(NULL, PAGES * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(m != MAP_FAILED);
+	CU_ASSERT_EQUAL(resident(m, pg), 0);
+	CU_ASSERT_EQUAL(pp_prefault_kernel(m + pg + pg / 2, (PAGES - 3) * pg - pg / 2 + 1), 0);
+	unsigned char v[PAGES];
+	CU_ASSERT_EQUAL_FATAL(mincore(m, PAGES * pg, v), 0);
+	CU_ASSERT_EQUAL(v[0] & 1, 0);
+	for (size_t i = 1; i < PAGES - 1; i++)
+		CU_ASSERT_EQUAL(v[i] & 1, 1);
+	CU_ASSERT_EQUAL(v[PAGES - 1] & 1, 0);
+	CU_ASSERT_EQUAL(pp_prefault_kernel(m, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(mincore(m, PAGES * pg, v), 0);
+	CU_ASSERT_EQUAL(v[0] & 1, 0);
+	munmap(m, PAGES * pg);
+}
+
+static void test_kernel_contents_kept(void)
+{
+	static uint8_t b[PAGES * 4096 + 17];
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(i * 131 + 7);
+	CU_ASSERT_EQUAL(pp_prefault_kernel(b + 3, sizeof(b) - 3), 0);
+	size_t bad = 0;
+	for (size_t i = 0; i < sizeof(b); i++)
+		bad += b[i] != (uint8_t)(i * 131 + 7);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* A range the kernel cannot read: unmapped, or mapped without access. */
+static void test_kernel_fault(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *m = mmap(NULL, 2 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(m != MAP_FAILED);
+	CU_ASSERT_EQUAL(pp_prefault_kernel(m, 2 * pg), -EFAULT);
+	munmap(m, 2 * pg);
+	CU_ASSERT_EQUAL(pp_prefault_kernel(m, 2 * pg), -EFAULT);
+}
+
 static CU_TestInfo tests[] = {
     {"every page of the range", test_every_page},
     {"contents kept", test_contents_kept},
     {"beside a writer", test_beside_a_writer},
+    {"kernel: every page of the range", test_kernel_every_page},
+    {"kernel: contents kept", test_kernel_contents_kept},
+    {"kernel: nothing readable", test_kernel_fault},
     CU_TEST_INFO_NULL,
 };
 

@@ -239,6 +239,11 @@ static int setup(struct packet_port *p, int ifindex, const struct pp_port_conf *
 	}
 	p->map = m;
 	pp_prefault(m, p->map_len); /* before the bind: no frame is in yet */
+	/* frame=udp: a run leaves from the TX ring through the UDP socket, whose
+	 * send copies it in through this mapping (pp_prefault.h). Only a
+	 * first-messages cost if it fails. */
+	if (p->udp)
+		(void)pp_prefault_kernel(m + rx_len, tx_len);
 	uint8_t **rs = slots_of(p->map, nrx, frx, krx, brx);
 	uint8_t **ts = slots_of(p->map + rx_len, ntx, ftx, ktx, btx);
 	if (!rs || !ts || pp_pkt_rx_init(&p->rx, rs, nrx, frx) ||
