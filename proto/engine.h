@@ -135,6 +135,7 @@ struct pp_proto_conf {
 				  * max_msgs); their records are made as needed, 1024 at a
 				  * time */
 	uint32_t copy_max;	 /* sends up to this size are copied and complete at once */
+	uint32_t copy_max_local; /* the same to a node-mate, if less (0: copy_max) */
 	uint64_t direct_chunk;	 /* bytes per direct copy call (hooks.direct) */
 	uint64_t direct_min;	 /* fewer bytes left than this: pulled as DATA instead */
 	uint64_t write_min;	 /* a message pushed whole that a published receive waits for

@@ -113,8 +113,12 @@ int pp_proto_sendf(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *b
 	e->push_owed = 1;
 	/* Written straight into a receive the peer published: done too. */
 	int written = pp_proto_rq_write(e, p, s);
-	int done = written || (e->c.copy_max && len <= e->c.copy_max &&
-			       (push == len || (flags & PP_PROTO_SEND_COPY)));
+	/* PP_PROTO_SEND_COPY (len <= copy_max, checked above) is eager always. */
+	uint32_t eager = p->local && e->c.copy_max_local && e->c.copy_max_local < e->c.copy_max
+			     ? e->c.copy_max_local
+			     : e->c.copy_max;
+	int done = written || (e->c.copy_max &&
+			       ((flags & PP_PROTO_SEND_COPY) || (len <= eager && push == len)));
 	if (done) {
 		/* Eager: pushed whole, so nothing waits for a PULL that a
 		 * sender gone computing would serve late; the user's buffer is

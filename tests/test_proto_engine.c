@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cu_main.h"
+#include "pp_compiler.h"
 #include "test_proto_harness.h"
 
 #define GUARD 64
@@ -761,10 +762,46 @@ static void test_send_copy(void)
 	net_fini(&net);
 }
 
+/* The eager bound to a peer across the network is copy_max (copy_max_local
+ * is a node-mate's): a send pushed whole completes at once up to it, and a
+ * longer one when acked. */
+static void test_eager_bound(void)
+{
+	struct pp_proto_conf conf;
+	pp_proto_conf_default(&conf);
+	conf.mode = PP_PROTO_PUSH_ALL;
+	conf.copy_max = 32768;
+	conf.copy_max_local = 8192;
+	struct net net;
+	CU_ASSERT_FATAL(net_init(&net, 2, &conf) == 0);
+	static uint8_t buf[32769], got[32769];
+	const uint64_t sz[] = {8193, 32768, 32769};
+	for (size_t k = 0; k < PP_ARRAY_SIZE(sz); k++) {
+		struct pp_proto_cpl c;
+		pat_fill(buf, sz[k], (unsigned)k);
+		CU_ASSERT_EQUAL(pp_proto_recv(net.e[1], 0, 5, 0, got, sz[k], 77), 0);
+		CU_ASSERT_EQUAL(pp_proto_send(net.e[0], 1, 5, buf, sz[k], 66), 0);
+		int at_once = pp_proto_poll(net.e[0], &c) == 1;
+		CU_ASSERT_EQUAL(at_once, sz[k] <= 32768);
+		if (at_once)
+			memset(buf, 0xEE, sz[k]); /* the caller's buffer is free */
+		net_run(&net, 100000000);
+		if (!at_once)
+			CU_ASSERT_EQUAL(pp_proto_poll(net.e[0], &c), 1);
+		CU_ASSERT_EQUAL(c.cookie, 66);
+		CU_ASSERT_EQUAL(c.error, 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_poll(net.e[1], &c), 1);
+		CU_ASSERT_EQUAL(c.len, sz[k]);
+		CU_ASSERT(pat_check(got, sz[k], (unsigned)k));
+	}
+	net_fini(&net);
+}
+
 static CU_TestInfo tests[] = {
     {"modes x early/late x sizes", test_modes_sizes},
     {"64 K receives posted, or unexpected, each matched", test_deep_queues},
     {"an inject is copied at once, whatever is pushed", test_send_copy},
+    {"eager up to copy_max across the network", test_eager_bound},
     {"a reused record holds an unexpected message under its own tag", test_reused_records},
     {"a send done at once with SEND_NOW: 1 returned, no completion", test_send_now},
     {"wildcards and order", test_wildcards_order},

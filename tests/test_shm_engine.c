@@ -296,6 +296,47 @@ static void test_fit(void)
 	send_flags = 0;
 }
 
+/* The eager bound (proto/send.c): to a node-mate a message pushed whole
+ * completes at once up to copy_max_local, not up to copy_max; above it the
+ * send completes when the receiver has it. */
+static void test_eager_local(void)
+{
+	static uint8_t s[12288], r[12288 + 16];
+	memset(&w, 0, sizeof(w));
+	w.fail_from = -1;
+	w.now = 1000;
+	struct pp_proto_conf c;
+	pp_proto_conf_default(&c);
+	c.hooks.direct = hook_direct;
+	c.hooks.publish = hook_publish;
+	c.btp_fit = 1;
+	c.direct_min = 1u << 20; /* every message here pushed whole */
+	c.local_whole = 65536;	 /* as a job raises it where copy calls are dear */
+	c.copy_max = 32768;
+	c.copy_max_local = 8192;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 744), 0);
+	const uint64_t sz[] = {8192, 8193, 12288};
+	for (size_t k = 0; k < PP_ARRAY_SIZE(sz); k++) {
+		struct pp_proto_cpl cpl;
+		pat_fill(s, sz[k], (unsigned)k);
+		memset(r, 0xEE, sizeof(r));
+		CU_ASSERT_EQUAL_FATAL(pp_proto_recv(w.e[1], 0, 5, 0, r, sz[k], 2), 0);
+		CU_ASSERT_EQUAL_FATAL(pp_proto_send(w.e[0], 1, 5, s, sz[k], 1), 0);
+		int at_once = take(0, &cpl) == 1;
+		CU_ASSERT_EQUAL(at_once, sz[k] <= 8192);
+		pump();
+		if (!at_once)
+			CU_ASSERT_EQUAL(take(0, &cpl), 1);
+		CU_ASSERT_EQUAL(cpl.cookie, 1);
+		CU_ASSERT_EQUAL(cpl.error, 0);
+		CU_ASSERT_EQUAL_FATAL(take(1, &cpl), 1);
+		CU_ASSERT_EQUAL(cpl.len, sz[k]);
+		CU_ASSERT(pat_check(r, sz[k], (unsigned)k));
+		CU_ASSERT_EQUAL(r[sz[k]], 0xEE);
+	}
+	world_fini();
+}
+
 /* Many messages outstanding both ways, matched in order. */
 static void test_many(void)
 {
@@ -1072,6 +1113,7 @@ static CU_TestInfo tests[] = {
     {"hook refused at once or later: DATA frames", test_fallback},
     {"too little for a copy call: DATA", test_direct_min},
     {"btp_fit: pushed whole below the direct copy's least", test_fit},
+    {"eager to a node-mate up to copy_max_local, not copy_max", test_eager_local},
     {"many outstanding both ways", test_many},
     {"a local peer that died", test_fail},
     {"a late eager copy: frames from the buffer, resent from the copy", test_send_late},
