@@ -1897,10 +1897,11 @@ static void test_iov(void)
 	CU_ASSERT_EQUAL(fi_trecvv(b.ep, many, NULL, IOV_LIMIT + 1, FI_ADDR_UNSPEC, 1, 0, NULL),
 			-FI_EINVAL);
 
-	/* The pool: long sends (past the eager copy) wait for their receives
-	 * holding a buffer each, so the 17th finds none (-FI_EAGAIN) until
-	 * receives let the others finish. */
-	enum { N = 17, L = 32768 };
+	/* The pool: long sends (past the eager copy, a job's copy_max: 32 KiB)
+	 * wait for their receives holding a buffer each, so the 17th finds
+	 * none (-FI_EAGAIN) until receives let the others finish. At 32 KiB a
+	 * send was eager whenever the path's fit had grown to push it whole. */
+	enum { N = 17, L = 65536 };
 	static uint8_t big[2][L / 2], rbig[N][L];
 	fill(big[0], L / 2, 7);
 	fill(big[1], L / 2, 8);
