@@ -25,38 +25,74 @@ static size_t resident(uint8_t *m, size_t pg)
 	return n;
 }
 
+/* The two touches, as one type: user space's, and the kernel's. */
+typedef int (*touch_fn)(void *p, size_t len);
+
+static int user_touch(void *p, size_t len)
+{
+	pp_prefault(p, len);
+	return 0;
+}
+
+static int kernel_touch(void *p, size_t len)
+{
+	return pp_prefault_kernel(p, len);
+}
+
 /* A range from the middle of page 1 to the first byte of page 62: pages 1
- * to 62 in, 0 and 63 untouched. */
-static void test_every_page(void)
+ * to 62 in, 0 and 63 untouched; an empty range touches nothing. */
+static void every_page(touch_fn touch)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	uint8_t *m =
 	    mmap(NULL, PAGES * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CU_ASSERT_FATAL(m != MAP_FAILED);
 	CU_ASSERT_EQUAL(resident(m, pg), 0);
-	pp_prefault(m + pg + pg / 2, (PAGES - 3) * pg - pg / 2 + 1);
+	CU_ASSERT_EQUAL(touch(m + pg + pg / 2, (PAGES - 3) * pg - pg / 2 + 1), 0);
 	unsigned char v[PAGES];
 	CU_ASSERT_EQUAL_FATAL(mincore(m, PAGES * pg, v), 0);
 	CU_ASSERT_EQUAL(v[0] & 1, 0);
 	for (size_t i = 1; i < PAGES - 1; i++)
 		CU_ASSERT_EQUAL(v[i] & 1, 1);
 	CU_ASSERT_EQUAL(v[PAGES - 1] & 1, 0);
-	pp_prefault(m, 0); /* nothing */
+	CU_ASSERT_EQUAL(touch(m, 0), 0); /* nothing */
 	CU_ASSERT_EQUAL_FATAL(mincore(m, PAGES * pg, v), 0);
 	CU_ASSERT_EQUAL(v[0] & 1, 0);
 	munmap(m, PAGES * pg);
 }
 
-static void test_contents_kept(void)
+static void contents_kept(touch_fn touch)
 {
 	static uint8_t b[PAGES * 4096 + 17];
 	for (size_t i = 0; i < sizeof(b); i++)
 		b[i] = (uint8_t)(i * 131 + 7);
-	pp_prefault(b + 3, sizeof(b) - 3);
+	CU_ASSERT_EQUAL(touch(b + 3, sizeof(b) - 3), 0);
 	size_t bad = 0;
 	for (size_t i = 0; i < sizeof(b); i++)
 		bad += b[i] != (uint8_t)(i * 131 + 7);
 	CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_every_page(void)
+{
+	every_page(user_touch);
+}
+
+static void test_contents_kept(void)
+{
+	contents_kept(user_touch);
+}
+
+/* pp_prefault_kernel: the kernel's reads (a pipe's write, in chunks of
+ * 64 KiB) fault exactly those pages in, and change nothing. */
+static void test_kernel_every_page(void)
+{
+	every_page(kernel_touch);
+}
+
+static void test_kernel_contents_kept(void)
+{
+	contents_kept(kernel_touch);
 }
 
 /* Another thread counts in the first byte of each page while the range is
@@ -89,40 +125,6 @@ static void test_beside_a_writer(void)
 	pthread_join(t, NULL);
 	for (unsigned p = 0; p < 4; p++)
 		CU_ASSERT_EQUAL(shared[p * 4096], (uint8_t)COUNTS);
-}
-
-/* pp_prefault_kernel over the range of test_every_page: the kernel's reads
- * (a pipe's write, in chunks of 64 KiB) fault exactly those pages in. */
-static void test_kernel_every_page(void)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	uint8_t *m =
-	    mmap(NULL, PAGES * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CU_ASSERT_FATAL(m != MAP_FAILED);
-	CU_ASSERT_EQUAL(resident(m, pg), 0);
-	CU_ASSERT_EQUAL(pp_prefault_kernel(m + pg + pg / 2, (PAGES - 3) * pg - pg / 2 + 1), 0);
-	unsigned char v[PAGES];
-	CU_ASSERT_EQUAL_FATAL(mincore(m, PAGES * pg, v), 0);
-	CU_ASSERT_EQUAL(v[0] & 1, 0);
-	for (size_t i = 1; i < PAGES - 1; i++)
-		CU_ASSERT_EQUAL(v[i] & 1, 1);
-	CU_ASSERT_EQUAL(v[PAGES - 1] & 1, 0);
-	CU_ASSERT_EQUAL(pp_prefault_kernel(m, 0), 0);
-	CU_ASSERT_EQUAL_FATAL(mincore(m, PAGES * pg, v), 0);
-	CU_ASSERT_EQUAL(v[0] & 1, 0);
-	munmap(m, PAGES * pg);
-}
-
-static void test_kernel_contents_kept(void)
-{
-	static uint8_t b[PAGES * 4096 + 17];
-	for (size_t i = 0; i < sizeof(b); i++)
-		b[i] = (uint8_t)(i * 131 + 7);
-	CU_ASSERT_EQUAL(pp_prefault_kernel(b + 3, sizeof(b) - 3), 0);
-	size_t bad = 0;
-	for (size_t i = 0; i < sizeof(b); i++)
-		bad += b[i] != (uint8_t)(i * 131 + 7);
-	CU_ASSERT_EQUAL(bad, 0);
 }
 
 /* A range the kernel cannot read: unmapped, or mapped without access. */

@@ -62,16 +62,22 @@ static void hook_publish(void *arg, uint32_t dst, uint32_t msg_id, const void *b
 	w.published++;
 }
 
-static void world_init(enum pp_proto_mode mode, uint32_t btp1, uint32_t btp2, uint64_t chunk)
+/* A fresh world, and c the engines' defaults with its hooks. */
+static void world_conf(struct pp_proto_conf *c)
 {
 	memset(&w, 0, sizeof(w));
 	w.fail_from = -1;
 	w.now = 1000;
+	pp_proto_conf_default(c);
+	c->hooks.direct = hook_direct;
+	c->hooks.publish = hook_publish;
+}
+
+static void world_init(enum pp_proto_mode mode, uint32_t btp1, uint32_t btp2, uint64_t chunk)
+{
 	struct pp_proto_conf c;
-	pp_proto_conf_default(&c);
+	world_conf(&c);
 	c.mode = mode;
-	c.hooks.direct = hook_direct;
-	c.hooks.publish = hook_publish;
 	c.direct_chunk = chunk;
 	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, btp1, btp2), 0);
 }
@@ -260,13 +266,8 @@ static void test_fit(void)
 		uint64_t lw = cfg == 2 ? 32768 : 0;
 		uint64_t ls = cfg >= 3 ? 20000 : 0;
 		send_flags = cfg == 4 ? PP_PROTO_SEND_SHARED : 0;
-		memset(&w, 0, sizeof(w));
-		w.fail_from = -1;
-		w.now = 1000;
 		struct pp_proto_conf c;
-		pp_proto_conf_default(&c);
-		c.hooks.direct = hook_direct;
-		c.hooks.publish = hook_publish;
+		world_conf(&c);
 		c.direct_min = 4096;
 		c.btp_fit = fit;
 		c.local_whole = lw;
@@ -302,13 +303,8 @@ static void test_fit(void)
 static void test_eager_local(void)
 {
 	static uint8_t s[12288], r[12288 + 16];
-	memset(&w, 0, sizeof(w));
-	w.fail_from = -1;
-	w.now = 1000;
 	struct pp_proto_conf c;
-	pp_proto_conf_default(&c);
-	c.hooks.direct = hook_direct;
-	c.hooks.publish = hook_publish;
+	world_conf(&c);
 	c.btp_fit = 1;
 	c.direct_min = 1u << 20; /* every message here pushed whole */
 	c.local_whole = 65536;	 /* as a job raises it where copy calls are dear */
