@@ -4,9 +4,11 @@
  * and its error where nothing is mapped. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cu_main.h"
@@ -138,6 +140,40 @@ static void test_kernel_fault(void)
 	CU_ASSERT_EQUAL(pp_prefault_kernel(m, 2 * pg), -EFAULT);
 }
 
+/* A user over fs.pipe-user-pages-soft gets pipes of two pages: the kernel
+ * touch must not wait on its own pipe (a blocking write of 64 KiB did,
+ * forever). As root: the limit set to 1 page for a child running as
+ * nobody, and put back. */
+static void test_kernel_small_pipes(void)
+{
+	const char *knob = "/proc/sys/fs/pipe-user-pages-soft";
+	char old[32] = "";
+	FILE *f = fopen(knob, "r");
+	if (geteuid() != 0 || !f || !fgets(old, sizeof(old), f)) {
+		if (f)
+			fclose(f);
+		return; /* not root here: nothing to set */
+	}
+	fclose(f);
+	f = fopen(knob, "w");
+	CU_ASSERT_FATAL(f && fputs("1", f) >= 0 && fclose(f) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		static uint8_t b[PAGES * 4096];
+		alarm(10);
+		_exit(setgid(65534) == 0 && setuid(65534) == 0 &&
+			      pp_prefault_kernel(b, sizeof(b)) == 0
+			  ? 0
+			  : 1);
+	}
+	int st = -1;
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	f = fopen(knob, "w");
+	CU_ASSERT_FATAL(f && fputs(old, f) >= 0 && fclose(f) == 0);
+	CU_ASSERT(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static CU_TestInfo tests[] = {
     {"every page of the range", test_every_page},
     {"contents kept", test_contents_kept},
@@ -145,6 +181,7 @@ static CU_TestInfo tests[] = {
     {"kernel: every page of the range", test_kernel_every_page},
     {"kernel: contents kept", test_kernel_contents_kept},
     {"kernel: nothing readable", test_kernel_fault},
+    {"kernel: pipes of two pages (a user over its soft limit)", test_kernel_small_pipes},
     CU_TEST_INFO_NULL,
 };
 

@@ -55,7 +55,10 @@ static inline int pp_prefault_kernel(const void *p, size_t len)
 	char *sink = malloc(CHUNK);
 	if (!sink)
 		return -ENOMEM;
-	if (pipe2(fd, O_CLOEXEC)) {
+	/* Nonblocking: a user over fs.pipe-user-pages-soft gets pipes of a
+	 * page or two, and a blocking write of 64 KiB would wait forever for
+	 * the read after it. Written in part then, read, and on. */
+	if (pipe2(fd, O_CLOEXEC | O_NONBLOCK)) {
 		rc = -errno;
 		free(sink);
 		return rc;
