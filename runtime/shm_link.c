@@ -412,7 +412,10 @@ int pp_shm_link_drained(pp_ctx *ctx)
 	struct pp_shm_link *L = ctx->shm;
 	for (uint32_t i = 0; L && i < L->npeers; i++) {
 		struct shm_peer *pe = &L->peer[i];
-		if (pe->tx_on && !pe->dead && !pp_shm_ring_drained(&pe->tx))
+		/* A peer the engine has lost (its process, or the node daemon
+		 * gone) reads nothing more: its ring is not waited for. */
+		if (pe->tx_on && !pe->dead && !pp_proto_peer_lost(ctx->eng, pe->rank) &&
+		    !pp_shm_ring_drained(&pe->tx))
 			return 0;
 	}
 	return 1;

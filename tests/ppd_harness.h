@@ -24,6 +24,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pp_port.h"
@@ -205,7 +206,11 @@ static inline int td_open(struct td *t, struct pp_port **p, unsigned job, unsign
 static inline int td_recv(struct pp_port *p, uint8_t *out, size_t cap)
 {
 	struct pp_buf *b;
-	for (int i = 0; i < 200000; i++) {
+	/* By the clock: a count of usleep(10) calls was 2 s on paper and 16 s
+	 * where a short sleep takes 80 us. */
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
 		if (pp_port_rx_burst(p, 0, &b, 1) == 1) {
 			int len = (int)b->len;
 			memcpy(out, b->data, b->len < cap ? b->len : cap);
@@ -213,7 +218,8 @@ static inline int td_recv(struct pp_port *p, uint8_t *out, size_t cap)
 			return len;
 		}
 		usleep(10);
-	}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 2000000000L);
 	return -1;
 }
 

@@ -928,6 +928,11 @@ static void pr_one(pp_ctx *ctx, int sending, int tag, size_t n, uint8_t *src, ui
 	stats(ctx, &a);
 	rc = pp_recv(ctx, &tok, 1, peer, 999, NULL);
 	EXPECT(rc == 0, "token: %s", pp_strerror(rc));
+	/* Intranode nothing is staged by design (sc_predict): the wait would
+	 * always run out (27 s of the test), and the message is ahead of the
+	 * token in its ring already, so the receive below is late anyway. */
+	if (expect_copy && strcmp(expect_copy, "direct") == 0)
+		wait_s = 0;
 	for (double t0 = now_s(); now_s() - t0 < wait_s;) {
 		stats(ctx, &b);
 		if (b.bytes_staged - a.bytes_staged >= n)
