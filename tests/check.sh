@@ -51,8 +51,9 @@ took "every suite"
 
 setup build-san -Dbuildtype=debug -Db_lto=false -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
 ninja -C build-san
+# Tests that run no program of ours (suite no-c: Python) run once, above.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run build-san --suite unit --suite security --timeout-multiplier 2 || status=1
+  run build-san --suite unit --suite security --no-suite no-c --timeout-multiplier 2 || status=1
 took "ASan and UBSan"
 
 setup build-tsan -Dbuildtype=debug -Db_lto=false -Db_sanitize=thread -Db_lundef=false -Dwerror=true -Dfuzz=disabled
@@ -61,7 +62,7 @@ ninja -C build-tsan
 # one full run, 97 s beside a build): their limits are doubled. The sans-I/O
 # engine's programs (suite single-thread) start no thread: nothing for TSan to
 # see there, and about 90 s of its run (engine depth alone 42 s).
-TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite unit --suite security --no-suite single-thread \
+TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite unit --suite security --no-suite single-thread --no-suite no-c \
   --timeout-multiplier 2 || status=1
 took "TSan"
 

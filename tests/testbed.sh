@@ -31,7 +31,9 @@
 # `up` also mounts hugetlbfs on /dev/hugepages and reserves TESTBED_HUGEPAGES
 # 2 MiB pages (default 512) for DPDK.
 #
-# `up` reuses only what checks out, and rebuilds the rest with one line
+# `up` returns at once when the links, addresses, mounts and pages are as
+# an `up` of the same settings left them (a snapshot in /run); else it
+# reuses only what checks out, and rebuilds the rest with one line
 # "testbed: repaired ..." each: a namespace it cannot enter; a host-side
 # port whose veth peer is not pp<j> of its node (the end of a namespace the
 # kernel is still destroying, or of an `up` that was interrupted); a pp<j>
@@ -126,6 +128,23 @@ hugepages_up() {
   fi
 }
 
+# What `up` leaves, as the tools print it: our links in the root namespace,
+# each node's links and addresses, the mounts it makes and the pages it
+# reserves. A few commands where `up` runs dozens.
+snapshot() { # NODES
+  local l i mnt type
+  while IFS= read -r l; do [[ $l == *": ${P}"* ]] && echo "$l"; done < <(ip -o link show 2>&1)
+  for ((i = 0; i < $1; i++)); do
+    ip -n "${P}n$i" -o link show 2>&1 || echo "${P}n$i: cannot enter"
+    ip -n "${P}n$i" -o addr show 2>&1 || true
+  done
+  while read -r _ mnt type _; do
+    [[ $mnt == /dev/hugepages || $mnt == /sys/fs/bpf ]] && echo "$mnt $type"
+  done </proc/mounts
+  read -r l </sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null && echo "hugepages $l"
+  return 0
+}
+
 up() {
   local nodes=${1:-} ports=${2:-1}
   [[ $nodes =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] ||
@@ -133,6 +152,17 @@ up() {
   [[ $ports =~ ^[0-9]+$ ]] && [ "$ports" -ge 1 ] && [ "$ports" -le 15 ] ||
     die "up: PORTS_PER_NODE must be 1..15 (got '${ports}')"
   need_root up "$@"
+  # Nothing changed since an `up` of these settings left it (each job of
+  # pprun asks, and the full check took half a second): done. Any
+  # difference, a repair included, takes the full path below.
+  local key="$nodes $ports $MTU ${TESTBED_HUGEPAGES:-512}" snap
+  snap=$(snapshot "$nodes")
+  if [ -f "$STATE.snap" ] && [ "$(<"$STATE.snap")" = "$key"$'\n'"$snap" ]; then
+    echo "$nodes $ports" >"$STATE"
+    say "$nodes node(s) x $ports port(s) on bridge $BR"
+    return 0
+  fi
+  rm -f "$STATE.snap"
   # Inside a node (ip netns exec ppn0 ...) a test bed would be built within
   # that namespace, beside the real one, and cut the node off.
   local here
@@ -216,6 +246,10 @@ up() {
   # af_xdp's libxdp keeps its programs in bpffs; without it, it complains.
   mountpoint -q /sys/fs/bpf 2>/dev/null || mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
   echo "$nodes $ports" > "$STATE"
+  # Kept only without an XDP program on a port: one left by a process that
+  # is gone must meet the full path's repair.
+  snap=$(snapshot "$nodes")
+  [[ $snap == *" prog/xdp"* ]] || printf '%s\n%s' "$key" "$snap" >"$STATE.snap"
   say "$nodes node(s) x $ports port(s) on bridge $BR"
 }
 
@@ -268,7 +302,7 @@ down() {
     cat "$STATE.hugepages" > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null || true
     rm -f "$STATE.hugepages"
   fi
-  rm -f "$STATE"
+  rm -f "$STATE" "$STATE.snap"
   local left
   while left=$(leftovers "${killed[@]}"); [ -n "$left" ]; do
     [ $SECONDS -lt $deadline ] || die "down: still there after ${DOWN_WAIT} s: $left"

@@ -119,6 +119,13 @@ if [ -n "$xdp_obj" ]; then
 fi
 out=$("$tb" up 2 2) || fail "up after the repair: $out"
 ! grep -q repaired <<<"$out" || fail "a second up repaired again: $out"
+# A second up of the same settings returns on its snapshot; anything it
+# made, changed since, is made again: a port down, an address left on.
+ip -n pptn0 link set pp1 down
+"$tb" ipv4 on || fail "ipv4 on"
+"$tb" up 2 2 >/dev/null || fail "up after a port went down"
+ip -n pptn0 -o link show dev pp1 | grep -q "[<,]UP[,>]" || fail "up left pptn0/pp1 down"
+[ -z "$(ip -n pptn1 -o -4 addr show dev pp0)" ] || fail "up left pptn1/pp0 its address"
 # ARP: only pp0 answers for pp0's address. With pptn1/pp0 down, pptn0 gets
 # no answer (pp1 would give its own MAC by default, and a peer would send
 # there for good); with it up, pp0's MAC. A datagram to the discard port

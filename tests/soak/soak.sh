@@ -3,8 +3,8 @@
 #
 #   tests/soak/soak.sh [--full] [BUILD_DIR]
 #
-# The bounded form (the default, in CI through the meson suite "soak", about
-# a minute and a half on 2 cores) and the full one (--full, about twenty
+# The bounded form (the default, in the test command through the meson suite
+# "soak", about a minute on 2 cores) and the full one (--full, about twenty
 # minutes; run it by hand before a release):
 #   1. the main job, tests/main_job.sh, back to back: 1 | 20 runs
 #   2. a rank killed with SIGKILL in the middle of random traffic, then at
@@ -12,13 +12,14 @@
 #      each over af_packet, af_xdp and through ppd
 #   3. random traffic (0 B to 4 MiB, wildcards; tests/soak/rt_random.c) among
 #      4 ranks on 2 nodes with 5% loss, 1% duplication and 5% reordering on
-#      every port (pprun --fault), the three modes in turn: 45 s | 600 s
+#      every port (pprun --fault), the three modes in turn: 21 s | 600 s
 #   4. the same through ppd with one node's daemon killed mid-run: its ranks
 #      fail with -ECONNRESET at once, the job ends without a hang, and a new
 #      job through fresh daemons runs clean: 1 | 5 times
-# (Ranks that finalize and init again, 200 cycles, run as rt_cycles in the
-# same meson suite.) Each part prints a line of figures; a failure shows the
-# run's output and fails the script. Nothing is retried.
+#   5. ranks that finalize and init again on a lossy link (rt_cycles, 2 and
+#      4 ranks): 60 cycles each as tests of the same meson suite | 200 here
+# Each part prints a line of figures; a failure shows the run's output and
+# fails the script. Nothing is retried.
 set -uo pipefail
 full=0
 [ "${1:-}" = "--full" ] && { full=1; shift; }
@@ -30,7 +31,7 @@ build=$(cd "${1:-$top/build}" && pwd) || exit 2
 tb=$top/tests/testbed.sh pprun=$build/apps/pprun rtr=$build/tests/rt_random rtc=$build/tests/rt_check
 export PPRUN_PPD=$build/apps/ppd/ppd
 if [ $full -eq 1 ]; then mainjobs=20 kills=50 traffic_s=600 ppdkills=5
-else mainjobs=1 kills=3 traffic_s=45 ppdkills=1; fi
+else mainjobs=1 kills=3 traffic_s=21 ppdkills=1; fi
 tmp=$(mktemp -d /tmp/pp-soak.XXXXXX)
 bg=
 cleanup() {
@@ -133,4 +134,14 @@ for i in $(seq "$ppdkills"); do
   echo "soak: daemon killed mid-run ($i of $ppdkills): its ranks failed with -ECONNRESET, the job ended $after s after the kill, the next job ran clean"
   total_runs=$((total_runs + 2))
 done
+# --- 5. finalize and init again, 200 cycles (--full; meson runs 60) ---------
+if [ $full -eq 1 ]; then
+  for n in 2 4; do
+    t0=$(now)
+    "$build/tests/rt_cycles" --ranks "$n" --cycles 200 --seed "$n" >"$tmp/cycles.log" 2>&1 ||
+      { show "$tmp/cycles.log"; fail "rt_cycles, $n ranks"; }
+    echo "soak: rt_cycles, $n ranks, 200 cycles ($(took "$t0") s)"
+    total_runs=$((total_runs + 1))
+  done
+fi
 echo "soak: $total_runs runs, $total_msgs messages and $total_bytes bytes of random traffic checked, failures: 0"
