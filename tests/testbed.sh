@@ -155,9 +155,11 @@ up() {
   # Nothing changed since an `up` of these settings left it (each job of
   # pprun asks, and the full check took half a second): done. Any
   # difference, a repair included, takes the full path below.
-  local key="$nodes $ports $MTU ${TESTBED_HUGEPAGES:-512}" snap
-  snap=$(snapshot "$nodes")
-  if [ -f "$STATE.snap" ] && [ "$(<"$STATE.snap")" = "$key"$'\n'"$snap" ]; then
+  # An `up` of more nodes or ports (same MTU and pages) covers this one.
+  local key="$nodes $ports $MTU ${TESTBED_HUGEPAGES:-512}" snap sn sp smtu shp
+  if [ -f "$STATE.snap" ] && read -r sn sp smtu shp <"$STATE.snap" &&
+    [ "$nodes" -le "$sn" ] && [ "$ports" -le "$sp" ] && [ "$smtu $shp" = "$MTU ${TESTBED_HUGEPAGES:-512}" ] &&
+    [ "$(<"$STATE.snap")" = "$sn $sp $smtu $shp"$'\n'"$(snapshot "$sn")" ]; then
     echo "$nodes $ports" >"$STATE"
     say "$nodes node(s) x $ports port(s) on bridge $BR"
     return 0
