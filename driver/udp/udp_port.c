@@ -369,7 +369,7 @@ static unsigned gro_drain(struct udp_port *p, struct pp_buf **bufs, unsigned n)
 		/* Longer than a slot: what receiving into slots would truncate. */
 		int flags = m->msg_hdr.msg_flags | (len > p->info.buf_cap ? MSG_TRUNC : 0);
 		if (rx_check(p, f, len, flags, &g->from[g->next]) == 0) {
-			struct pp_buf *b;
+			struct pp_buf *b = NULL;
 			pp_bufpool_alloc(&p->pool, &b, 1); /* one is free: the loop's test */
 			memcpy(b->data, f, len);
 			b->len = len;
