@@ -32,8 +32,9 @@
 # 2 MiB pages (default 512) for DPDK.
 #
 # `up` returns at once when the links, addresses, mounts and pages are as
-# an `up` of the same settings left them (a snapshot in /run); else it
-# reuses only what checks out, and rebuilds the rest with one line
+# an `up` of as many nodes and ports or more, at the same MTU, left them (a
+# snapshot in /run; sysctls it does not read); else it reuses only what
+# checks out, and rebuilds the rest with one line
 # "testbed: repaired ..." each: a namespace it cannot enter; a host-side
 # port whose veth peer is not pp<j> of its node (the end of a namespace the
 # kernel is still destroying, or of an `up` that was interrupted); a pp<j>
