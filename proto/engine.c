@@ -359,6 +359,7 @@ struct pp_proto_cpl *pp_proto_complete(struct pp_proto *e, uint64_t cookie, int 
 	x->error = error;
 	x->data = 0;
 	x->has_data = 0;
+	x->post = 0;
 	return x;
 }
 

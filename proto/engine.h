@@ -158,6 +158,8 @@ struct pp_proto_cpl {
 	int error;	 /* 0, -EMSGSIZE (truncated), -ECONNRESET (peer lost) */
 	uint32_t data;	 /* receives and probes: the sender's immediate data ... */
 	int has_data;	 /* ... when 1 (pp_proto_send_data); 0 for sends */
+	uint32_t post;	 /* receives: how many were posted before it (mod 2^32), so
+			    a caller can see them in the order they were posted */
 };
 
 struct pp_proto;

@@ -99,6 +99,7 @@ struct pp_proto_recv_rec {
 	uint32_t peer;		       /* source rank of the message */
 	uint32_t data;		       /* its immediate data, when has_data */
 	uint32_t msg_id;	       /* message number */
+	uint32_t post;		       /* receives posted before it (pp_proto_cpl.post) */
 	int rq_slot;		       /* receive-queue entry + 1 when published, else 0 */
 	uint8_t has_data;	       /* its FIRST frame carried data */
 	uint8_t wants_pull;	       /* sender waits for a PULL */
@@ -195,6 +196,7 @@ struct pp_proto {
 	struct pp_tagq posted;		     /* posted receives, in order (tagq.h) */
 	struct pp_tagq unexpected;	     /* unexpected messages, in arrival order */
 	uint32_t user_ops;		     /* sends + receives outstanding or unpolled */
+	uint32_t recv_posts;		     /* receives posted so far (mod 2^32) */
 	uint32_t ops_easy;	  /* user_ops below this: room, no check (pp_proto_ops_room) */
 	int push_owed;		  /* a send queued frames (pp_proto_push_owed) */
 	uint8_t local_due;	  /* a node-mate may have a frame due (pp_proto_local_take) */

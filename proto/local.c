@@ -262,6 +262,7 @@ static int lite_to_posted(struct pp_proto *e, struct pp_proto_peer *p, uint32_t 
 	pp_proto_credit_return(p, pp_pushbuf_cells(l->len), 0);
 	struct pp_proto_cpl *c = pp_proto_complete(e, r->cookie, 0, from, l->tag, l->len,
 						   l->len > r->cap ? -EMSGSIZE : 0);
+	c->post = r->post;
 	if (l->flags & PP_WIRE_LITE_DATA) {
 		c->data = l->data;
 		c->has_data = 1;

@@ -39,6 +39,7 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 		r->buf = buf;
 		r->cap = len;
 		r->cookie = cookie;
+		r->post = e->recv_posts++;
 		if (r->stage || r->evicted) {
 			e->st.late_matches++;
 			e->user_ops++;
@@ -64,6 +65,7 @@ int pp_proto_recv(struct pp_proto *e, int src, uint64_t tag, uint64_t ignore, vo
 	r->buf = buf;
 	r->cap = len;
 	r->cookie = cookie;
+	r->post = e->recv_posts++;
 	pp_pushbuf_chain_init(&r->cells);
 	r->m.src = src;
 	r->m.tag = tag;
@@ -88,7 +90,8 @@ int pp_proto_cancel(struct pp_proto *e, uint64_t cookie)
 			return -EBUSY;
 		r->rq_slot = 0;
 		pp_proto_complete(e, cookie, 0, r->m.src < 0 ? 0 : (uint32_t)r->m.src, r->m.tag, 0,
-				  -ECANCELED);
+				  -ECANCELED)
+		    ->post = r->post;
 		pp_proto_rx_free(e, r);
 		return 0;
 	}

@@ -195,6 +195,7 @@ void pp_proto_rx_finish(struct pp_proto *e, struct pp_proto_recv_rec *r, int err
 	    pp_proto_complete(e, r->cookie, 0, r->peer, r->tag, r->msg_len, error);
 	c->data = r->data;
 	c->has_data = r->has_data;
+	c->post = r->post;
 	if (!error || error == -EMSGSIZE)
 		e->st.msgs_rx++;
 	pp_proto_rx_free(e, r);

@@ -239,6 +239,11 @@ static int set_pcap_dump(struct pp_config *c, const char *v)
 	return set_str(c->pcap_dump, v);
 }
 
+static int set_recv_trace(struct pp_config *c, const char *v)
+{
+	return set_str(c->recv_trace, v);
+}
+
 static int set_timeout_ms(struct pp_config *c, const char *v)
 {
 	uint32_t u;
@@ -432,6 +437,10 @@ static const struct key {
     {{"pcap_dump", "file name (empty: none)", "",
       "write every frame the port sends and receives to a pcap file"},
      set_pcap_dump,
+     false},
+    {{"recv_trace", "file name, %r for the rank (empty: none)", "",
+      "write every completed receive to a trace pp_predict reads"},
+     set_recv_trace,
      false},
     {{"timeout_ms", "1..4294967295", "10000", "discovery and peer-loss timeout, ms"},
      set_timeout_ms,

@@ -62,6 +62,7 @@ struct pp_config {
 	char daemon[PP_CFG_STR];    /* ppd socket path ("" embedded engine) */
 	char predict[PP_CFG_STR];   /* predictor name or "off" */
 	char pcap_dump[PP_CFG_STR]; /* capture file ("" none) */
+	char recv_trace[PP_CFG_STR]; /* receive trace file, %r = rank ("" none) */
 	char cluster[PP_CFG_STR];   /* rank -> MAC file ("" discover) */
 	uint32_t timeout_ms;	    /* discovery and peer-loss timeout */
 	bool zerocopy;		    /* large payloads leave from the user's buffer */

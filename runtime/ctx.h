@@ -17,6 +17,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "engine.h"
@@ -109,6 +110,16 @@ struct pp_rt_pred_buf {
 	uintptr_t addr; /* its buffer */
 };
 
+/* A completed receive held until those posted before it completed. */
+struct pp_rt_pred_rx {
+	uint64_t tag, len; /* its envelope's tag, the message's length */
+	uintptr_t buf;	   /* its buffer (0: the embedding library's) */
+	uint32_t src;	   /* its source */
+	uint8_t state;	   /* 0 empty, 1 to observe, 2 to skip (failed or cancelled) */
+};
+
+#define PP_PRED_ORDER 64 /* receives held to be observed in the order posted */
+
 /* The receive predictor and its staging (predictor.c owns it). */
 struct pp_rt_pred {
 	struct pp_pred *model;	       /* NULL when predict=off */
@@ -123,6 +134,10 @@ struct pp_rt_pred {
 	struct pp_rt_pred_buf *bufs;   /* last buffer per id, PP_PRED_BUFS slots */
 	struct pp_stage *stage;	       /* staging memory, NULL when off */
 	int grow;		       /* its tables want to grow: at an idle pass */
+	FILE *trace;		       /* recv_trace= file, NULL when none */
+	struct pp_rt_pred_rx *order;   /* PP_PRED_ORDER slots by post number */
+	uint32_t base;		       /* post number observed next */
+	bool observe;		       /* model or trace: completed receives are seen */
 };
 
 #define PP_ZC_MIN  2048 /* smallest payload sent from the user's buffer */
@@ -312,14 +327,16 @@ int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int 
 int pp_ctx_wait(pp_req **req, pp_status *st);
 
 /* The receive predictor (predictor.c). init: -EINVAL for an unknown name,
- * -ENOMEM; with a predictor it makes the staging pool too. receive: one
- * completed receive into buf, on the completion path. stage_hooks: the
+ * -ENOMEM, a trace file's open error; with a predictor it makes the staging
+ * pool too, with recv_trace= the trace file. receive: one receive's
+ * completion (buf its buffer, NULL when unknown), on the completion path;
+ * receives are observed in the order they were posted. stage_hooks: the
  * engine's staging hooks in h when there is a pool (arg: the context).
  * site: the call site of the next receive (pp_prerecv). stats: its counters
  * into st. */
 int pp_rt_pred_init(pp_ctx *ctx);
 void pp_rt_pred_fini(pp_ctx *ctx);
-void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf);
+void pp_rt_pred_receive(pp_ctx *ctx, const struct pp_proto_cpl *c, const void *buf);
 /* An idle progress pass while pred.grow: the predictor's tables grow (they
  * never allocate on a receive's path). */
 void pp_rt_pred_grow(pp_ctx *ctx);

@@ -13,6 +13,20 @@
  * their position. The predictor allocates at create only; observe and
  * predict are cheap and lock-free, so this runs on the completion path. Every
  * hook runs inside the engine, under the progress lock.
+ *
+ * Receives complete in the order their messages came, which can differ from
+ * run to run (two neighbours' halos; a receive posted after its message came
+ * completes at once, one posted before waits for it), where the order the
+ * code posts them is its own: the engine numbers receives as they are posted
+ * (pp_proto_cpl.post), and each is observed once those posted before it
+ * completed, held in a ring of PP_PRED_ORDER. A receive that stays posted
+ * longer (a standing wildcard) is passed over once the ring is full, and
+ * observed when it completes. Failed and cancelled receives are passed over.
+ *
+ * recv_trace=FILE writes each completed receive as one line of the trace
+ * format pp_predict reads (predict/README.md), predictor or not, so the
+ * predictors can be replayed offline on what a live code received: a
+ * formatted line per receive into a 1 MiB stdio buffer, a diagnostic.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -43,9 +57,47 @@ static int stage_start(pp_ctx *ctx)
 	return 0;
 }
 
+/* recv_trace=: the file, each "%r" in its name the rank. */
+static int trace_open(pp_ctx *ctx)
+{
+	const char *t = ctx->cfg.recv_trace;
+	char path[PP_CFG_STR + 64];
+	size_t n = 0;
+	for (; *t && n + 12 < sizeof(path); t++) {
+		if (t[0] == '%' && t[1] == 'r') {
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", ctx->rank);
+			t++;
+		} else {
+			path[n++] = *t;
+		}
+	}
+	path[n] = 0;
+	ctx->pred.trace = fopen(path, "w");
+	if (!ctx->pred.trace) {
+		int rc = -errno;
+		pp_err("recv_trace %s: cannot create: %s", path, strerror(-rc));
+		return rc;
+	}
+	setvbuf(ctx->pred.trace, NULL, _IOFBF, 1 << 20);
+	fprintf(ctx->pred.trace, "# receives of rank %d of %d, in the order they completed\n"
+				 "src,tag,bytes,buf,comm\n", ctx->rank, ctx->size);
+	return 0;
+}
+
 int pp_rt_pred_init(pp_ctx *ctx)
 {
 	ctx->pred.site = PP_PRED_NO_SITE;
+	if (ctx->cfg.recv_trace[0]) {
+		int rc = trace_open(ctx);
+		if (rc)
+			return rc;
+	}
+	if (strcmp(ctx->cfg.predict, "off") == 0 && !ctx->pred.trace)
+		return 0;
+	ctx->pred.order = calloc(PP_PRED_ORDER, sizeof(*ctx->pred.order));
+	if (!ctx->pred.order)
+		return -ENOMEM;
+	ctx->pred.observe = true;
 	if (strcmp(ctx->cfg.predict, "off") == 0)
 		return 0;
 	struct pp_pred_params prm = {.max_ahead = PP_PRED_AHEAD};
@@ -64,6 +116,11 @@ int pp_rt_pred_init(pp_ctx *ctx)
 
 void pp_rt_pred_fini(pp_ctx *ctx)
 {
+	if (ctx->pred.trace && fclose(ctx->pred.trace))
+		pp_err("recv_trace: the trace could not be written whole");
+	ctx->pred.trace = NULL;
+	free(ctx->pred.order);
+	ctx->pred.order = NULL;
 	pp_pred_destroy(ctx->pred.model);
 	ctx->pred.model = NULL;
 	if (ctx->pred.stage) {
@@ -151,8 +208,14 @@ void pp_rt_pred_grow(pp_ctx *ctx)
 		pp_debug("predict: tables grew to %zu bytes", pp_pred_mem(ctx->pred.model));
 }
 
-void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf)
+static void observe(pp_ctx *ctx, uint32_t src, uint64_t tag, uint64_t len, uintptr_t buf)
 {
+	if (ctx->pred.trace)
+		fprintf(ctx->pred.trace, "%u,%d,%llu,%#llx,%d\n", src, (int32_t)tag,
+			(unsigned long long)len, (unsigned long long)buf,
+			(int32_t)(tag >> 32));
+	if (!ctx->pred.model)
+		return;
 	uint32_t site = ctx->pred.site;
 	uint64_t id = envelope_id(src, tag);
 	if (ctx->pred.have) {
@@ -171,4 +234,37 @@ void pp_rt_pred_receive(pp_ctx *ctx, uint32_t src, uint64_t tag, const void *buf
 	    pp_pred_predict(ctx->pred.model, PP_PRED_NO_SITE, ctx->pred.ahead, PP_PRED_AHEAD);
 	ctx->pred.have = ctx->pred.nahead >= 1;
 	ctx->pred.next = ctx->pred.ahead[0];
+}
+
+/* Observe the held receive at base, if it completed, and move on. */
+static int take_base(pp_ctx *ctx, int skip_empty)
+{
+	struct pp_rt_pred_rx *x = &ctx->pred.order[ctx->pred.base % PP_PRED_ORDER];
+	if (!x->state && !skip_empty)
+		return 0;
+	if (x->state == 1)
+		observe(ctx, x->src, x->tag, x->len, x->buf);
+	x->state = 0;
+	ctx->pred.base++;
+	return 1;
+}
+
+void pp_rt_pred_receive(pp_ctx *ctx, const struct pp_proto_cpl *c, const void *buf)
+{
+	int ok = c->error == 0 || c->error == -EMSGSIZE;
+	uint32_t d = c->post - ctx->pred.base;
+	if (d >= UINT32_MAX / 2) { /* passed over already: observed now */
+		if (ok)
+			observe(ctx, (uint32_t)c->source, c->tag, c->len, (uintptr_t)buf);
+		return;
+	}
+	while (d >= PP_PRED_ORDER) { /* the ring is full: the oldest is passed over */
+		take_base(ctx, 1);
+		d--;
+	}
+	ctx->pred.order[c->post % PP_PRED_ORDER] = (struct pp_rt_pred_rx){
+	    .tag = c->tag, .len = c->len, .buf = (uintptr_t)buf, .src = (uint32_t)c->source,
+	    .state = ok ? 1 : 2};
+	while (take_base(ctx, 0))
+		;
 }

@@ -17,6 +17,7 @@
 #include "pp.h"
 #include "pp_log.h"
 #include "sim/pp_sim.h"
+#include "trace.h"
 
 #define MAXR 4
 
@@ -345,6 +346,85 @@ static void test_predict(void)
 	run_ranks(2, sc_predict, "predict=hybrid", 0);
 }
 
+/* recv_trace=FILE (%r the rank): rank 1's file holds its 60 receives in
+ * order, with source, tag and size, in the format pp_predict reads back;
+ * with predict=hybrid as well, the predictor is still fed. Then two
+ * receives posted (tags 30, 31) before their messages, which come in the
+ * other order: they complete 31 first, and are observed as posted. */
+static int trace_predicts; /* the run has predict=hybrid */
+
+static int sc_trace(pp_ctx *ctx, int rank)
+{
+	int bad = 0;
+	uint8_t b[3000] = {0};
+	for (int i = 0; i < 60; i++) {
+		size_t n = (size_t)(i * 47 % 3000);
+		if (rank == 0)
+			bad += pp_send(ctx, b, n, 1, 20 + i % 4) != 0;
+		else
+			bad += pp_recv(ctx, b, sizeof(b), 0, 20 + i % 4, NULL) != 0;
+	}
+	pp_req *rq[2] = {NULL, NULL};
+	int tags[2];
+	if (rank == 1) {
+		bad += pp_irecv(ctx, &tags[0], sizeof(int), 0, 30, &rq[0]) != 0;
+		bad += pp_irecv(ctx, &tags[1], sizeof(int), 0, 31, &rq[1]) != 0;
+	}
+	bad += pp_barrier(ctx) != 0;
+	for (int t = 31; rank == 0 && t >= 30; t--)
+		bad += pp_send(ctx, &t, sizeof(t), 1, t) != 0;
+	for (int k = 0; rank == 1 && k < 2; k++)
+		bad += pp_wait(&rq[k], NULL) != 0 || tags[k] != 30 + k;
+	struct pp_stats st;
+	bad += pp_get_stats(ctx, &st) != 0;
+	if (rank == 1)
+		bad += trace_predicts ? st.pred_hits < 40 : st.pred_predictions != 0;
+	return bad;
+}
+
+static void check_trace(const char *path)
+{
+	struct pp_trace t = {0};
+	char err[256] = "";
+	CU_ASSERT_EQUAL_FATAL(pp_trace_load(path, &t, err, sizeof(err)), 0);
+	const struct pp_pred_obs *mine[62];
+	size_t k = 0; /* the library's own receives (the barrier's) have tags below 0 */
+	for (size_t j = 0; j < t.n; j++)
+		if (t.obs[j].tag >= 0 && k++ < 62)
+			mine[k - 1] = &t.obs[j];
+	CU_ASSERT_EQUAL_FATAL(k, 62);
+	for (int i = 0; i < 62; i++) {
+		const struct pp_pred_obs *o = mine[i];
+		int tag = i < 60 ? 20 + i % 4 : 30 + i - 60;
+		uint64_t n = i < 60 ? (uint64_t)(i * 47 % 3000) : sizeof(int);
+		CU_ASSERT(o->src == 0 && o->tag == tag && o->bytes == n);
+		CU_ASSERT(o->buf != 0 && o->comm == 0);
+	}
+	pp_trace_free(&t);
+}
+
+static void test_recv_trace(void)
+{
+	char dir[] = "/tmp/pp-trace-XXXXXX", cfg[128], path[96];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	for (int p = 0; p < 2; p++) {
+		snprintf(cfg, sizeof(cfg), "recv_trace=%s/r%%r.csv%s", dir, p ? ",predict=hybrid" : "");
+		trace_predicts = p;
+		run_ranks(2, sc_trace, cfg, 0);
+		snprintf(path, sizeof(path), "%s/r1.csv", dir);
+		check_trace(path);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/r0.csv", dir);
+		CU_ASSERT_EQUAL(access(path, R_OK), 0); /* rank 0's, of its own receives */
+		unlink(path);
+	}
+	/* A file that cannot be made fails pp_init with the open's error. */
+	pp_ctx *ctx;
+	snprintf(cfg, sizeof(cfg), "rank=0,size=2,dev=sim:x/0,recv_trace=%s/no/such/dir", dir);
+	CU_ASSERT_EQUAL(pp_init(&ctx, cfg), -ENOENT);
+	CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
 static void test_sizes_push_pull(void)
 {
 	run_ranks(2, sc_sizes, "mode=push-pull", 0);
@@ -444,6 +524,7 @@ static CU_TestInfo tests[] = {
     {"peer gone", test_gone},
     {"discovery with a late rank", test_late_discovery},
     {"predictor fed and scored", test_predict},
+    {"recv_trace writes every receive, in order", test_recv_trace},
     {"pull handlers", test_pull_handlers},
     CU_TEST_INFO_NULL,
 };
