@@ -18,6 +18,18 @@
  * kept newest first in a power-of-two ring of R >= N + M + 1 entries written
  * twice (at p and p + R), so x[t-1..t-M] is one contiguous forward read and
  * the loops vectorise. M <= N, as in the paper.
+ *
+ * Locked: past the first N + M receives, once a period p is found the window
+ * is p-periodic, and it stays so while each new id equals the one p before
+ * it: that one comparison is all an observation does then (O(1) instead of
+ * O(M)), and the counts are left as they were. The first id that breaks the
+ * period unlocks: the counts catch up on the receives they missed, or when
+ * that is more work, are made again over the window (O(N*M) for a lock that
+ * held long), and the detector goes on as above. A lock costs at worst
+ * what the receives it skipped would have. While locked the period is
+ * p where the exact detector might name a smaller one the window also
+ * repeats with (a stream turned constant); both then predict the same ids,
+ * since a window with both periods repeats with their gcd.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +43,8 @@ struct dpd_pred {
 	uint32_t M;	     /* longest period, <= N */
 	uint32_t R;	     /* ring size, a power of two */
 	uint32_t period;     /* detected period, 0 none */
+	int locked;	     /* steady and following period: counts stale ... */
+	uint64_t lock_t;     /* ... from this receive on */
 	uint64_t t;	     /* ids observed */
 	uint64_t *ids;	     /* R ids, x[s] at s mod R (what predict returns) */
 	uint32_t *fold;	     /* 2R folded ids, newest first: the ring and its mirror */
@@ -148,6 +162,31 @@ static uint32_t update_steady(uint32_t *cnt, const uint32_t *past, uint32_t f, c
 	return zero;
 }
 
+/* Unlock at x[t]: the counts brought to the window that ends there, by
+ * the steady updates they missed (each adds and removes a pair per delay)
+ * or, when those are more work or reach back past the ring, made again
+ * (a pair per delay for each of the N in the window). Returns the period. */
+static uint32_t unlock(struct dpd_pred *d, uint64_t t)
+{
+	uint64_t missed = t - d->lock_t + 1;
+	d->locked = 0;
+	if (2 * missed < d->N && d->N + d->M + missed < d->R) {
+		uint32_t per = 0;
+		for (uint64_t s = d->lock_t; s <= t; s++) {
+			const uint32_t *at = d->fold + fold_pos(d, s);
+			const uint32_t *old = d->fold + fold_pos(d, s - d->N);
+			per = update_steady(d->cnt, at, at[0], old, old[0], d->M);
+		}
+		return per;
+	}
+	memset(d->cnt, 0, (d->M + 1) * sizeof(*d->cnt));
+	for (uint32_t i = 0; i < d->N; i++) {
+		const uint32_t *at = d->fold + fold_pos(d, t - i);
+		update_pairs(d->cnt, at, at[0], d->M, 1);
+	}
+	return first_zero(d->cnt, d->M);
+}
+
 static void dpd_observe(struct pp_pred *p, uint64_t x, uint32_t site)
 {
 	struct dpd_pred *d = (struct dpd_pred *)p;
@@ -161,8 +200,16 @@ static void dpd_observe(struct pp_pred *p, uint64_t x, uint32_t site)
 	d->fold[pos + d->R] = fx;
 
 	if (t >= (uint64_t)d->N + d->M) { /* steady state: every pair there */
-		const uint32_t *old = d->fold + fold_pos(d, t - d->N);
-		d->period = update_steady(cnt, d->fold + pos, fx, old, old[0], d->M);
+		if (d->locked && fx == d->fold[pos + d->period])
+			return;
+		if (d->locked) {
+			d->period = unlock(d, t);
+		} else {
+			const uint32_t *old = d->fold + fold_pos(d, t - d->N);
+			d->period = update_steady(cnt, d->fold + pos, fx, old, old[0], d->M);
+		}
+		d->locked = d->period != 0;
+		d->lock_t = t + 1;
 		return;
 	}
 	/* Add the pairs (x[t], x[t-m]). */

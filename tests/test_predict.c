@@ -617,6 +617,75 @@ static void test_graph_walk_kept(void)
 	}
 }
 
+/* The exact detector after x[0..t], from its definition (predict/dpd.c):
+ * the smallest m whose pairs (at most N of them, at least m) all match. */
+static unsigned dpd_reference(const uint64_t *x, unsigned t, unsigned N, unsigned M)
+{
+	for (unsigned m = 1; m <= M; m++) {
+		unsigned pairs = t + 1 > m ? t + 1 - m : 0;
+		pairs = pairs > N ? N : pairs;
+		if (pairs < m)
+			return 0;
+		unsigned i = 0;
+		while (i < pairs && x[t - i] == x[t - i - m])
+			i++;
+		if (i == pairs)
+			return m;
+	}
+	return 0;
+}
+
+/*
+ * DPD's lock (it follows a steady period with one comparison a receive and
+ * brings its counts back when the period breaks) predicts at every receive
+ * what the exact detector predicts, +1 to +10: on a period that changes, on
+ * a CG-like stream (AAAB 25 times, then one more A: period 101), on a
+ * period of 6 with 0.5 % of it replaced at random, and on one that turns
+ * constant (where the lock keeps the old period and the exact one names 1:
+ * the same ids). Small N and M (but for the 101) so that the reference's
+ * O(N*M) a receive stays quick. Breaks come both soon after a lock (the
+ * counts catch up) and long after (they are made again).
+ */
+static void test_dpd_lock(void)
+{
+	enum { T = 3000, K = 10 };
+	static uint64_t x[T];
+	struct pp_pred_params prm = {.window = 64, .max_period = 48};
+	uint64_t rng = 7;
+	for (int kind = 0; kind < 4; kind++) {
+		for (unsigned t = 0; t < T; t++) {
+			unsigned c = t % 101;
+			switch (kind) {
+			case 0: x[t] = t < 1500 ? t % 5 : 100 + t % 7; break;
+			case 1: x[t] = c == 100 || c % 4 != 3 ? 1 : 2; break;
+			case 2:
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				x[t] = (rng >> 33) % 200 == 0 ? 1000 + (rng >> 40) % 9 : t % 6;
+				break;
+			default: x[t] = t < 1000 ? t % 9 : 4; break;
+			}
+		}
+		prm.window = kind == 1 ? 256 : 64; /* 101 needs a longer window */
+		prm.max_period = kind == 1 ? 128 : 48;
+		struct pp_pred *p;
+		CU_ASSERT_EQUAL_FATAL(pp_pred_create("dpd", &prm, &p), 0);
+		unsigned bad = 0, made = 0;
+		for (unsigned t = 0; t < T; t++) {
+			pp_pred_observe(p, x[t], 0);
+			uint64_t ids[K];
+			unsigned n = pp_pred_predict(p, 0, ids, K);
+			unsigned per = dpd_reference(x, t, prm.window, prm.max_period);
+			bad += (n != 0) != (per != 0);
+			for (unsigned j = 0; per && j < n; j++) /* x[t+1+j] a whole number of periods back */
+				bad += ids[j] != x[t + 1 + j - per * ((j + per) / per)];
+			made += n > 0;
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		CU_ASSERT(made > T / 2);
+		pp_pred_destroy(p);
+	}
+}
+
 static CU_TestInfo tests[] = {
     {"figure 3 initialisation phase", test_figure3},
     {"short first cycle", test_short_first_cycle},
@@ -632,6 +701,7 @@ static CU_TestInfo tests[] = {
     {"full tables", test_capacity},
     {"tables grow with the stream", test_growth},
     {"dpd in steady state finds a new period", test_dpd_steady},
+    {"dpd's lock predicts what the exact detector does", test_dpd_lock},
     {"graph: a kept walk is a fresh one", test_graph_walk_kept},
     CU_TEST_INFO_NULL,
 };
