@@ -79,8 +79,10 @@ static int trace_open(pp_ctx *ctx)
 		return rc;
 	}
 	setvbuf(ctx->pred.trace, NULL, _IOFBF, 1 << 20);
-	fprintf(ctx->pred.trace, "# receives of rank %d of %d, in the order they completed\n"
-				 "src,tag,bytes,buf,comm\n", ctx->rank, ctx->size);
+	fprintf(ctx->pred.trace,
+		"# receives of rank %d of %d, in the order they were posted\n"
+		"src,tag,bytes,buf,comm\n",
+		ctx->rank, ctx->size);
 	return 0;
 }
 
@@ -212,8 +214,7 @@ static void observe(pp_ctx *ctx, uint32_t src, uint64_t tag, uint64_t len, uintp
 {
 	if (ctx->pred.trace)
 		fprintf(ctx->pred.trace, "%u,%d,%llu,%#llx,%d\n", src, (int32_t)tag,
-			(unsigned long long)len, (unsigned long long)buf,
-			(int32_t)(tag >> 32));
+			(unsigned long long)len, (unsigned long long)buf, (int32_t)(tag >> 32));
 	if (!ctx->pred.model)
 		return;
 	uint32_t site = ctx->pred.site;
@@ -262,9 +263,12 @@ void pp_rt_pred_receive(pp_ctx *ctx, const struct pp_proto_cpl *c, const void *b
 		take_base(ctx, 1);
 		d--;
 	}
-	ctx->pred.order[c->post % PP_PRED_ORDER] = (struct pp_rt_pred_rx){
-	    .tag = c->tag, .len = c->len, .buf = (uintptr_t)buf, .src = (uint32_t)c->source,
-	    .state = ok ? 1 : 2};
+	ctx->pred.order[c->post % PP_PRED_ORDER] =
+	    (struct pp_rt_pred_rx){.tag = c->tag,
+				   .len = c->len,
+				   .buf = (uintptr_t)buf,
+				   .src = (uint32_t)c->source,
+				   .state = ok ? 1 : 2};
 	while (take_base(ctx, 0))
 		;
 }

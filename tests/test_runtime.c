@@ -408,7 +408,8 @@ static void test_recv_trace(void)
 	char dir[] = "/tmp/pp-trace-XXXXXX", cfg[128], path[96];
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
 	for (int p = 0; p < 2; p++) {
-		snprintf(cfg, sizeof(cfg), "recv_trace=%s/r%%r.csv%s", dir, p ? ",predict=hybrid" : "");
+		snprintf(cfg, sizeof(cfg), "recv_trace=%s/r%%r.csv%s", dir,
+			 p ? ",predict=hybrid" : "");
 		trace_predicts = p;
 		run_ranks(2, sc_trace, cfg, 0);
 		snprintf(path, sizeof(path), "%s/r1.csv", dir);
