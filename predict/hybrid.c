@@ -17,15 +17,21 @@
  * Only the components that earn their keep run. A survey runs all of them
  * for SURVEY receives: at the start (up to SURVEY_MAX while one has not
  * predicted yet), every RECHECK receives, and when the answer's hits at +1
- * in the last 64 fall DROP below what they were at the last survey's end
- * (no sooner than gap receives after it; the gap doubles with each such
- * survey). At its end a component stays awake if it is
+ * in the last 64 fall DROP below what they were at the last survey's end,
+ * and so do its hits at +K (no sooner than gap receives after it; the gap
+ * doubles with each such survey): a stream whose short cycle breaks every
+ * hundred receives (NPB CG) is followed at +1 by one that misses +K at
+ * each break. At its end a component stays awake if it is
  * chosen at some look-ahead or made, in the survey's second half, USEFUL
  * hits the answer did not have (it answered and hit, or hit where the
  * answer missed); the others sleep: no observe, no predict, an empty score.
- * Between surveys +1 is still scored (among the awake) and the choices
- * further ahead stand. A component woken for a survey first observes what
- * it slept through, up to the last RING receives, from a ring of (id, site).
+ * Past +1 a tie of scores goes to the one with more such hits: the last 64
+ * receives may hold no break where one of them misses.
+ * Between surveys +1 and +K are still scored (among the awake): +1 goes to
+ * the best, and every look-ahead past +1 to the best at +K once it leads
+ * the one chosen there by DROP (the choices in between are not scored). A
+ * component woken for a survey first observes what it slept through, up to
+ * the last RING receives, from a ring of (id, site).
  *
  * A component's tables grow when the hybrid's do (pp_pred_grow): it wants
  * to once one that ran wants to.
@@ -49,7 +55,7 @@ enum {
 	SURVEY_MAX = 512, /* the first one, waiting for slow learners */
 	RECHECK = 32768,  /* receives from a survey's end to the next */
 	DROP = 4,	  /* fall of the answer's hits at +1 that calls a survey */
-	GAP = 512,	  /* least receives from a survey to one called so */
+	GAP = 128,	  /* least receives from a survey to one called so */
 	RING = 256,	  /* receives a woken component catches up on */
 	USEFUL = 2,	  /* hits in a survey's second half that keep one awake */
 };
@@ -89,6 +95,11 @@ struct hybrid_pred {
 	uint64_t ans_o;		  /* last 64 answers at +1, bit 0 newest: 1 hit */
 	unsigned ans_hits;	  /* ones in ans_o */
 	unsigned ans_level;	  /* ans_hits when the last survey ended */
+	uint64_t *ansK;		  /* [K slots] the answer at +K made there ... */
+	uint64_t ansK_ok;	  /* ... bit s: slot s holds one */
+	uint64_t ansK_o;	  /* last 64 answers at +K, as ans_o */
+	unsigned ansK_hits;	  /* ones in ansK_o */
+	unsigned ansK_level;	  /* ansK_hits when the last survey ended */
 	uint64_t ring_id[RING];	  /* the last RING receives ... */
 	uint32_t ring_site[RING]; /* ... and their sites */
 };
@@ -114,6 +125,7 @@ static void hy_destroy(struct pp_pred *p)
 	free(h->hits);
 	free(h->choice);
 	free(h->answer);
+	free(h->ansK);
 	free(h);
 }
 
@@ -130,8 +142,10 @@ static int hy_create(const struct pp_pred_params *prm, struct pp_pred **out)
 	h->hits = calloc(NCOMP * K, sizeof(*h->hits));
 	h->choice = calloc(K, sizeof(*h->choice));
 	h->answer = malloc(K * K);
+	h->ansK = calloc(K, sizeof(*h->ansK));
 	int rc = -ENOMEM;
-	if (!h->pred || !h->valid || !h->outcome || !h->hits || !h->choice || !h->answer)
+	if (!h->pred || !h->valid || !h->outcome || !h->hits || !h->choice || !h->answer ||
+	    !h->ansK)
 		goto fail;
 	memset(h->answer, NCOMP, K * K);
 	for (size_t c = 0; c < NCOMP; c++) {
@@ -199,6 +213,13 @@ static void survey_end(struct hybrid_pred *h)
 		h->survey_end = h->t + SURVEY / 2;
 		return;
 	}
+	for (size_t j = 1; j < h->K; j++) { /* a tie past +1: more useful hits win */
+		size_t best = h->choice[j];
+		for (size_t c = 0; c < NCOMP; c++)
+			if (score(h, c, j) == score(h, best, j) && h->useful[c] > h->useful[best])
+				best = c;
+		h->choice[j] = (uint8_t)best;
+	}
 	for (size_t j = 0; j < h->K; j++)
 		keep |= 1u << h->choice[j];
 	for (size_t c = 0; c < NCOMP; c++)
@@ -224,23 +245,42 @@ static void survey_end(struct hybrid_pred *h)
 	h->next_survey = h->t + RECHECK;
 	h->called_ok = h->t + h->gap;
 	h->ans_level = h->ans_hits;
+	h->ansK_level = h->ansK_hits;
 }
 
-/* Between surveys: score +1 of the awake ones only (a sleeper's record
- * stays empty) and choose among them; ties go to the earlier. */
-static void score_first(struct hybrid_pred *h, uint64_t id)
+/* Score look-ahead j of the awake ones for receive id, whose predictions
+ * at +j+1 were made at slot s; the best of them (ties: the earlier). */
+static size_t score_awake(struct hybrid_pred *h, uint64_t id, size_t j, size_t s)
 {
-	const uint64_t *valid = &h->valid[h->slot * NCOMP];
-	const uint64_t *pred = &h->pred[h->slot * NCOMP * h->K];
+	const uint64_t *valid = &h->valid[s * NCOMP];
+	const uint64_t *pred = &h->pred[s * NCOMP * h->K + j];
+	uint64_t *o = &h->outcome[j * NCOMP];
+	uint8_t *hits = &h->hits[j * NCOMP];
 	size_t best = h->run[0];
 	for (size_t i = 0; i < h->nrun; i++) {
 		size_t c = h->run[i];
-		unsigned hit = (unsigned)(valid[c] & 1) & (pred[c * h->K] == id);
-		h->hits[c] = (uint8_t)(h->hits[c] + hit - (h->outcome[c] >> 63));
-		h->outcome[c] = h->outcome[c] << 1 | hit;
-		best = h->hits[c] > h->hits[best] ? c : best;
+		unsigned hit = (unsigned)(valid[c] >> j & 1) & (pred[c * h->K] == id);
+		hits[c] = (uint8_t)(hits[c] + hit - (o[c] >> 63));
+		o[c] = o[c] << 1 | hit;
+		best = hits[c] > hits[best] ? c : best;
 	}
-	h->choice[0] = (uint8_t)best;
+	return best;
+}
+
+/* Between surveys: score +1 and +K of the awake ones only (a sleeper's
+ * record stays empty); +1 goes to the best, and every look-ahead past it
+ * to the best at +K once it leads the one chosen there by DROP. */
+static void score_awake_ends(struct hybrid_pred *h, uint64_t id)
+{
+	size_t K = h->K;
+	h->choice[0] = (uint8_t)score_awake(h, id, 0, h->slot);
+	if (K < 2)
+		return;
+	size_t best = score_awake(h, id, K - 1, h->slot + 1 == K ? 0 : h->slot + 1);
+	if (score(h, best, K - 1) < score(h, h->choice[K - 1], K - 1) + DROP)
+		return;
+	memset(&h->choice[1], (int)best, K - 1);
+	h->tail = (uint8_t)best;
 }
 
 static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
@@ -253,13 +293,18 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	h->ans_hits = h->ans_hits + hit1 - (unsigned)(h->ans_o >> 63);
 	h->ans_o = h->ans_o << 1 | hit1;
 	h->ans1_ok = 0;
+	size_t sK = slot + 1 == K ? 0 : slot + 1; /* where +K for this receive was made */
+	unsigned hitK = (unsigned)(h->ansK_ok >> sK & 1) & (h->ansK[sK] == id);
+	h->ansK_hits = h->ansK_hits + hitK - (unsigned)(h->ansK_o >> 63);
+	h->ansK_o = h->ansK_o << 1 | hitK;
+	h->ansK_ok &= ~(1ull << sK); /* the next receive's slot, free again */
 	if (h->alone) {
 		pp_pred_observe(h->comp[h->run[0]], id, site);
 		h->base.want |= h->comp[h->run[0]]->want;
 		goto next;
 	}
-	if (!surveying) { /* +1 among the awake; the choices further ahead stand */
-		score_first(h, id);
+	if (!surveying) { /* +1 and +K among the awake */
+		score_awake_ends(h, id);
 		goto observe;
 	}
 	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
@@ -307,7 +352,8 @@ next:
 			survey_end(h);
 	} else if (h->t >= h->next_survey) {
 		survey_start(h, 0);
-	} else if (h->ans_hits + DROP <= h->ans_level && h->t >= h->called_ok) {
+	} else if ((h->ans_hits + DROP <= h->ans_level || h->ansK_hits + DROP <= h->ansK_level) &&
+		   h->t >= h->called_ok) {
 		survey_start(h, 1);
 	}
 }
@@ -340,6 +386,10 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 			h->ans1 = ids[0];
 			h->ans1_ok = n > 0;
 			h->recorded = 1;
+			if (n == K) {
+				h->ansK[slot] = ids[K - 1];
+				h->ansK_ok |= 1ull << slot;
+			}
 		}
 		return n;
 	}
@@ -376,6 +426,10 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 	if (!h->ans1_ok && j > 0) { /* the first answer at +1 since the receive */
 		h->ans1 = ids[0];
 		h->ans1_ok = 1;
+		if (j == K) {
+			h->ansK[slot] = ids[K - 1];
+			h->ansK_ok |= 1ull << slot;
+		}
 	}
 	return j;
 }
@@ -397,7 +451,7 @@ static size_t hy_mem(const struct pp_pred *p)
 	size_t K = h->K, m = sizeof(*h);
 	m += NCOMP * K * K * sizeof(*h->pred) + NCOMP * K * sizeof(*h->valid) +
 	     NCOMP * K * (sizeof(*h->outcome) + sizeof(*h->hits)) + K * sizeof(*h->choice) +
-	     K * K * sizeof(*h->answer);
+	     K * K * sizeof(*h->answer) + K * sizeof(*h->ansK);
 	for (size_t c = 0; c < NCOMP; c++)
 		m += pp_pred_mem(h->comp[c]);
 	return m;
