@@ -12,15 +12,24 @@
 #             its "Loop time"
 #   hpcc      Debian's HPC Challenge (HPL and PTRANS at N=500 on a 1 x 2
 #             grid, RandomAccess, FFT, STREAM, DGEMM, b_eff); mpirun's time
+#   is cg mg lu  the NAS Parallel Benchmarks' MPI codes, with --npb DIR:
+#             DIR/is.C.x ... as NPB 3.4's `make is CLASS=C` leaves them in
+#             its bin/ (C: --class, default W); their own "Time in seconds",
+#             and their verification must say SUCCESSFUL
 # A code whose program is missing is left out, saying so
-# (tests/bench/bench_deps.sh installs lammps, lammps-examples and hpcc).
+# (tests/bench/bench_deps.sh installs lammps, lammps-examples and hpcc;
+# NPB is not packaged: its sources come from the NAS site).
 #
 #   tests/bench/predict_live.sh [--rounds R] [--steps N] [--config STR]
-#                               [--csv FILE] [--build DIR]
+#                               [--npb DIR] [--class C] [--codes LIST]
+#                               [--trace DIR] [--csv FILE] [--build DIR]
 #
 # --rounds R is 1..9 (default 3). --config passes more settings to every
 # rank (key=value,...; e.g. progress=event: the engine runs while the code
-# computes, which is what lets the predictor stage anything). --csv FILE
+# computes, which is what lets the predictor stage anything). --codes
+# runs only those of the codes (comma-separated). --trace DIR writes each
+# rank's receives in round 1 with predict=off to DIR/CODE.rRANK.csv
+# (recv_trace=), which `pp_predict --trace` replays. --csv FILE
 # writes code,predict,round,seconds,predictions,hits,bytes_staged. Needs
 # root (the test bed), which is one per machine: run it under flock
 # /tmp/testbed.lock.
@@ -29,14 +38,19 @@ prog=predict_live.sh
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
-rounds=3 md_steps=2000 config='' csv='' build=$root/build
+rounds=3 md_steps=2000 config='' csv='' build=$root/build npb='' class=W only='' trace=
 while [ $# -gt 0 ]; do
   case $1 in
-  -h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --rounds) [[ ${2:-} =~ ^[1-9]$ ]] || bad "--rounds takes 1..9"; rounds=$2; shift 2 ;;
   --steps) posint "${2:-}" || bad "--steps takes a positive number"; md_steps=$2; shift 2 ;;
   --config) [[ ${2:-} =~ ^[a-z_]+=[^,]+(,[a-z_]+=[^,]+)*$ ]] || bad "--config takes key=value,..."; config=$2; shift 2 ;;
   --csv) [ -n "${2:-}" ] || bad "--csv takes a file"; csv=$2; shift 2 ;;
+  --npb) [ -d "${2:-}" ] || bad "--npb takes a directory"; npb=$(cd "$2" && pwd); shift 2 ;;
+  --class) [[ ${2:-} =~ ^[SWABC]$ ]] || bad "--class takes S, W, A, B or C"; class=$2; shift 2 ;;
+  --codes) [[ ${2:-} =~ ^[a-z]+(,[a-z]+)*$ ]] || bad "--codes takes a comma-separated list"; only=,$2,; shift 2 ;;
+  --trace) [ -n "${2:-}" ] || bad "--trace takes a directory"; mkdir -p "$2" && trace=$(cd "$2" && pwd) ||
+      bad "cannot make $2"; shift 2 ;;
   --build) [ -n "${2:-}" ] || bad "--build takes a directory"; build=$2; shift 2 ;;
   *) bad "unknown argument '$1'" ;;
   esac
@@ -51,6 +65,16 @@ lmp_in=/usr/share/lammps/examples/melt/in.melt
 if command -v lmp >/dev/null && [ -f "$lmp_in" ]; then codes+=(lammps); else log "lmp or $lmp_in missing: LAMMPS left out"; fi
 hpcc_in=/usr/share/doc/hpcc/examples/_hpccinf.txt
 if command -v hpcc >/dev/null && [ -f "$hpcc_in" ]; then codes+=(hpcc); else log "hpcc missing: left out"; fi
+if [ -n "$npb" ]; then
+  for c in is cg mg lu; do
+    if [ -x "$npb/$c.$class.x" ]; then codes+=("$c"); else log "no $npb/$c.$class.x: NPB $c left out"; fi
+  done
+fi
+if [ -n "$only" ]; then
+  kept=()
+  for c in "${codes[@]}"; do [[ $only == *,$c,* ]] && kept+=("$c"); done
+  codes=("${kept[@]}")
+fi
 [ ${#codes[@]} -gt 0 ] || die "no code to run"
 
 ip0=10.77.7.1 ip1=10.77.7.2 plen=24
@@ -81,16 +105,18 @@ done
 job() {
   local out=$tmp/$1.$2.$3.log t0 t1 secs
   local cmd=(lmp -in "$tmp/in.melt" -log none)
-  if [ "$1" = hpcc ]; then
-    cmd=(hpcc)
-    rm -f "$tmp/hpccoutf.txt"
-  fi
+  case $1 in
+  hpcc) cmd=(hpcc); rm -f "$tmp/hpccoutf.txt" ;;
+  is | cg | mg | lu) cmd=("$npb/$1.$class.x") ;;
+  esac
+  local more=()
+  [ -z "$trace" ] || [ "$2$3" != off0 ] || more=(-x "PP_RECV_TRACE=$trace/$1.r%r.csv")
   t0=$(date +%s%N)
   (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 600 ip netns exec ppn0 mpirun -np 2 \
     --host "$ip0,$ip1" --bind-to none --mca plm_rsh_agent "$here/netns_agent.sh" \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
-    "${envs[@]}" -x PP_PREDICT="$2" "${cmd[@]}") >"$out" 2>&1 ||
+    "${envs[@]}" "${more[@]}" -x PP_PREDICT="$2" "${cmd[@]}") >"$out" 2>&1 ||
     { tail -20 "$out" >&2; die "$1 with predict=$2 failed (round $3)"; }
   t1=$(date +%s%N)
   case $1 in
@@ -99,6 +125,10 @@ job() {
   hpcc) grep -q '^Success=1$' "$tmp/hpccoutf.txt" 2>/dev/null ||
       { tail -20 "$out" >&2; die "hpcc did not succeed"; }
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') ;;
+  *) grep -Eq '^ *Verification *= *SUCCESSFUL' "$out" ||
+      { tail -20 "$out" >&2; die "NPB $1 did not verify"; }
+    secs=$(awk '/^ *Time in seconds *=/ { print $NF; exit }' "$out")
+    [ -n "$secs" ] || { tail -20 "$out" >&2; die "NPB $1 printed no time"; } ;;
   esac
   awk -v s="$secs" '/pp: stats: rank [0-9]+: pred_predictions / { p += $NF }
     /pp: stats: rank [0-9]+: pred_hits / { h += $NF }
