@@ -147,6 +147,7 @@ struct pp_proto_peer {
 	uint32_t await_pull;	     /* sends to it whose pushes are out and PULL not in */
 	uint64_t starved_t;	     /* since then nothing to send but those (0: not) */
 	uint8_t ping_owed;	     /* pp_proto_ping: a PING waits for the window */
+	uint8_t late_rx;	     /* its last PULL came after our pushes had ended */
 	struct pp_proto_desc *ring;  /* window descriptors, indexed seq & mask */
 	uint32_t next_msg_id;	     /* next message number to this peer */
 	uint32_t rx_msg_next;	     /* next message number from it not seen yet */

@@ -11,7 +11,8 @@
 
 /* Bytes a message of len bytes to p pushes unasked (rule 1). Push-Pull:
  * BTP(1) + BTP(2); with btp_fit, at least what the path to p carries in one
- * round trip of the PULL (so it is back before the pushes end), and to a node-mate
+ * round trip of the PULL (so it is back before the pushes end), all that
+ * push_cap allows while p's receives come late (late_rx), and to a node-mate
  * the whole message up to local_whole (two copies through the ring beat the
  * DONE round trip and a copy call there) or when the rest would be too short
  * for a direct copy (pulled as DATA, it would cost a round trip for
@@ -33,7 +34,7 @@ uint64_t pp_proto_push_of(const struct pp_proto *e, const struct pp_proto_peer *
 			       len - push < e->c.direct_min
 			   ? len
 			   : 0;
-	uint64_t fit = pp_path_fit(&p->path);
+	uint64_t fit = p->late_rx ? e->push_cap : pp_path_fit(&p->path);
 	if (fit > push) {
 		/* In whole frames (the first one full too, pp_proto_first_len):
 		 * a short last push would cost a frame of its own, and frames,
@@ -260,6 +261,12 @@ void pp_proto_pull_in(struct pp_proto *e, struct pp_proto_peer *p, const struct 
 		if (s->first_t) {
 			pp_path_pull(&p->path, now, now - s->first_t);
 			s->first_t = 0;
+			/* Its pushes out and the sender idle longer than two
+			 * round trips of the path: the receive was posted
+			 * late, not the PULL slow on its way. A PULL that
+			 * overtook the pushes ends that. */
+			p->late_rx = s->await_pull && p->starved_t && p->path.rtt_min &&
+				     now - p->starved_t > 2 * p->path.rtt_min;
 		}
 		if (s->await_pull) {
 			s->await_pull = 0;

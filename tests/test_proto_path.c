@@ -201,7 +201,7 @@ static uint64_t link_run(void)
  * from the send to the receive's completion. */
 static uint64_t transfer_late(uint64_t n, unsigned seed, uint64_t late)
 {
-	static uint8_t s[1u << 20], r[1u << 20];
+	static uint8_t s[2u << 20], r[2u << 20];
 	pat_fill(s, n, seed);
 	memset(r, 0, n);
 	if (!late)
@@ -310,7 +310,12 @@ static void test_fit(void)
  * ping-pong: its own send completes first): the PULL comes back after that
  * wait, not after the path's round trip, and the sender, its pushes out,
  * sits idle until then (pull_wait_ns). The next messages push what covers
- * the PULL's round trip: 32 KiB, split before, now goes whole. */
+ * the PULL's round trip: 32 KiB, split before, now goes whole. Then a
+ * receive posted far later (the sender idle for more than two of the
+ * path's round trips: the receiver's lateness, not the path's): the next
+ * messages push all that credit allows (push_cap), so 256 KiB goes whole
+ * too; until a PULL comes back while the pushes are still going (an early
+ * receiver of a message longer than that), which brings the fit back. */
 static void test_fit_pull_rtt(void)
 {
 	const uint64_t late = 40000;
@@ -338,6 +343,25 @@ static void test_fit_pull_rtt(void)
 	CU_ASSERT_EQUAL(L.pulls[1], pulls); /* pushed whole */
 	pp_proto_stats(L.e[0], &st);
 	CU_ASSERT_EQUAL(st.pull_waits, 1);
+	uint64_t fit = st.push_now;
+	CU_ASSERT(st.pull_wait_ns < 2 * st.path_rtt_ns); /* not late by the rule */
+
+	pulls = L.pulls[1];
+	transfer_late(512u << 10, 4, 20 * late);
+	CU_ASSERT_EQUAL(L.pulls[1], pulls + 1);
+	pp_proto_stats(L.e[0], &st);
+	CU_ASSERT_EQUAL(st.pull_waits, 2);
+	CU_ASSERT(st.push_now >= 512u << 10); /* push_cap: half the 4 MiB share, to 1 MiB */
+	pulls = L.pulls[1];
+	transfer(256u << 10, 5);
+	CU_ASSERT_EQUAL(L.pulls[1], pulls); /* pushed whole */
+
+	pulls = L.pulls[1];
+	transfer(2u << 20, 6); /* posted first: its PULL overtakes the pushes */
+	CU_ASSERT(L.pulls[1] > pulls); /* a PULL for each 1 MiB chunk */
+	pp_proto_stats(L.e[0], &st);
+	CU_ASSERT_EQUAL(st.pull_waits, 2);
+	CU_ASSERT(st.push_now < fit); /* the fit again (a shorter round trip seen since) */
 	link_fini();
 }
 
