@@ -357,7 +357,7 @@ static void test_fit_pull_rtt(void)
 	CU_ASSERT_EQUAL(L.pulls[1], pulls); /* pushed whole */
 
 	pulls = L.pulls[1];
-	transfer(2u << 20, 6); /* posted first: its PULL overtakes the pushes */
+	transfer(2u << 20, 6);	       /* posted first: its PULL overtakes the pushes */
 	CU_ASSERT(L.pulls[1] > pulls); /* a PULL for each 1 MiB chunk */
 	pp_proto_stats(L.e[0], &st);
 	CU_ASSERT_EQUAL(st.pull_waits, 2);
