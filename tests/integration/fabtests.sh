@@ -25,8 +25,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 # Configured once per build folder, then only the programs fabtests.list
 # runs are built (`make` of those 18 s on 2 cores, of all of them 37 s;
 # autogen and configure, 17 s, run once). Every program the configured
-# suite has is named in fabtests.list or
-# fabtests.exclude; bin/ holds links to those built.
+# suite has is named in fabtests.list or fabtests.exclude; bin/ holds links
+# to those built.
 ft=$bdir/fabtests
 if [ ! -f "$ft/configured" ]; then
   rm -rf "$ft" && mkdir -p "$ft/bin" || fail "mkdir $ft"
