@@ -135,9 +135,9 @@ struct pp_rt_pred {
 	struct pp_stage *stage;	       /* staging memory, NULL when off */
 	int grow;		       /* its tables want to grow: at an idle pass */
 	FILE *trace;		       /* recv_trace= file, NULL when none */
-	struct pp_rt_pred_rx *order;   /* PP_PRED_ORDER slots by post number */
+	struct pp_rt_pred_rx *order;   /* PP_PRED_ORDER slots by post number; NULL: no
+					  predictor, no trace, nothing observed */
 	uint32_t base;		       /* post number observed next */
-	bool observe;		       /* model or trace: completed receives are seen */
 };
 
 #define PP_ZC_MIN  2048 /* smallest payload sent from the user's buffer */

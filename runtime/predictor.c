@@ -99,7 +99,6 @@ int pp_rt_pred_init(pp_ctx *ctx)
 	ctx->pred.order = calloc(PP_PRED_ORDER, sizeof(*ctx->pred.order));
 	if (!ctx->pred.order)
 		return -ENOMEM;
-	ctx->pred.observe = true;
 	if (strcmp(ctx->cfg.predict, "off") == 0)
 		return 0;
 	struct pp_pred_params prm = {.max_ahead = PP_PRED_AHEAD};

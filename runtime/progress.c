@@ -169,7 +169,7 @@ static unsigned completions(pp_ctx *ctx)
 	while (pp_proto_poll(ctx->eng, &c)) {
 		if (ctx->cpl_fn && !pp_req_own(ctx, c.cookie)) { /* an embedding library's cookie */
 			/* its buffer is unknown here: blocks start at a line */
-			if (ctx->pred.observe && !c.is_send)
+			if (ctx->pred.order && !c.is_send)
 				pp_rt_pred_receive(ctx, &c, NULL);
 			ctx->cpl_fn(ctx->cpl_arg, &c);
 			n++;
@@ -180,7 +180,7 @@ static unsigned completions(pp_ctx *ctx)
 		r->st.tag = (int)c.tag; /* pp.h's tags are ints, sign-extended */
 		r->st.len = (size_t)c.len;
 		r->st.error = c.error;
-		if (ctx->pred.observe && !r->is_send)
+		if (ctx->pred.order && !r->is_send)
 			pp_rt_pred_receive(ctx, &c, r->buf);
 		/* Published last: the owner may be waiting in another thread
 		 * than this pass's (pull handlers). */
