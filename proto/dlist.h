@@ -42,4 +42,12 @@ static inline void list_del(struct pp_link *n)
 	n->next = n->prev = n;
 }
 
+/* As list_del, but n's own links are left stale: for an element whose links
+ * are next read only once it joins a list again. */
+static inline void list_unlink(struct pp_link *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+}
+
 #endif

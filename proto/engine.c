@@ -181,7 +181,6 @@ int pp_proto_create(struct pp_proto **engp, const struct pp_proto_conf *c)
 	/* Buckets for the records of the first chunks; past that a bucket
 	 * holds a few entries (tagq.h). */
 	uint32_t qcap = e->max_rx < 8192 ? e->max_rx : 8192;
-	list_init(&e->rx_pool);
 	if (!e->peers || !e->sends || !e->rx_chunk || !e->cpl || (c->copy_max && !e->copies) ||
 	    pp_pushbuf_init(&e->pb, c->pushbuf_bytes) || pp_tagq_init(&e->posted, qcap) ||
 	    pp_tagq_init(&e->unexpected, qcap) || pp_proto_rx_grow(e)) {
@@ -320,8 +319,8 @@ int pp_proto_rx_grow(struct pp_proto *e)
 	if (!c)
 		return -ENOMEM;
 	e->rx_chunk[e->nrx / PP_PROTO_RX_CHUNK] = c;
-	for (uint32_t i = 0; i < n; i++)
-		list_add_tail(&e->rx_pool, &c[i].q);
+	for (uint32_t i = n; i-- > 0;) /* c[0] on top */
+		pp_proto_rx_put(e, &c[i]);
 	e->nrx += n;
 	return 0;
 }

@@ -107,11 +107,12 @@ struct pp_proto_recv_rec {
 	uint8_t evicted;	       /* pushed bytes given up: pull all again */
 	uint8_t rewind;		       /* the PULL carries AGAIN */
 	uint8_t placed;		       /* place_post holds a description of buf */
-	/* Links from here on, and m's: not cleared by pp_proto_rx_take. */
-	struct pp_tagq_entry m; /* in the posted or unexpected queue (tagq.h) */
-	struct pp_link q;	/* free pool */
-	struct pp_link by_peer; /* peer's list of arrived messages */
-	struct pp_link pq;	/* peer's pullq or directq */
+	/* From here on: not cleared by pp_proto_rx_take. m's fields are set
+	 * by whoever takes the record (src, tag, ignore) and pp_tagq_add. */
+	struct pp_tagq_entry m;		     /* in the posted or unexpected queue (tagq.h) */
+	struct pp_proto_recv_rec *next_free; /* the free pool's next record */
+	struct pp_link by_peer;		     /* peer's list of arrived messages */
+	struct pp_link pq;		     /* peer's pullq or directq */
 };
 
 /* One sequenced frame in the window, enough to regenerate it. */
@@ -193,7 +194,7 @@ struct pp_proto {
 	uint32_t max_rx;		     /* ... at most (max_recvs) */
 	struct pp_link send_free;	     /* free sends */
 	struct pp_link late;		     /* sends whose eager copy waits for pp_proto_settle */
-	struct pp_link rx_pool;		     /* free receives */
+	struct pp_proto_recv_rec *rx_pool;   /* free receives: a stack, by next_free */
 	struct pp_tagq posted;		     /* posted receives, in order (tagq.h) */
 	struct pp_tagq unexpected;	     /* unexpected messages, in arrival order */
 	uint32_t user_ops;		     /* sends + receives outstanding or unpolled */
@@ -348,20 +349,28 @@ int pp_proto_cpl_grow(struct pp_proto *e);
 _Static_assert(offsetof(struct pp_proto_recv_rec, m) - 64 <= 128,
 	       "pp_proto_rx_take clears a receive record in two parts of at most 128 bytes");
 
-/* A record from the pool, every field zero but its links (they are set as
- * it joins a list): a third of the record less to clear on every receive. */
+/* A record from the pool, every field zero but its queue entry and links
+ * (they are set as it joins a queue or list): a third of the record less to
+ * clear on every receive. */
 static inline struct pp_proto_recv_rec *pp_proto_rx_take(struct pp_proto *e)
 {
-	if (list_empty(&e->rx_pool) && pp_proto_rx_grow(e))
+	if (pp_unlikely(!e->rx_pool) && pp_proto_rx_grow(e))
 		return NULL;
-	struct pp_proto_recv_rec *r = container_of(e->rx_pool.next, struct pp_proto_recv_rec, q);
-	list_del(&r->q);
+	struct pp_proto_recv_rec *r = e->rx_pool;
+	e->rx_pool = r->next_free;
 	/* In two parts: GCC clears more than 128 bytes with rep stosb/stosq,
 	 * whose start-up costs more than the ten stores two parts compile to. */
 	memset(r, 0, 64);
 	memset((uint8_t *)r + 64, 0, offsetof(struct pp_proto_recv_rec, m) - 64);
-	memset(&r->m.seq, 0, sizeof(r->m) - offsetof(struct pp_tagq_entry, seq));
 	return r;
+}
+
+/* Put r back in the pool, on top: reused first, while its lines are warm. */
+static inline void pp_proto_rx_put(struct pp_proto *e, struct pp_proto_recv_rec *r)
+{
+	r->state = RX_FREE;
+	r->next_free = e->rx_pool;
+	e->rx_pool = r;
 }
 
 static inline int pp_proto_ops_room(struct pp_proto *e)

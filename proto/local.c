@@ -271,8 +271,7 @@ static int lite_to_posted(struct pp_proto *e, struct pp_proto_peer *p, uint32_t 
 	e->st.msgs_rx++;
 	e->st.bytes_rx += l->len;
 	e->st.copies_avoided += k;
-	r->state = RX_FREE;
-	list_add_head(&e->rx_pool, &r->q); /* reused first, while its lines are warm */
+	pp_proto_rx_put(e, r);
 	return 1;
 }
 

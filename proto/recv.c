@@ -41,7 +41,7 @@ enum take pp_proto_push_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t
 			e->st.drops[PP_DROP_STATE]++; /* written for no receive of ours */
 			return TAKEN;
 		} else {
-			if (list_empty(&e->rx_pool) && pp_proto_rx_grow(e))
+			if (!e->rx_pool && pp_proto_rx_grow(e))
 				return REFUSED_STATE;
 			void *blk = e->staging ? pp_proto_stage_ask(e, src, h) : NULL;
 			if (!e->staging && h->payload_len &&
@@ -53,6 +53,7 @@ enum take pp_proto_push_in(struct pp_proto *e, struct pp_proto_peer *p, uint32_t
 			r->state = RX_UNEXPECTED;
 			r->m.src = (int32_t)src;
 			r->m.tag = h->tag;
+			r->m.ignore = 0;
 			pp_tagq_add(&e->unexpected, &r->m);
 		}
 		r->peer = src;
@@ -182,8 +183,7 @@ void pp_proto_rx_free(struct pp_proto *e, struct pp_proto_recv_rec *r)
 	}
 	if (r->stage)
 		pp_proto_stage_release(e, r);
-	r->state = RX_FREE;
-	list_add_head(&e->rx_pool, &r->q); /* reused first, while its lines are warm */
+	pp_proto_rx_put(e, r);
 }
 
 void pp_proto_rx_finish(struct pp_proto *e, struct pp_proto_recv_rec *r, int error)

@@ -135,12 +135,13 @@ static inline void pp_tagq_add(struct pp_tagq *q, struct pp_tagq_entry *e)
 	q->n++;
 }
 
-/* Take e out of q. */
+/* Take e out of q. Its links are left stale: add sets them again, and
+ * nothing reads an entry's links while it is in no queue. */
 static inline void pp_tagq_del(struct pp_tagq *q, struct pp_tagq_entry *e)
 {
-	list_del(&e->all);
+	list_unlink(&e->all);
 	if (q->filed)
-		list_del(&e->key);
+		list_unlink(&e->key);
 	q->n--;
 }
 
