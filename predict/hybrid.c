@@ -43,12 +43,15 @@
 #include "pp_compiler.h"
 #include "pred_impl.h"
 
-/* The components, most general first (ties go to the earlier one). */
+/* The components, most general first (ties go to the earlier one); the
+ * first NFAR predict past +1, the others (per-site ones) only +1, so a
+ * survey scores look-aheads past +1 for the first NFAR only. */
 static const struct pp_pred_ops *const components[] = {
     &pp_pred_single_cycle_ops,	  &pp_pred_dpd_ops, &pp_pred_graph_ops,
     &pp_pred_tag_bettercycle_ops, &pp_pred_tag_ops,
 };
 #define NCOMP PP_ARRAY_SIZE(components)
+#define NFAR  3
 
 enum {
 	SURVEY = 256,	  /* receives a survey runs every component */
@@ -283,6 +286,38 @@ static void score_awake_ends(struct hybrid_pred *h, uint64_t id)
 	h->tail = (uint8_t)best;
 }
 
+/* In a survey: score look-ahead j of the first n components for receive
+ * id (their predictions made at slot), choose the best there, and in the
+ * survey's judged half count who hit where the answer did not. */
+static inline __attribute__((always_inline)) void score_survey(struct hybrid_pred *h, uint64_t id,
+							       size_t j, size_t slot, size_t n)
+{
+	size_t K = h->K;
+	const uint64_t *valid = &h->valid[slot * NCOMP];
+	const uint64_t *pred = &h->pred[slot * NCOMP * K + j];
+	uint64_t *o = &h->outcome[j * NCOMP];
+	uint8_t *hits = &h->hits[j * NCOMP];
+	uint8_t hit[NCOMP + 1] = {0}; /* [NCOMP]: no answer, no hit */
+	size_t best = 0;
+#pragma GCC unroll 8 /* n is known: no loop, no branch */
+	for (size_t c = 0; c < n; c++) {
+		hit[c] = (uint8_t)((valid[c] >> j & 1) & (pred[c * K] == id));
+		hits[c] = (uint8_t)(hits[c] + hit[c] - (o[c] >> 63));
+		o[c] = o[c] << 1 | hit[c];
+		best = hits[c] > hits[best] ? c : best;
+	}
+	h->choice[j] = (uint8_t)best;
+	if (h->survey_end - h->t > SURVEY / 2)
+		return; /* a survey's first half warms up; the second is judged */
+	size_t ans = h->answer[slot * K + j];
+#pragma GCC unroll 8
+	for (size_t c = 0; c < n; c++)
+		h->useful[c] += hit[c] & ((c == ans) | !hit[ans]);
+	if (j == 0)
+		for (size_t c = 0; c < NCOMP; c++)
+			h->made[c] += (unsigned)(valid[c] & 1);
+}
+
 static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 {
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
@@ -308,29 +343,10 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		goto observe;
 	}
 	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
-		const uint64_t *valid = &h->valid[slot * NCOMP];
-		const uint64_t *pred = &h->pred[slot * NCOMP * K + j];
-		uint64_t *o = &h->outcome[j * NCOMP];
-		uint8_t *hits = &h->hits[j * NCOMP];
-		uint8_t hit[NCOMP + 1]; /* [NCOMP]: no answer, no hit */
-		size_t best = 0;
-#pragma GCC unroll 8 /* NCOMP is known: no loop, no branch */
-		for (size_t c = 0; c < NCOMP; c++) {
-			hit[c] = (uint8_t)((valid[c] >> j & 1) & (pred[c * K] == id));
-			hits[c] = (uint8_t)(hits[c] + hit[c] - (o[c] >> 63));
-			o[c] = o[c] << 1 | hit[c];
-			best = hits[c] > hits[best] ? c : best;
-		}
-		hit[NCOMP] = 0;
-		h->choice[j] = (uint8_t)best;
-		if (h->survey_end - h->t > SURVEY / 2)
-			continue; /* a survey's first half warms up; the second is judged */
-		size_t ans = h->answer[slot * K + j];
-		for (size_t c = 0; c < NCOMP; c++)
-			h->useful[c] += hit[c] & ((c == ans) | !hit[ans]);
 		if (j == 0)
-			for (size_t c = 0; c < NCOMP; c++)
-				h->made[c] += (unsigned)(valid[c] & 1);
+			score_survey(h, id, 0, slot, NCOMP);
+		else
+			score_survey(h, id, j, slot, NFAR);
 	}
 observe:
 	for (size_t i = 0; i < h->nrun; i++) {
@@ -398,6 +414,8 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 			size_t c = h->run[i];
 			unsigned n = pp_pred_predict(h->comp[c], next_site,
 						     &h->pred[(slot * NCOMP + c) * K], (unsigned)K);
+			if (c >= NFAR && n > 1)
+				n = 1; /* see NFAR */
 			h->valid[slot * NCOMP + c] = n >= 64 ? ~0ull : (1ull << n) - 1;
 		}
 		h->recorded = 1;
