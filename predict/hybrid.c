@@ -195,6 +195,12 @@ static void survey_start(struct hybrid_pred *h, int called)
 	/* predictions made alone were not recorded: none are */
 	memset(h->valid, 0, NCOMP * h->K * sizeof(*h->valid));
 	memset(h->answer, NCOMP, h->K * h->K);
+	/* the look-aheads between the ends are scored in the judged half only:
+	 * from nothing there */
+	for (size_t j = 1; j + 1 < h->K; j++) {
+		memset(&h->outcome[j * NCOMP], 0, NCOMP * sizeof(*h->outcome));
+		memset(&h->hits[j * NCOMP], 0, NCOMP);
+	}
 	set_awake(h, (1u << NCOMP) - 1);
 	h->tail = NCOMP; /* the choices move every receive */
 	h->survey_begin = h->t;
@@ -340,6 +346,16 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 	}
 	if (!surveying) { /* +1 and +K among the awake */
 		score_awake_ends(h, id);
+		goto observe;
+	}
+	if (h->survey_end - h->t > SURVEY / 2) {
+		/* the warm-up half scores the ends, as between surveys; the
+		 * look-aheads between follow +K */
+		score_survey(h, id, 0, slot, NCOMP);
+		if (K > 1 && h->t >= K - 1) {
+			score_survey(h, id, K - 1, slot + 1 == K ? 0 : slot + 1, NFAR);
+			memset(&h->choice[1], h->choice[K - 1], K - 2);
+		}
 		goto observe;
 	}
 	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
