@@ -355,9 +355,11 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		if (K > 1 && h->t >= K - 1) {
 			score_survey(h, id, K - 1, slot + 1 == K ? 0 : slot + 1, NFAR);
 			memset(&h->choice[1], h->choice[K - 1], K - 2);
+			h->tail = h->choice[K - 1];
 		}
 		goto observe;
 	}
+	h->tail = NCOMP; /* judged: the choices move every receive */
 	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
 		if (j == 0)
 			score_survey(h, id, 0, slot, NCOMP);
@@ -438,7 +440,9 @@ static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 	}
 	const uint64_t *valid = &h->valid[slot * NCOMP];
 	const uint64_t *pred = &h->pred[slot * NCOMP * K];
-	uint8_t *answer = surveying ? &h->answer[slot * K] : NULL;
+	/* who answered: what the judged half scores (K receives on) */
+	int judged = surveying && h->survey_end - h->t <= SURVEY / 2 + K;
+	uint8_t *answer = judged ? &h->answer[slot * K] : NULL;
 	unsigned j = 0;
 	size_t t = h->tail;
 	int c0 = k ? pick(h, valid, 0) : -1;
