@@ -26,6 +26,7 @@
 #define PP_PRED_CYCLE_H
 
 #include <stdint.h>
+#include <string.h>
 
 enum pp_cyc_phase {
 	PP_CYC_INIT = 0,   /* initialisation phase: searching from every id */
@@ -69,6 +70,10 @@ static inline unsigned pp_cyc_predict(const struct pp_cyc *c, uint64_t *ids, uns
 	if (c->phase != PP_CYC_PREDICTING)
 		return 0;
 	uint32_t p = c->pos;
+	if (c->len - p >= k) { /* one run, no wrap: the usual case */
+		memcpy(ids, &c->log[p], k * sizeof(*ids));
+		return k;
+	}
 	for (unsigned j = 0; j < k; j++) {
 		ids[j] = c->log[p];
 		if (++p == c->len)

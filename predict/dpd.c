@@ -231,6 +231,11 @@ static unsigned dpd_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids
 	if (per == 0)
 		return 0;
 	uint64_t s = d->t - per; /* x[t-1+j] = x[t-1+j-per*ceil(j/per)] */
+	uint32_t at = (uint32_t)(s & (d->R - 1));
+	if (per >= k && at + k <= d->R) { /* one run, no wrap: the usual case */
+		memcpy(ids, &d->ids[at], k * sizeof(*ids));
+		return k;
+	}
 	for (unsigned j = 0; j < k; j++) {
 		ids[j] = d->ids[s & (d->R - 1)];
 		s = s + 1 == d->t ? d->t - per : s + 1;

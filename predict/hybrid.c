@@ -257,39 +257,46 @@ static void survey_end(struct hybrid_pred *h)
 	h->ansK_level = h->ansK_hits;
 }
 
-/* Score look-ahead j of the awake ones for receive id, whose predictions
- * at +j+1 were made at slot s; the best of them (ties: the earlier). */
-static size_t score_awake(struct hybrid_pred *h, uint64_t id, size_t j, size_t s)
-{
-	const uint64_t *valid = &h->valid[s * NCOMP];
-	const uint64_t *pred = &h->pred[s * NCOMP * h->K + j];
-	uint64_t *o = &h->outcome[j * NCOMP];
-	uint8_t *hits = &h->hits[j * NCOMP];
-	size_t best = h->run[0];
-	for (size_t i = 0; i < h->nrun; i++) {
-		size_t c = h->run[i];
-		unsigned hit = (unsigned)(valid[c] >> j & 1) & (pred[c * h->K] == id);
-		hits[c] = (uint8_t)(hits[c] + hit - (o[c] >> 63));
-		o[c] = o[c] << 1 | hit;
-		best = hits[c] > hits[best] ? c : best;
-	}
-	return best;
-}
-
 /* Between surveys: score +1 and +K of the awake ones only (a sleeper's
  * record stays empty); +1 goes to the best, and every look-ahead past it
- * to the best at +K once it leads the one chosen there by DROP. */
+ * to the best at +K once it leads the one chosen there by DROP. Ties go to
+ * the earlier. */
 static void score_awake_ends(struct hybrid_pred *h, uint64_t id)
 {
-	size_t K = h->K;
-	h->choice[0] = (uint8_t)score_awake(h, id, 0, h->slot);
-	if (K < 2)
+	/* locals: a store to hits (bytes) could alias any field of h */
+	const size_t K = h->K, nrun = h->nrun, last = K - 1;
+	const size_t s1 = h->slot, sK = s1 + 1 == K ? 0 : s1 + 1; /* +K was made at sK */
+	const uint8_t *run = h->run;
+	const uint64_t *v1 = &h->valid[s1 * NCOMP], *vK = &h->valid[sK * NCOMP];
+	const uint64_t *p1 = &h->pred[s1 * NCOMP * K], *pK = &h->pred[sK * NCOMP * K + last];
+	uint64_t *o1 = h->outcome, *oK = &h->outcome[last * NCOMP];
+	uint8_t *hits1 = h->hits, *hitsK = &h->hits[last * NCOMP];
+	size_t best1 = run[0], bestK = run[0];
+	unsigned top1 = 0, topK = 0;
+	for (size_t i = 0; i < nrun; i++) {
+		size_t c = run[i];
+		uint64_t a = o1[c];
+		unsigned h1 = (unsigned)(v1[c] & 1) & (p1[c * K] == id);
+		unsigned n1 = hits1[c] + h1 - (unsigned)(a >> 63);
+		o1[c] = a << 1 | h1;
+		hits1[c] = (uint8_t)n1;
+		best1 = n1 > top1 ? c : best1;
+		top1 = n1 > top1 ? n1 : top1;
+		if (K < 2)
+			continue; /* +K is +1 */
+		uint64_t b = oK[c];
+		unsigned hK = (unsigned)(vK[c] >> last & 1) & (pK[c * K] == id);
+		unsigned nK = hitsK[c] + hK - (unsigned)(b >> 63);
+		oK[c] = b << 1 | hK;
+		hitsK[c] = (uint8_t)nK;
+		bestK = nK > topK ? c : bestK;
+		topK = nK > topK ? nK : topK;
+	}
+	h->choice[0] = (uint8_t)best1;
+	if (K < 2 || topK < score(h, h->choice[last], last) + DROP)
 		return;
-	size_t best = score_awake(h, id, K - 1, h->slot + 1 == K ? 0 : h->slot + 1);
-	if (score(h, best, K - 1) < score(h, h->choice[K - 1], K - 1) + DROP)
-		return;
-	memset(&h->choice[1], (int)best, K - 1);
-	h->tail = (uint8_t)best;
+	memset(&h->choice[1], (int)bestK, last);
+	h->tail = (uint8_t)bestK;
 }
 
 /* In a survey: score look-ahead j of the first n components for receive
