@@ -727,6 +727,46 @@ static void test_dpd_lock(void)
 	}
 }
 
+/*
+ * The same against the exact detector at the edges of its sizes: a window
+ * of one, M = N, M = 1, odd sizes (the clean-delay bitmap, the wheel of N
+ * buckets), on a stream whose period grows at each phase with 2 % noise.
+ */
+static void test_dpd_sizes(void)
+{
+	enum { T = 1500, K = 10 };
+	static uint64_t x[T];
+	static const unsigned sizes[][2] = {{1, 1},   {2, 1},	{7, 7},	 {16, 3},
+					    {33, 33}, {65, 64}, {80, 17}};
+	uint64_t rng = 11;
+	for (size_t z = 0; z < PP_ARRAY_SIZE(sizes); z++) {
+		unsigned N = sizes[z][0], M = sizes[z][1];
+		for (unsigned t = 0; t < T; t++) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			unsigned phase = t / 250;
+			x[t] = (rng >> 33) % 50 == 0 ? 500 + (rng >> 40) % 3
+						     : t % (phase + 1) + 10 * phase;
+		}
+		struct pp_pred_params prm = {.window = N, .max_period = M};
+		struct pp_pred *p;
+		CU_ASSERT_EQUAL_FATAL(pp_pred_create("dpd", &prm, &p), 0);
+		unsigned bad = 0, made = 0;
+		for (unsigned t = 0; t + K < T; t++) {
+			pp_pred_observe(p, x[t], 0);
+			uint64_t ids[K];
+			unsigned n = pp_pred_predict(p, 0, ids, K);
+			unsigned per = dpd_reference(x, t, N, M);
+			bad += (n != 0) != (per != 0);
+			for (unsigned j = 0; per && j < n; j++)
+				bad += ids[j] != x[t + 1 + j - per * ((j + per) / per)];
+			made += n > 0;
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		CU_ASSERT(made > 0);
+		pp_pred_destroy(p);
+	}
+}
+
 static CU_TestInfo tests[] = {
     {"figure 3 initialisation phase", test_figure3},
     {"short first cycle", test_short_first_cycle},
@@ -744,6 +784,7 @@ static CU_TestInfo tests[] = {
     {"tables grow with the stream", test_growth},
     {"dpd in steady state finds a new period", test_dpd_steady},
     {"dpd's lock predicts what the exact detector does", test_dpd_lock},
+    {"dpd at the edges of its sizes", test_dpd_sizes},
     {"graph: a kept walk is a fresh one", test_graph_walk_kept},
     CU_TEST_INFO_NULL,
 };
