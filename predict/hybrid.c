@@ -27,6 +27,9 @@
  * answer missed); the others sleep: no observe, no predict, an empty score.
  * Past +1 a tie of scores goes to the one with more such hits: the last 64
  * receives may hold no break where one of them misses.
+ * A survey's first half only warms the scores up: it scores +1 and +K as
+ * between surveys (the look-aheads between follow +K); its second half
+ * scores every look-ahead.
  * Between surveys +1 and +K are still scored (among the awake): +1 goes to
  * the best, and every look-ahead past +1 to the best at +K once it leads
  * the one chosen there by DROP (the choices in between are not scored). A
