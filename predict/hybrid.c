@@ -404,11 +404,8 @@ next:
 
 /* The component that answers +j+1: the chosen one, or when it has no
  * prediction there the best-scored awake one that has; -1 for none. */
-static int pick(const struct hybrid_pred *h, const uint64_t *valid, size_t j)
+static int pick_other(const struct hybrid_pred *h, const uint64_t *valid, size_t j)
 {
-	size_t c = h->choice[j];
-	if (valid[c] >> j & 1)
-		return (int)c;
 	int found = -1;
 	for (size_t i = 0; i < h->nrun; i++) { /* a sleeper has none */
 		size_t o = h->run[i];
@@ -417,6 +414,12 @@ static int pick(const struct hybrid_pred *h, const uint64_t *valid, size_t j)
 			found = (int)o;
 	}
 	return found;
+}
+
+static inline int pick(const struct hybrid_pred *h, const uint64_t *valid, size_t j)
+{
+	size_t c = h->choice[j];
+	return valid[c] >> j & 1 ? (int)c : pick_other(h, valid, j);
 }
 
 static unsigned hy_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids, unsigned k)
