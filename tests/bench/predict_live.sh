@@ -2,20 +2,22 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The receive predictor on live MPI codes: each code runs under Open MPI
 # over librt-pp (pml cm, mtl ofi, provider pp from the build), 2 ranks on 2
-# nodes of the test bed (packet: ports), with predict=off and
-# predict=hybrid in turn, and the run prints each code's time with both,
-# hybrid / off (taken within each round; below 1 the predictor helped) and
-# the predictor's hits / predictions and bytes staged, summed over the
-# ranks (stats=text at finalize).
+# nodes of the test bed (packet: ports; BT and SP 4, below), with
+# predict=off and predict=hybrid in turn, and the run prints each code's
+# time with both, hybrid / off (taken within each round; below 1 the
+# predictor helped) and the predictor's hits / predictions and bytes
+# staged, summed over the ranks (stats=text at finalize).
 #   LAMMPS    Debian's lmp on its melt example (3d Lennard-Jones, 4000 atoms;
 #             halo exchanges every step), --steps N steps (default 2000);
 #             its "Loop time"
 #   hpcc      Debian's HPC Challenge (HPL and PTRANS at N=500 on a 1 x 2
 #             grid, RandomAccess, FFT, STREAM, DGEMM, b_eff); mpirun's time
-#   is cg mg lu  the NAS Parallel Benchmarks' MPI codes, with --npb DIR:
-#             DIR/is.C.x ... as NPB 3.4's `make is CLASS=C` leaves them in
-#             its bin/ (C: --class, default W); their own "Time in seconds",
-#             and their verification must say SUCCESSFUL
+#   is cg mg lu bt sp  the NAS Parallel Benchmarks' MPI codes, with --npb
+#             DIR: DIR/is.C.x ... as NPB 3.4's `make is CLASS=C` leaves them
+#             in its bin/ (C: --class, default W); their own "Time in
+#             seconds", and their verification must say SUCCESSFUL. BT and
+#             SP need a square number of ranks: 4, two on each node (each
+#             on a port of its own, packet:pp0 and pp1)
 # A code whose program is missing is left out, saying so
 # (tests/bench/bench_deps.sh installs lammps, lammps-examples and hpcc;
 # NPB is not packaged: its sources come from the NAS site).
@@ -41,7 +43,7 @@ root=$(cd "$here/../.." && pwd)
 rounds=3 md_steps=2000 config='' csv='' build=$root/build npb='' class=W only='' trace=
 while [ $# -gt 0 ]; do
   case $1 in
-  -h | --help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '3,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --rounds) [[ ${2:-} =~ ^[1-9]$ ]] || bad "--rounds takes 1..9"; rounds=$2; shift 2 ;;
   --steps) posint "${2:-}" || bad "--steps takes a positive number"; md_steps=$2; shift 2 ;;
   --config) [[ ${2:-} =~ ^[a-z_]+=[^,]+(,[a-z_]+=[^,]+)*$ ]] || bad "--config takes key=value,..."; config=$2; shift 2 ;;
@@ -66,7 +68,7 @@ if command -v lmp >/dev/null && [ -f "$lmp_in" ]; then codes+=(lammps); else log
 hpcc_in=/usr/share/doc/hpcc/examples/_hpccinf.txt
 if command -v hpcc >/dev/null && [ -f "$hpcc_in" ]; then codes+=(hpcc); else log "hpcc missing: left out"; fi
 if [ -n "$npb" ]; then
-  for c in is cg mg lu; do
+  for c in is cg mg lu bt sp; do
     if [ -x "$npb/$c.$class.x" ]; then codes+=("$c"); else log "no $npb/$c.$class.x: NPB $c left out"; fi
   done
 fi
@@ -88,7 +90,10 @@ trap cleanup EXIT
 # A signal too (meson's timeout, Ctrl-C): without it the EXIT trap does not
 # run and the addresses given to the test bed's ports stay for the next job.
 trap 'exit 130' INT TERM
-TESTBED_MTU=9000 "$root/tests/testbed.sh" up 2 >/dev/null || die "testbed.sh up 2 failed"
+# two ports a node when BT or SP runs (two ranks a node)
+ports=1
+[[ " ${codes[*]} " != *" bt "* && " ${codes[*]} " != *" sp "* ]] || ports=2
+TESTBED_MTU=9000 "$root/tests/testbed.sh" up 2 $ports >/dev/null || die "testbed.sh up 2 $ports failed"
 ip -n ppn0 addr add "$ip0/$plen" dev pp0 || die "cannot add $ip0 to ppn0 pp0 (another run?)"
 ip -n ppn1 addr add "$ip1/$plen" dev pp0 || die "cannot add $ip1 to ppn1 pp0 (another run?)"
 sed "s/^run.*/run $md_steps/" "$lmp_in" >"$tmp/in.melt"
@@ -107,14 +112,17 @@ job() {
   local cmd=(lmp -in "$tmp/in.melt" -log none)
   case $1 in
   hpcc) cmd=(hpcc); rm -f "$tmp/hpccoutf.txt" ;;
-  is | cg | mg | lu) cmd=("$npb/$1.$class.x") ;;
+  is | cg | mg | lu | bt | sp) cmd=("$npb/$1.$class.x") ;;
   esac
+  # BT and SP: 4 ranks, two a node, each on the port its local rank names
+  local np=2 hosts="$ip0,$ip1"
+  case $1 in bt | sp) np=4 hosts="$ip0:2,$ip1:2" cmd=("$here/node_rank.sh" "${cmd[@]}") ;; esac
   local more=()
   [ -z "$trace" ] || [ "$2$3" != off0 ] || more=(-x "PP_RECV_TRACE=$trace/$1.r%r.csv")
   t0=$(date +%s%N)
   (cd "$tmp" && NETNS_AGENT_HOSTS="$ip0=ppn0=0 $ip1=ppn1=1" OMPI_ALLOW_RUN_AS_ROOT=1 \
-    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 600 ip netns exec ppn0 mpirun -np 2 \
-    --host "$ip0,$ip1" --bind-to none --mca plm_rsh_agent "$here/netns_agent.sh" \
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 600 ip netns exec ppn0 mpirun -np "$np" \
+    --host "$hosts" --bind-to none --mca plm_rsh_agent "$here/netns_agent.sh" \
     --mca oob_tcp_if_include pp0 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include pp \
     "${envs[@]}" "${more[@]}" -x PP_PREDICT="$2" "${cmd[@]}") >"$out" 2>&1 ||
     { tail -20 "$out" >&2; die "$1 with predict=$2 failed (round $3)"; }
@@ -158,7 +166,7 @@ step_clear
 
 med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 spread() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f (%.2f-%.2f)\n", v[int((NR + 1) / 2)], v[1], v[NR]; else print "-" }'; }
-echo "# Open MPI over librt-pp, 2 ranks on 2 nodes, $rounds rounds${config:+, $config}: seconds (median)"
+echo "# Open MPI over librt-pp, 2 ranks on 2 nodes (BT, SP: 4, two a node), $rounds rounds${config:+, $config}: seconds (median)"
 echo "# hybrid/off: taken within each round, median (lowest-highest); below 1 the predictor helped"
 printf '%-8s %9s %9s  %-19s %-10s %s\n' code off hybrid hybrid/off hits/pred staged
 for code in "${codes[@]}"; do
