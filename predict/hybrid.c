@@ -402,8 +402,8 @@ next:
 	}
 }
 
-/* The component that answers +j+1: the chosen one, or when it has no
- * prediction there the best-scored awake one that has; -1 for none. */
+/* pick's other case: the best-scored awake component with a prediction at
+ * +j+1, -1 for none. */
 static int pick_other(const struct hybrid_pred *h, const uint64_t *valid, size_t j)
 {
 	int found = -1;
@@ -416,6 +416,8 @@ static int pick_other(const struct hybrid_pred *h, const uint64_t *valid, size_t
 	return found;
 }
 
+/* The component that answers +j+1: the chosen one, or when it has no
+ * prediction there the best-scored awake one that has; -1 for none. */
 static inline int pick(const struct hybrid_pred *h, const uint64_t *valid, size_t j)
 {
 	size_t c = h->choice[j];
