@@ -5,14 +5,14 @@
 
 #include "predict.h"
 
-void pp_cyc_init(struct pp_cyc *c, uint64_t *log, uint32_t cap)
+void pp_cyc_init(struct pp_cyc *c, uint64_t *log, uint32_t cap, uint32_t max)
 {
 	c->log = log;
 	c->cap = cap;
 	c->n = 0;
 	c->len = 0;
 	c->pos = 0;
-	c->patience = cap / 4;
+	c->patience = max / 4;
 	c->phase = PP_CYC_INIT;
 }
 

@@ -20,7 +20,8 @@
  *    waited for alone: from then on the initialisation-phase search also
  *    runs over the log, and whichever cycle qualifies first is taken.
  * The log holds cap ids; when the initial search fills it the oldest half is
- * dropped, and a formation longer than cap restarts at the current id.
+ * dropped, and a formation longer than cap restarts at the current id. A
+ * caller may grow the log between observations (pp_cyc_filling says when).
  */
 #ifndef PP_PRED_CYCLE_H
 #define PP_PRED_CYCLE_H
@@ -52,8 +53,23 @@ struct pp_cyc {
 	uint8_t phase;	   /* enum pp_cyc_phase */
 };
 
-/* Start in the initialisation phase over a caller's log of cap >= 1 ids. */
-void pp_cyc_init(struct pp_cyc *c, uint64_t *log, uint32_t cap);
+/* Start in the initialisation phase over a caller's log of cap >= 1 ids,
+ * which may grow to max >= cap (pp_cyc_move): the patience is max's. */
+void pp_cyc_init(struct pp_cyc *c, uint64_t *log, uint32_t cap, uint32_t max);
+
+/* The log now at log (its ids moved there by the caller), cap ids long. */
+static inline void pp_cyc_move(struct pp_cyc *c, uint64_t *log, uint32_t cap)
+{
+	c->log = log;
+	c->cap = cap;
+}
+
+/* One id more would fill the log (INIT or FORMING): a log grown before the
+ * next observation acts as one of the larger size. */
+static inline int pp_cyc_filling(const struct pp_cyc *c)
+{
+	return c->phase != PP_CYC_PREDICTING && c->n + 1 >= c->cap;
+}
 
 /* Learn one id; returns an enum pp_cyc_event. */
 int pp_cyc_observe(struct pp_cyc *c, uint64_t x);

@@ -20,7 +20,7 @@ static int sc_create(const struct pp_pred_params *prm, struct pp_pred **out)
 	struct single_cycle *s = malloc(sizeof(*s) + prm->max_cycle * sizeof(uint64_t));
 	if (!s)
 		return -ENOMEM;
-	pp_cyc_init(&s->cyc, s->log, prm->max_cycle);
+	pp_cyc_init(&s->cyc, s->log, prm->max_cycle, prm->max_cycle);
 	*out = &s->base;
 	return 0;
 }

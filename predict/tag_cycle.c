@@ -25,12 +25,17 @@
 #include "pred_impl.h"
 #include "pred_map.h"
 
+/* Ids a site's log starts with; it doubles, to max_tag_cycle, when it is
+ * one id from full (a dozen sites of short cycles kept 128 each). */
+#define FIRST_LOG 16u
+
 struct tag_cycle {
 	struct pp_pred base;	   /* common head */
 	struct pp_pred_map map;	   /* site -> slot */
-	struct pp_cyc *cyc;	   /* per slot: its engine */
-	uint64_t *logs;		   /* per slot: max_tag_cycle ids of log */
-	uint32_t max_cycle;	   /* log length per slot */
+	struct pp_cyc *cyc;	   /* per slot: its engine (and its log, its own) */
+	uint32_t max_cycle;	   /* a slot's log grows to this (max_tag_cycle) */
+	uint32_t nlogs;		   /* slots of cyc with a log made (>= map.cap) */
+	int log_short;		   /* a slot's log is one id from full */
 	int better;		   /* keep and reuse broken cycles */
 	struct pp_pred_map stored; /* (site, head) -> stored cycle (better only) */
 	uint32_t *st_off;	   /* per stored cycle: offset in arena */
@@ -44,13 +49,29 @@ struct tag_cycle {
 	uint32_t max_stored;	   /* arena_cap's limit */
 };
 
+/* A first log for each slot of cyc (allocated to hold to) from nlogs on:
+ * observe never allocates, so a new site finds its log ready. */
+static int add_logs(struct tag_cycle *t, uint32_t to)
+{
+	uint32_t cap = t->max_cycle < FIRST_LOG ? t->max_cycle : FIRST_LOG;
+	for (; t->nlogs < to; t->nlogs++) {
+		struct pp_cyc *c = &t->cyc[t->nlogs];
+		c->log = malloc(cap * sizeof(*c->log));
+		if (!c->log)
+			return -ENOMEM;
+		c->cap = cap;
+	}
+	return 0;
+}
+
 static void tc_destroy(struct pp_pred *p)
 {
 	struct tag_cycle *t = (struct tag_cycle *)p;
 	pp_pred_map_fini(&t->map);
 	pp_pred_map_fini(&t->stored);
+	for (uint32_t s = 0; s < t->nlogs; s++)
+		free(t->cyc[s].log);
 	free(t->cyc);
-	free(t->logs);
 	free(t->st_off);
 	free(t->st_len);
 	free(t->arena);
@@ -70,8 +91,7 @@ static int tc_create_common(const struct pp_pred_params *prm, int better, struct
 		goto fail;
 	rc = -ENOMEM;
 	t->cyc = calloc(t->map.cap, sizeof(*t->cyc));
-	t->logs = calloc((size_t)t->map.cap * t->max_cycle, sizeof(*t->logs));
-	if (!t->cyc || !t->logs)
+	if (!t->cyc || add_logs(t, t->map.cap))
 		goto fail;
 	if (better) {
 		t->max_entries = prm->max_stored / 2 ? prm->max_stored / 2 : 1;
@@ -159,8 +179,10 @@ static void tc_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		return;
 	struct pp_cyc *c = &t->cyc[s];
 	if (added)
-		pp_cyc_init(c, t->logs + (size_t)s * t->max_cycle, t->max_cycle);
+		pp_cyc_init(c, c->log, c->cap, t->max_cycle); /* the slot's log, as grown */
 	int ev = pp_cyc_observe(c, id);
+	if (pp_cyc_filling(c) && c->cap < t->max_cycle)
+		t->base.want = t->log_short = 1;
 	if (!t->better)
 		return;
 	if (ev == PP_CYC_FORMED) {
@@ -181,8 +203,7 @@ static unsigned tc_predict(struct pp_pred *p, uint32_t next_site, uint64_t *ids,
 	return pp_cyc_predict(&t->cyc[s], ids, k < 1 ? k : 1);
 }
 
-/* The sites' table twice as large: each site's engine keeps its log, which
- * moves with the logs. */
+/* The sites' table twice as large, with a first log for each new slot. */
 static int grow_sites(struct tag_cycle *t)
 {
 	uint32_t cap = pp_pred_next_cap(t->map.cap, t->max_sites);
@@ -190,13 +211,25 @@ static int grow_sites(struct tag_cycle *t)
 	if (!cyc)
 		return -ENOMEM;
 	t->cyc = cyc;
-	uint64_t *logs = realloc(t->logs, (size_t)cap * t->max_cycle * sizeof(*logs));
-	if (!logs)
-		return -ENOMEM;
-	t->logs = logs;
-	for (uint32_t s = 0; s < t->map.n; s++)
-		t->cyc[s].log = logs + (size_t)s * t->max_cycle;
-	return pp_pred_map_grow(&t->map, cap);
+	int rc = add_logs(t, cap);
+	return rc < 0 ? rc : pp_pred_map_grow(&t->map, cap);
+}
+
+/* Each slot's log one id from full twice as long (to max_cycle). */
+static int grow_logs(struct tag_cycle *t)
+{
+	for (uint32_t s = 0; s < t->map.n; s++) {
+		struct pp_cyc *c = &t->cyc[s];
+		if (!pp_cyc_filling(c) || c->cap >= t->max_cycle)
+			continue;
+		uint32_t cap = pp_pred_next_cap(c->cap, t->max_cycle);
+		uint64_t *log = realloc(c->log, cap * sizeof(*log));
+		if (!log)
+			return -ENOMEM;
+		pp_cyc_move(c, log, cap);
+	}
+	t->log_short = 0;
+	return 0;
 }
 
 static int grow_stored(struct tag_cycle *t)
@@ -233,6 +266,8 @@ static int tc_grow(struct pp_pred *p)
 	int rc = 0;
 	if (pp_pred_filling(t->map.n, t->map.cap, t->max_sites))
 		rc = grow_sites(t);
+	if (!rc && t->log_short)
+		rc = grow_logs(t);
 	if (!rc && t->better)
 		rc = grow_stored(t);
 	return rc;
@@ -242,8 +277,9 @@ static size_t tc_mem(const struct pp_pred *p)
 {
 	const struct tag_cycle *t = (const struct tag_cycle *)p;
 	size_t n = t->map.cap;
-	size_t m = sizeof(*t) + pp_pred_map_mem(&t->map) + n * sizeof(*t->cyc) +
-		   n * t->max_cycle * sizeof(*t->logs);
+	size_t m = sizeof(*t) + pp_pred_map_mem(&t->map) + n * sizeof(*t->cyc);
+	for (uint32_t s = 0; s < n; s++)
+		m += t->cyc[s].cap * sizeof(*t->cyc[s].log);
 	if (t->better)
 		m += pp_pred_map_mem(&t->stored) +
 		     t->stored.cap * (sizeof(*t->st_off) + sizeof(*t->st_len)) +

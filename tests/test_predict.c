@@ -728,6 +728,48 @@ static void test_dpd_lock(void)
 }
 
 /*
+ * A tag predictor's per-site logs start short (16 ids) and grow one by one:
+ * site 0 repeats a cycle of 100 ids, sites 1-7 cycles of 2. Grown between
+ * receives, site 0's log reaches what its cycle needs and the predictor
+ * follows it (the last round right at +1 but its first id), while the
+ * others stay short (under 8 KiB in all, where 16 slots of 128 ids took 16
+ * KiB). Without growth site 0's cycle is never learnt.
+ */
+static void test_site_log_growth(void)
+{
+	enum { LONG = 100, SITES = 8, ROUNDS = 5 };
+	static const char *const names[] = {"tag-cycle", "tag-bettercycle"};
+	for (size_t i = 0; i < PP_ARRAY_SIZE(names); i++) {
+		for (int grow = 0; grow < 2; grow++) {
+			struct pp_pred *p;
+			CU_ASSERT_EQUAL_FATAL(pp_pred_create(names[i], NULL, &p), 0);
+			unsigned hits = 0;
+			for (unsigned r = 0; r < ROUNDS; r++) {
+				for (unsigned k = 0; k < LONG; k++) {
+					uint64_t id;
+					unsigned n = pp_pred_predict(p, 0, &id, 1);
+					hits += r == ROUNDS - 1 && n == 1 && id == k;
+					pp_pred_observe(p, k, 0);
+					uint32_t s = 1 + k % (SITES - 1);
+					pp_pred_observe(p, (uint64_t)s << 8 | (k / (SITES - 1)) % 2,
+							s);
+					if (grow)
+						CU_ASSERT_EQUAL(pp_pred_grow(p), 0);
+				}
+			}
+			if (grow) {
+				CU_ASSERT(hits >= LONG - 1);
+				CU_ASSERT(pp_pred_mem(p) < 8192);
+				CU_ASSERT_EQUAL(p->want, 0);
+			} else {
+				CU_ASSERT(hits < LONG / 2);
+			}
+			pp_pred_destroy(p);
+		}
+	}
+}
+
+/*
  * The same against the exact detector at the edges of its sizes: a window
  * of one, M = N, M = 1, odd sizes (the clean-delay bitmap, the wheel of N
  * buckets), on a stream whose period grows at each phase with 2 % noise.
@@ -785,6 +827,7 @@ static CU_TestInfo tests[] = {
     {"dpd in steady state finds a new period", test_dpd_steady},
     {"dpd's lock predicts what the exact detector does", test_dpd_lock},
     {"dpd at the edges of its sizes", test_dpd_sizes},
+    {"a tag predictor's site logs grow one by one", test_site_log_growth},
     {"graph: a kept walk is a fresh one", test_graph_walk_kept},
     CU_TEST_INFO_NULL,
 };
