@@ -77,11 +77,17 @@ struct hybrid_pred {
 	 * entries side by side. */
 	uint64_t *pred;	   /* [K slots][NCOMP][K] predicted ids */
 	uint64_t *valid;   /* [K slots][NCOMP] bit j: pred +j+1 made */
-	uint64_t *outcome; /* [K][NCOMP] last 64 outcomes, bit 0 newest */
+	uint64_t *outcome; /* [K][NCOMP] last 64 outcomes, bit 0 newest (ends: see mid) */
 	uint8_t *hits;	   /* [K][NCOMP] ones in outcome */
 	uint8_t *choice;   /* [K] chosen component per look-ahead */
 	uint8_t *answer;   /* [K slots][K] who answered +j+1 (NCOMP none): surveys only */
-	uint8_t tail;	   /* chosen at every look-ahead past +1, else NCOMP */
+	/* The look-aheads between +1 and +K are scored in a survey's judged
+	 * half only, all of them at once: mid[r][c] has bit j set when
+	 * component c hit +j+1 at the r-th judged receive (mod 64), so that the
+	 * one leaving a window of 64 is known (outcome is not kept for them). */
+	uint64_t mid[64][NFAR];
+	unsigned mid_n; /* judged receives scored since the survey began */
+	uint8_t tail;	/* chosen at every look-ahead past +1, else NCOMP */
 
 	unsigned awake;		  /* bit c: component c runs */
 	uint8_t run[NCOMP];	  /* the awake components, in order */
@@ -181,7 +187,7 @@ static unsigned score(const struct hybrid_pred *h, size_t c, size_t j)
 }
 
 /* Wake every sleeping component, caught up on what it slept through. */
-static void survey_start(struct hybrid_pred *h, int called)
+static __attribute__((noinline)) void survey_start(struct hybrid_pred *h, int called)
 {
 	for (size_t c = 0; c < NCOMP; c++) {
 		if (h->awake >> c & 1)
@@ -200,10 +206,10 @@ static void survey_start(struct hybrid_pred *h, int called)
 	memset(h->answer, NCOMP, h->K * h->K);
 	/* the look-aheads between the ends are scored in the judged half only:
 	 * from nothing there */
-	for (size_t j = 1; j + 1 < h->K; j++) {
-		memset(&h->outcome[j * NCOMP], 0, NCOMP * sizeof(*h->outcome));
+	for (size_t j = 1; j + 1 < h->K; j++)
 		memset(&h->hits[j * NCOMP], 0, NCOMP);
-	}
+	memset(h->mid, 0, sizeof(h->mid));
+	h->mid_n = 0;
 	set_awake(h, (1u << NCOMP) - 1);
 	h->tail = NCOMP; /* the choices move every receive */
 	h->survey_begin = h->t;
@@ -212,7 +218,7 @@ static void survey_start(struct hybrid_pred *h, int called)
 }
 
 /* Keep awake who is chosen or was useful; put the rest to sleep. */
-static void survey_end(struct hybrid_pred *h)
+static __attribute__((noinline)) void survey_end(struct hybrid_pred *h)
 {
 	unsigned keep = 0, learning = 0;
 	for (size_t c = 0; c < NCOMP; c++)
@@ -334,6 +340,77 @@ static inline __attribute__((always_inline)) void score_survey(struct hybrid_pre
 			h->made[c] += (unsigned)(valid[c] & 1);
 }
 
+/* In a survey's judged half: score the look-aheads between +1 and +K of
+ * the first NFAR components for receive id (each made at its slot, counted
+ * back from slot), as score_survey does each, but as one bit mask a
+ * component: a score and a choice change only where a hit entered or left
+ * the window. */
+static void score_middle(struct hybrid_pred *h, uint64_t id, size_t slot)
+{
+	const size_t K = h->K;
+	uint64_t hit[NFAR] = {0}, made[NFAR] = {0};
+	uint64_t by[NCOMP + 1] = {0}; /* by[c]: the look-aheads c answered */
+	for (size_t j = 1, s = slot; j + 1 < K; j++) {
+		s = s ? s - 1 : K - 1;
+		const uint64_t bit = 1ull << j, *valid = &h->valid[s * NCOMP];
+		const uint64_t *pred = &h->pred[s * NCOMP * K + j];
+#pragma GCC unroll 8
+		for (size_t c = 0; c < NFAR; c++) {
+			made[c] |= valid[c] & bit;
+			hit[c] |= pred[c * K] == id ? bit : 0;
+		}
+		by[h->answer[s * K + j]] |= bit;
+	}
+#pragma GCC unroll 8
+	for (size_t c = 0; c < NFAR; c++)
+		hit[c] &= made[c];
+	uint64_t answer_hit = 0, moved = h->mid_n ? 0 : (1ull << (K - 1)) - 2; /* all at first */
+	for (size_t c = 0; c < NFAR; c++)
+		answer_hit |= hit[c] & by[c];
+	uint64_t *old = h->mid[h->mid_n++ % 64];
+	for (size_t c = 0; c < NFAR; c++) {
+		uint64_t d = hit[c] ^ old[c];
+		old[c] = hit[c];
+		moved |= d;
+		for (; d; d &= d - 1) {
+			size_t j = (size_t)__builtin_ctzll(d);
+			h->hits[j * NCOMP + c] += hit[c] >> j & 1 ? 1 : (uint8_t)-1;
+		}
+		h->useful[c] += (uint32_t)__builtin_popcountll(hit[c] & (by[c] | ~answer_hit));
+	}
+	for (; moved; moved &= moved - 1) {
+		const uint8_t *hits = &h->hits[(size_t)__builtin_ctzll(moved) * NCOMP];
+		size_t best = 0;
+		for (size_t c = 1; c < NFAR; c++)
+			best = hits[c] > hits[best] ? c : best;
+		h->choice[__builtin_ctzll(moved)] = (uint8_t)best;
+	}
+}
+
+/* In a survey: the warm-up half scores the ends, as between surveys (the
+ * look-aheads between follow +K); the judged half scores every look-ahead.
+ * Kept out of hy_observe so that the path between surveys stays small. */
+static __attribute__((noinline)) void score_in_survey(struct hybrid_pred *h, uint64_t id,
+						      size_t slot)
+{
+	const size_t K = h->K;
+	if (h->survey_end - h->t > SURVEY / 2) {
+		score_survey(h, id, 0, slot, NCOMP);
+		if (K > 1 && h->t >= K - 1) {
+			score_survey(h, id, K - 1, slot + 1 == K ? 0 : slot + 1, NFAR);
+			memset(&h->choice[1], h->choice[K - 1], K - 2);
+			h->tail = h->choice[K - 1];
+		}
+		return;
+	}
+	h->tail = NCOMP; /* judged: the choices move every receive */
+	score_survey(h, id, 0, slot, NCOMP);
+	if (K > 1) { /* t >= SURVEY / 2 >= K here */
+		score_middle(h, id, slot);
+		score_survey(h, id, K - 1, slot + 1 == K ? 0 : slot + 1, NFAR);
+	}
+}
+
 static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 {
 	struct hybrid_pred *h = (struct hybrid_pred *)p;
@@ -354,29 +431,10 @@ static void hy_observe(struct pp_pred *p, uint64_t id, uint32_t site)
 		h->base.want |= h->comp[h->run[0]]->want;
 		goto next;
 	}
-	if (!surveying) { /* +1 and +K among the awake */
+	if (!surveying) /* +1 and +K among the awake */
 		score_awake_ends(h, id);
-		goto observe;
-	}
-	if (h->survey_end - h->t > SURVEY / 2) {
-		/* the warm-up half scores the ends, as between surveys; the
-		 * look-aheads between follow +K */
-		score_survey(h, id, 0, slot, NCOMP);
-		if (K > 1 && h->t >= K - 1) {
-			score_survey(h, id, K - 1, slot + 1 == K ? 0 : slot + 1, NFAR);
-			memset(&h->choice[1], h->choice[K - 1], K - 2);
-			h->tail = h->choice[K - 1];
-		}
-		goto observe;
-	}
-	h->tail = NCOMP; /* judged: the choices move every receive */
-	for (size_t j = 0; j < K && j <= h->t; j++, slot = slot ? slot - 1 : K - 1) {
-		if (j == 0)
-			score_survey(h, id, 0, slot, NCOMP);
-		else
-			score_survey(h, id, j, slot, NFAR);
-	}
-observe:
+	else
+		score_in_survey(h, id, slot);
 	for (size_t i = 0; i < h->nrun; i++) {
 		pp_pred_observe(h->comp[h->run[i]], id, site);
 		h->base.want |= h->comp[h->run[i]]->want;
