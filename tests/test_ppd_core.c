@@ -105,7 +105,11 @@ static void *open_main(void *arg)
 	return NULL;
 }
 
-static struct pp_port *attach(uint32_t rank, uint32_t inc)
+/* Attach rank (incarnation inc), serving the daemon's socket from this
+ * thread until the open returns: its result, the port in *port. The
+ * loop serves the socket only, never the attached ranks' connections: a
+ * rank's end is seen only where the daemon looks for it itself. */
+static int attach_rc(uint32_t rank, uint32_t inc, struct pp_port **port)
 {
 	struct opener o = {.port = NULL};
 	snprintf(o.dev, sizeof(o.dev),
@@ -131,9 +135,16 @@ static struct pp_port *attach(uint32_t rank, uint32_t inc)
 				ppd_server_input(&d, &bed.srv, idx[k]);
 	}
 	pthread_join(t, NULL);
-	CU_ASSERT_EQUAL_FATAL(o.rc, 0);
+	*port = o.port;
+	return o.rc;
+}
+
+static struct pp_port *attach(uint32_t rank, uint32_t inc)
+{
+	struct pp_port *port;
+	CU_ASSERT_EQUAL_FATAL(attach_rc(rank, inc, &port), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(entry(rank));
-	return o.port;
+	return port;
 }
 
 /* Free the entries whose goodbye is said: the grace it waits for (every
@@ -646,6 +657,25 @@ static void test_bye_for_dead(void)
 	bed_down(r0, NULL);
 }
 
+/* A rank that closed its port and attaches again at once (pp_finalize,
+ * then pp_init: pp_pingpong's modes) is let in, though the daemon's loop
+ * has not seen the old connection end: its entry dies then. One whose
+ * holder is still there is refused. */
+static void test_attach_again(void)
+{
+	bed_up();
+	struct pp_port *r0 = attach(0, 1), *again = NULL;
+	CU_ASSERT_EQUAL(attach_rc(0, 2, &again), -EADDRINUSE); /* inc 1 holds it */
+	CU_ASSERT_PTR_NULL(again);
+	struct ppd_rank *old = entry(0);
+	pp_port_close(r0);
+	again = attach(0, 3);
+	CU_ASSERT_EQUAL(atomic_load(&old->state), PPD_RANK_DYING);
+	CU_ASSERT_EQUAL(entry(0)->inc, 3);
+	CU_ASSERT_PTR_NOT_EQUAL(entry(0), old);
+	bed_down(again, NULL);
+}
+
 static CU_TestInfo tests[] = {
     {"a rank's frame leaves with the node's MAC, bytes intact", test_rank_to_wire},
     {"frames with another job, rank or life as source are dropped", test_spoof_dropped},
@@ -658,6 +688,7 @@ static CU_TestInfo tests[] = {
     {"placement: in-order DATA written into the rank; others whole, nothing written",
      test_placement},
     {"a dead rank's BYE is sent for it, signed with its key", test_bye_for_dead},
+    {"a rank attaches again at once after closing; a live holder is refused", test_attach_again},
     CU_TEST_INFO_NULL,
 };
 
