@@ -129,20 +129,20 @@ static int uid_entries(const struct ppd *d, uid_t uid)
 	return n;
 }
 
-/* 1 when the process holding entry e has gone, though the main loop has
- * not seen it yet: its connection at its end, or its pidfd fired. A rank
- * that finalizes and attaches again (pp_pingpong's modes, one pp_init each)
- * closed its connection before it connected anew, but the loop may read the
- * new request first: it accepted the connection in a pass whose poll came
- * before the close. */
-static int holder_gone(const struct ppd_rank *e)
+/* How the process holding entry e has gone, though the main loop has not
+ * seen it yet (its connection at its end, or its pidfd fired), or NULL. A
+ * rank that finalizes and attaches again (pp_pingpong's modes, one pp_init
+ * each) closed its connection before it connected anew, but the loop may
+ * read the new request first: it accepted the connection in a pass whose
+ * poll came before the close. */
+static const char *holder_gone(const struct ppd_rank *e)
 {
 	char b;
 	ssize_t n = recv(e->conn, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-		return 1;
+		return "connection closed";
 	struct pollfd p = {.fd = e->pidfd, .events = POLLIN};
-	return e->pidfd >= 0 && poll(&p, 1, 0) == 1;
+	return e->pidfd >= 0 && poll(&p, 1, 0) == 1 ? "process exited" : NULL;
 }
 
 int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_req *req)
@@ -184,8 +184,9 @@ int ppd_rank_attach(struct ppd *d, struct ppd_conn *c, const struct ppd_attach_r
 		struct ppd_rank *e = &d->ranks[i];
 		int st = atomic_load(&e->state);
 		if (st == PPD_RANK_ACTIVE && e->job == req->job && e->rank == req->rank) {
-			if (holder_gone(e)) {
-				ppd_rank_died(e, "connection closed");
+			const char *how = holder_gone(e);
+			if (how) {
+				ppd_rank_died(e, how);
 				continue;
 			}
 			ppd_reply(c->fd, -EADDRINUSE, 0, NULL, 0,
