@@ -75,12 +75,12 @@ struct hybrid_pred {
 	int recorded;		     /* slot t mod K holds this step's predictions */
 	/* Laid out so that scoring a receive reads each look-ahead's NCOMP
 	 * entries side by side. */
-	uint64_t *pred;	   /* [K slots][NCOMP][K] predicted ids */
-	uint64_t *valid;   /* [K slots][NCOMP] bit j: pred +j+1 made */
-	uint64_t *outcome; /* [K][NCOMP] last 64 outcomes, bit 0 newest (ends: see mid) */
-	uint8_t *hits;	   /* [K][NCOMP] ones in outcome */
-	uint8_t *choice;   /* [K] chosen component per look-ahead */
-	uint8_t *answer;   /* [K slots][K] who answered +j+1 (NCOMP none): surveys only */
+	uint64_t *pred;		    /* [K slots][NCOMP][K] predicted ids */
+	uint64_t *valid;	    /* [K slots][NCOMP] bit j: pred +j+1 made */
+	uint64_t outcome[2][NCOMP]; /* last 64 outcomes at +1, at +K; bit 0 newest */
+	uint8_t *hits;		    /* [K][NCOMP] ones in outcome (+1, +K) or in mid's window */
+	uint8_t *choice;	    /* [K] chosen component per look-ahead */
+	uint8_t *answer;	    /* [K slots][K] who answered +j+1 (NCOMP none): surveys only */
 	/* The look-aheads between +1 and +K are scored in a survey's judged
 	 * half only, all of them at once: mid[r][c] has bit j set when
 	 * component c hit +j+1 at the r-th judged receive (mod 64), so that the
@@ -133,7 +133,6 @@ static void hy_destroy(struct pp_pred *p)
 		pp_pred_destroy(h->comp[c]);
 	free(h->pred);
 	free(h->valid);
-	free(h->outcome);
 	free(h->hits);
 	free(h->choice);
 	free(h->answer);
@@ -150,14 +149,12 @@ static int hy_create(const struct pp_pred_params *prm, struct pp_pred **out)
 	size_t K = h->K;
 	h->pred = calloc(NCOMP * K * K, sizeof(*h->pred));
 	h->valid = calloc(NCOMP * K, sizeof(*h->valid));
-	h->outcome = calloc(NCOMP * K, sizeof(*h->outcome));
 	h->hits = calloc(NCOMP * K, sizeof(*h->hits));
 	h->choice = calloc(K, sizeof(*h->choice));
 	h->answer = malloc(K * K);
 	h->ansK = calloc(K, sizeof(*h->ansK));
 	int rc = -ENOMEM;
-	if (!h->pred || !h->valid || !h->outcome || !h->hits || !h->choice || !h->answer ||
-	    !h->ansK)
+	if (!h->pred || !h->valid || !h->hits || !h->choice || !h->answer || !h->ansK)
 		goto fail;
 	memset(h->answer, NCOMP, K * K);
 	for (size_t c = 0; c < NCOMP; c++) {
@@ -246,10 +243,9 @@ static __attribute__((noinline)) void survey_end(struct hybrid_pred *h)
 		if (keep >> c & 1)
 			continue;
 		h->slept_at[c] = h->t;
-		for (size_t j = 0; j < h->K; j++) { /* a sleeper's record starts over */
-			h->outcome[j * NCOMP + c] = 0;
+		h->outcome[0][c] = h->outcome[1][c] = 0; /* a sleeper's record starts over */
+		for (size_t j = 0; j < h->K; j++)
 			h->hits[j * NCOMP + c] = 0;
-		}
 	}
 	/* each called survey doubles the wait before the next: a noisy stream
 	 * would otherwise call one every GAP receives */
@@ -278,7 +274,7 @@ static void score_awake_ends(struct hybrid_pred *h, uint64_t id)
 	const uint8_t *run = h->run;
 	const uint64_t *v1 = &h->valid[s1 * NCOMP], *vK = &h->valid[sK * NCOMP];
 	const uint64_t *p1 = &h->pred[s1 * NCOMP * K], *pK = &h->pred[sK * NCOMP * K + last];
-	uint64_t *o1 = h->outcome, *oK = &h->outcome[last * NCOMP];
+	uint64_t *o1 = h->outcome[0], *oK = h->outcome[1];
 	uint8_t *hits1 = h->hits, *hitsK = &h->hits[last * NCOMP];
 	size_t best1 = run[0], bestK = run[0];
 	unsigned top1 = 0, topK = 0;
@@ -308,8 +304,8 @@ static void score_awake_ends(struct hybrid_pred *h, uint64_t id)
 	h->tail = (uint8_t)bestK;
 }
 
-/* In a survey: score look-ahead j of the first n components for receive
- * id (their predictions made at slot), choose the best there, and in the
+/* In a survey: score look-ahead j (+1 or +K) of the first n components for
+ * receive id (their predictions made at slot), choose the best there, and in the
  * survey's judged half count who hit where the answer did not. */
 static inline __attribute__((always_inline)) void score_survey(struct hybrid_pred *h, uint64_t id,
 							       size_t j, size_t slot, size_t n)
@@ -317,7 +313,7 @@ static inline __attribute__((always_inline)) void score_survey(struct hybrid_pre
 	size_t K = h->K;
 	const uint64_t *valid = &h->valid[slot * NCOMP];
 	const uint64_t *pred = &h->pred[slot * NCOMP * K + j];
-	uint64_t *o = &h->outcome[j * NCOMP];
+	uint64_t *o = h->outcome[j != 0]; /* j is +1 or +K here */
 	uint8_t *hits = &h->hits[j * NCOMP];
 	uint8_t hit[NCOMP + 1] = {0}; /* [NCOMP]: no answer, no hit */
 	size_t best = 0;
@@ -561,8 +557,8 @@ static size_t hy_mem(const struct pp_pred *p)
 	const struct hybrid_pred *h = (const struct hybrid_pred *)p;
 	size_t K = h->K, m = sizeof(*h);
 	m += NCOMP * K * K * sizeof(*h->pred) + NCOMP * K * sizeof(*h->valid) +
-	     NCOMP * K * (sizeof(*h->outcome) + sizeof(*h->hits)) + K * sizeof(*h->choice) +
-	     K * K * sizeof(*h->answer) + K * sizeof(*h->ansK);
+	     NCOMP * K * sizeof(*h->hits) + K * sizeof(*h->choice) + K * K * sizeof(*h->answer) +
+	     K * sizeof(*h->ansK);
 	for (size_t c = 0; c < NCOMP; c++)
 		m += pp_pred_mem(h->comp[c]);
 	return m;
