@@ -375,11 +375,11 @@ static void score_middle(struct hybrid_pred *h, uint64_t id, size_t slot)
 		h->useful[c] += (uint32_t)__builtin_popcountll(hit[c] & (by[c] | ~answer_hit));
 	}
 	for (; moved; moved &= moved - 1) {
-		const uint8_t *hits = &h->hits[(size_t)__builtin_ctzll(moved) * NCOMP];
-		size_t best = 0;
+		size_t j = (size_t)__builtin_ctzll(moved), best = 0;
+		const uint8_t *hits = &h->hits[j * NCOMP];
 		for (size_t c = 1; c < NFAR; c++)
 			best = hits[c] > hits[best] ? c : best;
-		h->choice[__builtin_ctzll(moved)] = (uint8_t)best;
+		h->choice[j] = (uint8_t)best;
 	}
 }
 
