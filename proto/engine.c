@@ -73,16 +73,12 @@ void pp_proto_conf_job(struct pp_proto_conf *c)
 	 * receiver's copy call; 16 KiB 2.55 against 1.82 (ob1+vader 1.69).
 	 * A job raises it where a copy call is dear (shm_copy_min=auto). */
 	c->local_whole = 8u << 10;
-	/* From 1 MiB a node-mate's message streams through the ring again:
-	 * the sender copies a cell in while the receiver copies the last one
-	 * out, where one copy call moves it all on one core, and a copy call
-	 * slows as the message outgrows the caches. Measured on two cores of a
-	 * virtual machine, pp_pingpong, runs alternated: windowed 13.2-13.4
-	 * against 9.5-10.4 GB/s at 1 MiB, 12.4-12.8 against 8.4-8.7 at 4 MiB,
-	 * 12.6-13.4 against 5.0-5.7 at 8 MiB; one way 97-105 against 100-122
-	 * us at 1 MiB, 473-508 against 519-998 at 4 MiB. Up to 512 KiB the
-	 * copy call wins (windowed 16.1-16.3 against 13.3-13.5 GB/s). */
-	c->local_stream = 1u << 20;
+	/* A node-mate's long message is not pushed whole from its start: its
+	 * receiver takes the rest by its copy call or pulls it through the
+	 * rings, whichever its runtime measured faster lately (shm_long;
+	 * shm/long_path.h says why neither wins everywhere). A job may still
+	 * push from a size on (shm_stream): the stream then needs no PULL. */
+	c->local_stream = 0;
 	/* Rule 6: one ring record, outside the sequence. Up to 4 KiB: a
 	 * sequenced message of 1.5 to 4 KiB cost its FIRST PUSH's bookkeeping,
 	 * a DONE and a window slot; as one record, runs alternated, one way

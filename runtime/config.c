@@ -308,6 +308,16 @@ static int set_shm_stream(struct pp_config *c, const char *v)
 	return parse_bytes(v, &c->shm_stream);
 }
 
+static int set_shm_long(struct pp_config *c, const char *v)
+{
+	static const char *const names[] = {"auto", "copy", "rings"};
+	int i = choice(v, names, 3);
+	if (i < 0)
+		return i;
+	c->shm_long = (enum pp_shm_long)i;
+	return 0;
+}
+
 /* auto (0: measured at pp_init, pp_shm_copy_min) or a byte count. */
 static int set_shm_copy_min(struct pp_config *c, const char *v)
 {
@@ -465,10 +475,15 @@ static const struct key {
     {{"shm_heap", BYTES, "64m", "pp_malloc memory per rank in the node segment"},
      set_shm_heap,
      false},
-    {{"shm_stream", BYTES, "1m",
-      "node-mates' messages from this size stream through the rings, both cores copying "
-      "(0: never; shorter ones past 8k are copied by their receiver)"},
+    {{"shm_stream", BYTES, "0",
+      "node-mates' messages from this size are pushed whole through the rings, both cores "
+      "copying (0: never; shm_long decides)"},
      set_shm_stream,
+     false},
+    {{"shm_long", "auto|copy|rings", "auto",
+      "node-mates' messages past shm_copy_min: the receiver's one copy call, or pulled "
+      "through the rings (auto: the faster lately, measured per peer)"},
+     set_shm_long,
      false},
     {{"shm_copy_min", "auto or " BYTES, "auto",
       "node-mates' messages from this size move by one copy call, shorter ones through the "

@@ -33,6 +33,13 @@ enum pp_shm_mode {
 	PP_SHM_TWOCOPY, /* shared memory, but pulled bytes go through the rings */
 };
 
+/* How the rest of a node-mate's long message comes (shm_long). */
+enum pp_shm_long {
+	PP_SHM_LONG_AUTO = 0, /* the faster lately, measured per peer (shm/long_path.h) */
+	PP_SHM_LONG_COPY,     /* the receiver's one copy call */
+	PP_SHM_LONG_RINGS,    /* pulled through the rings */
+};
+
 enum pp_stats_out {
 	PP_STATS_OFF = 0, /* nothing at pp_finalize (PP_LOG=info still logs one line) */
 	PP_STATS_TEXT,	  /* the counters on stderr, one "name value" per line */
@@ -58,27 +65,28 @@ struct pp_config {
 	bool btp_set;			/* btp1 or btp2 given explicitly */
 	char pull_cores[PP_CFG_STR];	/* core list for pull handlers ("" none) */
 	enum pp_progress_mode progress; /* inline, event (a sleeping thread), thread (polling) */
-	bool event_fifo;	    /* progress=event's thread at SCHED_FIFO (else SCHED_OTHER) */
-	char daemon[PP_CFG_STR];    /* ppd socket path ("" embedded engine) */
-	char predict[PP_CFG_STR];   /* predictor name or "off" */
-	char pcap_dump[PP_CFG_STR]; /* capture file ("" none) */
+	bool event_fifo;	     /* progress=event's thread at SCHED_FIFO (else SCHED_OTHER) */
+	char daemon[PP_CFG_STR];     /* ppd socket path ("" embedded engine) */
+	char predict[PP_CFG_STR];    /* predictor name or "off" */
+	char pcap_dump[PP_CFG_STR];  /* capture file ("" none) */
 	char recv_trace[PP_CFG_STR]; /* receive trace file, %r = rank ("" none) */
-	char cluster[PP_CFG_STR];   /* rank -> MAC file ("" discover) */
-	uint32_t timeout_ms;	    /* discovery and peer-loss timeout */
-	bool zerocopy;		    /* large payloads leave from the user's buffer */
-	uint32_t stage_bytes;	    /* prediction staging budget (0: no staging) */
-	uint32_t stage_remap;	    /* fewest bytes a page remap moves (0: copy only) */
-	uint32_t pushbuf_bytes;	    /* pushed-buffer size */
-	bool credits;		    /* pushed-buffer credits (false: Push-All overflow) */
-	enum pp_shm_mode shm;	    /* intranode transport: on, off, twocopy */
-	uint64_t shm_heap;	    /* pp_malloc bytes per rank in the segment (0: none) */
-	uint64_t shm_stream;	    /* node-mates' messages from this size stream through the
-				     * rings (0: never; longer ones are copied by the receiver) */
-	uint64_t shm_copy_min;	    /* shm=on: node-mates' messages from this size move by one
-				     * copy call, shorter ones through the rings (0: auto) */
-	bool shm_write;		    /* shm=on: a sender writes into a receive posted early */
-	bool udp_fallback;	    /* a raw port refused for want of privilege: udp: instead */
-	enum pp_stats_out stats;    /* counters on stderr at pp_finalize */
+	char cluster[PP_CFG_STR];    /* rank -> MAC file ("" discover) */
+	uint32_t timeout_ms;	     /* discovery and peer-loss timeout */
+	bool zerocopy;		     /* large payloads leave from the user's buffer */
+	uint32_t stage_bytes;	     /* prediction staging budget (0: no staging) */
+	uint32_t stage_remap;	     /* fewest bytes a page remap moves (0: copy only) */
+	uint32_t pushbuf_bytes;	     /* pushed-buffer size */
+	bool credits;		     /* pushed-buffer credits (false: Push-All overflow) */
+	enum pp_shm_mode shm;	     /* intranode transport: on, off, twocopy */
+	uint64_t shm_heap;	     /* pp_malloc bytes per rank in the segment (0: none) */
+	uint64_t shm_stream;	     /* node-mates' messages from this size are pushed whole
+				      * through the rings (0: never) */
+	enum pp_shm_long shm_long;   /* shm=on: the rest of a message past shm_copy_min */
+	uint64_t shm_copy_min;	     /* shm=on: node-mates' messages from this size move by one
+				      * copy call, shorter ones through the rings (0: auto) */
+	bool shm_write;		     /* shm=on: a sender writes into a receive posted early */
+	bool udp_fallback;	     /* a raw port refused for want of privilege: udp: instead */
+	enum pp_stats_out stats;     /* counters on stderr at pp_finalize */
 };
 
 /*

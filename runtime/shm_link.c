@@ -20,7 +20,9 @@
  * buffer is in a heap area of the segment (pp_malloc), else one
  * process_vm_readv. If cross-memory attach is refused, or with
  * shm=twocopy, the hook fails or is absent and the bytes come as DATA frames
- * through the rings.
+ * through the rings. The hook also declines a long message (shm_long) when
+ * the rings moved bytes from that peer faster lately: which of the two wins
+ * changes with where the cores sit (shm/long_path.h).
  *
  * Early receiver (shm=on, shm_write=on): the engine's receive-queue hooks
  * describe each receive it may publish in the pair's receive-queue area
@@ -46,6 +48,7 @@
 #include "cma.h"
 #include "ctx.h"
 #include "heap.h"
+#include "long_path.h"
 #include "pp_compiler.h"
 #include "pp_log.h"
 #include "recvq.h"
@@ -72,18 +75,19 @@
 
 /* One other local rank. */
 struct shm_peer {
-	uint32_t rank;	       /* its rank */
-	uint32_t idx;	       /* its slot */
-	int32_t pid;	       /* its process, read once and checked (pp_shm_seg_peer_pid); 0:
-				* none that could be checked, so no single copies with it */
-	int pidfd;	       /* readable once it has exited; -1: use kill(pid, 0) */
-	uint8_t rx_on;	       /* its ring to us is polled */
-	uint8_t tx_on;	       /* the engine's frames to it go into our ring */
-	uint8_t dead;	       /* its process is gone */
-	uint8_t exited;	       /* its slot's process had exited when we first looked */
-	struct pp_shm_ring tx; /* us -> it */
-	struct pp_shm_ring rx; /* it -> us */
-	void *rec;	       /* a record reserved in tx and not filled yet, or NULL */
+	uint32_t rank;		 /* its rank */
+	uint32_t idx;		 /* its slot */
+	int32_t pid;		 /* its process, read once and checked (pp_shm_seg_peer_pid); 0:
+				  * none that could be checked, so no single copies with it */
+	int pidfd;		 /* readable once it has exited; -1: use kill(pid, 0) */
+	uint8_t rx_on;		 /* its ring to us is polled */
+	uint8_t tx_on;		 /* the engine's frames to it go into our ring */
+	uint8_t dead;		 /* its process is gone */
+	uint8_t exited;		 /* its slot's process had exited when we first looked */
+	struct pp_shm_ring tx;	 /* us -> it */
+	struct pp_shm_ring rx;	 /* it -> us */
+	void *rec;		 /* a record reserved in tx and not filled yet, or NULL */
+	struct pp_shm_path path; /* its long messages: our copy call or the rings */
 };
 
 struct pp_shm_link {
@@ -114,6 +118,18 @@ static struct shm_peer *peer_of(struct pp_shm_link *L, uint32_t rank)
 	return i >= 0 ? &L->peer[i] : NULL;
 }
 
+/* 1 when the rest of a long message from pe comes through the rings
+ * (shm_long; auto: shm/long_path.h). */
+static int by_rings(const pp_ctx *ctx, struct shm_peer *pe, uint64_t len, uint64_t now)
+{
+	if (ctx->cfg.shm_long != PP_SHM_LONG_AUTO)
+		return ctx->cfg.shm_long == PP_SHM_LONG_RINGS;
+	int r = pp_shm_path_ring(&pe->path, len, now);
+	if (r == 2 && pp_shm_ring_empty(&pe->rx))
+		pp_shm_path_measure(&pe->path, len, now);
+	return r != 0;
+}
+
 static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst, uint64_t len)
 {
 	pp_ctx *ctx = arg;
@@ -137,9 +153,13 @@ static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *
 	} else {
 		if (pp_shm_cma_denied() || pe->pid <= 0)
 			return -EPERM;
+		uint64_t t0 = pp_now_ns();
+		if (by_rings(ctx, pe, len, t0))
+			return -EXDEV; /* the engine pulls the rest through the rings */
 		int rc = pp_shm_cma_read(pe->pid, dst, d.addr + off, (size_t)len);
 		if (rc)
 			return rc;
+		pp_shm_path_copied(&pe->path, len, pp_now_ns() - t0);
 	}
 	L->copies++;
 	L->bytes += len;
@@ -365,6 +385,8 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 			if (pp_proto_input_local(ctx->eng, pe->rank, rec, len, now) == -EAGAIN)
 				break;
 			pp_shm_ring_release(&pe->rx);
+			if (pp_unlikely(pe->path.ring_want))
+				pp_shm_path_rx(&pe->path, len, pp_now_ns());
 			n++;
 		}
 		/* A broken ring stays poisoned: peek refuses at once from now on. */
@@ -668,6 +690,14 @@ void pp_shm_link_fini(pp_ctx *ctx)
 	struct pp_shm_link *L = ctx->shm;
 	pp_info("shm: %llu direct copies moved %llu bytes straight between user buffers",
 		(unsigned long long)L->copies, (unsigned long long)L->bytes);
+	for (uint32_t i = 0; i < L->npeers; i++) {
+		const struct pp_shm_path *a = &L->peer[i].path;
+		if (a->copy_rate || a->ring_rate)
+			pp_info("shm: long messages from rank %u: %llu pulled through the rings "
+				"(lately: copy call %llu MB/s, rings %llu MB/s)",
+				L->peer[i].rank, (unsigned long long)a->rings,
+				(unsigned long long)a->copy_rate, (unsigned long long)a->ring_rate);
+	}
 	pp_info("shm: sender writes: %llu messages, %llu bytes written into receives posted "
 		"early; %llu receives published, %llu writes failed",
 		(unsigned long long)L->writes, (unsigned long long)L->write_bytes,

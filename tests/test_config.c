@@ -47,7 +47,8 @@ static void test_defaults(void)
 	CU_ASSERT_TRUE(c.credits);
 	CU_ASSERT_FALSE(c.zerocopy);
 	CU_ASSERT_EQUAL(c.shm_heap, 64u << 20);
-	CU_ASSERT_EQUAL(c.shm_stream, 1u << 20);
+	CU_ASSERT_EQUAL(c.shm_stream, 0);
+	CU_ASSERT_EQUAL(c.shm_long, PP_SHM_LONG_AUTO);
 	CU_ASSERT_EQUAL(c.shm_copy_min, 0); /* auto */
 	CU_ASSERT_EQUAL(c.stage_bytes, 4u << 20);
 	CU_ASSERT_EQUAL(c.stage_remap, 0);
@@ -73,6 +74,20 @@ static void test_engine_defaults(void)
 	CU_ASSERT_EQUAL(c.shm_stream, e.local_stream);
 	/* shm_copy_min sets both, which the engine keeps equal */
 	CU_ASSERT_EQUAL(e.local_whole, e.write_min);
+}
+
+/* shm_long: auto, copy or rings, nothing else. */
+static void test_shm_long(void)
+{
+	struct pp_config c;
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_long=copy"), 0);
+	CU_ASSERT_EQUAL(c.shm_long, PP_SHM_LONG_COPY);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_long=rings"), 0);
+	CU_ASSERT_EQUAL(c.shm_long, PP_SHM_LONG_RINGS);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_long=rings,shm_long=auto"), 0);
+	CU_ASSERT_EQUAL(c.shm_long, PP_SHM_LONG_AUTO);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_long=fast"), -EINVAL);
+	CU_ASSERT_EQUAL(pp_config_load(&c, "shm_long="), -EINVAL);
 }
 
 /* shm_copy_min: auto or bytes; auto's rule, and a set figure kept as given
@@ -255,8 +270,8 @@ static void test_numbers(void)
 	CU_ASSERT_EQUAL(c.btp2, 32);
 	CU_ASSERT_EQUAL(c.timeout_ms, 16);
 	CU_ASSERT_EQUAL(
-	    pp_config_load(&c, "stage_bytes=2m,pushbuf_bytes=64k,shm_heap=0x10k,shm_stream=0"), 0);
-	CU_ASSERT_EQUAL(c.shm_stream, 0);
+	    pp_config_load(&c, "stage_bytes=2m,pushbuf_bytes=64k,shm_heap=0x10k,shm_stream=1m"), 0);
+	CU_ASSERT_EQUAL(c.shm_stream, 1u << 20);
 	CU_ASSERT_EQUAL(c.stage_bytes, 2u << 20);
 	CU_ASSERT_EQUAL(c.pushbuf_bytes, 64u << 10);
 	CU_ASSERT_EQUAL(c.shm_heap, 16u << 10);
@@ -337,6 +352,7 @@ static CU_TestInfo tests[] = {
     {"booleans", test_booleans},
     {"numbers", test_numbers},
     {"key table", test_key_table},
+    {"shm_long: auto, copy or rings", test_shm_long},
     {"shm_copy_min", test_shm_copy_min},
     CU_TEST_INFO_NULL,
 };

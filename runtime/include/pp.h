@@ -139,9 +139,14 @@ struct pp_stats {
  * receive buffer, instead of the receiver copying it; default on),
  * shm_heap (bytes of pp_malloc memory per rank in the segment, k/m/g
  * suffixes, 0 for none; default 64m),
+ * shm_long (auto|copy|rings, with shm=on: how the rest of a message to a
+ * rank of the same node, past shm_copy_min, reaches its receiver: by the
+ * receiver's one copy call, or pulled through the segment's rings, both
+ * processes copying; auto: whichever moved bytes from that peer faster
+ * lately, measured at run time and tried again twice a second; default auto),
  * shm_stream (bytes, with shm=on: a message to a rank of the same node from
- * this size on streams through the segment's rings, both processes
- * copying, instead of one copy by the receiver; 0 for never; default 1m),
+ * this size on is pushed whole through the rings from its start, without
+ * waiting for a PULL; 0 for never; default 0),
  * shm_copy_min (auto or bytes, with shm=on: a message to a rank of the same
  * node up to this size goes whole through the segment's rings, a longer one
  * is copied by one system call; auto: from what such a call costs on this

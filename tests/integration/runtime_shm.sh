@@ -49,24 +49,28 @@ for mode in push-pull push-all push-zero; do
   run "2 ranks on 1 node, $mode, all scenarios" 9 -n 2 --nodes 1 --mode "$mode" -- "$rtc" all
   shm_used 2
 done
-# From shm_stream (1 MiB) a message streams through the rings: the copy
-# call is checked at every size with streaming off, and the stream's bytes
-# with it on. A pp_malloc buffer is never streamed (one memcpy wins).
+# A long message's rest comes by the receiver's copy call or through the
+# rings (shm_long): each forced and checked at every size, then auto, which
+# must have measured both and said so; shm_stream pushes it whole. A
+# pp_malloc buffer is always copied (one memcpy in the segment).
 run "2 ranks, 0 B .. 64 MiB, unaligned, single copy" 4 -n 2 --nodes 1 -- \
-  "$rtc" -c shm_stream=0 --max-size 67108864 --offset 3 --expect-copy direct sizes
-run "2 ranks, 0 B .. 64 MiB, unaligned, streamed from 1 MiB" 2 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_long=copy --max-size 67108864 --offset 3 --expect-copy direct sizes
+run "2 ranks, 0 B .. 16 MiB, unaligned, the rest through the rings" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_long=rings,shm_copy_min=8k --max-size 16777216 --offset 7 --expect-copy frames sizes
+run "2 ranks, 0 B .. 64 MiB, unaligned, shm_long=auto" 2 -n 2 --nodes 1 -- \
   "$rtc" --max-size 67108864 --offset 5 sizes
+run "2 ranks, 0 B .. 16 MiB, unaligned, pushed whole from 1 MiB" 2 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_stream=1m --max-size 16777216 --offset 1 sizes
 run "2 ranks, pp_malloc buffers (memcpy in the segment)" 4 -n 2 --nodes 1 -- \
   "$rtc" -c shm_heap=80m --pp-malloc --max-size 33554432 --offset 1 --expect-copy direct sizes
 grep -q 'two copies' "$log" && fail "single copy expected"
 
 # shm_copy_min: up to it a message goes whole through the rings (every
-# byte in frames, those from 1 MiB streamed), past it the receiver copies
-# it; auto says what it chose.
-run "2 ranks, 0 B .. 4 MiB, shm_copy_min=512k: through the rings" 4 -n 2 --nodes 1 -- \
-  "$rtc" -c shm_copy_min=512k --max-size 4194304 --offset 2 --expect-copy frames sizes
-run "2 ranks, 0 B .. 4 MiB, shm_copy_min=8k, stream off: copied" 4 -n 2 --nodes 1 -- \
-  "$rtc" -c shm_copy_min=8k,shm_stream=0 --max-size 4194304 --offset 2 --expect-copy direct sizes
+# byte in frames), past it the receiver copies it; auto says what it chose.
+run "2 ranks, 0 B .. 4 MiB, shm_copy_min=4m: through the rings" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_copy_min=4m --max-size 4194304 --offset 2 --expect-copy frames sizes
+run "2 ranks, 0 B .. 4 MiB, shm_copy_min=8k: copied" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_copy_min=8k,shm_long=copy --max-size 4194304 --offset 2 --expect-copy direct sizes
 n=$(grep -c 'a copy call costs [0-9]* ns: node-mates. messages up to [0-9]* B go through the rings' "$log")
 [ "$n" -eq 0 ] || { cat "$log"; fail "shm_copy_min set, yet $n ranks measured a copy call"; }
 run "2 ranks, shm_copy_min=auto, bytes checked" 2 -n 2 --nodes 1 -- \
@@ -138,4 +142,13 @@ for sw in on off big; do
   echo "ok: early receiver pingpong $size B, $cfg: sender writes per rank: $w" | tr '\n' ' '
   echo
 done
+
+# shm_long=auto tries both ways of a long message's rest and keeps timing
+# them: 200 ping-pongs of 256 KiB, bytes checked, and each rank says it
+# measured both (which wins depends on where the host put the cores).
+"$pprun" --dev-kind "$kind" --timeout 60 -n 2 --nodes 1 -- "$ppp" --test latency \
+  --sizes 256k --iters 200 --check >"$log" 2>&1 || { cat "$log"; fail "pp_pingpong 256 KiB, shm_long=auto"; }
+n=$(grep -c 'long messages from rank [01]: [1-9][0-9]* pulled through the rings (lately: copy call [1-9][0-9]* MB/s, rings [1-9][0-9]* MB/s)' "$log")
+[ "$n" -eq 2 ] || { cat "$log"; fail "shm_long=auto: $n of 2 ranks measured both ways"; }
+echo "ok: shm_long=auto: $(grep -o 'long messages from rank 0.*' "$log" | head -1)"
 echo "PASS: intranode rt_check over $kind"
