@@ -9,7 +9,8 @@
  * call moved 17-21; at 390-465 ns the rings moved 13-14 and the call 16-21
  * (tests/bench/core_rtt.c, pp_pingpong windows of 128 KiB to 4 MiB).
  *
- * So the receiver measures both, per peer, and takes the faster. Each copy
+ * So the receiver measures both, per peer, and takes the faster (the rings
+ * only when a quarter faster or more). Each copy
  * call of PP_SHM_PATH_MIN bytes or more is timed. A message sent to the
  * rings while they are empty is timed from its first long record until they
  * have brought as many bytes (bytes already in them would come at a speed
@@ -30,7 +31,7 @@
 
 #define PP_SHM_PATH_MIN	       (64u << 10) /* shorter: always the copy call, not timed */
 #define PP_SHM_PATH_PROBE_NS   500000000u  /* the path not in use, tried again */
-#define PP_SHM_PATH_TRIAL_COPY 8u	   /* samples a try of the copy call takes, */
+#define PP_SHM_PATH_TRIAL_COPY 32u	   /* samples a try of the copy call takes, */
 #define PP_SHM_PATH_TRIAL_RING 3u	   /* ... of the rings (one a burst at most), */
 #define PP_SHM_PATH_TRIAL_NS   20000000u   /* or this long at most: its best counts */
 #define PP_SHM_PATH_REC_MIN    1024u	   /* a ring measurement starts at a record this long */

@@ -50,7 +50,7 @@ static void learn(uint64_t copy_mbps, uint64_t ring_mbps)
 	now = 1000000;
 	for (unsigned i = 0; i < PP_SHM_PATH_TRIAL_COPY; i++)
 		copy_at(MIB, copy_mbps);
-	for (unsigned i = 0; i < PP_SHM_PATH_TRIAL_RING; i++)
+	for (unsigned i = 0; i < 3 * PP_SHM_PATH_TRIAL_RING; i++)
 		ring_at(MIB, ring_mbps, 20000);
 }
 
@@ -85,7 +85,7 @@ static void test_rings_faster(void)
 	for (int i = 0; i < 20; i++)
 		ring_at(4 * MIB, 35000, 1000);
 	CU_ASSERT(near(p.ring_rate, 35000));
-	CU_ASSERT_EQUAL(p.rings, PP_SHM_PATH_TRIAL_RING + 20);
+	CU_ASSERT_EQUAL(p.rings, 3 * PP_SHM_PATH_TRIAL_RING + 20);
 }
 
 static void test_copy_faster(void)
@@ -95,7 +95,16 @@ static void test_copy_faster(void)
 	for (int i = 0; i < 50; i++)
 		copy_at(MIB, 17000);
 	CU_ASSERT(near(p.copy_rate, 17000));
-	CU_ASSERT_EQUAL(p.rings, PP_SHM_PATH_TRIAL_RING);
+	CU_ASSERT_EQUAL(p.rings, 3 * PP_SHM_PATH_TRIAL_RING);
+}
+
+/* Near level: the copy call, which needs nothing of the sender, keeps it. */
+static void test_level_keeps_copy(void)
+{
+	learn(16000, 19000);
+	CU_ASSERT_EQUAL(p.use_ring, 0);
+	learn(16000, 20500);
+	CU_ASSERT_EQUAL(p.use_ring, 1);
 }
 
 /* While the rings are timed every long message takes them, measured or
@@ -114,7 +123,8 @@ static void test_measuring_keeps_rings(void)
 	CU_ASSERT_NOT_EQUAL(p.ring_want, 0);
 	for (uint64_t got = 0; p.ring_want; got += FRAME)
 		pp_shm_path_rx(&p, FRAME, now += FRAME * 1000 / 12000);
-	CU_ASSERT_EQUAL(p.trial_on, 1); /* one sample of the try's three */
+	CU_ASSERT_EQUAL(p.trial_on, 1); /* one sample of the try's */
+	CU_ASSERT_EQUAL(p.trial_left, PP_SHM_PATH_TRIAL_RING - 1);
 }
 
 /* The host moves the cores: the path not in use is tried again after the
@@ -166,6 +176,7 @@ static CU_TestInfo tests[] = {
     {"a short message is always copied, and not timed", test_short_always_copied},
     {"rings faster: chosen, by their speed, not the PULL's wait", test_rings_faster},
     {"copy call faster: chosen, the rings left alone", test_copy_faster},
+    {"near level, the copy call keeps it", test_level_keeps_copy},
     {"every long message takes the rings while they are timed", test_measuring_keeps_rings},
     {"a change of placement is followed both ways", test_placement_changes},
     {"a sender that does not serve the rings loses them", test_silent_sender},
