@@ -156,10 +156,15 @@ static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *
 		uint64_t t0 = pp_now_ns();
 		if (by_rings(ctx, pe, len, t0))
 			return -EXDEV; /* the engine pulls the rest through the rings */
+		/* A call timed while the peer still streams earlier messages
+		 * into our ring shares the lines with it: not the call's speed
+		 * (after the rings, 12 GB/s calls that alone moved 16-18). */
+		int alone = pp_shm_ring_empty(&pe->rx);
 		int rc = pp_shm_cma_read(pe->pid, dst, d.addr + off, (size_t)len);
 		if (rc)
 			return rc;
-		pp_shm_path_copied(&pe->path, len, pp_now_ns() - t0);
+		if (alone)
+			pp_shm_path_copied(&pe->path, len, pp_now_ns() - t0);
 	}
 	L->copies++;
 	L->bytes += len;
