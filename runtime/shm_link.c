@@ -391,7 +391,9 @@ unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 				break;
 			pp_shm_ring_release(&pe->rx);
 			if (pp_unlikely(pe->path.ring_want))
-				pp_shm_path_rx(&pe->path, len, pp_now_ns());
+				pp_shm_path_rx(&pe->path, len, pp_now_ns(),
+					       pe->path.ring_from ? 0
+								  : pp_shm_ring_backlog(&pe->rx));
 			n++;
 		}
 		/* A broken ring stays poisoned: peek refuses at once from now on. */

@@ -12,9 +12,10 @@
  * So the receiver measures both, per peer, and takes the faster (the rings
  * only when a quarter faster or more). Each copy
  * call of PP_SHM_PATH_MIN bytes or more is timed. A message sent to the
- * rings while they are empty is timed from its first long record until they
- * have brought as many bytes (bytes already in them would come at a speed
- * the sender did not have to match); while that
+ * rings while they are empty is timed from its first long record, and from
+ * the end of what was behind that record in the rings already, until they
+ * have brought the rest (bytes already in them would come at a speed the
+ * sender did not have to match); while that
  * runs every long message takes the rings, so that no copy call holds up
  * the receiver's draining of them. Each path is first tried (the copy call,
  * then the rings) for a few samples, or PP_SHM_PATH_TRIAL_NS, and the path
@@ -44,6 +45,7 @@ struct pp_shm_path {
 	uint64_t ring_t0;    /* a ring measurement: when it was chosen, */
 	uint64_t ring_from;  /* its first long record (0: none yet), */
 	uint64_t ring_want;  /* the bytes it waits for (0: none running), */
+	uint64_t ring_skip;  /* bytes in the rings at the clock's start, not timed, */
 	uint64_t ring_got;   /* the bytes the rings brought since */
 	uint64_t trial_best; /* a try: its best sample so far, */
 	uint64_t trial_t0;   /* its start, */
@@ -66,7 +68,9 @@ void pp_shm_path_measure(struct pp_shm_path *p, uint64_t len, uint64_t now);
 /* A copy call moved len bytes in ns. */
 void pp_shm_path_copied(struct pp_shm_path *p, uint64_t len, uint64_t ns);
 
-/* The rings brought len bytes (a record) at now; call while ring_want. */
-void pp_shm_path_rx(struct pp_shm_path *p, uint64_t len, uint64_t now);
+/* The rings brought len bytes (a record) at now; call while ring_want.
+ * backlog: the bytes still in the rings after it (pp_shm_ring_backlog),
+ * read only while the clock has not started (ring_from 0), else 0. */
+void pp_shm_path_rx(struct pp_shm_path *p, uint64_t len, uint64_t now, uint64_t backlog);
 
 #endif

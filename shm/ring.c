@@ -217,6 +217,14 @@ int pp_shm_ring_empty(struct pp_shm_ring *r)
 	return r->err || !pp_shm_ring_marked(r, (uint32_t)(r->tail & r->mask), r->tail);
 }
 
+uint64_t pp_shm_ring_backlog(const struct pp_shm_ring *r)
+{
+	if (r->err)
+		return 0;
+	uint64_t n = atomic_load_explicit(&r->sh->head, memory_order_relaxed) - r->tail;
+	return (n <= r->ncells ? n : 0) * PP_SHM_RING_CELL; /* unsound: none */
+}
+
 int pp_shm_ring_peek(struct pp_shm_ring *r, const void **ptr, uint32_t *len)
 {
 	if (pp_unlikely(r->err))

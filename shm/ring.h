@@ -165,6 +165,11 @@ static inline int pp_shm_ring_ready(const struct pp_shm_ring *r)
 	return r->err || pp_shm_ring_marked(r, (uint32_t)(r->tail & r->mask), r->tail);
 }
 
+/* Consumer: bytes of the cells committed and not yet released, from the
+ * producer index it publishes (read now; 0 when that index is not sound).
+ * For measurements only: the records are still found by their marks. */
+uint64_t pp_shm_ring_backlog(const struct pp_shm_ring *r);
+
 /* Consumer: the oldest record. Returns 1 and sets *ptr, *len (the payload
  * lies wholly inside the cells), or 0 when the ring is empty. The record
  * stays until pp_shm_ring_release. Its payload is in memory the producer can

@@ -38,7 +38,7 @@ static void ring_at(uint64_t len, uint64_t mbps, uint64_t delay_ns)
 	now += delay_ns;
 	for (uint64_t got = 0; got < len && p.ring_want; got += FRAME) {
 		now += FRAME * 1000 / mbps;
-		pp_shm_path_rx(&p, FRAME, now);
+		pp_shm_path_rx(&p, FRAME, now, 0);
 	}
 	CU_ASSERT_EQUAL(p.ring_want, 0); /* the measurement ended with the bytes */
 }
@@ -119,11 +119,41 @@ static void test_measuring_keeps_rings(void)
 		CU_ASSERT_EQUAL(decide(MIB), 1);
 	/* Short records (FIRST frames, acks) do not start the clock. */
 	for (int i = 0; i < 100; i++)
-		pp_shm_path_rx(&p, PP_SHM_PATH_REC_MIN - 1, now += 1000000);
+		pp_shm_path_rx(&p, PP_SHM_PATH_REC_MIN - 1, now += 1000000, 0);
 	CU_ASSERT_NOT_EQUAL(p.ring_want, 0);
 	for (uint64_t got = 0; p.ring_want; got += FRAME)
-		pp_shm_path_rx(&p, FRAME, now += FRAME * 1000 / 12000);
+		pp_shm_path_rx(&p, FRAME, now += FRAME * 1000 / 12000, 0);
 	CU_ASSERT_EQUAL(p.trial_on, 1); /* one sample of the try's */
+	CU_ASSERT_EQUAL(p.trial_left, PP_SHM_PATH_TRIAL_RING - 1);
+}
+
+/* Bytes behind the first long record in the rings already are drained
+ * faster than a slower sender fills: the clock starts after them. */
+static void test_backlog_not_timed(void)
+{
+	learn(17000, 13000);
+	now += PP_SHM_PATH_PROBE_NS; /* the rings are tried again */
+	CU_ASSERT_EQUAL(decide(MIB), 2);
+	pp_shm_path_measure(&p, MIB, now);
+	now += 30000;
+	pp_shm_path_rx(&p, FRAME, now, 256u << 10);
+	uint64_t got = FRAME;
+	for (; got < FRAME + (256u << 10); got += FRAME) /* the backlog, at 60 GB/s */
+		pp_shm_path_rx(&p, FRAME, now += FRAME * 1000 / 60000, 0);
+	for (; p.ring_want; got += FRAME) /* the rest as the sender makes it */
+		pp_shm_path_rx(&p, FRAME, now += FRAME * 1000 / 13000, 0);
+	CU_ASSERT(got >= MIB - FRAME && got <= MIB + FRAME);
+	CU_ASSERT_EQUAL(p.trial_best / 100, 13000 / 100);
+
+	/* A message all but behind its first record already: nothing left
+	 * to time, no sample. */
+	now += 1000000;
+	CU_ASSERT_EQUAL(decide(MIB / 8), 2);
+	pp_shm_path_measure(&p, MIB / 8, now);
+	pp_shm_path_rx(&p, FRAME, now += 1000, MIB / 8 - FRAME - 4096);
+	while (p.ring_want)
+		pp_shm_path_rx(&p, FRAME, now += 10, 0);
+	CU_ASSERT_EQUAL(p.trial_best / 100, 13000 / 100); /* no 900 GB/s sample */
 	CU_ASSERT_EQUAL(p.trial_left, PP_SHM_PATH_TRIAL_RING - 1);
 }
 
@@ -178,6 +208,7 @@ static CU_TestInfo tests[] = {
     {"copy call faster: chosen, the rings left alone", test_copy_faster},
     {"near level, the copy call keeps it", test_level_keeps_copy},
     {"every long message takes the rings while they are timed", test_measuring_keeps_rings},
+    {"what was in the rings already is not timed", test_backlog_not_timed},
     {"a change of placement is followed both ways", test_placement_changes},
     {"a sender that does not serve the rings loses them", test_silent_sender},
     CU_TEST_INFO_NULL,
