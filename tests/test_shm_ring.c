@@ -2,6 +2,7 @@
 /* shm/ring: geometry, wrap-around with pad records, back-pressure when full,
  * and a producer and a consumer thread checking every record's contents. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -128,13 +129,22 @@ static void test_full(void)
 	}
 	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, 0, &p), -EAGAIN);
 	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, ONE, &p), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_shm_ring_backlog(&cons), 8 * PP_SHM_RING_CELL);
 	const void *q;
 	uint32_t len;
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_peek(&cons, &q, &len), 1);
 	CU_ASSERT(len == ONE && check(q, ONE, 0));
 	/* Peeked but not released: still full. */
 	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, ONE, &p), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_shm_ring_backlog(&cons), 8 * PP_SHM_RING_CELL);
 	pp_shm_ring_release(&cons);
+	CU_ASSERT_EQUAL(pp_shm_ring_backlog(&cons), 7 * PP_SHM_RING_CELL);
+	/* A producer index no sound producer could publish reads as none. */
+	_Atomic uint64_t *head = (_Atomic uint64_t *)m; /* the header's first word */
+	uint64_t h = atomic_load(head);
+	atomic_store(head, h + 64);
+	CU_ASSERT_EQUAL(pp_shm_ring_backlog(&cons), 0);
+	atomic_store(head, h);
 	CU_ASSERT_EQUAL(pp_shm_ring_reserve(&prod, ONE + 1, &p), -EAGAIN); /* two cells: no */
 	CU_ASSERT_EQUAL_FATAL(pp_shm_ring_reserve(&prod, ONE, &p), 0);
 	fill(p, ONE, 8);
