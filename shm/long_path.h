@@ -10,17 +10,17 @@
  * (tests/bench/core_rtt.c, pp_pingpong windows of 128 KiB to 4 MiB).
  *
  * So the receiver measures both, per peer, and takes the faster (the rings
- * only when a quarter faster or more). Each copy
- * call of PP_SHM_PATH_MIN bytes or more is timed. A message sent to the
- * rings while they are empty is timed from its first long record, and from
- * the end of what was behind that record in the rings already, until they
- * have brought the rest (bytes already in them would come at a speed the
- * sender did not have to match); while that
+ * only when a quarter faster or more). A copy call of PP_SHM_PATH_MIN bytes
+ * or more is timed when the rings from that peer are quiet beside it (the
+ * caller's check). A message sent to the rings while they are empty is
+ * timed from its first long record, and from the end of what was behind
+ * that record in them already (bytes there would come at a speed the sender
+ * did not have to match), until they have brought the rest; while that
  * runs every long message takes the rings, so that no copy call holds up
- * the receiver's draining of them. Each path is first tried (the copy call,
- * then the rings) for a few samples, or PP_SHM_PATH_TRIAL_NS, and the path
- * not in use is tried again so every PP_SHM_PATH_PROBE_NS, so a change of
- * placement is seen: the slower path costs a try a period.
+ * their draining. Each path is first tried (the copy call, then the rings)
+ * for a few samples or PP_SHM_PATH_TRIAL_NS, its best sample counting, and
+ * the path not in use is tried again every PP_SHM_PATH_PROBE_NS, so a
+ * change of placement is seen: the slower path costs a try a period.
  *
  * Plain data, one per peer, used by the receiving thread only; times are
  * the caller's (ns), so the tests drive it with their own clock.
