@@ -124,10 +124,7 @@ static int by_rings(const pp_ctx *ctx, struct shm_peer *pe, uint64_t len, uint64
 {
 	if (ctx->cfg.shm_long != PP_SHM_LONG_AUTO)
 		return ctx->cfg.shm_long == PP_SHM_LONG_RINGS;
-	int r = pp_shm_path_ring(&pe->path, len, now);
-	if (r == 2 && pp_shm_ring_empty(&pe->rx))
-		pp_shm_path_measure(&pe->path, len, now);
-	return r != 0;
+	return pp_shm_path_ring(&pe->path, len, now);
 }
 
 static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst, uint64_t len)

@@ -54,7 +54,17 @@ static void sample(struct pp_shm_path *p, int ring, uint64_t bytes, uint64_t ns)
 static void ring_end(struct pp_shm_path *p, uint64_t now)
 {
 	p->ring_want = 0;
-	sample(p, 1, p->ring_got, now - (p->ring_from ? p->ring_from : p->ring_t0));
+	sample(p, 1, p->ring_got, now - p->ring_from);
+}
+
+/* A ring measurement that waited PP_SHM_PATH_WAIT_NS: a sender that never
+ * served the rings in that time makes them slow; traffic that stopped
+ * before the bytes it waited for leaves no sample (idle time is no speed). */
+static void ring_timeout(struct pp_shm_path *p, uint64_t now)
+{
+	p->ring_want = 0;
+	if (!p->ring_from)
+		sample(p, 1, 0, now - p->ring_t0);
 }
 
 static void trial(struct pp_shm_path *p, int ring, uint64_t now)
@@ -71,6 +81,15 @@ static void trial(struct pp_shm_path *p, int ring, uint64_t now)
 	p->probe_at = now + PP_SHM_PATH_PROBE_NS;
 }
 
+static void measure(struct pp_shm_path *p, uint64_t len, uint64_t now)
+{
+	p->ring_t0 = now;
+	p->ring_from = 0;
+	p->ring_skip = 0;
+	p->ring_want = len;
+	p->ring_got = 0;
+}
+
 int pp_shm_path_ring(struct pp_shm_path *p, uint64_t len, uint64_t now)
 {
 	if (len < PP_SHM_PATH_MIN)
@@ -80,7 +99,7 @@ int pp_shm_path_ring(struct pp_shm_path *p, uint64_t len, uint64_t now)
 			p->rings++;
 			return 1; /* no copy call beside a ring measurement */
 		}
-		ring_end(p, now); /* the sender is slow to serve */
+		ring_timeout(p, now);
 	}
 	if (p->trial_on && now - p->trial_t0 >= PP_SHM_PATH_TRIAL_NS)
 		commit(p); /* with the samples it has */
@@ -94,17 +113,9 @@ int pp_shm_path_ring(struct pp_shm_path *p, uint64_t len, uint64_t now)
 	}
 	if (!(p->trial_on ? p->trial_ring : p->use_ring))
 		return 0;
+	measure(p, len, now);
 	p->rings++;
-	return 2;
-}
-
-void pp_shm_path_measure(struct pp_shm_path *p, uint64_t len, uint64_t now)
-{
-	p->ring_t0 = now;
-	p->ring_from = 0;
-	p->ring_skip = 0;
-	p->ring_want = len;
-	p->ring_got = 0;
+	return 1;
 }
 
 void pp_shm_path_copied(struct pp_shm_path *p, uint64_t len, uint64_t ns)
@@ -113,21 +124,29 @@ void pp_shm_path_copied(struct pp_shm_path *p, uint64_t len, uint64_t ns)
 		sample(p, 0, len, ns);
 }
 
+/* Bytes left to time: what the message still brings, PP_SHM_PATH_TIME_MIN
+ * at least (past a short rest, a stream's next messages time as well). */
+static uint64_t left(uint64_t want, uint64_t came)
+{
+	uint64_t l = want > came ? want - came : 0;
+	return l > PP_SHM_PATH_TIME_MIN ? l : PP_SHM_PATH_TIME_MIN;
+}
+
 void pp_shm_path_rx(struct pp_shm_path *p, uint64_t len, uint64_t now, uint64_t backlog)
 {
 	if (!p->ring_from) {
 		/* The clock starts at the first long record: the rings' speed,
 		 * not how soon the sender turned to the PULL (in a window it
 		 * posts its other sends first: 29-56 us for 128 KiB that then
-		 * came in 4). Its own bytes came before the clock, and so did
+		 * came in 4). Its own bytes came before the clock, and so do
 		 * those behind it in the rings already (skip): the receiver
 		 * drains them faster than a slower sender fills (a 512 KiB
 		 * window read 21 GB/s that moved 14). */
 		if (len < PP_SHM_PATH_REC_MIN)
 			return;
 		p->ring_from = now;
-		p->ring_want -= len < p->ring_want ? len : p->ring_want;
-		p->ring_skip = backlog < p->ring_want ? backlog : p->ring_want;
+		p->ring_skip = backlog;
+		p->ring_want = left(p->ring_want, len);
 		p->ring_got = 0;
 		return;
 	}
@@ -135,12 +154,10 @@ void pp_shm_path_rx(struct pp_shm_path *p, uint64_t len, uint64_t now, uint64_t 
 	if (p->ring_skip) {
 		if (p->ring_got < p->ring_skip)
 			return;
-		p->ring_want -= p->ring_got < p->ring_want ? p->ring_got : p->ring_want;
+		p->ring_want = left(p->ring_want, p->ring_got);
 		p->ring_skip = 0;
 		p->ring_got = 0;
 		p->ring_from = now;
-		if (p->ring_want < PP_SHM_PATH_REC_MIN * 8)
-			p->ring_want = 0; /* too little left to time: no sample */
 		return;
 	}
 	if (p->ring_got >= p->ring_want)

@@ -12,15 +12,16 @@
  * So the receiver measures both, per peer, and takes the faster (the rings
  * only when a quarter faster or more). A copy call of PP_SHM_PATH_MIN bytes
  * or more is timed when the rings from that peer are quiet beside it (the
- * caller's check). A message sent to the rings while they are empty is
- * timed from its first long record, and from the end of what was behind
- * that record in them already (bytes there would come at a speed the sender
- * did not have to match), until they have brought the rest; while that
- * runs every long message takes the rings, so that no copy call holds up
- * their draining. Each path is first tried (the copy call, then the rings)
- * for a few samples or PP_SHM_PATH_TRIAL_NS, its best sample counting, and
- * the path not in use is tried again every PP_SHM_PATH_PROBE_NS, so a
- * change of placement is seen: the slower path costs a try a period.
+ * caller's check). A message sent to the rings is timed from its first
+ * long record, and from the end of what was behind that record in them
+ * already (bytes there would come at a speed the sender did not have to
+ * match), until they have brought the rest (PP_SHM_PATH_TIME_MIN at
+ * least); while that runs every long message takes the rings, so that no
+ * copy call holds up their draining. Each path is first tried (the copy
+ * call, then the rings) for a few samples or PP_SHM_PATH_TRIAL_NS, its best
+ * sample counting, and the path not in use is tried again every
+ * PP_SHM_PATH_PROBE_NS, so a change of placement is seen: the slower path
+ * costs a try a period.
  *
  * Plain data, one per peer, used by the receiving thread only; times are
  * the caller's (ns), so the tests drive it with their own clock.
@@ -36,6 +37,7 @@
 #define PP_SHM_PATH_TRIAL_RING 3u	   /* ... of the rings (one a burst at most), */
 #define PP_SHM_PATH_TRIAL_NS   20000000u   /* or this long at most: its best counts */
 #define PP_SHM_PATH_REC_MIN    1024u	   /* a ring measurement starts at a record this long */
+#define PP_SHM_PATH_TIME_MIN   (32u << 10) /* ... and times this many bytes at least */
 #define PP_SHM_PATH_WAIT_NS    10000000u   /* a ring measurement ends by then at least */
 
 struct pp_shm_path {
@@ -58,12 +60,8 @@ struct pp_shm_path {
 
 /* The copy call's turn for a message whose rest is len bytes, at now: 0 to
  * copy it (then report the call with pp_shm_path_copied), 1 to pull it
- * through the rings, 2 the same, and a ring measurement may start with it
- * (pp_shm_path_measure) if the rings are empty now. */
+ * through the rings (a ring measurement starts with it if none runs). */
 int pp_shm_path_ring(struct pp_shm_path *p, uint64_t len, uint64_t now);
-
-/* Time the rings from now until they have brought len bytes. */
-void pp_shm_path_measure(struct pp_shm_path *p, uint64_t len, uint64_t now);
 
 /* A copy call moved len bytes in ns. */
 void pp_shm_path_copied(struct pp_shm_path *p, uint64_t len, uint64_t ns);
