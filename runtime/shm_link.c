@@ -153,14 +153,15 @@ static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *
 		uint64_t t0 = pp_now_ns();
 		if (by_rings(ctx, pe, len, t0))
 			return -EXDEV; /* the engine pulls the rest through the rings */
-		/* A call timed while the peer still streams earlier messages
-		 * into our ring shares the lines with it: not the call's speed
-		 * (after the rings, 12 GB/s calls that alone moved 16-18). */
-		int alone = pp_shm_ring_empty(&pe->rx);
+		/* Only a long call is timed, and only while the peer does not
+		 * stream earlier messages into our ring beside it: that shares
+		 * the lines (after the rings, 12 GB/s calls that alone moved
+		 * 16-18). A short one skips the look at the ring's line. */
+		int timed = len >= PP_SHM_PATH_MIN && pp_shm_ring_empty(&pe->rx);
 		int rc = pp_shm_cma_read(pe->pid, dst, d.addr + off, (size_t)len);
 		if (rc)
 			return rc;
-		if (alone)
+		if (timed)
 			pp_shm_path_copied(&pe->path, len, pp_now_ns() - t0);
 	}
 	L->copies++;

@@ -72,7 +72,8 @@ static void trial(struct pp_shm_path *p, int ring, uint64_t now)
 	p->trial_on = 1;
 	p->trial_ring = (uint8_t)ring;
 	/* The rings' first try is longer: their first laps pay for the
-	 * pull path's first use (128 KiB ping-pongs: 328, 133, 14 us, then 4). */
+	 * pull path's first use (128 KiB ping-pongs timed 328, 133 and 14 us,
+	 * where a warm one takes 4 one way). */
 	p->trial_left = !ring	       ? PP_SHM_PATH_TRIAL_COPY
 			: p->ring_rate ? PP_SHM_PATH_TRIAL_RING
 				       : 3 * PP_SHM_PATH_TRIAL_RING;
