@@ -261,6 +261,9 @@ int pp_proto_send_copy(struct pp_proto *eng, uint32_t dst, uint64_t tag, const v
 /* buf lies in memory node-mates map (pp_malloc): their receiver copies it
  * with one memcpy at any size, never streamed through the ring. */
 #define PP_PROTO_SEND_SHARED 0x10u
+/* With PP_PROTO_SEND_NOW: only a send done in the call is made; any other
+ * is left undone, and -EAGAIN returned (pp_send's way without a request). */
+#define PP_PROTO_SEND_TRY 0x20u
 
 /* The one send the four above are forms of. With PP_PROTO_SEND_NOW, a send
  * that completes in the call (a node-mate's small message, an eager copy,

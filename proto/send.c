@@ -71,6 +71,8 @@ int pp_proto_sendf(struct pp_proto *e, uint32_t dst, uint64_t tag, const void *b
 	if (p->local && e->lite &&
 	    pp_proto_lite_send(e, p, dst, tag, buf, len, flags, data, cookie) == 0)
 		return now; /* nothing to send after it: no local_due */
+	if (flags & PP_PROTO_SEND_TRY)
+		return -EAGAIN;
 	e->local_due = 1;
 	if (list_empty(&e->send_free))
 		return e->nsends_copied ? -EAGAIN : -ENOMEM;

@@ -456,16 +456,27 @@ static int wait_loop(pp_req **req, pp_status *st)
 
 PP_API int pp_send(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag)
 {
+	if (!ctx || (!buf && len) || tag < 0 || dest < 0 || dest >= ctx->size)
+		return -EINVAL;
+	/* A send the engine completes in the call (a node-mate's small
+	 * message, rule 6) needs no request: no pool, no wait. Any other,
+	 * and every error, takes the request's way. */
+	pp_ctx_enter(ctx);
+	int rc = pp_proto_sendf(ctx->eng, (uint32_t)dest, (uint64_t)tag, buf, len, 0,
+				PP_PROTO_SEND_NOW | PP_PROTO_SEND_TRY, 0);
+	pp_ctx_leave(ctx);
+	if (rc == 1)
+		return 0;
 	pp_req *r;
-	int rc = pp_isend(ctx, buf, len, dest, tag, &r);
-	return rc ? rc : pp_wait(&r, NULL);
+	rc = pp_ctx_start(ctx, 1, (void *)(uintptr_t)buf, len, dest, tag, &r);
+	return rc ? rc : pp_ctx_wait(&r, NULL);
 }
 
 PP_API int pp_recv(pp_ctx *ctx, void *buf, size_t len, int source, int tag, pp_status *st)
 {
 	pp_req *r;
 	int rc = pp_irecv(ctx, buf, len, source, tag, &r);
-	return rc ? rc : pp_wait(&r, st);
+	return rc ? rc : pp_ctx_wait(&r, st); /* r is sound: not pp_wait's check */
 }
 
 PP_API int pp_progress(pp_ctx *ctx)
