@@ -199,6 +199,7 @@ struct pp_ctx {
 	struct pp_shm_link *shm; /* intranode link, NULL when no local peer uses it */
 	int shm_only;		 /* every peer is local: the port carries only membership */
 	unsigned port_skip;	 /* passes since the port was last polled (shm_only) */
+	unsigned look_skip;	 /* spins that may only look at the rings (pp_ctx_spin) */
 	uint64_t now;		 /* the clock as the last pass read it */
 	unsigned clock_skip;	 /* idle passes left that reuse it */
 	unsigned expiry_skip;	 /* passes since the timers were last looked at */
@@ -361,6 +362,9 @@ void pp_zc_fini(pp_ctx *ctx);
 int pp_shm_link_init(pp_ctx *ctx);
 void pp_shm_link_fini(pp_ctx *ctx);
 unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now);
+/* 1 when a local peer's ring has a record for us (or set-up still runs):
+ * what pp_shm_link_rx would find, without taking it. */
+int pp_shm_link_rx_ready(const pp_ctx *ctx);
 /* Called only when pp_proto_local_take says a node-mate may have a frame
  * due: an idle pass asks the engine nothing (a call per peer, about 100
  * instructions a pass under Open MPI). */

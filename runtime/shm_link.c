@@ -367,6 +367,17 @@ static void check_alive(pp_ctx *ctx, struct pp_shm_link *L)
 	}
 }
 
+int pp_shm_link_rx_ready(const pp_ctx *ctx)
+{
+	const struct pp_shm_link *L = ctx->shm;
+	if (pp_unlikely(L->setup))
+		return 1;
+	for (uint32_t i = 0; i < L->npeers; i++)
+		if (L->peer[i].rx_on && pp_shm_ring_ready(&L->peer[i].rx))
+			return 1;
+	return 0;
+}
+
 unsigned pp_shm_link_rx(pp_ctx *ctx, uint64_t now)
 {
 	struct pp_shm_link *L = ctx->shm;
