@@ -389,8 +389,8 @@ int pp_ctx_spin(pp_ctx *ctx)
 	 * rings' next cells alone (a load and a compare a peer, where an idle
 	 * pass takes about 140 instructions), and a record is seen that much
 	 * sooner; one spin in PP_LOOK_EVERY runs the whole pass. */
-	if (ctx->look_skip && ctx->shm_only && !ctx->locking && !ctx->ntxq &&
-	    !ctx->cfg.daemon[0] && !pp_shm_link_rx_ready(ctx)) {
+	if (ctx->look_skip && ctx->shm_only && !ctx->locking && !ctx->ntxq && !ctx->cfg.daemon[0] &&
+	    !pp_shm_link_rx_ready(ctx)) {
 		ctx->look_skip--;
 		return 0;
 	}
