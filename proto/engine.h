@@ -217,6 +217,8 @@ int pp_proto_output_local(struct pp_proto *eng, uint32_t rank, uint8_t *buf, siz
  * frame (its ring full) sets it again with pp_proto_local_kick. */
 int pp_proto_local_take(struct pp_proto *eng);
 void pp_proto_local_kick(struct pp_proto *eng);
+/* What pp_proto_local_take would say now, without clearing it. */
+int pp_proto_local_pending(const struct pp_proto *eng);
 
 /* rank is known dead (its process is gone without a goodbye): declare it
  * lost now, as the retransmission timer would: its operations fail with

@@ -290,6 +290,11 @@ void pp_proto_local_kick(struct pp_proto *e)
 	e->local_due = 1;
 }
 
+int pp_proto_local_pending(const struct pp_proto *e)
+{
+	return e->local_due;
+}
+
 /* ---- timers ---- */
 
 uint64_t pp_proto_expiry(const struct pp_proto *e)

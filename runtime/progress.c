@@ -384,16 +384,20 @@ int pp_ctx_progress(pp_ctx *ctx)
 int pp_ctx_spin(pp_ctx *ctx)
 {
 	/* Every peer a node-mate, no other thread in the engine, nothing
-	 * waiting for the port: until a ring holds a record a pass finds only
-	 * its timers, which are microseconds apart. So most spins look at the
-	 * rings' next cells alone (a load and a compare a peer, where an idle
-	 * pass takes about 140 instructions), and a record is seen that much
-	 * sooner; one spin in PP_LOOK_EVERY runs the whole pass. */
-	if (ctx->look_skip && ctx->shm_only && !ctx->locking && !ctx->ntxq && !ctx->cfg.daemon[0] &&
-	    !pp_shm_link_rx_ready(ctx)) {
-		ctx->look_skip--;
-		return 0;
+	 * waiting for the port or for room in a ring: until a ring holds a
+	 * record a pass finds only its timers, which are microseconds apart.
+	 * So most spins look at the rings' next cells alone (a load and a
+	 * compare a peer, where an idle pass takes about 140 instructions),
+	 * and a record is seen that much sooner; one spin in PP_LOOK_EVERY
+	 * runs the whole pass. locking is read first: pull handlers spin too,
+	 * and then look_skip is not ours alone. */
+	if (!ctx->locking && ctx->shm_only && !ctx->ntxq && !ctx->cfg.daemon[0]) {
+		if (ctx->look_skip && !pp_proto_local_pending(ctx->eng) &&
+		    !pp_shm_link_rx_ready(ctx)) {
+			ctx->look_skip--;
+			return 0;
+		}
+		ctx->look_skip = PP_LOOK_EVERY - 1;
 	}
-	ctx->look_skip = PP_LOOK_EVERY - 1;
 	return progress(ctx, 1);
 }
