@@ -40,7 +40,7 @@ tmp=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"; "$tb" down >/dev/null 2>&1' EXIT
 "$tb" up 2 >/dev/null || { echo "api_share.sh: test bed" >&2; exit 1; }
 iters=2000
-# cg.lat.PID: the latency test (pp_send, pp_irecv); cg.early.PID: the early
+# cg.latency.PID: the latency test (pp_send, pp_irecv); cg.early.PID: the early
 # receiver's (its waits spin while the sender computes: pp_ctx_spin idle).
 for t in latency early; do
 	n=$iters
