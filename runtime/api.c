@@ -326,9 +326,15 @@ int pp_ctx_start(pp_ctx *ctx, int is_send, void *buf, size_t len, int peer, int 
 	return rc;
 }
 
+/* The arguments of a send, pp_isend's and pp_send's: 1 when unsound. */
+static int send_args_bad(const pp_ctx *ctx, const void *buf, size_t len, int dest, int tag)
+{
+	return !ctx || (!buf && len) || tag < 0 || dest < 0 || dest >= ctx->size;
+}
+
 PP_API int pp_isend(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag, pp_req **req)
 {
-	if (!ctx || !req || (!buf && len) || tag < 0 || dest < 0 || dest >= ctx->size)
+	if (!req || send_args_bad(ctx, buf, len, dest, tag))
 		return -EINVAL;
 	return pp_ctx_start(ctx, 1, (void *)(uintptr_t)buf, len, dest, tag, req);
 }
@@ -456,7 +462,7 @@ static int wait_loop(pp_req **req, pp_status *st)
 
 PP_API int pp_send(pp_ctx *ctx, const void *buf, size_t len, int dest, int tag)
 {
-	if (!ctx || (!buf && len) || tag < 0 || dest < 0 || dest >= ctx->size)
+	if (send_args_bad(ctx, buf, len, dest, tag))
 		return -EINVAL;
 	/* A send the engine completes in the call (a node-mate's small
 	 * message, rule 6) needs no request: no pool, no wait. Any other,
