@@ -121,7 +121,10 @@ static int hooks_valid(const struct pp_proto_hooks *h)
 			    (const void *)h->rq_withdraw, (const void *)h->rq_write};
 	const void *stage[] = {(const void *)h->stage, (const void *)h->unstage,
 			       (const void *)h->stage_place, (const void *)h->stage_ahead};
-	return !partial(handoff, 3) && !partial(place, 2) && !partial(rq, 4) && !partial(stage, 4);
+	const void *help[] = {(const void *)h->help_offer, (const void *)h->help_settle,
+			      (const void *)h->help_serve};
+	return !partial(handoff, 3) && !partial(place, 2) && !partial(rq, 4) &&
+	       !partial(stage, 4) && !partial(help, 3) && (!h->help_offer || h->direct);
 }
 
 /* Operations that fit the limits and the completion ring as it is. */

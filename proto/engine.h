@@ -103,6 +103,21 @@ struct pp_proto_hooks {
 	 * the record reserved is written (len bytes). Both or neither. */
 	void *(*lite_reserve)(void *arg, uint32_t dst, uint32_t len);
 	void (*lite_commit)(void *arg, uint32_t dst, uint32_t len);
+	/* A direct copy split with its sender (rule 6, help). help_offer: ask
+	 * local rank src to write [off, off + len) of message msg_id into dst
+	 * while the receiver copies the rest: a position (>= 0) the sender is
+	 * told in a PULL with HELP, or a negative errno (not offered).
+	 * help_settle: the offer at pos: 0 when the sender wrote its part, 1
+	 * when it did not claim it (withdrawn: the receiver copies the part),
+	 * -EAGAIN while it writes, another negative errno when the offer
+	 * is broken (the part is copied again). help_serve: the sender's side:
+	 * write the part the offer at pos from dst asks of send msg_id (len
+	 * bytes at buf). All three or none; with direct. */
+	int64_t (*help_offer)(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+			      uint64_t len);
+	int (*help_settle)(void *arg, uint32_t src, uint64_t pos);
+	void (*help_serve)(void *arg, uint32_t dst, uint64_t pos, uint32_t msg_id, const void *buf,
+			   uint64_t len);
 	void *arg; /* passed to every hook */
 };
 
@@ -145,6 +160,8 @@ struct pp_proto_conf {
 				  * written by its sender too; 0: its receiver copies it */
 	uint32_t lite_max;	 /* node-mates (lite hooks): messages up to this go whole as
 				  * one ring record, unsequenced (0: none) */
+	uint64_t help_min;	 /* a direct copy of this many bytes or more is split with
+				  * its sender (help hooks; 0: never) */
 	struct pp_proto_hooks hooks; /* what the layer below lends; all NULL: nothing */
 };
 

@@ -93,6 +93,8 @@ struct pp_proto_recv_rec {
 	uint64_t direct_from;	       /* local peer: bytes it pushes; the copy starts there */
 	uint64_t xnext;		       /* next offset expected on an extra stream (0: none yet) */
 	uint64_t xgot;		       /* bytes that came on extra streams (after the pushes) */
+	uint64_t help_pos;	       /* local peer: its help offer's position + 1 (0: none), */
+	uint64_t help_len;	       /* ... for [got, got + help_len) of the chunk in copy */
 	uint8_t *stage;		       /* staging block holding the message, or NULL */
 	struct pp_pushbuf_chain cells; /* pushed bytes (unexpected) */
 	enum rx_state state;	       /* where it is in its life */
@@ -107,6 +109,7 @@ struct pp_proto_recv_rec {
 	uint8_t evicted;	       /* pushed bytes given up: pull all again */
 	uint8_t rewind;		       /* the PULL carries AGAIN */
 	uint8_t placed;		       /* place_post holds a description of buf */
+	uint8_t help_own;	       /* the rest of the chunk past the help: 1 copied, 2 failed */
 	/* From here on: not cleared by pp_proto_rx_take. m's fields are set
 	 * by whoever takes the record (src, tag, ignore) and pp_tagq_add. */
 	struct pp_tagq_entry m;		     /* in the posted or unexpected queue (tagq.h) */
@@ -126,10 +129,12 @@ struct pp_proto_desc {
 	uint32_t msg_id; /* DONE PULL: its message (the receive is gone) */
 };
 
-/* A message copied straight from a local peer's buffer, owed a DONE PULL. */
+/* A message copied straight from a local peer's buffer, owed a DONE PULL;
+ * or (help) a help offer to tell it of, in a PULL with HELP. */
 struct pp_proto_done {
-	uint64_t msg_len; /* its length */
+	uint64_t msg_len; /* its length; help: the offer's position */
 	uint32_t msg_id;  /* its number */
+	uint8_t help;	  /* 1: a HELP, not a DONE */
 };
 
 struct pp_proto_peer {

@@ -9,6 +9,72 @@
 #include "engine_impl.h"
 #include "pp_copy.h"
 
+/* Own a DONE (or HELP) entry: 1 when the ring had room. */
+static int done_add(struct pp_proto_peer *p, uint32_t msg_id, uint64_t v, int help)
+{
+	if (p->done_tail - p->done_head > p->done_mask)
+		return 0;
+	struct pp_proto_done *d = &p->doneq[p->done_tail++ & p->done_mask];
+	d->msg_id = msg_id;
+	d->msg_len = v;
+	d->help = (uint8_t)help;
+	return 1;
+}
+
+/* Copy [from, to) of r from local rank rank: 0, or the hook's error. */
+static int copy_part(struct pp_proto *e, uint32_t rank, struct pp_proto_recv_rec *r, uint64_t from,
+		     uint64_t to)
+{
+	if (to <= from)
+		return 0;
+	int rc = HOOK(e, direct, rank, r->msg_id, from, r->buf + from, to - from);
+	if (!rc)
+		e->st.copies_avoided += to - from;
+	return rc;
+}
+
+/* A chunk of help_min bytes or more: its sender writes the first half
+ * while we copy the second (help hooks). The offer goes out first (a PULL
+ * with HELP, this pass), our half on the next step; then the offer is
+ * settled: the sender wrote its half, or never claimed it and we copy it
+ * too, or it still writes and we look again on the next step. 1 while the
+ * chunk is not done; 0 when [r->got, to) is there; -1 when a copy failed
+ * (r->got is what is there). */
+static int help_step(struct pp_proto *e, uint32_t rank, struct pp_proto_peer *p,
+		     struct pp_proto_recv_rec *r, uint64_t to)
+{
+	if (!r->help_pos) {
+		uint64_t half = ((to - r->got) / 2) & ~(uint64_t)4095;
+		/* Room for the HELP and the DONE after it. */
+		if (p->done_tail - p->done_head + 2 > p->done_mask + 1)
+			return 1;
+		int64_t pos = HOOK(e, help_offer, rank, r->msg_id, r->got, r->buf + r->got, half);
+		if (pos < 0)
+			return copy_part(e, rank, r, r->got, to) ? -1 : 0;
+		r->help_pos = (uint64_t)pos + 1;
+		r->help_len = half;
+		r->help_own = 0;
+		done_add(p, r->msg_id, (uint64_t)pos, 1);
+		return 1;
+	}
+	uint64_t mid = r->got + r->help_len;
+	if (!r->help_own)
+		r->help_own = copy_part(e, rank, r, mid, to) ? 2 : 1;
+	int rc = HOOK(e, help_settle, rank, r->help_pos - 1);
+	if (rc == -EAGAIN)
+		return 1; /* the sender writes its half: not done before it is */
+	r->help_pos = 0;
+	if (rc == 0)
+		e->st.copies_avoided += r->help_len;
+	else if (copy_part(e, rank, r, r->got, mid))
+		return -1;
+	if (r->help_own == 2) {
+		r->got = mid; /* the second half is pulled instead */
+		return -1;
+	}
+	return 0;
+}
+
 void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct pp_proto_peer *p)
 {
 	if (list_empty(&p->directq))
@@ -16,7 +82,7 @@ void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct pp_proto_pee
 	struct pp_proto_recv_rec *r = container_of(p->directq.next, struct pp_proto_recv_rec, pq);
 	if (r->got < r->direct_from)
 		return; /* pushed bytes still on their way */
-	if (r->msg_len - r->got < e->c.direct_min) {
+	if (!r->help_pos && r->msg_len - r->got < e->c.direct_min) {
 		list_del(&r->pq); /* too little for a copy call: DATA frames */
 		list_add_tail(&p->pullq, &r->pq);
 		return;
@@ -27,22 +93,25 @@ void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct pp_proto_pee
 	    r->msg_len - r->got > e->c.direct_chunk ? r->got + e->c.direct_chunk : r->msg_len;
 	uint64_t to = end < r->cap ? end : r->cap; /* truncated: the rest is not copied */
 	if (to > r->got) {
-		int rc = HOOK(e, direct, rank, r->msg_id, r->got, r->buf + r->got, to - r->got);
-		if (rc) {
+		int rc;
+		if (e->c.help_min && to - r->got >= e->c.help_min)
+			rc = help_step(e, rank, p, r, to);
+		else
+			rc = copy_part(e, rank, r, r->got, to) ? -1 : 0;
+		if (rc > 0)
+			return;
+		if (rc < 0) {
 			/* Pull what is left as DATA frames instead. */
 			list_del(&r->pq);
 			list_add_tail(&p->pullq, &r->pq);
 			return;
 		}
-		e->st.copies_avoided += to - r->got;
 	}
 	e->st.bytes_rx += end - r->got;
 	r->got = end;
 	if (r->got < r->msg_len)
 		return;
-	struct pp_proto_done *d = &p->doneq[p->done_tail++ & p->done_mask];
-	d->msg_id = r->msg_id;
-	d->msg_len = r->msg_len;
+	done_add(p, r->msg_id, r->msg_len, 0);
 	pp_proto_rx_finish(e, r, 0);
 }
 
@@ -52,12 +121,12 @@ int pp_proto_done_desc(struct pp_proto *e, struct pp_proto_peer *p, struct pp_pr
 		return 0;
 	const struct pp_proto_done *x = &p->doneq[p->done_head++ & p->done_mask];
 	d->type = PP_WIRE_PULL;
-	d->flags = PP_WIRE_F_DONE;
+	d->flags = x->help ? PP_WIRE_F_HELP : PP_WIRE_F_DONE;
 	d->len = 0;
 	d->obj = NULL;
-	d->offset = x->msg_len;
+	d->offset = x->msg_len; /* a HELP's: the offer's position */
 	d->msg_id = x->msg_id;
-	e->st.pulls_tx++;
+	e->st.pulls_tx += !x->help;
 	return 1;
 }
 

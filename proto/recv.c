@@ -169,6 +169,10 @@ void pp_proto_place_take(struct pp_proto *e, struct pp_proto_recv_rec *r)
 void pp_proto_rx_free(struct pp_proto *e, struct pp_proto_recv_rec *r)
 {
 	pp_proto_place_take(e, r);
+	if (r->help_pos) { /* an offer not settled (its peer lost): withdrawn if it can be */
+		HOOK(e, help_settle, r->peer, r->help_pos - 1);
+		r->help_pos = 0;
+	}
 	if (r->state == RX_POSTED && r->rq_slot)
 		pp_proto_rq_withdraw(e, r);
 	if (r->state == RX_UNEXPECTED)

@@ -279,6 +279,13 @@ void pp_proto_pull_in(struct pp_proto *e, struct pp_proto_peer *p, const struct 
 				p->starved_t = 0;
 			}
 		}
+		/* A node-mate copying the rest asks us to write a part of it
+		 * (rule 6, help): while the bytes are still ours to read. */
+		if ((h->flags & PP_WIRE_F_HELP) && p->local) {
+			if (e->c.hooks.help_serve && !s->served && !s->below)
+				HOOK(e, help_serve, s->peer, h->offset, s->msg_id, s->buf, s->len);
+			return;
+		}
 		/* A PULL sent again after its receive ended (output.c): DATA
 		 * on a pull handler's stream finished the receive, so the
 		 * layer below served it, having acted on this PULL's first

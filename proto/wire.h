@@ -113,6 +113,8 @@ enum pp_wire_flag {
 	PP_WIRE_F_COPIED = 0x20,  /* the sender holds a copy: its send is done, ack lazily */
 	PP_WIRE_F_AGAIN = 0x40,	  /* on PULL: pushed bytes were dropped, send from offset */
 	PP_WIRE_F_WRITTEN = 0x80, /* on FIRST (intranode): the sender wrote it all */
+	PP_WIRE_F_HELP = 0x80,	  /* on PULL (intranode): write the part the receive queue's
+				   * entry at position offset asks (rule 6) */
 };
 
 enum pp_wire_xflag {

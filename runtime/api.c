@@ -50,6 +50,7 @@ static void proto_conf(pp_ctx *ctx, struct pp_proto_conf *pc)
 	pc->pushbuf_bytes = c->pushbuf_bytes;
 	pc->credits = c->credits;
 	pc->local_stream = c->shm_stream;
+	pc->help_min = c->shm_help;
 	if (c->shm == PP_SHM_ON)
 		pc->local_whole = pc->write_min = pp_shm_link_copy_min(c, pc->local_whole);
 	/* A peer is lost after timeout_ms of silence, not after a fixed number

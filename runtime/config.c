@@ -303,6 +303,11 @@ static int set_shm_heap(struct pp_config *c, const char *v)
 	return parse_bytes(v, &c->shm_heap);
 }
 
+static int set_shm_help(struct pp_config *c, const char *v)
+{
+	return parse_bytes(v, &c->shm_help);
+}
+
 static int set_shm_stream(struct pp_config *c, const char *v)
 {
 	return parse_bytes(v, &c->shm_stream);
@@ -474,6 +479,12 @@ static const struct key {
      false},
     {{"shm_heap", BYTES, "64m", "pp_malloc memory per rank in the node segment"},
      set_shm_heap,
+     false},
+    {{"shm_help", BYTES, "256k",
+      "node-mates' messages from this size, copied by their receiver's copy call, are "
+      "split: the sender writes the first half while the receiver copies the second "
+      "(0: never)"},
+     set_shm_help,
      false},
     {{"shm_stream", BYTES, "0",
       "node-mates' messages from this size are pushed whole through the rings, both cores "

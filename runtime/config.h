@@ -79,6 +79,8 @@ struct pp_config {
 	bool credits;		     /* pushed-buffer credits (false: Push-All overflow) */
 	enum pp_shm_mode shm;	     /* intranode transport: on, off, twocopy */
 	uint64_t shm_heap;	     /* pp_malloc bytes per rank in the segment (0: none) */
+	uint64_t shm_help;	     /* node-mates' copy calls from this size are split with
+				      * their sender (0: never) */
 	uint64_t shm_stream;	     /* node-mates' messages from this size are pushed whole
 				      * through the rings (0: never) */
 	enum pp_shm_long shm_long;   /* shm=on: the rest of a message past shm_copy_min */

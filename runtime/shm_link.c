@@ -32,6 +32,14 @@
  * segment), then sends one empty FIRST frame with WRITTEN. Leaving, a rank
  * withdraws what it still has published.
  *
+ * Split copies (shm=on, shm_help): a receiver about to copy a chunk of
+ * shm_help bytes or more by one call offers the first half to its sender in
+ * the same receive-queue area (a help entry) and copies the second half
+ * while the sender, told by a PULL with HELP, writes the first (one
+ * process_vm_writev, or memcpy into the segment): both cores copy at once.
+ * An offer the sender has not claimed when the receiver's half is done is
+ * withdrawn and the receiver copies that half too.
+ *
  * A local peer that dies without a goodbye is noticed from its pid (pidfd)
  * within PP_SHM_CHECK_NS and declared lost.
  */
@@ -108,6 +116,9 @@ struct pp_shm_link {
 	uint64_t writes;	 /* messages this rank wrote into a peer's receive */
 	uint64_t write_bytes;	 /* bytes they moved */
 	uint64_t write_fails;	 /* claimed receives whose write failed (sent as usual) */
+	uint64_t helps_asked;	 /* parts of our copies offered to their senders */
+	uint64_t helps;		 /* parts of our sends we wrote for their receivers */
+	uint64_t help_bytes;	 /* bytes they moved */
 };
 
 /* ---- engine hooks ---- */
@@ -212,15 +223,22 @@ static int rq_post(void *arg, uint32_t src, uint64_t tag, uint64_t ignore, void 
 	return slot;
 }
 
+/* The receive-queue area of the pair src -> us, src's peer in *pe; NULL when
+ * src is none (or the areas were closed already). */
+static struct pp_shm_rq *rq_in(pp_ctx *ctx, uint32_t src, struct shm_peer **pe)
+{
+	struct pp_shm_link *L = ctx->shm;
+	*pe = L ? peer_of(L, src) : NULL;
+	return *pe ? pp_shm_seg_recvq(&L->seg, (*pe)->idx, L->seg.me) : NULL;
+}
+
 static int rq_take(void *arg, uint32_t src, int slot, uint32_t msg_id, int written)
 {
-	pp_ctx *ctx = arg;
-	struct pp_shm_link *L = ctx->shm;
-	struct shm_peer *pe = L ? peer_of(L, src) : NULL;
-	if (!pe)
+	struct shm_peer *pe;
+	struct pp_shm_rq *q = rq_in(arg, src, &pe);
+	if (!q)
 		return -EPROTO;
-	int rc =
-	    pp_shm_rq_take(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), slot, msg_id, written);
+	int rc = pp_shm_rq_take(q, slot, msg_id, written);
 	if (rc)
 		pp_warn("shm: receive-queue entry of rank %u for message %u in the wrong state",
 			src, msg_id);
@@ -229,12 +247,58 @@ static int rq_take(void *arg, uint32_t src, int slot, uint32_t msg_id, int writt
 
 static int rq_withdraw(void *arg, uint32_t src, int slot)
 {
+	struct shm_peer *pe;
+	struct pp_shm_rq *q = rq_in(arg, src, &pe);
+	return q ? pp_shm_rq_withdraw(q, slot) : 0; /* closed already: nothing to withdraw */
+}
+
+/* Help hooks (shm_help): a copy call split with the sender (recvq.h). */
+
+static int64_t help_offer(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+			  uint64_t len)
+{
 	pp_ctx *ctx = arg;
+	struct shm_peer *pe = live_peer(ctx, src);
+	if (!pe || pe->pid <= 0 || pp_shm_cma_denied())
+		return -ENODEV;
+	/* The chunk (twice the half, to a page) as the direct hook would see
+	 * it: when the rings move it, nothing is offered. */
+	if (by_rings(ctx, pe, 2 * len, pp_now_ns()))
+		return -EXDEV;
 	struct pp_shm_link *L = ctx->shm;
-	struct shm_peer *pe = L ? peer_of(L, src) : NULL;
-	if (!pe)
-		return 0; /* the areas were closed already */
-	return pp_shm_rq_withdraw(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), slot);
+	int64_t pos =
+	    pp_shm_rq_offer(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), msg_id, off,
+			    (uint64_t)(uintptr_t)dst, pp_shm_seg_offset(&L->seg, dst, len), len);
+	if (pos >= 0)
+		L->helps_asked++;
+	return pos;
+}
+
+static int help_settle(void *arg, uint32_t src, uint64_t pos)
+{
+	struct shm_peer *pe;
+	struct pp_shm_rq *q = rq_in(arg, src, &pe);
+	if (!q)
+		return -ENODEV;
+	int rc = pp_shm_rq_settle(q, pos);
+	/* A sender that died while it wrote never will: copied again. */
+	return rc == -EAGAIN && pe->dead ? -ECONNRESET : rc;
+}
+
+static void help_serve(void *arg, uint32_t dst, uint64_t pos, uint32_t msg_id, const void *buf,
+		       uint64_t len)
+{
+	pp_ctx *ctx = arg;
+	struct shm_peer *pe = live_peer(ctx, dst);
+	if (!pe || pe->pid <= 0)
+		return; /* unclaimed: the receiver copies the part itself */
+	struct pp_shm_link *L = ctx->shm;
+	int64_t n = pp_shm_rq_help(pp_shm_seg_recvq(&L->seg, L->seg.me, pe->idx), pos, pe->pid,
+				   L->seg.base, L->seg.size, msg_id, buf, len);
+	if (n >= 0) {
+		L->helps++;
+		L->help_bytes += (uint64_t)n;
+	}
 }
 
 static int rq_write(void *arg, uint32_t dst, uint32_t msg_id, uint64_t tag, const void *buf,
@@ -295,6 +359,11 @@ void pp_shm_link_hooks(pp_ctx *ctx, struct pp_proto_hooks *h)
 	h->publish = publish;
 	h->lite_reserve = lite_reserve;
 	h->lite_commit = lite_commit;
+	if (c->shm == PP_SHM_ON && c->shm_help) {
+		h->help_offer = help_offer;
+		h->help_settle = help_settle;
+		h->help_serve = help_serve;
+	}
 	if (c->shm == PP_SHM_ON && c->shm_write) {
 		h->rq_post = rq_post;
 		h->rq_take = rq_take;
@@ -718,6 +787,10 @@ void pp_shm_link_fini(pp_ctx *ctx)
 		"early; %llu receives published, %llu writes failed",
 		(unsigned long long)L->writes, (unsigned long long)L->write_bytes,
 		(unsigned long long)L->posted, (unsigned long long)L->write_fails);
+	pp_info("shm: split copies: %llu parts offered to senders; %llu parts, %llu bytes "
+		"written for receivers",
+		(unsigned long long)L->helps_asked, (unsigned long long)L->helps,
+		(unsigned long long)L->help_bytes);
 	/* Nothing published may outlive us: a sender would write into freed
 	 * memory. The engine withdrew its receives' entries when destroyed; a
 	 * claimed entry's write is under way or done already. */

@@ -20,6 +20,16 @@
  *   CLAIMED  s took it for message `expect` and writes (or wrote) into it
  *   TAKEN    r matched it (the ordinary way, or after s's write)
  *
+ * A help entry (kind PP_SHM_RQ_HELP) is no receive: r, copying the rest of
+ * a long message `expect` from s out of s's buffer, asks s to write one
+ * part of it ([tag, tag + len) of the message, tag standing for the offset)
+ * while r copies the rest, so that both cores copy at once. It sits in the
+ * same ring, and s's scan for a receive passes over it; s claims it by its
+ * position (which r tells s in a PULL frame), writes, and then marks it
+ * written (kind PP_SHM_RQ_HELPED). r settles it: written (CLAIMED and
+ * HELPED: TAKEN), not claimed (withdrawn: r copies the part itself), or
+ * still being written. A write that fails gives the claim back.
+ *
  * Transitions: r: FREE -> POSTED (post), POSTED -> FREE (withdraw),
  * POSTED or CLAIMED -> TAKEN (take), TAKEN -> FREE (reclaimed at the head by
  * the next post); s: POSTED -> CLAIMED (claim, CAS), CLAIMED -> POSTED
@@ -61,7 +71,15 @@ struct pp_shm_rq_entry {
 	_Atomic uint64_t seg_off; /* its offset in the segment (pp_malloc), or PP_SHM_NO_OFFSET */
 	_Atomic uint64_t len;	  /* its length */
 	_Atomic uint32_t expect;  /* the message number it waits for */
-	uint8_t pad[12];	  /* to a cache line */
+	_Atomic uint32_t kind;	  /* enum pp_shm_rq_kind */
+	uint8_t pad[8];		  /* to a cache line */
+};
+
+/* What an entry is (the scan for a receive passes over help entries). */
+enum pp_shm_rq_kind {
+	PP_SHM_RQ_RECV = 0, /* a posted receive */
+	PP_SHM_RQ_HELP,	    /* a part of message expect for s to write */
+	PP_SHM_RQ_HELPED,   /* ... which s wrote */
 };
 
 /* The area of one ordered pair. */
@@ -124,6 +142,30 @@ void pp_shm_rq_unclaim(struct pp_shm_rq *q, int slot);
  * before). */
 int pp_shm_rq_deliver(struct pp_shm_rq *q, pid_t pid, uint8_t *seg, uint64_t seg_size, uint64_t tag,
 		      uint32_t msg_id, const void *buf, uint64_t len);
+
+/* Receiver: ask the sender to write [off, off + len) of message msg_id
+ * into addr (seg_off: its segment offset or PP_SHM_NO_OFFSET). Returns the
+ * entry's position (what the sender claims it by). Errors: those of
+ * pp_shm_rq_post. */
+int64_t pp_shm_rq_offer(struct pp_shm_rq *q, uint32_t msg_id, uint64_t off, uint64_t addr,
+			uint64_t seg_off, uint64_t len);
+
+/* Receiver: settle the help entry at position pos: 0 when the sender wrote
+ * its part (the entry is TAKEN), 1 when the sender had not claimed it
+ * (withdrawn: the receiver copies the part itself), -EAGAIN while the
+ * sender writes, -EPROTO when the entry is in no state an offer leads to
+ * (taken; its part not written). */
+int pp_shm_rq_settle(struct pp_shm_rq *q, uint64_t pos);
+
+/* Sender: write the part the help entry at position pos asks of message
+ * msg_id, whose len bytes are at buf (into the segment mapped at seg of
+ * seg_size bytes, or into process pid), and mark it written. Returns the
+ * bytes written. Errors:
+ * -ENOENT (no help entry for msg_id at pos, or a part outside the
+ * message), -EFAULT, -EPERM and the errors of pp_shm_cma_write (the claim
+ * is given back). */
+int64_t pp_shm_rq_help(struct pp_shm_rq *q, uint64_t pos, pid_t pid, uint8_t *seg,
+		       uint64_t seg_size, uint32_t msg_id, const void *buf, uint64_t len);
 
 /* State of slot (for tests and diagnostics). */
 enum pp_shm_rq_state pp_shm_rq_state(const struct pp_shm_rq *q, int slot);

@@ -84,7 +84,7 @@ struct pp_shm_geom {
 };
 
 #define PP_SHM_SEG_MAGIC   0x70705347u /* "ppSG" */
-#define PP_SHM_SEG_VERSION 3u	       /* 3: ring marks mixed (shm/ring.h) */
+#define PP_SHM_SEG_VERSION 4u	       /* 4: help entries in the receive queues */
 
 /* The header, at offset 0: the segment's format. A rank reads it once, at
  * attach, into a private copy. */

@@ -6,7 +6,9 @@
  * second push, truncation, a hook that fails at once or after some chunks
  * (the rest comes as DATA), and a peer that dies. Lite messages: small
  * messages written whole into a modelled ring, in order with the sequenced
- * frames, held at its head when the receiver has no room. */
+ * frames, held at its head when the receiver has no room. Split copies: the
+ * sender writes the first half of a long chunk while the receiver copies the
+ * second, or never does and the receiver copies it too. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1102,6 +1104,158 @@ static void test_lite_not_wire(void)
 	world_fini();
 }
 
+/* ---- split copies (rule 6, help): a modelled offer table ---- */
+
+#define HELP_POS0 1000 /* the first offer's position: passed on untouched */
+
+static struct {
+	int serve;	/* help_serve writes the part (0: leaves the HELP unanswered) */
+	int busy;	/* settles that answer -EAGAIN first (the sender still writes) */
+	int settle_err; /* settles answer this (0: what the offer's state says) */
+	struct {
+		uint32_t msg_id;
+		uint64_t off, len;
+		uint8_t *dst;
+		int state; /* 1 offered, 2 written, 3 settled */
+	} o[8];
+	uint64_t next;		/* offers made */
+	int served;		/* parts the sender wrote */
+	int written, withdrawn; /* offers settled either way */
+	uint64_t bytes;		/* bytes the sender wrote */
+} hw;
+
+static int64_t hook_help_offer(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst,
+			       uint64_t len)
+{
+	(void)arg;
+	CU_ASSERT_EQUAL(src, 0);
+	uint64_t pos = HELP_POS0 + hw.next++;
+	hw.o[pos % 8].msg_id = msg_id;
+	hw.o[pos % 8].off = off;
+	hw.o[pos % 8].len = len;
+	hw.o[pos % 8].dst = dst;
+	hw.o[pos % 8].state = 1;
+	return (int64_t)pos;
+}
+
+static int hook_help_settle(void *arg, uint32_t src, uint64_t pos)
+{
+	(void)arg;
+	(void)src;
+	CU_ASSERT_FATAL(pos >= HELP_POS0 && pos < HELP_POS0 + hw.next);
+	int *st = &hw.o[pos % 8].state;
+	CU_ASSERT(*st == 1 || *st == 2);
+	if (hw.busy > 0) {
+		hw.busy--;
+		return -EAGAIN;
+	}
+	int was = *st;
+	*st = 3;
+	if (hw.settle_err)
+		return hw.settle_err;
+	hw.written += was == 2;
+	hw.withdrawn += was == 1;
+	return was == 2 ? 0 : 1;
+}
+
+static void hook_help_serve(void *arg, uint32_t dst, uint64_t pos, uint32_t msg_id, const void *buf,
+			    uint64_t len)
+{
+	(void)arg;
+	CU_ASSERT_EQUAL(dst, 1);
+	CU_ASSERT_FATAL(pos >= HELP_POS0 && pos < HELP_POS0 + hw.next);
+	CU_ASSERT_EQUAL(hw.o[pos % 8].msg_id, msg_id);
+	if (!hw.serve || hw.o[pos % 8].state != 1)
+		return;
+	CU_ASSERT_FATAL(hw.o[pos % 8].off + hw.o[pos % 8].len <= len);
+	memcpy(hw.o[pos % 8].dst, (const uint8_t *)buf + hw.o[pos % 8].off, hw.o[pos % 8].len);
+	hw.o[pos % 8].state = 2;
+	hw.served++;
+	hw.bytes += hw.o[pos % 8].len;
+}
+
+/* The world with help hooks: chunks of 1 MiB, split from 64 KiB. */
+static void help_init(int serve)
+{
+	struct pp_proto_conf c;
+	world_conf(&c);
+	memset(&hw, 0, sizeof(hw));
+	hw.serve = serve;
+	c.direct_chunk = 1u << 20;
+	c.help_min = 65536;
+	c.hooks.help_offer = hook_help_offer;
+	c.hooks.help_settle = hook_help_settle;
+	c.hooks.help_serve = hook_help_serve;
+	CU_ASSERT_EQUAL_FATAL(local_pair(w.e, &c, 16, 0), 0);
+}
+
+/* Chunks of 1 MiB past the 16 pushed bytes: those of 64 KiB or more are
+ * split; the sender writes half of each (a multiple of 4 KiB), the receiver
+ * copies the rest. Early and late, bytes checked. */
+static void test_help(void)
+{
+	static uint8_t s[(3u << 20) + 64], r[(3u << 20) + 64];
+	static const uint64_t n[] = {65535 + 16, 65536 + 16, 200001, (3u << 20) + 5};
+	static const int parts[] = {0, 1, 1, 3};
+	help_init(1);
+	for (size_t k = 0; k < PP_ARRAY_SIZE(n); k++)
+		for (int late = 0; late < 2; late++) {
+			int served = hw.served;
+			uint64_t copied = w.copied, bytes = hw.bytes;
+			CU_ASSERT_EQUAL(one(n[k], n[k], late, (unsigned)(k * 2 + late), s, r), 0);
+			CU_ASSERT_EQUAL(hw.served - served, parts[k]);
+			CU_ASSERT(hw.bytes - bytes >= (n[k] - 16) / 2 - 4096 * (uint64_t)parts[k] ||
+				  !parts[k]);
+			CU_ASSERT_EQUAL(w.copied - copied + hw.bytes - bytes, n[k] - 16);
+		}
+	CU_ASSERT_EQUAL(hw.written, hw.served);
+	CU_ASSERT_EQUAL(hw.withdrawn, 0);
+	struct pp_stats st;
+	pp_proto_stats(w.e[0], &st);
+	CU_ASSERT_EQUAL(st.drops[PP_DROP_STATE], 0);
+	world_fini();
+}
+
+/* A sender that never answers (busy computing): the receiver withdraws the
+ * offer and copies the part itself; one that is still writing when the
+ * receiver's half is done: the receiver waits for it. */
+static void test_help_unanswered(void)
+{
+	static uint8_t s[1u << 20], r[(1u << 20) + 16];
+	help_init(0);
+	CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), 0, 11, s, r), 0);
+	CU_ASSERT_EQUAL(hw.withdrawn, 1);
+	CU_ASSERT_EQUAL(w.copied, sizeof(s) - 16);
+	hw.serve = 1;
+	hw.busy = 3;
+	CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), 1, 12, s, r), 0);
+	CU_ASSERT_EQUAL(hw.busy, 0);
+	CU_ASSERT_EQUAL(hw.written, 1);
+	world_fini();
+}
+
+/* The receiver's own copy fails after the sender wrote its half: the rest
+ * comes as DATA from the middle. A broken offer (settle fails): the part is
+ * copied again. */
+static void test_help_fallback(void)
+{
+	static uint8_t s[1u << 20], r[(1u << 20) + 16];
+	help_init(1);
+	w.fail_from = 0;
+	struct pp_stats a;
+	CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), 0, 13, s, r), 0);
+	pp_proto_stats(w.e[0], &a);
+	CU_ASSERT_EQUAL(hw.written, 1);
+	CU_ASSERT_EQUAL(a.bytes_tx, sizeof(s) - hw.bytes);
+	CU_ASSERT_EQUAL(a.pulls_served, 1);
+	w.fail_from = -1;
+	hw.settle_err = -EPROTO;
+	uint64_t copied = w.copied;
+	CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), 1, 14, s, r), 0);
+	CU_ASSERT_EQUAL(w.copied - copied, sizeof(s) - 16);
+	world_fini();
+}
+
 static CU_TestInfo tests[] = {
     {"single copy, every mode, early and late", test_direct},
     {"a second push comes before the copy", test_second_push},
@@ -1126,6 +1280,9 @@ static CU_TestInfo tests[] = {
     {"lite: no record longer than a frame", test_lite_frame_bound},
     {"lite: a published receive is taken back as it matches", test_lite_published},
     {"lite: the message number is the receiver's count", test_lite_counted},
+    {"help: the sender writes half of each long chunk", test_help},
+    {"help: unanswered, withdrawn; answered late, waited for", test_help_unanswered},
+    {"help: own copy or offer fails: DATA, copied again", test_help_fallback},
     CU_TEST_INFO_NULL,
 };
 

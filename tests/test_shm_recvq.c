@@ -100,6 +100,68 @@ static void test_rq_withdraw_full(void)
 		CU_ASSERT_NOT_EQUAL(pp_shm_rq_state(&area, i), PP_SHM_RQ_POSTED);
 }
 
+/* Help entries: the scan for a receive passes over them; the sender claims
+ * one by its position for its message only, a part inside that message
+ * only; the receiver settles it written, withdrawn or still being written.
+ * Parts into a stand-in segment (memcpy) and, by cross-memory attach, into
+ * this process. */
+static void test_rq_help(void)
+{
+	static uint8_t seg[4096], dst[600];
+	uint8_t msg[1000];
+	for (int i = 0; i < 1000; i++)
+		msg[i] = (uint8_t)(i * 7 + 1);
+	memset(&area, 0, sizeof(area));
+	memset(seg, 0, sizeof(seg));
+	struct pp_shm_rq_target t;
+	int64_t pos = pp_shm_rq_offer(&area, 2, 100, 0, 64, 50);
+	CU_ASSERT_EQUAL_FATAL(pos, 0);
+	/* Not a receive: a message with the tag its offset stands in for,
+	 * and the number it names, passes over it to the receive behind. */
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 100, 2, 10, &t), -ENOENT);
+	int b = pp_shm_rq_post(&area, 100, 0, 0x2000, PP_SHM_NO_OFFSET, 10, 2);
+	CU_ASSERT_EQUAL(pp_shm_rq_claim(&area, 100, 2, 10, &t), b);
+	/* Another message, another position, a part past the message's end. */
+	CU_ASSERT_EQUAL(pp_shm_rq_help(&area, 0, 0, seg, sizeof(seg), 3, msg, 1000), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_help(&area, 32, 0, seg, sizeof(seg), 2, msg, 1000), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_help(&area, 0, 0, seg, sizeof(seg), 2, msg, 149), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, 0), PP_SHM_RQ_POSTED);
+	/* Written: [100, 150) of the message at the segment's offset 64. */
+	CU_ASSERT_EQUAL(pp_shm_rq_help(&area, 0, 0, seg, sizeof(seg), 2, msg, 150), 50);
+	CU_ASSERT(memcmp(seg + 64, msg + 100, 50) == 0 && seg[63] == 0 && seg[114] == 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_help(&area, 0, 0, seg, sizeof(seg), 2, msg, 150), -ENOENT);
+	CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, 0), 0);
+	CU_ASSERT_EQUAL(pp_shm_rq_state(&area, 0), PP_SHM_RQ_TAKEN);
+	CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, 0), -EPROTO);
+	/* Not claimed: withdrawn, and a late HELP finds nothing. */
+	pos = pp_shm_rq_offer(&area, 4, 0, 0, 0, 10);
+	CU_ASSERT_EQUAL_FATAL(pos, 2);
+	CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, (uint64_t)pos), 1);
+	CU_ASSERT_EQUAL(pp_shm_rq_help(&area, 2, 0, seg, sizeof(seg), 4, msg, 1000), -ENOENT);
+	/* Claimed and not written yet: the receiver waits. */
+	pos = pp_shm_rq_offer(&area, 5, 0, 0, 0, 10);
+	atomic_store(&area.e[pos & (PP_SHM_RQ_ENTRIES - 1)].state,
+		     ((uint64_t)pos << 2) | PP_SHM_RQ_CLAIMED);
+	CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, (uint64_t)pos), -EAGAIN);
+	CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, (uint64_t)pos + PP_SHM_RQ_ENTRIES), -EPROTO);
+	/* A segment offset outside the segment: the claim is given back. */
+	pos = pp_shm_rq_offer(&area, 6, 0, 0, sizeof(seg) - 4, 10);
+	CU_ASSERT_EQUAL(pp_shm_rq_help(&area, (uint64_t)pos, 0, seg, sizeof(seg), 6, msg, 10),
+			-EFAULT);
+	CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, (uint64_t)pos), 1);
+	/* Cross-memory attach into this process. */
+	memset(dst, 0, sizeof(dst));
+	pos = pp_shm_rq_offer(&area, 7, 300, (uint64_t)(uintptr_t)(dst + 1), PP_SHM_NO_OFFSET, 599);
+	int64_t n = pp_shm_rq_help(&area, (uint64_t)pos, getpid(), seg, sizeof(seg), 7, msg, 1000);
+	if (n == -EPERM || n == -ENOSYS) {
+		CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, (uint64_t)pos), 1); /* CMA refused here */
+	} else {
+		CU_ASSERT_EQUAL(n, 599);
+		CU_ASSERT(memcmp(dst + 1, msg + 300, 599) == 0 && dst[0] == 0);
+		CU_ASSERT_EQUAL(pp_shm_rq_settle(&area, (uint64_t)pos), 0);
+	}
+}
+
 /* ---- the engine over the areas ---- */
 
 /* A published send, for the late path's direct hook. */
@@ -828,6 +890,7 @@ static int suite_fini(void)
 static CU_TestInfo area_tests[] = {
     {"claim: the first matching entry, its message, its length", test_rq_claim_order},
     {"withdraw, full ring, reclaim in post order, close", test_rq_withdraw_full},
+    {"help entries: claimed by position, written, withdrawn, waited for", test_rq_help},
     CU_TEST_INFO_NULL,
 };
 

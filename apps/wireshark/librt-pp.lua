@@ -96,7 +96,7 @@ local flag_bits = {
 	{ "done", "DONE", 0x10, "on PULL (intranode): the receiver copied it all" },
 	{ "copied", "COPIED", 0x20, "the sender holds a copy: its send is done" },
 	{ "again", "AGAIN", 0x40, "on PULL: pushed bytes were dropped, send from offset" },
-	{ "written", "WRITTEN", 0x80, "on FIRST (intranode): the sender wrote it all" },
+	{ "written", "WRITTEN", 0x80, "on FIRST (intranode): the sender wrote it all; on PULL (intranode): HELP, write a part" },
 }
 local crc_status_names = { [0] = "Good", [1] = "Bad", [2] = "Unverified" }
 

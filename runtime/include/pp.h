@@ -144,6 +144,9 @@ struct pp_stats {
  * receiver's one copy call, or pulled through the segment's rings, both
  * processes copying; auto: whichever moved bytes from that peer faster
  * lately, measured at run time and tried again twice a second; default auto),
+ * shm_help (bytes, with shm=on: a rank of the same node copying this many
+ * bytes or more of a message by one call asks its sender to write the first
+ * half meanwhile, so that both cores copy; 0 for never; default 256k),
  * shm_stream (bytes, with shm=on: a message to a rank of the same node from
  * this size on is pushed whole through the rings from its start, without
  * waiting for a PULL; 0 for never; default 0),
@@ -155,7 +158,7 @@ struct pp_stats {
  * as "name value" lines or one JSON document; default off).
  * Boolean keys (credits, zerocopy, shm_write) take on|off, yes|no,
  * true|false or 1|0 in any case; numbers are decimal or 0x hexadecimal;
- * byte counts (shm_heap, shm_stream, shm_copy_min, stage_bytes, stage_remap,
+ * byte counts (shm_heap, shm_help, shm_stream, shm_copy_min, stage_bytes, stage_remap,
  * pushbuf_bytes) take k/m/g.
  * Returns only when every rank of the job is known.
  * Errors: -EINVAL (unknown key or bad value, rank/size/dev missing; the key
