@@ -96,6 +96,8 @@ struct shm_peer {
 	struct pp_shm_ring rx;	 /* it -> us */
 	void *rec;		 /* a record reserved in tx and not filled yet, or NULL */
 	struct pp_shm_path path; /* its long messages: our copy call or the rings */
+	uint64_t help_t0;	 /* our offer to it was made then (0: none out) ... */
+	uint64_t help_chunk;	 /* ... for a chunk this long: timed as one copy call */
 };
 
 struct pp_shm_link {
@@ -168,7 +170,7 @@ static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *
 		 * stream earlier messages into our ring beside it: that shares
 		 * the lines (after the rings, 12 GB/s calls that alone moved
 		 * 16-18). A short one skips the look at the ring's line. */
-		int timed = len >= PP_SHM_PATH_MIN && pp_shm_ring_empty(&pe->rx);
+		int timed = len >= PP_SHM_PATH_MIN && !pe->help_t0 && pp_shm_ring_empty(&pe->rx);
 		int rc = pp_shm_cma_read(pe->pid, dst, d.addr + off, (size_t)len);
 		if (rc)
 			return rc;
@@ -263,14 +265,18 @@ static int64_t help_offer(void *arg, uint32_t src, uint32_t msg_id, uint64_t off
 		return -ENODEV;
 	/* The chunk (twice the half, to a page) as the direct hook would see
 	 * it: when the rings move it, nothing is offered. */
-	if (by_rings(ctx, pe, 2 * len, pp_now_ns()))
+	uint64_t now = pp_now_ns();
+	if (by_rings(ctx, pe, 2 * len, now))
 		return -EXDEV;
 	struct pp_shm_link *L = ctx->shm;
 	int64_t pos =
 	    pp_shm_rq_offer(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), msg_id, off,
 			    (uint64_t)(uintptr_t)dst, pp_shm_seg_offset(&L->seg, dst, len), len);
-	if (pos >= 0)
+	if (pos >= 0) {
 		L->helps_asked++;
+		pe->help_t0 = now;
+		pe->help_chunk = 2 * len;
+	}
 	return pos;
 }
 
@@ -281,8 +287,16 @@ static int help_settle(void *arg, uint32_t src, uint64_t pos)
 	if (!q)
 		return -ENODEV;
 	int rc = pp_shm_rq_settle(q, pos);
+	if (rc == -EAGAIN && !pe->dead)
+		return rc;
+	/* Both halves in: the chunk's speed is the copy call's (shm_long
+	 * compares it with the rings'); one half withdrawn: the receiver's
+	 * call for it is timed as usual. */
+	if (rc == 0 && pe->help_chunk >= PP_SHM_PATH_MIN && pp_shm_ring_empty(&pe->rx))
+		pp_shm_path_copied(&pe->path, pe->help_chunk, pp_now_ns() - pe->help_t0);
+	pe->help_t0 = 0;
 	/* A sender that died while it wrote never will: copied again. */
-	return rc == -EAGAIN && pe->dead ? -ECONNRESET : rc;
+	return rc == -EAGAIN ? -ECONNRESET : rc;
 }
 
 static void help_serve(void *arg, uint32_t dst, uint64_t pos, uint32_t msg_id, const void *buf,
