@@ -106,7 +106,8 @@ struct pp_proto_hooks {
 	/* A direct copy split with its sender (rule 6, help). help_offer: ask
 	 * local rank src to write [off, off + len) of message msg_id into dst
 	 * while the receiver copies the rest: a position (>= 0) the sender is
-	 * told in a PULL with HELP, or a negative errno (not offered).
+	 * told in a PULL with HELP, or a negative errno (not offered; -EXDEV:
+	 * nor copied, the rest comes as DATA, as when direct fails).
 	 * help_settle: the offer at pos: 0 when the sender wrote its part, 1
 	 * when it did not claim it (withdrawn: the receiver copies the part),
 	 * -EAGAIN while it writes, another negative errno when the offer

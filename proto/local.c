@@ -49,6 +49,8 @@ static int help_step(struct pp_proto *e, uint32_t rank, struct pp_proto_peer *p,
 		if (p->done_tail - p->done_head + 2 > p->done_mask + 1)
 			return 1;
 		int64_t pos = HOOK(e, help_offer, rank, r->msg_id, r->got, r->buf + r->got, half);
+		if (pos == -EXDEV)
+			return -1; /* not to be copied at all: DATA frames */
 		if (pos < 0)
 			return copy_part(e, rank, r, r->got, to) ? -1 : 0;
 		r->help_pos = (uint64_t)pos + 1;

@@ -164,7 +164,8 @@ static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *
 		if (pp_shm_cma_denied() || pe->pid <= 0)
 			return -EPERM;
 		uint64_t t0 = pp_now_ns();
-		if (by_rings(ctx, pe, len, t0))
+		/* An offer out: its chunk's way was chosen with it (help_offer). */
+		if (!pe->help_t0 && by_rings(ctx, pe, len, t0))
 			return -EXDEV; /* the engine pulls the rest through the rings */
 		/* Only a long call is timed, and only while the peer does not
 		 * stream earlier messages into our ring beside it: that shares
@@ -263,12 +264,19 @@ static int64_t help_offer(void *arg, uint32_t src, uint32_t msg_id, uint64_t off
 	struct shm_peer *pe = live_peer(ctx, src);
 	if (!pe || pe->pid <= 0 || pp_shm_cma_denied())
 		return -ENODEV;
-	/* The chunk (twice the half, to a page) as the direct hook would see
-	 * it: when the rings move it, nothing is offered. */
+	/* The chunk's way, chosen once for it (twice the half, to a page), as
+	 * the direct hook would: when the rings move it, nothing is offered
+	 * and nothing copied. */
+	struct pp_shm_link *L = ctx->shm;
+	/* A sender's pp_malloc buffer is copied by one memcpy in the segment
+	 * (the direct hook): no offer. */
+	const struct pp_shm_desc *sd = pp_shm_seg_desc(&L->seg, pe->idx, L->seg.me, msg_id);
+	if (atomic_load_explicit(&sd->key, memory_order_acquire) != (((uint64_t)msg_id << 1) | 1) ||
+	    ((const volatile struct pp_shm_desc *)sd)->seg_off != PP_SHM_NO_OFFSET)
+		return -ENOENT;
 	uint64_t now = pp_now_ns();
 	if (by_rings(ctx, pe, 2 * len, now))
 		return -EXDEV;
-	struct pp_shm_link *L = ctx->shm;
 	int64_t pos =
 	    pp_shm_rq_offer(pp_shm_seg_recvq(&L->seg, pe->idx, L->seg.me), msg_id, off,
 			    (uint64_t)(uintptr_t)dst, pp_shm_seg_offset(&L->seg, dst, len), len);
