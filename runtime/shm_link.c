@@ -264,9 +264,6 @@ static int64_t help_offer(void *arg, uint32_t src, uint32_t msg_id, uint64_t off
 	struct shm_peer *pe = live_peer(ctx, src);
 	if (!pe || pe->pid <= 0 || pp_shm_cma_denied())
 		return -ENODEV;
-	/* The chunk's way, chosen once for it (twice the half, to a page), as
-	 * the direct hook would: when the rings move it, nothing is offered
-	 * and nothing copied. */
 	struct pp_shm_link *L = ctx->shm;
 	/* A sender's pp_malloc buffer is copied by one memcpy in the segment
 	 * (the direct hook): no offer. */
@@ -274,6 +271,9 @@ static int64_t help_offer(void *arg, uint32_t src, uint32_t msg_id, uint64_t off
 	if (atomic_load_explicit(&sd->key, memory_order_acquire) != (((uint64_t)msg_id << 1) | 1) ||
 	    ((const volatile struct pp_shm_desc *)sd)->seg_off != PP_SHM_NO_OFFSET)
 		return -ENOENT;
+	/* The chunk's way, chosen once for it (twice the half, to a page), as
+	 * the direct hook would: when the rings move it, nothing is offered
+	 * and nothing copied. */
 	uint64_t now = pp_now_ns();
 	if (by_rings(ctx, pe, 2 * len, now))
 		return -EXDEV;

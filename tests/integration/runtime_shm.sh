@@ -7,7 +7,8 @@
 # 2. 2 ranks, sizes to 64 MiB with buffers 3 bytes into a page (unaligned,
 #    spanning many pages), the pulled bytes copied straight by the receiver
 #    (checked from the bytes that went in frames); the same from pp_malloc
-#    buffers (in the segment: memcpy);
+#    buffers (in the segment: memcpy); split copies (shm_help): halves
+#    offered and written by the senders, none with shm_help=0;
 # 3. the two-copy fallback forced (shm=twocopy): every byte in frames
 #    through the rings, every scenario;
 # 4. 3 and 8 ranks on one node: many outstanding, wildcards and order
@@ -55,6 +56,20 @@ done
 # pp_malloc buffer is always copied (one memcpy in the segment).
 run "2 ranks, 0 B .. 64 MiB, unaligned, single copy" 4 -n 2 --nodes 1 -- \
   "$rtc" -c shm_long=copy --max-size 67108864 --offset 3 --expect-copy direct sizes
+# Split copies (shm_help, on by default): each rank offered half of its long
+# chunks to its sender, and the senders wrote some (a sender that was not
+# in its progress loop in time leaves its half to the receiver); none with
+# shm_help=0.
+split_parts() { # FIELD: the sum over the ranks of "split copies" field FIELD
+  grep -o 'split copies: [0-9]* parts offered to senders; [0-9]* parts' "$log" |
+    awk -v f="$1" '{ s += $f } END { print s + 0 }'
+}
+n=$(grep -c 'split copies: [1-9][0-9]* parts offered' "$log")
+[ "$n" -eq 2 ] || { cat "$log"; fail "$rt_name: $n of 2 ranks offered halves to their senders"; }
+[ "$(split_parts 8)" -gt 0 ] || { cat "$log"; fail "$rt_name: no sender wrote a half"; }
+run "2 ranks, 0 B .. 16 MiB, unaligned, single copy, shm_help=0" 4 -n 2 --nodes 1 -- \
+  "$rtc" -c shm_long=copy,shm_help=0 --max-size 16777216 --offset 3 --expect-copy direct sizes
+[ "$(split_parts 3)" -eq 0 ] || { cat "$log"; fail "$rt_name: halves offered"; }
 run "2 ranks, 0 B .. 16 MiB, unaligned, the rest through the rings" 4 -n 2 --nodes 1 -- \
   "$rtc" -c shm_long=rings,shm_copy_min=8k --max-size 16777216 --offset 7 --expect-copy frames sizes
 run "2 ranks, 0 B .. 64 MiB, unaligned, shm_long=auto" 2 -n 2 --nodes 1 -- \
