@@ -48,7 +48,9 @@ static int help_step(struct pp_proto *e, uint32_t rank, struct pp_proto_peer *p,
 		/* Room for the HELP and the DONE after it. */
 		if (p->done_tail - p->done_head + 2 > p->done_mask + 1)
 			return 1;
-		int64_t pos = HOOK(e, help_offer, rank, r->msg_id, r->got, r->buf + r->got, half);
+		int64_t pos =
+		    half ? HOOK(e, help_offer, rank, r->msg_id, r->got, r->buf + r->got, half)
+			 : -ENOSPC; /* under 8 KiB (help_min set so low): no halves */
 		if (pos == -EXDEV)
 			return -1; /* not to be copied at all: DATA frames */
 		if (pos < 0)
@@ -84,7 +86,7 @@ void pp_proto_direct_step(struct pp_proto *e, uint32_t rank, struct pp_proto_pee
 	struct pp_proto_recv_rec *r = container_of(p->directq.next, struct pp_proto_recv_rec, pq);
 	if (r->got < r->direct_from)
 		return; /* pushed bytes still on their way */
-	if (!r->help_pos && r->msg_len - r->got < e->c.direct_min) {
+	if (r->msg_len - r->got < e->c.direct_min) {
 		list_del(&r->pq); /* too little for a copy call: DATA frames */
 		list_add_tail(&p->pullq, &r->pq);
 		return;

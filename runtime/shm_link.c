@@ -140,6 +140,27 @@ static int by_rings(const pp_ctx *ctx, struct shm_peer *pe, uint64_t len, uint64
 	return pp_shm_path_ring(&pe->path, len, now);
 }
 
+/* Send msg_id's description from pe's send table into *d: 0, or -ENOENT.
+ * The sender can rewrite its descriptor at any moment: one private copy is
+ * checked and used. */
+static int send_desc(const struct pp_shm_link *L, const struct shm_peer *pe, uint32_t msg_id,
+		     struct pp_shm_desc *d)
+{
+	const struct pp_shm_desc *sd = pp_shm_seg_desc(&L->seg, pe->idx, L->seg.me, msg_id);
+	if (atomic_load_explicit(&sd->key, memory_order_acquire) != (((uint64_t)msg_id << 1) | 1))
+		return -ENOENT;
+	const volatile struct pp_shm_desc *v = sd;
+	*d = (struct pp_shm_desc){.addr = v->addr, .len = v->len, .seg_off = v->seg_off};
+	return 0;
+}
+
+/* 1 when d's buffer lies in the segment (pp_malloc): copied by memcpy. */
+static int desc_in_seg(const struct pp_shm_link *L, const struct pp_shm_desc *d)
+{
+	return d->seg_off != PP_SHM_NO_OFFSET && d->seg_off <= L->seg.size &&
+	       d->len <= L->seg.size - d->seg_off;
+}
+
 static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *dst, uint64_t len)
 {
 	pp_ctx *ctx = arg;
@@ -147,18 +168,10 @@ static int direct(void *arg, uint32_t src, uint32_t msg_id, uint64_t off, void *
 	struct shm_peer *pe = L ? peer_of(L, src) : NULL;
 	if (!pe || !pe->tx_on)
 		return -ENODEV;
-	const struct pp_shm_desc *sd = pp_shm_seg_desc(&L->seg, pe->idx, L->seg.me, msg_id);
-	uint64_t key = atomic_load_explicit(&sd->key, memory_order_acquire);
-	if (key != (((uint64_t)msg_id << 1) | 1))
+	struct pp_shm_desc d;
+	if (send_desc(L, pe, msg_id, &d) || off > d.len || len > d.len - off)
 		return -ENOENT;
-	/* The sender can rewrite its descriptor at any moment: one private
-	 * copy is checked and used. */
-	const volatile struct pp_shm_desc *v = sd;
-	struct pp_shm_desc d = {.addr = v->addr, .len = v->len, .seg_off = v->seg_off};
-	if (off > d.len || len > d.len - off)
-		return -ENOENT;
-	if (d.seg_off != PP_SHM_NO_OFFSET && d.seg_off <= L->seg.size &&
-	    d.len <= L->seg.size - d.seg_off) {
+	if (desc_in_seg(L, &d)) {
 		memcpy(dst, L->seg.base + d.seg_off + off, (size_t)len);
 	} else {
 		if (pp_shm_cma_denied() || pe->pid <= 0)
@@ -267,9 +280,8 @@ static int64_t help_offer(void *arg, uint32_t src, uint32_t msg_id, uint64_t off
 	struct pp_shm_link *L = ctx->shm;
 	/* A sender's pp_malloc buffer is copied by one memcpy in the segment
 	 * (the direct hook): no offer. */
-	const struct pp_shm_desc *sd = pp_shm_seg_desc(&L->seg, pe->idx, L->seg.me, msg_id);
-	if (atomic_load_explicit(&sd->key, memory_order_acquire) != (((uint64_t)msg_id << 1) | 1) ||
-	    ((const volatile struct pp_shm_desc *)sd)->seg_off != PP_SHM_NO_OFFSET)
+	struct pp_shm_desc d;
+	if (send_desc(L, pe, msg_id, &d) || desc_in_seg(L, &d))
 		return -ENOENT;
 	/* The chunk's way, chosen once for it (twice the half, to a page), as
 	 * the direct hook would: when the rings move it, nothing is offered

@@ -1174,15 +1174,15 @@ static void hook_help_serve(void *arg, uint32_t dst, uint64_t pos, uint32_t msg_
 	hw.bytes += hw.o[pos % 8].len;
 }
 
-/* The world with help hooks: chunks of 1 MiB, split from 64 KiB. */
-static void help_init(int serve)
+/* The world with help hooks: chunks of 1 MiB, split from min bytes. */
+static void help_init(int serve, uint64_t min)
 {
 	struct pp_proto_conf c;
 	world_conf(&c);
 	memset(&hw, 0, sizeof(hw));
 	hw.serve = serve;
 	c.direct_chunk = 1u << 20;
-	c.help_min = 65536;
+	c.help_min = min;
 	c.hooks.help_offer = hook_help_offer;
 	c.hooks.help_settle = hook_help_settle;
 	c.hooks.help_serve = hook_help_serve;
@@ -1197,7 +1197,7 @@ static void test_help(void)
 	static uint8_t s[(3u << 20) + 64], r[(3u << 20) + 64];
 	static const uint64_t n[] = {65535 + 16, 65536 + 16, 200001, (3u << 20) + 5};
 	static const int parts[] = {0, 1, 1, 3};
-	help_init(1);
+	help_init(1, 65536);
 	for (size_t k = 0; k < PP_ARRAY_SIZE(n); k++)
 		for (int late = 0; late < 2; late++) {
 			int served = hw.served;
@@ -1222,7 +1222,7 @@ static void test_help(void)
 static void test_help_unanswered(void)
 {
 	static uint8_t s[1u << 20], r[(1u << 20) + 16];
-	help_init(0);
+	help_init(0, 65536);
 	CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), 0, 11, s, r), 0);
 	CU_ASSERT_EQUAL(hw.withdrawn, 1);
 	CU_ASSERT_EQUAL(w.copied, sizeof(s) - 16);
@@ -1240,7 +1240,7 @@ static void test_help_unanswered(void)
 static void test_help_fallback(void)
 {
 	static uint8_t s[1u << 20], r[(1u << 20) + 16];
-	help_init(1);
+	help_init(1, 65536);
 	w.fail_from = 0;
 	struct pp_stats a;
 	CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), 0, 13, s, r), 0);
@@ -1253,6 +1253,21 @@ static void test_help_fallback(void)
 	uint64_t copied = w.copied;
 	CU_ASSERT_EQUAL(one(sizeof(s), sizeof(s), 1, 14, s, r), 0);
 	CU_ASSERT_EQUAL(w.copied - copied, sizeof(s) - 16);
+	world_fini();
+}
+
+/* help_min set under 8 KiB: a chunk with no 4 KiB half is copied whole,
+ * nothing offered; one of 8 KiB is split. */
+static void test_help_short(void)
+{
+	static uint8_t s[9000], r[9000 + 16];
+	help_init(1, 1);
+	CU_ASSERT_EQUAL(one(5000, 5000, 0, 15, s, r), 0);
+	CU_ASSERT_EQUAL(hw.next, 0);
+	CU_ASSERT_EQUAL(w.copied, 5000 - 16);
+	CU_ASSERT_EQUAL(one(8192 + 16, 8192 + 16, 1, 16, s, r), 0);
+	CU_ASSERT_EQUAL(hw.served, 1);
+	CU_ASSERT_EQUAL(hw.bytes, 4096);
 	world_fini();
 }
 
@@ -1283,6 +1298,7 @@ static CU_TestInfo tests[] = {
     {"help: the sender writes half of each long chunk", test_help},
     {"help: unanswered, withdrawn; answered late, waited for", test_help_unanswered},
     {"help: own copy or offer fails: DATA, copied again", test_help_fallback},
+    {"help: a chunk with no 4 KiB half is copied whole", test_help_short},
     CU_TEST_INFO_NULL,
 };
 
