@@ -68,7 +68,7 @@ n=$(grep -c 'split copies: [1-9][0-9]* parts offered' "$log")
 [ "$n" -eq 2 ] || { cat "$log"; fail "$rt_name: $n of 2 ranks offered halves to their senders"; }
 [ "$(split_parts 8)" -gt 0 ] || { cat "$log"; fail "$rt_name: no sender wrote a half"; }
 run "2 ranks, 0 B .. 16 MiB, unaligned, single copy, shm_help=0" 4 -n 2 --nodes 1 -- \
-  "$rtc" -c shm_long=copy,shm_help=0 --max-size 16777216 --offset 3 --expect-copy direct sizes
+  "$rtc" -c shm_long=copy,shm_help=0,shm_copy_min=8k --max-size 16777216 --offset 3 --expect-copy direct sizes
 [ "$(split_parts 3)" -eq 0 ] || { cat "$log"; fail "$rt_name: halves offered"; }
 run "2 ranks, 0 B .. 16 MiB, unaligned, the rest through the rings" 4 -n 2 --nodes 1 -- \
   "$rtc" -c shm_long=rings,shm_copy_min=8k --max-size 16777216 --offset 7 --expect-copy frames sizes
