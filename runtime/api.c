@@ -245,6 +245,8 @@ PP_API int pp_finalize(pp_ctx *ctx)
 	pp_handlers_stop(ctx);
 	if (rc == 0)
 		rc = pp_membership_leave(ctx, deadline);
+	else
+		pp_membership_abandon(ctx);
 	log_stats(ctx);
 	pp_rt_stats_print(ctx);
 	pp_ctx_free(ctx);

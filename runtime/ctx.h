@@ -73,6 +73,8 @@ struct pp_peer_info {
 	uint8_t knows_all;	 /* it said it knows every rank */
 	uint8_t bye;		 /* it said goodbye: it sends nothing more */
 	uint8_t has_our_bye;	 /* it said it has our goodbye */
+	uint8_t byes_sent;	 /* our BYEs to it since it last said it lacks ours
+				  * (saturating) */
 	uint8_t learnt;		 /* known from a frame, not a launcher: a launcher replaces it */
 	uint64_t born;		 /* when its incarnation began (ms), from its signed HELLO */
 	char node[PP_NODE_NAME]; /* its node name */
@@ -84,7 +86,6 @@ struct pp_membership {
 	uint32_t nknown;	    /* ranks heard from (self included) */
 	uint64_t next_hello;	    /* when discovery sends its next HELLO */
 	uint32_t nbye;		    /* peers that said goodbye */
-	uint64_t bye_last;	    /* when a peer last asked for our BYE */
 	int leaving;		    /* pp_finalize is saying goodbye */
 	int joined;		    /* discovery is over */
 	int keyed;		    /* the job has a secret: key is its key (auth.h) */
@@ -315,8 +316,13 @@ int pp_membership_secret_draw(char *out, size_t cap);
  * Errors: -ETIMEDOUT (some peer silent past deadline). */
 int pp_membership_leave(pp_ctx *ctx, uint64_t deadline);
 
+/* Leave without waiting (pp_finalize gave up draining): one BYE to every
+ * live peer that says it has theirs, so none answers, and their receives
+ * from us fail at once instead of waiting for frames that will not come. */
+void pp_membership_abandon(pp_ctx *ctx);
+
 /* Handle a HELLO or BYE frame that progress found. */
-void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now);
+void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len);
 
 /* Start a send or receive without checking the arguments (the public calls
  * do); internal users such as the barrier pass tags below zero.

@@ -38,13 +38,18 @@
  * peer that has not said it has ours; a BYE that lacks ours is answered at
  * once with one that has it; a BYE that has ours is never answered, so two
  * leaving ranks do not echo BYEs for ever. A rank goes when it has every
- * live peer's BYE and each peer either said it has ours or has been quiet
- * for PP_BYE_QUIET: a peer that still lacks ours asks every interval, so
- * leaving too early takes ten of its BYEs lost in a row (6e-6 at 30 %
- * loss). A lost final ack is repaired the same way, by the peer's
+ * live peer's BYE and each peer either said it has ours or has been sent
+ * PP_BYE_TRIES of ours since it last said it lacks ours (each of them has
+ * its BYE, so any one that arrives is enough): leaving too early takes ten
+ * BYEs lost in a row (6e-6 at 30 % loss). Counting BYEs, not time, keeps
+ * that so when a rank is not scheduled for a while (a quiet time of 100 ms
+ * once let a starved rank go after one or two BYEs, all lost, and its peer
+ * waited for ever). A lost final ack is repaired the same way, by the peer's
  * retransmission while we wait. A peer's BYE also means
  * it will send nothing more: receives that only it could satisfy fail with
- * -ECONNRESET instead of waiting for ever.
+ * -ECONNRESET instead of waiting for ever. A rank that could not drain
+ * (pp_finalize's timeout) still says goodbye, once, to each live peer
+ * (pp_membership_abandon), and does not wait for theirs.
  *
  * Proof (auth.h): HELLO and BYE end in a tag keyed with the job's secret.
  * In a job with a secret, membership acts only on frames whose tag holds;
@@ -85,8 +90,8 @@
 #include "ppd/ppd_pull.h"
 #include "wire.h"
 
-#define PP_HELLO_INTERVAL_NS 10000000u	/* 10 ms */
-#define PP_BYE_QUIET_NS	     100000000u /* 100 ms without a BYE: nobody lacks ours */
+#define PP_HELLO_INTERVAL_NS 10000000u /* 10 ms */
+#define PP_BYE_TRIES	     10u       /* our BYEs that make its silence mean it has ours */
 
 static const uint8_t broadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
@@ -289,7 +294,7 @@ static void hello_input(pp_ctx *ctx, const struct pp_wire_hdr *h, const uint8_t 
 		send_control(ctx, PP_WIRE_HELLO, pi->mac, h->src_rank, pi->inc, 0);
 }
 
-void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t now)
+void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len)
 {
 	struct pp_wire_check chk = {ctx->cfg.job, (uint32_t)ctx->rank, (uint32_t)ctx->size,
 				    ctx->port_info.mtu, ctx->inc};
@@ -323,9 +328,9 @@ void pp_membership_input(pp_ctx *ctx, const uint8_t *frame, size_t len, uint64_t
 	}
 	if (h.msg_id) {
 		pi->has_our_bye = 1;
-	} else if (ctx->mem.leaving) { /* it lacks ours: answer, and keep waiting */
-		ctx->mem.bye_last = now;
+	} else if (ctx->mem.leaving) { /* it lacks ours: answer, and count again */
 		send_control(ctx, PP_WIRE_BYE, pi->mac, h.src_rank, pi->inc, 1);
+		pi->byes_sent = 1;
 	}
 }
 
@@ -599,28 +604,47 @@ int pp_membership_join(pp_ctx *ctx)
 }
 
 /* Every live peer said goodbye, and none needs ours any more: each said it
- * has it, or nobody asked for PP_BYE_QUIET. */
-static int may_leave(const pp_ctx *ctx, uint64_t now)
+ * has it, or was sent PP_BYE_TRIES of ours since it last asked. */
+static int may_leave(const pp_ctx *ctx)
 {
-	int quiet = now - ctx->mem.bye_last >= PP_BYE_QUIET_NS;
 	for (int r = 0; r < ctx->size; r++) {
 		const struct pp_peer_info *pi = &ctx->mem.peers[r];
 		if (r == ctx->rank || pp_proto_peer_lost(ctx->eng, (uint32_t)r))
 			continue;
-		if (!pi->bye || (!pi->has_our_bye && !quiet))
+		if (!pi->bye || (!pi->has_our_bye && pi->byes_sent < PP_BYE_TRIES))
 			return 0;
 	}
 	return 1;
+}
+
+/* One BYE to each live peer that lacks ours (all: to every known live peer,
+ * each saying it has theirs). */
+static void bye_round(pp_ctx *ctx, int all)
+{
+	for (int r = 0; r < ctx->size; r++) {
+		struct pp_peer_info *pi = &ctx->mem.peers[r];
+		if (r != ctx->rank && (all ? pi->known : !pi->has_our_bye) &&
+		    !pp_proto_peer_lost(ctx->eng, (uint32_t)r)) {
+			send_control(ctx, PP_WIRE_BYE, pi->mac, (uint32_t)r, pi->inc,
+				     all ? 1 : pi->bye);
+			pi->byes_sent += pi->byes_sent < UINT8_MAX;
+		}
+	}
+}
+
+void pp_membership_abandon(pp_ctx *ctx)
+{
+	ctx->mem.leaving = 1;
+	bye_round(ctx, 1);
 }
 
 int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
 {
 	uint64_t next = 0;
 	ctx->mem.leaving = 1;
-	ctx->mem.bye_last = pp_now_ns();
 	for (;;) {
 		uint64_t now = pp_now_ns();
-		if (may_leave(ctx, now))
+		if (may_leave(ctx))
 			return 0;
 		if (now > deadline) {
 			pp_warn("pp_finalize: %d of %d peers did not say goodbye in time",
@@ -628,13 +652,7 @@ int pp_membership_leave(pp_ctx *ctx, uint64_t deadline)
 			return -ETIMEDOUT;
 		}
 		if (now >= next) {
-			for (int r = 0; r < ctx->size; r++) {
-				struct pp_peer_info *pi = &ctx->mem.peers[r];
-				if (r != ctx->rank && !pi->has_our_bye &&
-				    !pp_proto_peer_lost(ctx->eng, (uint32_t)r))
-					send_control(ctx, PP_WIRE_BYE, pi->mac, (uint32_t)r,
-						     pi->inc, pi->bye);
-			}
+			bye_round(ctx, 0);
 			next = now + PP_HELLO_INTERVAL_NS;
 		}
 		pp_ctx_progress(ctx);

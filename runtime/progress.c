@@ -108,7 +108,7 @@ static unsigned rx(pp_ctx *ctx, uint64_t now)
 			__builtin_prefetch(bufs[i + 1]->data);
 		int rc;
 		if (pp_unlikely(is_membership(bufs[i]))) {
-			pp_membership_input(ctx, bufs[i]->data, bufs[i]->len, now);
+			pp_membership_input(ctx, bufs[i]->data, bufs[i]->len);
 			continue;
 		}
 		if (ctx->cfg.daemon[0] && ppd_port_rx_placed(ctx->port, bufs[i]))

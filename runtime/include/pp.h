@@ -173,7 +173,9 @@ PP_API int pp_init(pp_ctx **ctx, const char *config);
  * peers (BYE) and wait for theirs, then free the context. Every request
  * must have completed.
  * Errors: -EINVAL (ctx is NULL), -ETIMEDOUT (in-flight operations or peers'
- * goodbyes missing after timeout_ms; the context is freed anyway).
+ * goodbyes missing after timeout_ms; the context is freed anyway). When the
+ * drain did not finish, one BYE still goes to each live peer, so that their
+ * receives from this rank fail with -ECONNRESET instead of waiting.
  */
 PP_API int pp_finalize(pp_ctx *ctx);
 
