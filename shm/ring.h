@@ -133,6 +133,23 @@ static inline void *pp_shm_ring_reserve_fast(struct pp_shm_ring *r, uint32_t len
  * what was reserved). */
 void pp_shm_ring_commit(struct pp_shm_ring *r, uint32_t len);
 
+/* Producer: ask for the cell ahead cells past the next record's first, for
+ * writing, now (a hint: nothing is read or written). A cell the consumer
+ * read a lap ago must come back to the producer's core before the
+ * producer's store can go; while the producer streams records, asking early
+ * takes that wait out of the next stores (pp_shm_link's lite sends). */
+static inline void pp_shm_ring_warm(const struct pp_shm_ring *r, uint32_t ahead)
+{
+	const uint8_t *c =
+	    r->cells + (size_t)((uint32_t)(r->head + ahead) & r->mask) * PP_SHM_RING_CELL;
+#if defined(__x86_64__)
+	__asm__ volatile(
+	    "prefetchw %0" ::"m"(*c)); /* for writing: plain prefetch takes it shared */
+#else
+	__builtin_prefetch(c, 1, 3);
+#endif
+}
+
 /* Producer: 1 when the consumer has given back every record committed (its
  * index read now), 0 when some are still in the ring. */
 int pp_shm_ring_drained(struct pp_shm_ring *r);
