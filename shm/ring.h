@@ -142,9 +142,8 @@ static inline void pp_shm_ring_warm(const struct pp_shm_ring *r, uint32_t ahead)
 {
 	const uint8_t *c =
 	    r->cells + (size_t)((uint32_t)(r->head + ahead) & r->mask) * PP_SHM_RING_CELL;
-#if defined(__x86_64__)
-	__asm__ volatile(
-	    "prefetchw %0" ::"m"(*c)); /* for writing: plain prefetch takes it shared */
+#if defined(__x86_64__) /* for writing: a plain prefetch takes the line shared */
+	__asm__ volatile("prefetchw %0" ::"m"(*c));
 #else
 	__builtin_prefetch(c, 1, 3);
 #endif

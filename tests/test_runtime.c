@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "ctx.h" /* pp_now_ns */
 #include "cu_main.h"
 #include "engine.h"
 #include "pp.h"
@@ -20,7 +20,8 @@
 #include "sim/pp_sim.h"
 #include "trace.h"
 
-#define MAXR 4
+#define MAXR	 4
+#define NS_PER_S 1000000000ull
 
 struct rank_run {
 	int rank, size;		    /* who */
@@ -174,13 +175,6 @@ static int sc_match(pp_ctx *ctx, int rank)
 	return bad;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 /* Many outstanding non-blocking operations both ways, and pp_test. */
 static int sc_many(pp_ctx *ctx, int rank)
 {
@@ -199,9 +193,9 @@ static int sc_many(pp_ctx *ctx, int rank)
 	/* A request that completes with an error counts too (it is freed):
 	 * the loop must end, and the error is a failure. pp_test never gives
 	 * up on a receive, so the loop does, after a minute without one. */
-	uint64_t last = now_ms();
+	uint64_t last = pp_now_ns();
 	while (left > 0) {
-		if (now_ms() - last > 60000) {
+		if (pp_now_ns() - last > 60 * NS_PER_S) {
 			fprintf(stderr, "rank %d: %d requests open for a minute\n", rank, left);
 			return bad + left;
 		}
@@ -211,7 +205,7 @@ static int sc_many(pp_ctx *ctx, int rank)
 			if (s[i]) {
 				rc = pp_test(&s[i], &done, NULL);
 				if (rc || done) {
-					left--, last = now_ms();
+					left--, last = pp_now_ns();
 					bad += rc != 0 || !done;
 					s[i] = NULL;
 				}
@@ -219,7 +213,7 @@ static int sc_many(pp_ctx *ctx, int rank)
 			if (r[i]) {
 				rc = pp_test(&r[i], &done, &st);
 				if (rc || done) {
-					left--, last = now_ms();
+					left--, last = pp_now_ns();
 					bad += rc != 0 || !done || st.len != LEN ||
 					       check(rbuf[rank][i], LEN, i + 100 * peer);
 					r[i] = NULL;
@@ -343,7 +337,7 @@ static int sc_abandon(pp_ctx *ctx, int rank)
 	if (rank == 1) /* never satisfied: finalize cannot drain */
 		return pp_irecv(ctx, buf, sizeof(buf), 0, 9, &r) != 0;
 	int bad = pp_irecv(ctx, buf, sizeof(buf), 1, 8, &r) != 0, done = 0, rc = 0;
-	for (uint64_t t0 = now_ms(); !done && now_ms() - t0 < 30000;)
+	for (uint64_t t0 = pp_now_ns(); !done && pp_now_ns() - t0 < 30 * NS_PER_S;)
 		rc = pp_test(&r, &done, NULL);
 	return bad + !done + (rc != -ECONNRESET);
 }
